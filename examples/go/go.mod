@@ -1,0 +1,3 @@
+module coldstart.example/server
+
+go 1.22

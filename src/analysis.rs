@@ -1,0 +1,108 @@
+//! Samples → statistics: per-variant summaries and the comparison of each variant
+//! with the baseline (the first variant). Reports render this; they compute nothing.
+
+use crate::experiment::ExperimentResult;
+use crate::stats::{self, Comparison, Summary};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantAnalysis {
+    pub name: String,
+    pub command: String,
+    pub readiness: String,
+    /// Successful measured runs (warmups excluded).
+    pub ok_runs: usize,
+    pub failed_runs: usize,
+    pub warmup_runs: usize,
+    /// Spawn → ready, milliseconds.
+    pub ready_ms: Option<Summary>,
+    /// First request after ready (the cold handler), ms.
+    pub first_request_ms: Option<Summary>,
+    /// Requests after the first (warm handler), ms, pooled over runs.
+    pub later_requests_ms: Option<Summary>,
+    pub shutdown_ms: Option<Summary>,
+    pub cpu_ms: Option<Summary>,
+    pub peak_rss_mb: Option<Summary>,
+    pub minor_faults: Option<Summary>,
+    pub major_faults: Option<Summary>,
+    pub processes: Option<Summary>,
+    pub threads: Option<Summary>,
+    /// Numeric log captures (e.g. a self-reported "ready in N ms"), by group name.
+    pub captures: BTreeMap<String, Summary>,
+    /// This variant vs the baseline (None for the baseline itself).
+    pub vs_baseline: Option<Comparison>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    pub variants: Vec<VariantAnalysis>,
+}
+
+pub fn analyze(result: &ExperimentResult) -> Analysis {
+    let baseline = result.ready_ms(0);
+    let variants = result
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let measured: Vec<_> = result
+                .samples
+                .iter()
+                .filter(|s| s.variant == i && !s.warmup)
+                .collect();
+            let ok: Vec<_> = measured.iter().filter(|s| s.ok()).collect();
+            let of = |f: &dyn Fn(&crate::sample::Sample) -> Option<f64>| {
+                summarize(ok.iter().filter_map(|s| f(s)))
+            };
+            let mut names: Vec<&String> = ok.iter().flat_map(|s| s.captures.keys()).collect();
+            names.sort();
+            names.dedup();
+            let captures = names
+                .into_iter()
+                .filter_map(|name| {
+                    let vals = ok
+                        .iter()
+                        .filter_map(|s| s.captures.get(name)?.parse::<f64>().ok());
+                    Some((name.clone(), summarize(vals)?))
+                })
+                .collect();
+            let ready = result.ready_ms(i);
+            VariantAnalysis {
+                name: v.name.clone(),
+                command: v.target.display_command(),
+                readiness: v.readiness.to_string(),
+                ok_runs: ok.len(),
+                failed_runs: measured.len() - ok.len(),
+                warmup_runs: result
+                    .samples
+                    .iter()
+                    .filter(|s| s.variant == i && s.warmup)
+                    .count(),
+                ready_ms: summarize(ready.iter().copied()),
+                first_request_ms: of(&|s| s.requests_ns.first().map(|ns| *ns as f64 / 1e6)),
+                later_requests_ms: summarize(
+                    ok.iter()
+                        .flat_map(|s| s.requests_ns.iter().skip(1))
+                        .map(|ns| *ns as f64 / 1e6),
+                ),
+                shutdown_ms: of(&|s| s.shutdown_ns.map(|ns| ns as f64 / 1e6)),
+                cpu_ms: of(&|s| Some((s.usage.cpu_user_us + s.usage.cpu_sys_us) as f64 / 1e3)),
+                peak_rss_mb: of(&|s| s.usage.peak_rss_kb.map(|kb| kb as f64 / 1024.0)),
+                minor_faults: of(&|s| Some(s.usage.minor_faults as f64)),
+                major_faults: of(&|s| Some(s.usage.major_faults as f64)),
+                processes: of(&|s| Some(s.usage.processes as f64)),
+                threads: of(&|s| Some(s.usage.threads as f64)),
+                captures,
+                vs_baseline: (i > 0).then(|| stats::compare(&baseline, &ready)),
+            }
+        })
+        .collect();
+    Analysis { variants }
+}
+
+fn summarize(values: impl Iterator<Item = f64>) -> Option<Summary> {
+    let mut xs: Vec<f64> = values.collect();
+    xs.sort_by(f64::total_cmp);
+    stats::summarize(&xs)
+}

@@ -1,0 +1,266 @@
+//! Command-line definitions (clap) and the variant grammar of `bench`.
+
+use crate::experiment::Order;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "coldstart",
+    version,
+    about = "A cold-start lab: how long from spawn to ready, really?"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Measure spawn → ready of one or more variants, with honest statistics.
+    #[command(
+        override_usage = "coldstart bench [OPTIONS] -- COMMAND [ARGS...]\n       \
+                          coldstart bench [OPTIONS] --name A [VARIANT OPTIONS] -- COMMAND... --name B [VARIANT OPTIONS] -- COMMAND...",
+        after_long_help = BENCH_HELP
+    )]
+    Bench(Box<BenchArgs>),
+    /// Run the bundled example targets (Python, Node, Go, Java, Rust servers) and show what coldstart does.
+    Demo(DemoArgs),
+}
+
+const BENCH_HELP: &str = "\
+VARIANTS
+  Everything before the first `--name` or `--` applies to all variants. Each
+  variant is `--name NAME [--env K=V]... [--ready R] [--cwd DIR] -- COMMAND ARGS...`;
+  its COMMAND runs until the next `--name`. The first variant is the baseline the
+  others are compared with. The command is run directly (no shell); use
+  `-- sh -c '...'` when you want one.
+
+READINESS (--ready)
+  exit                 the process exits (default)
+  tcp:[HOST:]PORT      a TCP connect succeeds (HOST defaults to 127.0.0.1)
+  http://HOST:PORT/P   a GET answers 2xx/3xx; the time includes the whole response
+  log:REGEX            a stdout/stderr line matches; named groups (?P<name>..) are
+                       captured per run and summarised when numeric
+  file:PATH            the file exists (inotify; removed after each run)
+  tcp and http poll every --poll-interval (default 200us); exit, log and file are
+  event-driven. A port that already accepts connections before the spawn is refused.
+
+STATISTICS
+  p50 is shown with its 95% distribution-free confidence interval. Each variant is
+  compared with the baseline by the ratio of medians (bootstrap CI), the
+  Hodges-Lehmann shift (CI) and a Mann-Whitney U test: `faster`/`slower` only when
+  p < 0.05 and the shift's CI excludes zero, else `~` (no significant difference).
+
+EXAMPLES
+  coldstart bench --ready exit -- python3 -c 'import json'
+  coldstart bench --runs 30 --ready http://127.0.0.1:8080/health --requests 5 -- ./server --port 8080
+  coldstart bench --ready 'log:listening on (?P<port>\\d+)' \\
+      --name baseline -- ./v98/bootstrap --name candidate -- ./build/bootstrap
+  coldstart bench --target-ci 2% --max-runs 200 -- ./cli --version";
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Measured runs per variant.
+    #[arg(short, long, default_value_t = 20)]
+    pub runs: usize,
+    /// Unmeasured runs per variant first. Default 1: the first start after a build
+    /// reads binaries and libraries from disk, later ones from the page cache; one
+    /// warmup makes every measured run see the same cache state.
+    #[arg(short, long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Run order: shuffled rounds (each round runs every variant once, in random order) or sequential.
+    #[arg(long, value_enum, default_value_t = Order::Shuffled)]
+    pub order: Order,
+    /// Stop adaptively once every variant's median 95% CI half-width is within this
+    /// (e.g. `2%` of the median, or `5ms`). Uses --min-runs/--max-runs instead of --runs.
+    #[arg(long, value_name = "PCT|MS")]
+    pub target_ci: Option<String>,
+    /// With --target-ci: runs per variant before stopping is considered.
+    #[arg(long, default_value_t = 10)]
+    pub min_runs: usize,
+    /// With --target-ci: stop here even if the CI is still wide.
+    #[arg(long, default_value_t = 200)]
+    pub max_runs: usize,
+    /// Seconds a run may take to become ready before it fails.
+    #[arg(short, long, default_value_t = 30.0)]
+    pub timeout: f64,
+    /// How often tcp/http readiness is polled, in microseconds.
+    #[arg(long, default_value_t = 200, value_name = "US")]
+    pub poll_interval: u64,
+    /// Requests to send after ready (GET to --request-url, default: the http readiness URL);
+    /// the first is the cold handler, the rest warm.
+    #[arg(long, default_value_t = 0)]
+    pub requests: usize,
+    /// URL for --requests (when readiness is not http).
+    #[arg(long)]
+    pub request_url: Option<String>,
+    /// Seconds between SIGTERM and SIGKILL when stopping a target.
+    #[arg(long, default_value_t = 2.0)]
+    pub grace: f64,
+    /// Keep going after a failed run (failures are counted and reported); default stops.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Seed for the run order (shown in the JSON export, for reproducing an order).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output lines of the target kept for failure messages.
+    #[arg(long, default_value_t = 10)]
+    pub output_lines: usize,
+    /// No progress output.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Write settings, statistics and every raw sample as JSON (docs/json-schema.md).
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Write the result table as Markdown.
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+    /// Write one CSV row per run.
+    #[arg(long, value_name = "PATH")]
+    pub export_csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub shared: VariantArgs,
+    /// Variants (see VARIANTS below); filled in by the variant grammar, not by clap.
+    #[arg(skip)]
+    pub variants: Vec<VariantSpec>,
+}
+
+/// Options that apply to one variant (after its --name) or to all (before any).
+#[derive(Args, Debug, Clone, Default)]
+pub struct VariantArgs {
+    /// Readiness: exit, tcp:[HOST:]PORT, http://…, log:REGEX, file:PATH (see READINESS).
+    #[arg(long, value_name = "PROBE")]
+    pub ready: Option<String>,
+    /// Environment variable for the target, KEY=VALUE (repeatable).
+    #[arg(short, long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Working directory of the target.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Parser, Debug)]
+#[command(no_binary_name = true)]
+struct VariantCli {
+    #[arg(long)]
+    name: String,
+    #[command(flatten)]
+    args: VariantArgs,
+}
+
+#[derive(Debug, Clone)]
+pub struct VariantSpec {
+    pub name: Option<String>,
+    pub args: VariantArgs,
+    pub argv: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Measured runs per variant.
+    #[arg(short, long, default_value_t = 10)]
+    pub runs: usize,
+    /// Only these languages (python, node, go, java, rust); default all whose toolchain is present.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+}
+
+/// Split raw `bench` arguments: global options, then variant blocks. clap cannot
+/// express "argv until the next --name", so the blocks are cut here and each one's
+/// options are parsed by clap.
+pub fn split_bench_args(args: &[String]) -> Result<(Vec<String>, Vec<VariantSpec>), String> {
+    let first = args
+        .iter()
+        .position(|a| a == "--name" || a == "--" || a.starts_with("--name="));
+    let Some(first) = first else {
+        return Ok((args.to_vec(), Vec::new()));
+    };
+    let globals = args[..first].to_vec();
+    let rest = &args[first..];
+    if rest[0] == "--" {
+        // Single unnamed variant: everything after `--` is its argv, verbatim.
+        return Ok((
+            globals,
+            vec![VariantSpec {
+                name: None,
+                args: VariantArgs::default(),
+                argv: rest[1..].to_vec(),
+            }],
+        ));
+    }
+    let mut specs = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let sep = rest[i..]
+            .iter()
+            .position(|a| a == "--")
+            .map(|p| p + i)
+            .ok_or_else(|| {
+                format!(
+                    "variant starting at `{}` has no `--` before its command",
+                    rest[i..].join(" ")
+                )
+            })?;
+        let parsed = VariantCli::try_parse_from(&rest[i..sep]).map_err(|e| e.to_string())?;
+        let end = rest[sep + 1..]
+            .iter()
+            .position(|a| a == "--name" || a.starts_with("--name="))
+            .map(|p| p + sep + 1)
+            .unwrap_or(rest.len());
+        let argv = rest[sep + 1..end].to_vec();
+        if argv.is_empty() {
+            return Err(format!(
+                "variant '{}' has no command after `--`",
+                parsed.name
+            ));
+        }
+        specs.push(VariantSpec {
+            name: Some(parsed.name),
+            args: parsed.args,
+            argv,
+        });
+        i = end;
+    }
+    Ok((globals, specs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn single_variant_keeps_argv_verbatim() {
+        let (g, v) = split_bench_args(&s(&["--runs", "5", "--", "prog", "--name", "x"])).unwrap();
+        assert_eq!(g, s(&["--runs", "5"]));
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].argv, s(&["prog", "--name", "x"]));
+    }
+
+    #[test]
+    fn named_variants_split_at_name() {
+        let (g, v) = split_bench_args(&s(&[
+            "--ready", "exit", "--name", "a", "--env", "K=1", "--", "./a", "-x", "--name", "b",
+            "--", "./b",
+        ]))
+        .unwrap();
+        assert_eq!(g, s(&["--ready", "exit"]));
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].name.as_deref(), Some("a"));
+        assert_eq!(v[0].args.env, s(&["K=1"]));
+        assert_eq!(v[0].argv, s(&["./a", "-x"]));
+        assert_eq!(v[1].argv, s(&["./b"]));
+    }
+
+    #[test]
+    fn missing_separator_is_an_error() {
+        let e = split_bench_args(&s(&["--name", "a", "./a"])).unwrap_err();
+        assert!(e.contains("no `--`"), "{e}");
+        let e = split_bench_args(&s(&["--name", "a", "--"])).unwrap_err();
+        assert!(e.contains("no command"), "{e}");
+    }
+}

@@ -1,0 +1,189 @@
+//! `coldstart demo`: builds the bundled examples and runs two experiments on them,
+//! printing the equivalent `coldstart bench` command line for each so the demo
+//! also teaches the CLI.
+
+use crate::cli::{self, DemoArgs};
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn run(args: &DemoArgs) -> Result<i32> {
+    let root = repo_root()?;
+    let out = root.join("target/examples");
+    eprintln!("coldstart demo: building examples (examples/build.sh)…");
+    let status = Command::new("bash")
+        .arg(root.join("examples/build.sh"))
+        .arg(&out)
+        .status()
+        .context("running examples/build.sh")?;
+    if !status.success() {
+        bail!("examples/build.sh failed ({status}); run it by hand to see why");
+    }
+
+    let mut servers: Vec<(&str, Vec<String>)> = Vec::new();
+    let want = |lang: &str| args.only.is_empty() || args.only.iter().any(|o| o == lang);
+    let artifact = |p: &str| out.join(p);
+    if want("rust") && artifact("rust-server").exists() {
+        servers.push(("rust", vec![artifact("rust-server").display().to_string()]));
+    }
+    if want("go") && artifact("go-server").exists() {
+        servers.push(("go", vec![artifact("go-server").display().to_string()]));
+    }
+    if want("node") && which("node") {
+        servers.push((
+            "node",
+            vec![
+                "node".into(),
+                root.join("examples/node/server.js").display().to_string(),
+            ],
+        ));
+    }
+    if want("python") {
+        if let Some(py) = real_python() {
+            servers.push((
+                "python",
+                vec![
+                    py,
+                    root.join("examples/python/server.py").display().to_string(),
+                ],
+            ));
+        }
+    }
+    if want("java") && artifact("java/Server.class").exists() && which("java") {
+        servers.push((
+            "java",
+            vec![
+                "java".into(),
+                "-cp".into(),
+                artifact("java").display().to_string(),
+                "Server".into(),
+            ],
+        ));
+    }
+    if servers.is_empty() {
+        bail!("no example could be built or found: install a toolchain (Rust, Go, Node, Python or Java) and retry");
+    }
+
+    let runs = args.runs.max(2).to_string();
+    // 1. Languages side by side.
+    let mut argv: Vec<String> = vec![
+        "--runs".into(),
+        runs.clone(),
+        "--requests".into(),
+        "3".into(),
+    ];
+    for (name, cmd) in &servers {
+        let port = free_port()?;
+        argv.extend([
+            "--name".into(),
+            (*name).into(),
+            "--ready".into(),
+            format!("http://127.0.0.1:{port}/health"),
+        ]);
+        argv.push("--".into());
+        argv.extend(cmd.iter().cloned());
+        argv.extend(["--port".into(), port.to_string()]);
+    }
+    let mut code = section(
+        "1. Spawn → first 2xx on /health, one HTTP server per language (baseline: first)",
+        &argv,
+    )?;
+
+    // 2. A known injected difference must come out as "slower", by about the delay.
+    let (name, cmd) = &servers[0];
+    let port = free_port()?;
+    let mut argv: Vec<String> = vec![
+        "--runs".into(),
+        runs,
+        "--ready".into(),
+        format!("tcp:{port}"),
+    ];
+    for (variant, delay) in [(name.to_string(), "0"), (format!("{name}+50ms"), "50")] {
+        argv.extend([
+            "--name".into(),
+            variant,
+            "--env".into(),
+            format!("COLDSTART_EXAMPLE_DELAY_MS={delay}"),
+            "--".into(),
+        ]);
+        argv.extend(cmd.iter().cloned());
+        argv.extend(["--port".into(), port.to_string()]);
+    }
+    code = code.max(section(
+        "2. A known difference: the same server with a 50 ms init delay",
+        &argv,
+    )?);
+    Ok(code)
+}
+
+fn section(title: &str, bench_args: &[String]) -> Result<i32> {
+    println!("\n== {title}");
+    println!(
+        "$ coldstart bench {}\n",
+        bench_args
+            .iter()
+            .map(|a| quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let (globals, variants) = cli::split_bench_args(bench_args).map_err(anyhow::Error::msg)?;
+    let parsed = cli::Cli::try_parse_from(
+        ["coldstart".to_string(), "bench".to_string()]
+            .into_iter()
+            .chain(globals),
+    )?;
+    let cli::Command::Bench(mut b) = parsed.command else {
+        bail!("internal: demo built a non-bench command")
+    };
+    b.variants = variants;
+    crate::bench::run(&b)
+}
+
+fn quote(a: &str) -> String {
+    if a.chars()
+        .any(|c| c.is_whitespace() || "'\"$`\\|&;<>()*?".contains(c))
+    {
+        format!("'{a}'")
+    } else {
+        a.to_string()
+    }
+}
+
+/// The repository this binary was built from (the examples live there), or the
+/// current directory when it holds examples/.
+fn repo_root() -> Result<PathBuf> {
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for dir in [std::env::current_dir().ok(), Some(built)]
+        .into_iter()
+        .flatten()
+    {
+        if dir.join("examples/build.sh").exists() {
+            return Ok(dir);
+        }
+    }
+    bail!("cannot find examples/build.sh: run `coldstart demo` from the coldstart repository")
+}
+
+fn which(cmd: &str) -> bool {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .any(|d| Path::new(d).join(cmd).is_file())
+}
+
+/// The interpreter itself, not a version-manager shim (pyenv's adds ~200 ms of bash).
+fn real_python() -> Option<String> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()?;
+    let path = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !path.is_empty()).then_some(path)
+}
+
+/// A port nothing listens on right now (the kernel picks it).
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
+    Ok(l.local_addr()?.port())
+}

@@ -1,0 +1,9 @@
+//! An experiment: variants × runs, scheduled (warmups, interleaving, adaptive
+//! stopping) and executed one run at a time. Produces raw samples only; statistics
+//! and output are other modules' business.
+
+pub mod plan;
+pub mod schedule;
+
+pub use plan::{Order, Plan, StopRule, Variant};
+pub use schedule::{execute, ExperimentResult, Observer};

@@ -1,0 +1,58 @@
+//! What an experiment will do, fully validated before the first spawn.
+
+use crate::run::RunOptions;
+use crate::target::{Readiness, Target};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Variant {
+    pub name: String,
+    pub target: Target,
+    pub readiness: Readiness,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// Each round runs every variant once, in a fresh random order, so drift
+    /// (thermal, other load, page cache) hits all variants alike.
+    Shuffled,
+    /// All runs of the first variant, then all of the next (hyperfine's order).
+    Sequential,
+}
+
+/// When to stop measuring.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StopRule {
+    /// Exactly this many successful-or-failed runs per variant.
+    Fixed { runs: usize },
+    /// Stop when every variant's 95 % CI half-width of the median is at most
+    /// `target` (ms, or a fraction of the median when `relative`), between min and max runs.
+    Adaptive {
+        min_runs: usize,
+        max_runs: usize,
+        target: f64,
+        relative: bool,
+    },
+}
+
+impl StopRule {
+    pub fn max_runs(&self) -> usize {
+        match self {
+            StopRule::Fixed { runs } => *runs,
+            StopRule::Adaptive { max_runs, .. } => *max_runs,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub variants: Vec<Variant>,
+    pub warmup: usize,
+    pub order: Order,
+    pub stop: StopRule,
+    pub keep_going: bool,
+    pub seed: u64,
+    pub run: RunOptions,
+}

@@ -1,0 +1,174 @@
+//! Executing a plan: warmups, then rounds in shuffled (or sequential) order,
+//! with adaptive stopping on the median's confidence interval.
+
+use super::plan::{Order, Plan, StopRule, Variant};
+use crate::run::{run_once, RunId};
+use crate::sample::Sample;
+use crate::stats;
+use anyhow::Result;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ExperimentResult {
+    pub variants: Vec<Variant>,
+    pub samples: Vec<Sample>,
+    /// Why measuring stopped: "completed", "target-ci", "max-runs", "failure", "interrupted".
+    pub stopped: String,
+}
+
+impl ExperimentResult {
+    /// Ready times (ms) of the successful, non-warmup runs of one variant.
+    pub fn ready_ms(&self, variant: usize) -> Vec<f64> {
+        self.samples
+            .iter()
+            .filter(|s| s.variant == variant && !s.warmup && s.ok())
+            .filter_map(|s| s.ready_ns)
+            .map(|ns| ns as f64 / 1e6)
+            .collect()
+    }
+}
+
+/// Told about each run as it finishes (progress display lives in report).
+pub trait Observer {
+    fn planned(&mut self, total_runs: usize);
+    fn finished(&mut self, variant: &Variant, sample: &Sample);
+}
+
+pub fn execute(plan: &Plan, observer: &mut dyn Observer) -> Result<ExperimentResult> {
+    let n = plan.variants.len();
+    let mut result = ExperimentResult {
+        variants: plan.variants.clone(),
+        samples: Vec::new(),
+        stopped: String::new(),
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed);
+    observer.planned(n * (plan.warmup + plan.stop.max_runs()));
+
+    // Warmups: fill the page cache with the binaries and libraries so the first
+    // measured run does not pay disk reads the others do not.
+    for w in 0..plan.warmup {
+        for v in order_for_round(n, plan.order, &mut rng) {
+            if !step(plan, &mut result, observer, v, w, true)? {
+                return Ok(result);
+            }
+        }
+    }
+    match plan.order {
+        Order::Shuffled => {
+            for round in 0..plan.stop.max_runs() {
+                for v in order_for_round(n, Order::Shuffled, &mut rng) {
+                    if !step(plan, &mut result, observer, v, round, false)? {
+                        return Ok(result);
+                    }
+                }
+                if let Some(reason) = should_stop(plan, &result, 0..n, round + 1) {
+                    result.stopped = reason.into();
+                    return Ok(result);
+                }
+            }
+        }
+        Order::Sequential => {
+            for v in 0..n {
+                for round in 0..plan.stop.max_runs() {
+                    if !step(plan, &mut result, observer, v, round, false)? {
+                        return Ok(result);
+                    }
+                    if should_stop(plan, &result, v..v + 1, round + 1).is_some() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    result.stopped = match plan.stop {
+        StopRule::Fixed { .. } => "completed",
+        StopRule::Adaptive { .. } => "max-runs",
+    }
+    .into();
+    Ok(result)
+}
+
+/// One run; false when the experiment must stop (failure without --keep-going, or interrupt).
+fn step(
+    plan: &Plan,
+    result: &mut ExperimentResult,
+    observer: &mut dyn Observer,
+    v: usize,
+    round: usize,
+    warmup: bool,
+) -> Result<bool> {
+    let variant = &plan.variants[v];
+    let sample = run_once(
+        &variant.target,
+        &variant.readiness,
+        &plan.run,
+        RunId {
+            variant: v,
+            round,
+            warmup,
+        },
+    )?;
+    observer.finished(variant, &sample);
+    let interrupted = sample.outcome == crate::sample::Outcome::Interrupted;
+    let failed = !sample.ok();
+    result.samples.push(sample);
+    if interrupted {
+        result.stopped = "interrupted".into();
+        return Ok(false);
+    }
+    if failed && !plan.keep_going {
+        result.stopped = "failure".into();
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+fn order_for_round(n: usize, order: Order, rng: &mut rand::rngs::StdRng) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..n).collect();
+    if order == Order::Shuffled {
+        idx.shuffle(rng);
+    }
+    idx
+}
+
+/// Adaptive stop: every variant in `range` has at least min runs and a median CI
+/// half-width within the target.
+fn should_stop(
+    plan: &Plan,
+    result: &ExperimentResult,
+    range: std::ops::Range<usize>,
+    runs: usize,
+) -> Option<&'static str> {
+    let StopRule::Adaptive {
+        min_runs,
+        target,
+        relative,
+        ..
+    } = plan.stop
+    else {
+        return None;
+    };
+    if runs < min_runs {
+        return None;
+    }
+    let all_tight = range.into_iter().all(|v| {
+        let mut xs = result.ready_ms(v);
+        xs.sort_by(f64::total_cmp);
+        let Some(summary) = stats::summarize(&xs) else {
+            return false;
+        };
+        let Some((lo, hi)) = summary.p50_ci else {
+            return false;
+        };
+        let half = (hi - lo) / 2.0;
+        let limit = if relative {
+            target * summary.p50
+        } else {
+            target
+        };
+        half <= limit
+    });
+    all_tight.then_some("target-ci")
+}

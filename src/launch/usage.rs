@@ -1,0 +1,58 @@
+//! Resource use of a run's process tree up to the ready instant.
+
+use crate::launch::tree::parse_stat;
+use crate::sample::Usage;
+
+pub fn from_rusage(ru: &libc::rusage) -> Usage {
+    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    Usage {
+        cpu_user_us: us(ru.ru_utime),
+        cpu_sys_us: us(ru.ru_stime),
+        peak_rss_kb: Some(ru.ru_maxrss.max(0) as u64).filter(|kb| *kb > own_peak_rss_kb()),
+        minor_faults: ru.ru_minflt.max(0) as u64,
+        major_faults: ru.ru_majflt.max(0) as u64,
+        processes: 1,
+        threads: 0,
+    }
+}
+
+/// coldstart's own high-water RSS: a floor under any child's ru_maxrss.
+fn own_peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Sum over live processes. CPU comes from /proc/PID/stat (clock-tick resolution,
+/// usually 10 ms), including children those processes already waited for.
+pub fn snapshot(pids: &[i32]) -> Usage {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let mut u = Usage::default();
+    for pid in pids {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, f)) = parse_stat(&text) else {
+            continue;
+        };
+        // Fields after comm, 0-based: minflt 7, cminflt 8, majflt 9, cmajflt 10,
+        // utime 11, stime 12, cutime 13, cstime 14, num_threads 17.
+        let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        u.minor_faults += n(7) + n(8);
+        u.major_faults += n(9) + n(10);
+        u.cpu_user_us += (n(11) + n(13)) * 1_000_000 / hz;
+        u.cpu_sys_us += (n(12) + n(14)) * 1_000_000 / hz;
+        u.threads += n(17);
+        u.processes += 1;
+        if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            *u.peak_rss_kb.get_or_insert(0) += status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    u
+}

@@ -1,0 +1,54 @@
+//! coldstart: a cold-start lab for programs on Linux.
+
+mod analysis;
+mod bench;
+mod cli;
+mod clock;
+mod demo;
+mod experiment;
+mod launch;
+mod probe;
+mod report;
+mod run;
+mod sample;
+mod stats;
+mod target;
+
+use clap::Parser;
+
+fn main() {
+    let code = match real_main() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("coldstart: error: {e:#}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+fn real_main() -> anyhow::Result<i32> {
+    let raw: Vec<String> = std::env::args().collect();
+    // `bench` variants use a grammar clap cannot express; cut them out first.
+    let (args, variants) = match raw.get(1).map(String::as_str) {
+        Some("bench") => match cli::split_bench_args(&raw[2..]) {
+            Ok((globals, variants)) => {
+                (raw[..2].iter().cloned().chain(globals).collect(), variants)
+            }
+            Err(msg) => {
+                eprintln!("coldstart: error: {msg}");
+                return Ok(2);
+            }
+        },
+        _ => (raw, Vec::new()),
+    };
+    let mut cli = cli::Cli::parse_from(args);
+    launch::signals::install()?;
+    match &mut cli.command {
+        cli::Command::Bench(b) => {
+            b.variants = variants;
+            bench::run(b)
+        }
+        cli::Command::Demo(d) => demo::run(d),
+    }
+}

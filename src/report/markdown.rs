@@ -1,0 +1,58 @@
+//! Markdown export: the same table as the terminal, fit for a pull request.
+
+use super::format::{comparison, ms};
+use super::terminal::{median_with_ci, tail};
+use crate::analysis::Analysis;
+
+pub fn render(analysis: &Analysis) -> String {
+    let mut out = String::from(
+        "| variant | runs | min | p50 [95% CI] | p90 | p99 | max | mean ± sd | outliers |\n\
+         |:--|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+    );
+    for v in &analysis.variants {
+        let name = escape(&v.name);
+        match &v.ready_ms {
+            Some(s) => out.push_str(&format!(
+                "| {name} | {} | {} | {} | {} | {} | {} | {} ± {} | {} |\n",
+                v.ok_runs,
+                ms(s.min),
+                median_with_ci(s),
+                tail(s.p90, s.p90_reliable),
+                tail(s.p99, s.p99_reliable),
+                ms(s.max),
+                ms(s.mean),
+                ms(s.sd),
+                s.outliers
+            )),
+            None => out.push_str(&format!("| {name} | 0 | no successful run | | | | | | |\n")),
+        }
+    }
+    let base = analysis
+        .variants
+        .first()
+        .map(|v| escape(&v.name))
+        .unwrap_or_default();
+    let deltas: Vec<String> = analysis
+        .variants
+        .iter()
+        .skip(1)
+        .filter_map(|v| {
+            Some(format!(
+                "- **{}** vs {base}: {}",
+                escape(&v.name),
+                comparison(v.vs_baseline.as_ref()?)
+            ))
+        })
+        .collect();
+    if !deltas.is_empty() {
+        out.push('\n');
+        out.push_str(&deltas.join("\n"));
+        out.push('\n');
+    }
+    out.push_str("\nSpawn → ready. `*`: tail quantile from too few runs to be reliable.\n");
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}

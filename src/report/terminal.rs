@@ -1,0 +1,189 @@
+//! The terminal report: one row per variant (min p50 [CI] p90 p99 max mean±sd),
+//! a Δ line per variant against the baseline, then resources and requests.
+
+use super::format::{comparison, ms};
+use crate::analysis::Analysis;
+use crate::experiment::ExperimentResult;
+use crate::stats::Summary;
+use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
+
+pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
+    let mut out = String::new();
+    let mut t = table();
+    t.set_header([
+        "variant",
+        "runs",
+        "min",
+        "p50 [95% CI]",
+        "p90",
+        "p99",
+        "max",
+        "mean ± sd",
+        "outliers",
+    ]);
+    for v in &analysis.variants {
+        let runs = if v.failed_runs > 0 {
+            format!("{} ({} failed)", v.ok_runs, v.failed_runs)
+        } else {
+            v.ok_runs.to_string()
+        };
+        match &v.ready_ms {
+            Some(s) => t.add_row(vec![
+                Cell::new(&v.name),
+                Cell::new(runs),
+                Cell::new(ms(s.min)),
+                Cell::new(median_with_ci(s)),
+                Cell::new(tail(s.p90, s.p90_reliable)),
+                Cell::new(tail(s.p99, s.p99_reliable)),
+                Cell::new(ms(s.max)),
+                Cell::new(format!("{} ± {}", ms(s.mean), ms(s.sd))),
+                Cell::new(s.outliers.to_string()),
+            ]),
+            None => t.add_row(vec![
+                Cell::new(&v.name),
+                Cell::new(runs),
+                Cell::new("no successful run"),
+            ]),
+        };
+    }
+    right_align(&mut t, 1..9);
+    out.push_str(&format!("spawn → ready ({})\n", readiness_line(analysis)));
+    out.push_str(&t.to_string());
+    out.push('\n');
+    if analysis
+        .variants
+        .iter()
+        .any(|v| v.ready_ms.as_ref().is_some_and(|s| !s.p99_reliable))
+    {
+        out.push_str(
+            "  * tail quantile from too few runs to be reliable (p90 needs ≥ 10, p99 ≥ 100)\n",
+        );
+    }
+    let baseline = analysis
+        .variants
+        .first()
+        .map(|v| v.name.as_str())
+        .unwrap_or("");
+    for v in analysis.variants.iter().skip(1) {
+        if let Some(c) = &v.vs_baseline {
+            out.push_str(&format!(
+                "  Δ {} vs {}: {}\n",
+                v.name,
+                baseline,
+                comparison(c)
+            ));
+        }
+    }
+    out.push('\n');
+    out.push_str(&resources(analysis));
+    for v in &analysis.variants {
+        for (name, s) in &v.captures {
+            out.push_str(&format!(
+                "  {}: captured {name}: median {} (n = {})\n",
+                v.name,
+                trim(s.p50),
+                s.n
+            ));
+        }
+    }
+    if result.stopped != "completed" {
+        out.push_str(&format!("stopped: {}\n", result.stopped));
+    }
+    out
+}
+
+fn readiness_line(a: &Analysis) -> String {
+    let mut kinds: Vec<&str> = a.variants.iter().map(|v| v.readiness.as_str()).collect();
+    kinds.dedup();
+    format!("ready = {}", kinds.join(" | "))
+}
+
+fn resources(a: &Analysis) -> String {
+    let has_requests = a.variants.iter().any(|v| v.first_request_ms.is_some());
+    let has_shutdown = a.variants.iter().any(|v| v.shutdown_ms.is_some());
+    let mut header = vec![
+        "medians",
+        "cpu (user+sys)",
+        "peak rss",
+        "faults min/maj",
+        "procs/threads",
+    ];
+    if has_requests {
+        header.extend(["1st request", "later requests"]);
+    }
+    if has_shutdown {
+        header.push("shutdown");
+    }
+    let mut t = table();
+    t.set_header(header.clone());
+    for v in &a.variants {
+        let med = |s: &Option<Summary>| s.as_ref().map(|s| s.p50);
+        let mut row = vec![
+            v.name.clone(),
+            med(&v.cpu_ms).map(ms).unwrap_or_default(),
+            med(&v.peak_rss_mb)
+                .map(|m| format!("{m:.1} MiB"))
+                .unwrap_or_default(),
+            match (med(&v.minor_faults), med(&v.major_faults)) {
+                (Some(a), Some(b)) => format!("{a:.0}/{b:.0}"),
+                _ => String::new(),
+            },
+            match (med(&v.processes), med(&v.threads)) {
+                (Some(p), Some(t)) => format!("{p:.0}/{t:.0}"),
+                _ => String::new(),
+            },
+        ];
+        if has_requests {
+            row.push(med(&v.first_request_ms).map(ms).unwrap_or_default());
+            row.push(med(&v.later_requests_ms).map(ms).unwrap_or_default());
+        }
+        if has_shutdown {
+            row.push(med(&v.shutdown_ms).map(ms).unwrap_or_default());
+        }
+        t.add_row(row);
+    }
+    right_align(&mut t, 1..header.len());
+    let mut out = format!("{t}\n");
+    if a.variants.iter().any(|v| v.peak_rss_mb.is_none() && v.ok_runs > 0) {
+        out.push_str("  † peak RSS below coldstart's own: Linux starts a vfork+exec child's maxrss at the parent's\n");
+    }
+    out
+}
+
+pub fn median_with_ci(s: &Summary) -> String {
+    match s.p50_ci {
+        Some((lo, hi)) => format!("{} [{}, {}]", ms(s.p50), ms(lo), ms(hi)),
+        None => format!("{} [n too small]", ms(s.p50)),
+    }
+}
+
+pub fn tail(x: f64, reliable: bool) -> String {
+    if reliable {
+        ms(x)
+    } else {
+        format!("{}*", ms(x))
+    }
+}
+
+fn trim(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn table() -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_HORIZONTAL_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    t
+}
+
+fn right_align(t: &mut Table, cols: std::ops::Range<usize>) {
+    for i in cols {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! One run: spawn → ready → (requests) → stop → cleanup, producing one Sample.
+//!
+//! A single thread waits with ppoll(2) on the target's pidfd, its output pipes and
+//! the probe's event fd, so exit, log lines and file creation are seen the moment
+//! they happen; polling probes (tcp, http) are checked every poll interval.
+
+use crate::clock::now_ns;
+use crate::launch::output::{tail_of_file, LineBuffer};
+use crate::launch::spawn::{self, OutputMode};
+use crate::launch::{signals, tree, usage};
+use crate::probe::{self, Probe};
+use crate::sample::{ExitStatus, Outcome, Sample, Usage};
+use crate::target::{Readiness, Target};
+use anyhow::{bail, Result};
+use std::io::Read;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub timeout: Duration,
+    pub poll_interval: Duration,
+    /// Requests to send after ready (to `request_url`).
+    pub requests: usize,
+    pub request_url: Option<url::Url>,
+    /// SIGTERM → SIGKILL grace at stop.
+    pub grace: Duration,
+    pub tail_lines: usize,
+}
+
+/// Where the run is.
+pub struct RunId {
+    pub variant: usize,
+    pub round: usize,
+    pub warmup: bool,
+}
+
+/// Errors here abort the experiment (bad setup); a target that fails to become
+/// ready is not an error but a Sample with a failed outcome.
+pub fn run_once(
+    target: &Target,
+    readiness: &Readiness,
+    opts: &RunOptions,
+    id: RunId,
+) -> Result<Sample> {
+    if let Some((host, port)) = readiness.socket_addr() {
+        let addr = probe::tcp::resolve(&host, port)?;
+        if probe::tcp::accepts(&addr) {
+            bail!(
+                "port {port} on {host} already accepts connections before the spawn, so a stale server \
+                 would make the run look instant: stop it (see `ss -ltnp 'sport = :{port}'`) or use another port"
+            );
+        }
+    }
+    let mut probe = Probe::new(readiness)?;
+    let mode = if probe.needs_pipes() {
+        OutputMode::Pipes
+    } else {
+        OutputMode::MemFile
+    };
+    let mut prepared = spawn::prepare(target, mode, &[])?;
+    let poll_every = probe.poll_interval(opts.poll_interval);
+    let mut lines = LineBuffer::new(opts.tail_lines);
+
+    let t0 = now_ns();
+    let mut child = spawn::spawn(&mut prepared, target)?;
+    let _current = signals::Current::set(child.pid);
+    let deadline = t0 + opts.timeout.as_nanos() as u64;
+    let mut next_check = t0;
+
+    let mut sample = Sample {
+        variant: id.variant,
+        round: id.round,
+        warmup: id.warmup,
+        outcome: Outcome::Timeout,
+        ready_ns: None,
+        exit_status: None,
+        usage: Usage::default(),
+        captures: Default::default(),
+        requests_ns: Vec::new(),
+        shutdown_ns: None,
+        killed: false,
+        output_tail: Vec::new(),
+    };
+    let mut exited: Option<(ExitStatus, libc::rusage)> = None;
+
+    loop {
+        if signals::interrupted() {
+            sample.outcome = Outcome::Interrupted;
+            break;
+        }
+        let now = now_ns();
+        if now >= deadline {
+            sample.outcome = Outcome::Timeout;
+            break;
+        }
+        let mut wait_ns = deadline - now;
+        if poll_every.is_some() {
+            wait_ns = wait_ns.min(next_check.saturating_sub(now));
+        }
+        let mut fds = poll_set(&child, probe.event_fd());
+        let events = ppoll(&mut fds, wait_ns);
+        let woke = now_ns();
+        if events > 0 {
+            // Output first: a ready line printed just before exiting still counts.
+            if drain_pipes(&mut child, &mut lines, &mut probe) {
+                sample.outcome = Outcome::Ready;
+                sample.ready_ns = Some(woke - t0);
+                break;
+            }
+            if probe.event_fd().is_some()
+                && fds.last().is_some_and(|f| f.revents != 0)
+                && probe.check(Duration::ZERO)
+            {
+                sample.outcome = Outcome::Ready;
+                sample.ready_ns = Some(woke - t0);
+                break;
+            }
+            if fds[0].revents != 0 {
+                let (status, ru) = wait_exit(child.pid);
+                exited = Some((status.clone(), ru));
+                sample.exit_status = Some(status);
+                if matches!(probe, Probe::Exit) {
+                    sample.outcome = Outcome::Ready;
+                    sample.ready_ns = Some(woke - t0);
+                } else {
+                    sample.outcome = Outcome::ExitedEarly;
+                }
+                break;
+            }
+        }
+        if poll_every.is_some() && now_ns() >= next_check {
+            let left = Duration::from_nanos(deadline.saturating_sub(now_ns()));
+            if probe.check(left) {
+                sample.outcome = Outcome::Ready;
+                sample.ready_ns = Some(now_ns() - t0);
+                break;
+            }
+            next_check = now_ns() + poll_every.map_or(0, |d| d.as_nanos() as u64);
+        }
+    }
+
+    // Resource use up to ready.
+    sample.usage = match &exited {
+        Some((_, ru)) => {
+            let mut u = usage::from_rusage(ru);
+            // Skip the procfs scan when the cheap check says nothing was left behind.
+            if !tree::nothing_left(child.pid) {
+                u.processes += tree::members(child.pid).len() as u64;
+            }
+            u
+        }
+        None => usage::snapshot(&tree::members(child.pid)),
+    };
+    if sample.ok() {
+        sample.captures = probe.captures();
+        if let Some(url) = &opts.request_url {
+            let agent = probe::http::agent();
+            for _ in 0..opts.requests {
+                let left = Duration::from_nanos(deadline.saturating_sub(now_ns()))
+                    .max(Duration::from_secs(5));
+                match probe::http::get(&agent, url.as_str(), left) {
+                    Ok((_, ns)) => sample.requests_ns.push(ns),
+                    Err(_) => break,
+                }
+                drain_pipes(&mut child, &mut lines, &mut probe);
+            }
+        }
+    }
+
+    // Stop: SIGTERM to the group, grace, then SIGKILL for whatever is left.
+    if exited.is_none() {
+        let t_term = now_ns();
+        // SAFETY: signalling the process group we created.
+        unsafe { libc::kill(-child.pid, libc::SIGTERM) };
+        // On interrupt the group was already SIGKILLed: no grace to wait for.
+        if sample.outcome != Outcome::Interrupted {
+            let grace_end = t_term + opts.grace.as_nanos() as u64;
+            if let Some((woke, status)) = wait_for_exit(&mut child, &mut lines, &mut probe, grace_end) {
+                if !sample.ok() {
+                    sample.exit_status = Some(status);
+                }
+                sample.shutdown_ns = Some(woke - t_term);
+            }
+        }
+        sample.killed = sample.shutdown_ns.is_none();
+    }
+    tree::kill_all(child.pid);
+    drain_pipes(&mut child, &mut lines, &mut probe);
+    lines.finish(|_| {});
+
+    if !sample.ok() {
+        sample.output_tail = match prepared.output_file.as_mut() {
+            Some(file) => tail_of_file(file, opts.tail_lines),
+            None => lines.tail(),
+        };
+    }
+    if let Probe::File(f) = &probe {
+        // The target created it during this run; the next run needs it gone.
+        if f.path().exists() {
+            std::fs::remove_file(f.path()).ok();
+        }
+    }
+    Ok(sample)
+}
+
+/// Wait (draining output) until the main process exits or `until` passes;
+/// returns when it exited and its status.
+fn wait_for_exit(
+    child: &mut spawn::Child,
+    lines: &mut LineBuffer,
+    probe: &mut Probe,
+    until: u64,
+) -> Option<(u64, ExitStatus)> {
+    loop {
+        let now = now_ns();
+        if now >= until {
+            return None;
+        }
+        let mut fds = poll_set(child, None);
+        ppoll(&mut fds, until - now);
+        let woke = now_ns();
+        drain_pipes(child, lines, probe);
+        if fds[0].revents != 0 {
+            return Some((woke, wait_exit(child.pid).0));
+        }
+    }
+}
+
+/// The pidfd first, then the output pipes still open, then the probe's event fd.
+fn poll_set(child: &spawn::Child, event_fd: Option<RawFd>) -> Vec<libc::pollfd> {
+    let mut fds = vec![pollfd(child.pidfd.as_raw_fd())];
+    for fd in [child.stdout.as_ref().map(|s| s.as_raw_fd()), child.stderr.as_ref().map(|s| s.as_raw_fd())]
+        .into_iter()
+        .flatten()
+        .chain(event_fd)
+    {
+        fds.push(pollfd(fd));
+    }
+    fds
+}
+
+fn pollfd(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+/// ppoll with a nanosecond timeout (poll(2) only has milliseconds).
+fn ppoll(fds: &mut [libc::pollfd], timeout_ns: u64) -> i32 {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as i64,
+        tv_nsec: (timeout_ns % 1_000_000_000) as i64,
+    };
+    // SAFETY: fds is a valid slice of pollfd; ts lives across the call; no sigmask.
+    let r = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    r.max(0)
+}
+
+/// Read all available output; feed lines to the probe. True if a line made it ready.
+/// A stream at end-of-file is dropped so poll does not keep reporting it.
+fn drain_pipes(child: &mut spawn::Child, lines: &mut LineBuffer, probe: &mut Probe) -> bool {
+    let mut ready = false;
+    let mut buf = [0u8; 16 * 1024];
+    let mut on_line = |line: &str| {
+        if !ready && probe.on_line(line) {
+            ready = true;
+        }
+    };
+    if let Some(s) = child.stdout.as_mut() {
+        if !drain(s, &mut buf, lines, &mut on_line) {
+            child.stdout = None;
+        }
+    }
+    if let Some(s) = child.stderr.as_mut() {
+        if !drain(s, &mut buf, lines, &mut on_line) {
+            child.stderr = None;
+        }
+    }
+    ready
+}
+
+/// Read until it would block; false at end-of-file (or a hard error).
+fn drain(
+    stream: &mut impl Read,
+    buf: &mut [u8],
+    lines: &mut LineBuffer,
+    on_line: &mut impl FnMut(&str),
+) -> bool {
+    loop {
+        match stream.read(buf) {
+            Ok(0) => return false,
+            Ok(n) => lines.feed(&buf[..n], &mut *on_line),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Reap the (already exited) target, with its rusage.
+fn wait_exit(pid: i32) -> (ExitStatus, libc::rusage) {
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid value for wait4 to overwrite.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is our child; status and ru are valid out-pointers.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    if r != pid {
+        return (
+            ExitStatus {
+                code: None,
+                signal: None,
+            },
+            ru,
+        );
+    }
+    let exit = if libc::WIFEXITED(status) {
+        ExitStatus {
+            code: Some(libc::WEXITSTATUS(status)),
+            signal: None,
+        }
+    } else if libc::WIFSIGNALED(status) {
+        ExitStatus {
+            code: None,
+            signal: Some(libc::WTERMSIG(status)),
+        }
+    } else {
+        ExitStatus {
+            code: None,
+            signal: None,
+        }
+    };
+    (exit, ru)
+}

@@ -1,0 +1,81 @@
+//! What one run measured. Every raw sample is kept; statistics are computed later.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    Ready,
+    /// The target exited before it was ready.
+    ExitedEarly,
+    /// Not ready within --timeout.
+    Timeout,
+    /// coldstart was interrupted (Ctrl-C / SIGTERM) during the run.
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ExitStatus {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.code, self.signal) {
+            (Some(c), _) => write!(f, "exit code {c}"),
+            (None, Some(s)) => write!(f, "killed by signal {s}"),
+            _ => write!(f, "unknown status"),
+        }
+    }
+}
+
+/// Resource use of the whole process tree up to the ready instant.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Usage {
+    pub cpu_user_us: u64,
+    pub cpu_sys_us: u64,
+    /// Exit readiness: ru_maxrss (largest single process). Otherwise: sum of VmHWM
+    /// over the processes alive at ready. None when it cannot be told apart from
+    /// coldstart's own RSS: after a vfork+exec, Linux starts the child's maxrss at
+    /// the parent's high-water mark.
+    pub peak_rss_kb: Option<u64>,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    /// Processes in the tree at ready (exit readiness: the target itself plus
+    /// orphans it left; children already waited for by the target are not seen).
+    pub processes: u64,
+    pub threads: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    pub variant: usize,
+    /// Round number (0-based); warmups have their own rounds before the first.
+    pub round: usize,
+    pub warmup: bool,
+    pub outcome: Outcome,
+    /// Spawn → ready, ns. Present only when outcome is Ready.
+    pub ready_ns: Option<u64>,
+    /// The target's exit status, when it exited on its own (exit readiness or early exit).
+    pub exit_status: Option<ExitStatus>,
+    pub usage: Usage,
+    /// Named groups of the log readiness regex, per run.
+    pub captures: BTreeMap<String, String>,
+    /// Latencies of the requests sent after ready (first = cold handler).
+    pub requests_ns: Vec<u64>,
+    /// SIGTERM → exit of the main process, ns (None if it had already exited or was killed).
+    pub shutdown_ns: Option<u64>,
+    /// Whether SIGKILL was needed after the grace period.
+    pub killed: bool,
+    /// Last lines of the target's stdout+stderr, kept for failed runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub output_tail: Vec<String>,
+}
+
+impl Sample {
+    pub fn ok(&self) -> bool {
+        self.outcome == Outcome::Ready
+    }
+}
