@@ -52,9 +52,8 @@ pub fn analyze(result: &ExperimentResult) -> Analysis {
                 .filter(|s| s.variant == i && !s.warmup)
                 .collect();
             let ok: Vec<_> = measured.iter().filter(|s| s.ok()).collect();
-            let of = |f: &dyn Fn(&crate::sample::Sample) -> Option<f64>| {
-                summarize(ok.iter().filter_map(|s| f(s)))
-            };
+            let of =
+                |f: &dyn Fn(&crate::sample::Sample) -> Option<f64>| summarize(ok.iter().filter_map(|s| f(s)));
             let mut names: Vec<&String> = ok.iter().flat_map(|s| s.captures.keys()).collect();
             names.sort();
             names.dedup();

@@ -23,6 +23,22 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
     if !(args.grace >= 0.0 && args.grace.is_finite()) {
         bail!("--grace must be a number of seconds ≥ 0");
     }
+    for path in [&args.export_json, &args.export_markdown, &args.export_csv]
+        .into_iter()
+        .flatten()
+    {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        if !dir.is_dir() {
+            bail!(
+                "cannot export to {}: directory {} does not exist",
+                path.display(),
+                dir.display()
+            );
+        }
+    }
     let shared_env = args
         .shared
         .env
@@ -44,10 +60,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
             .or(args.shared.ready.as_deref())
             .unwrap_or("exit");
         let readiness = Readiness::parse(ready_spec)?;
-        let name = spec
-            .name
-            .clone()
-            .unwrap_or_else(|| target.display_command());
+        let name = spec.name.clone().unwrap_or_else(|| target.display_command());
         if variants.iter().any(|v: &Variant| v.name == name) {
             bail!("two variants are named '{name}': give each its own --name");
         }
@@ -76,9 +89,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
         }
     };
     let request_url = match (&args.request_url, &variants[0].readiness) {
-        (Some(u), _) => {
-            Some(url::Url::parse(u).map_err(|e| anyhow!("bad --request-url '{u}': {e}"))?)
-        }
+        (Some(u), _) => Some(url::Url::parse(u).map_err(|e| anyhow!("bad --request-url '{u}': {e}"))?),
         (None, Readiness::Http { url }) => Some(url.clone()),
         (None, _) if args.requests > 0 => {
             bail!("--requests needs a URL: use http readiness or give --request-url http://127.0.0.1:PORT/")
@@ -107,11 +118,8 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
 
 /// `2%` → (0.02, relative); `5ms` or `5` → (5.0, absolute ms).
 fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
-    let bad = || {
-        anyhow!(
-            "bad --target-ci '{s}': write a percentage of the median (2%) or milliseconds (5ms)"
-        )
-    };
+    let bad =
+        || anyhow!("bad --target-ci '{s}': write a percentage of the median (2%) or milliseconds (5ms)");
     let (num, relative) = match s.strip_suffix('%') {
         Some(n) => (n, true),
         None => (s.strip_suffix("ms").unwrap_or(s), false),
@@ -120,11 +128,7 @@ fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
     if !(v > 0.0 && v.is_finite()) {
         return Err(bad());
     }
-    Ok(if relative {
-        (v / 100.0, true)
-    } else {
-        (v, false)
-    })
+    Ok(if relative { (v / 100.0, true) } else { (v, false) })
 }
 
 pub fn run(args: &BenchArgs) -> Result<i32> {
@@ -160,10 +164,7 @@ pub fn export(
     settings: &Settings,
 ) -> Result<()> {
     if let Some(p) = &args.export_json {
-        report::write_atomic(
-            p,
-            report::json::render(result, analysis, settings)?.as_bytes(),
-        )?;
+        report::write_atomic(p, report::json::render(result, analysis, settings)?.as_bytes())?;
     }
     if let Some(p) = &args.export_markdown {
         report::write_atomic(p, report::markdown::render(analysis).as_bytes())?;

@@ -210,10 +210,7 @@ pub fn split_bench_args(args: &[String]) -> Result<(Vec<String>, Vec<VariantSpec
             .unwrap_or(rest.len());
         let argv = rest[sep + 1..end].to_vec();
         if argv.is_empty() {
-            return Err(format!(
-                "variant '{}' has no command after `--`",
-                parsed.name
-            ));
+            return Err(format!("variant '{}' has no command after `--`", parsed.name));
         }
         specs.push(VariantSpec {
             name: Some(parsed.name),
@@ -244,8 +241,7 @@ mod tests {
     #[test]
     fn named_variants_split_at_name() {
         let (g, v) = split_bench_args(&s(&[
-            "--ready", "exit", "--name", "a", "--env", "K=1", "--", "./a", "-x", "--name", "b",
-            "--", "./b",
+            "--ready", "exit", "--name", "a", "--env", "K=1", "--", "./a", "-x", "--name", "b", "--", "./b",
         ]))
         .unwrap();
         assert_eq!(g, s(&["--ready", "exit"]));

@@ -43,10 +43,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         if let Some(py) = real_python() {
             servers.push((
                 "python",
-                vec![
-                    py,
-                    root.join("examples/python/server.py").display().to_string(),
-                ],
+                vec![py, root.join("examples/python/server.py").display().to_string()],
             ));
         }
     }
@@ -67,12 +64,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
 
     let runs = args.runs.max(2).to_string();
     // 1. Languages side by side.
-    let mut argv: Vec<String> = vec![
-        "--runs".into(),
-        runs.clone(),
-        "--requests".into(),
-        "3".into(),
-    ];
+    let mut argv: Vec<String> = vec!["--runs".into(), runs.clone(), "--requests".into(), "3".into()];
     for (name, cmd) in &servers {
         let port = free_port()?;
         argv.extend([
@@ -93,12 +85,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     // 2. A known injected difference must come out as "slower", by about the delay.
     let (name, cmd) = &servers[0];
     let port = free_port()?;
-    let mut argv: Vec<String> = vec![
-        "--runs".into(),
-        runs,
-        "--ready".into(),
-        format!("tcp:{port}"),
-    ];
+    let mut argv: Vec<String> = vec!["--runs".into(), runs, "--ready".into(), format!("tcp:{port}")];
     for (variant, delay) in [(name.to_string(), "0"), (format!("{name}+50ms"), "50")] {
         argv.extend([
             "--name".into(),
@@ -121,11 +108,7 @@ fn section(title: &str, bench_args: &[String]) -> Result<i32> {
     println!("\n== {title}");
     println!(
         "$ coldstart bench {}\n",
-        bench_args
-            .iter()
-            .map(|a| quote(a))
-            .collect::<Vec<_>>()
-            .join(" ")
+        bench_args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
     );
     let (globals, variants) = cli::split_bench_args(bench_args).map_err(anyhow::Error::msg)?;
     let parsed = cli::Cli::try_parse_from(
@@ -154,10 +137,7 @@ fn quote(a: &str) -> String {
 /// current directory when it holds examples/.
 fn repo_root() -> Result<PathBuf> {
     let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    for dir in [std::env::current_dir().ok(), Some(built)]
-        .into_iter()
-        .flatten()
-    {
+    for dir in [std::env::current_dir().ok(), Some(built)].into_iter().flatten() {
         if dir.join("examples/build.sh").exists() {
             return Ok(dir);
         }

@@ -32,9 +32,7 @@ fn real_main() -> anyhow::Result<i32> {
     // `bench` variants use a grammar clap cannot express; cut them out first.
     let (args, variants) = match raw.get(1).map(String::as_str) {
         Some("bench") => match cli::split_bench_args(&raw[2..]) {
-            Ok((globals, variants)) => {
-                (raw[..2].iter().cloned().chain(globals).collect(), variants)
-            }
+            Ok((globals, variants)) => (raw[..2].iter().cloned().chain(globals).collect(), variants),
             Err(msg) => {
                 eprintln!("coldstart: error: {msg}");
                 return Ok(2);

@@ -16,6 +16,9 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
+/// How often a daemonized tree (main process gone) is checked for survivors.
+const TREE_CHECK_NS: u64 = 10_000_000;
+
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub timeout: Duration,
@@ -37,12 +40,7 @@ pub struct RunId {
 
 /// Errors here abort the experiment (bad setup); a target that fails to become
 /// ready is not an error but a Sample with a failed outcome.
-pub fn run_once(
-    target: &Target,
-    readiness: &Readiness,
-    opts: &RunOptions,
-    id: RunId,
-) -> Result<Sample> {
+pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
     if let Some((host, port)) = readiness.socket_addr() {
         let addr = probe::tcp::resolve(&host, port)?;
         if probe::tcp::accepts(&addr) {
@@ -84,11 +82,12 @@ pub fn run_once(
     };
     let mut exited: Option<(ExitStatus, libc::rusage)> = None;
 
+    // Set when the main process exited with status 0 while its descendants run
+    // on (a daemonizing target): readiness is still awaited from them.
+    let mut main_exited = false;
+    let mut next_tree_check: u64 = 0;
+
     loop {
-        if signals::interrupted() {
-            sample.outcome = Outcome::Interrupted;
-            break;
-        }
         let now = now_ns();
         if now >= deadline {
             sample.outcome = Outcome::Timeout;
@@ -98,9 +97,16 @@ pub fn run_once(
         if poll_every.is_some() {
             wait_ns = wait_ns.min(next_check.saturating_sub(now));
         }
-        let mut fds = poll_set(&child, probe.event_fd());
+        if main_exited {
+            wait_ns = wait_ns.min(next_tree_check.saturating_sub(now));
+        }
+        let mut fds = poll_set(&child, !main_exited, probe.event_fd());
         let events = ppoll(&mut fds, wait_ns);
         let woke = now_ns();
+        if signals::interrupted() {
+            sample.outcome = Outcome::Interrupted;
+            break;
+        }
         if events > 0 {
             // Output first: a ready line printed just before exiting still counts.
             if drain_pipes(&mut child, &mut lines, &mut probe) {
@@ -116,18 +122,30 @@ pub fn run_once(
                 sample.ready_ns = Some(woke - t0);
                 break;
             }
-            if fds[0].revents != 0 {
+            if !main_exited && fds[0].revents != 0 {
                 let (status, ru) = wait_exit(child.pid);
-                exited = Some((status.clone(), ru));
-                sample.exit_status = Some(status);
+                let clean = status.code == Some(0);
+                sample.exit_status = Some(status.clone());
+                exited = Some((status, ru));
                 if matches!(probe, Probe::Exit) {
                     sample.outcome = Outcome::Ready;
                     sample.ready_ns = Some(woke - t0);
-                } else {
-                    sample.outcome = Outcome::ExitedEarly;
+                    break;
                 }
+                if clean && !tree::nothing_left(child.pid) {
+                    main_exited = true;
+                    continue;
+                }
+                sample.outcome = Outcome::ExitedEarly;
                 break;
             }
+        }
+        if main_exited && now_ns() >= next_tree_check {
+            if tree::members(child.pid).is_empty() {
+                sample.outcome = Outcome::ExitedEarly;
+                break;
+            }
+            next_tree_check = now_ns() + TREE_CHECK_NS;
         }
         if poll_every.is_some() && now_ns() >= next_check {
             let left = Duration::from_nanos(deadline.saturating_sub(now_ns()));
@@ -140,13 +158,14 @@ pub fn run_once(
         }
     }
 
-    // Resource use up to ready.
+    // Resource use up to ready: the main process's rusage once it was reaped
+    // (covering the children it waited for), plus whatever still runs.
     sample.usage = match &exited {
         Some((_, ru)) => {
             let mut u = usage::from_rusage(ru);
             // Skip the procfs scan when the cheap check says nothing was left behind.
             if !tree::nothing_left(child.pid) {
-                u.processes += tree::members(child.pid).len() as u64;
+                u.add(&usage::snapshot(&tree::members(child.pid)));
             }
             u
         }
@@ -157,8 +176,8 @@ pub fn run_once(
         if let Some(url) = &opts.request_url {
             let agent = probe::http::agent();
             for _ in 0..opts.requests {
-                let left = Duration::from_nanos(deadline.saturating_sub(now_ns()))
-                    .max(Duration::from_secs(5));
+                let left =
+                    Duration::from_nanos(deadline.saturating_sub(now_ns())).max(Duration::from_secs(5));
                 match probe::http::get(&agent, url.as_str(), left) {
                     Ok((_, ns)) => sample.requests_ns.push(ns),
                     Err(_) => break,
@@ -217,7 +236,7 @@ fn wait_for_exit(
         if now >= until {
             return None;
         }
-        let mut fds = poll_set(child, None);
+        let mut fds = poll_set(child, true, None);
         ppoll(&mut fds, until - now);
         let woke = now_ns();
         drain_pipes(child, lines, probe);
@@ -227,13 +246,20 @@ fn wait_for_exit(
     }
 }
 
-/// The pidfd first, then the output pipes still open, then the probe's event fd.
-fn poll_set(child: &spawn::Child, event_fd: Option<RawFd>) -> Vec<libc::pollfd> {
-    let mut fds = vec![pollfd(child.pidfd.as_raw_fd())];
-    for fd in [child.stdout.as_ref().map(|s| s.as_raw_fd()), child.stderr.as_ref().map(|s| s.as_raw_fd())]
-        .into_iter()
-        .flatten()
-        .chain(event_fd)
+/// The pidfd first (unless the main process is gone), then the output pipes
+/// still open, then the probe's event fd.
+fn poll_set(child: &spawn::Child, with_pidfd: bool, event_fd: Option<RawFd>) -> Vec<libc::pollfd> {
+    let mut fds = Vec::with_capacity(4);
+    if with_pidfd {
+        fds.push(pollfd(child.pidfd.as_raw_fd()));
+    }
+    for fd in [
+        child.stdout.as_ref().map(|s| s.as_raw_fd()),
+        child.stderr.as_ref().map(|s| s.as_raw_fd()),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(event_fd)
     {
         fds.push(pollfd(fd));
     }
@@ -255,14 +281,7 @@ fn ppoll(fds: &mut [libc::pollfd], timeout_ns: u64) -> i32 {
         tv_nsec: (timeout_ns % 1_000_000_000) as i64,
     };
     // SAFETY: fds is a valid slice of pollfd; ts lives across the call; no sigmask.
-    let r = unsafe {
-        libc::ppoll(
-            fds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            &ts,
-            std::ptr::null(),
-        )
-    };
+    let r = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
     r.max(0)
 }
 

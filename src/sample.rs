@@ -49,6 +49,19 @@ pub struct Usage {
     pub threads: u64,
 }
 
+impl Usage {
+    /// Add another part of the tree (peak RSS: the larger of the two).
+    pub fn add(&mut self, other: &Usage) {
+        self.cpu_user_us += other.cpu_user_us;
+        self.cpu_sys_us += other.cpu_sys_us;
+        self.peak_rss_kb = self.peak_rss_kb.max(other.peak_rss_kb);
+        self.minor_faults += other.minor_faults;
+        self.major_faults += other.major_faults;
+        self.processes += other.processes;
+        self.threads += other.threads;
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Sample {
     pub variant: usize,

@@ -19,14 +19,10 @@ pub struct Target {
 }
 
 impl Target {
-    pub fn new(
-        argv: Vec<String>,
-        env: Vec<(String, String)>,
-        cwd: Option<PathBuf>,
-    ) -> Result<Self> {
-        let first = argv.first().ok_or_else(|| {
-            anyhow!("no command given: put the program and its arguments after `--`")
-        })?;
+    pub fn new(argv: Vec<String>, env: Vec<(String, String)>, cwd: Option<PathBuf>) -> Result<Self> {
+        let first = argv
+            .first()
+            .ok_or_else(|| anyhow!("no command given: put the program and its arguments after `--`"))?;
         let path_env = env
             .iter()
             .rev()
@@ -37,10 +33,7 @@ impl Target {
         let program = resolve_program(first, &path_env, cwd.as_deref())?;
         if let Some(dir) = &cwd {
             if !dir.is_dir() {
-                bail!(
-                    "working directory {} does not exist: fix --cwd",
-                    dir.display()
-                );
+                bail!("working directory {} does not exist: fix --cwd", dir.display());
             }
         }
         Ok(Target {
@@ -123,16 +116,13 @@ impl Readiness {
         if spec == "exit" {
             return Ok(Readiness::Exit);
         }
-        if spec.starts_with("http://") || spec.starts_with("https://") || spec.starts_with("http:")
-        {
+        if spec.starts_with("http://") || spec.starts_with("https://") || spec.starts_with("http:") {
             let raw = spec
                 .strip_prefix("http:")
                 .filter(|r| r.starts_with("http"))
                 .unwrap_or(spec);
             let url = url::Url::parse(raw).map_err(|e| {
-                anyhow!(
-                    "bad URL in --ready '{spec}': {e}; write it like http://127.0.0.1:8080/health"
-                )
+                anyhow!("bad URL in --ready '{spec}': {e}; write it like http://127.0.0.1:8080/health")
             })?;
             if url.host_str().is_none() {
                 bail!("bad URL in --ready '{spec}': no host; write it like http://127.0.0.1:8080/health");
@@ -144,10 +134,7 @@ impl Readiness {
         }
         if let Some(rest) = spec.strip_prefix("tcp:") {
             let (host, port) = match rest.rsplit_once(':') {
-                Some((h, p)) => (
-                    h.trim_start_matches('[').trim_end_matches(']').to_string(),
-                    p,
-                ),
+                Some((h, p)) => (h.trim_start_matches('[').trim_end_matches(']').to_string(), p),
                 None => ("127.0.0.1".to_string(), rest),
             };
             let port: u16 = port.parse().ok().filter(|p| *p != 0).ok_or_else(|| {
@@ -160,14 +147,12 @@ impl Readiness {
         }
         if let Some(pattern) = spec.strip_prefix("log:") {
             if pattern.is_empty() {
-                bail!("empty pattern in --ready 'log:': give a regex, e.g. log:'listening on (?P<port>\\d+)'");
+                bail!(
+                    "empty pattern in --ready 'log:': give a regex, e.g. log:'listening on (?P<port>\\d+)'"
+                );
             }
-            let regex = Regex::new(pattern).map_err(|e| {
-                anyhow!(
-                    "bad regex in --ready '{spec}': {}",
-                    first_line(&e.to_string())
-                )
-            })?;
+            let regex = Regex::new(pattern)
+                .map_err(|e| anyhow!("bad regex in --ready '{spec}': {}", first_line(&e.to_string())))?;
             return Ok(Readiness::Log { regex });
         }
         if let Some(path) = spec.strip_prefix("file:") {
@@ -179,7 +164,9 @@ impl Readiness {
             });
         }
         if spec == "listen" {
-            bail!("--ready listen needs the syscall tracer, which is not built yet: use tcp:PORT or log:REGEX");
+            bail!(
+                "--ready listen needs the syscall tracer, which is not built yet: use tcp:PORT or log:REGEX"
+            );
         }
         bail!("unknown readiness '{spec}': {KINDS}")
     }

@@ -163,11 +163,7 @@ fn should_stop(
             return false;
         };
         let half = (hi - lo) / 2.0;
-        let limit = if relative {
-            target * summary.p50
-        } else {
-            target
-        };
+        let limit = if relative { target * summary.p50 } else { target };
         half <= limit
     });
     all_tight.then_some("target-ci")

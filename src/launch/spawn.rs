@@ -32,11 +32,7 @@ pub struct Child {
     pub stderr: Option<ChildStderr>,
 }
 
-pub fn prepare(
-    target: &Target,
-    mode: OutputMode,
-    extra_env: &[(String, String)],
-) -> Result<Prepared> {
+pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]) -> Result<Prepared> {
     let mut command = Command::new(&target.program);
     if let Some((_, rest)) = target.argv.split_first() {
         command.args(rest);
@@ -55,12 +51,8 @@ pub fn prepare(
     let output_file = match mode {
         OutputMode::MemFile => {
             let file = memfd("coldstart-output")?;
-            command.stdout(Stdio::from(
-                file.try_clone().context("duplicating output fd")?,
-            ));
-            command.stderr(Stdio::from(
-                file.try_clone().context("duplicating output fd")?,
-            ));
+            command.stdout(Stdio::from(file.try_clone().context("duplicating output fd")?));
+            command.stderr(Stdio::from(file.try_clone().context("duplicating output fd")?));
             Some(file)
         }
         OutputMode::Pipes => {
@@ -69,10 +61,7 @@ pub fn prepare(
             None
         }
     };
-    Ok(Prepared {
-        command,
-        output_file,
-    })
+    Ok(Prepared { command, output_file })
 }
 
 /// Spawn the prepared command. Call this immediately after taking time zero.

@@ -123,11 +123,7 @@ pub fn kill_all(root: i32) {
             unsafe { libc::kill(*pid, libc::SIGKILL) };
         }
         reap_children();
-        std::thread::sleep(Duration::from_micros(if attempt < 10 {
-            200
-        } else {
-            5_000
-        }));
+        std::thread::sleep(Duration::from_micros(if attempt < 10 { 200 } else { 5_000 }));
     }
     reap_children();
 }

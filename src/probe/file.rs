@@ -29,9 +29,7 @@ impl FileProbe {
             .and_then(|ino| {
                 ino.add_watch(
                     &parent,
-                    AddWatchFlags::IN_CREATE
-                        | AddWatchFlags::IN_MOVED_TO
-                        | AddWatchFlags::IN_ATTRIB,
+                    AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_ATTRIB,
                 )
                 .ok()
                 .map(|_| ino)

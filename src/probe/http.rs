@@ -57,9 +57,6 @@ pub fn get(agent: &ureq::Agent, url: &str, timeout: Duration) -> Result<(u16, u6
     };
     let status = response.status();
     let mut sink = Vec::new();
-    response
-        .into_reader()
-        .take(16 << 20)
-        .read_to_end(&mut sink)?;
+    response.into_reader().take(16 << 20).read_to_end(&mut sink)?;
     Ok((status, now_ns() - start))
 }

@@ -23,8 +23,7 @@ impl LogProbe {
         };
         for name in self.regex.capture_names().flatten() {
             if let Some(m) = caps.name(name) {
-                self.captures
-                    .insert(name.to_string(), m.as_str().to_string());
+                self.captures.insert(name.to_string(), m.as_str().to_string());
             }
         }
         true

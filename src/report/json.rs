@@ -45,11 +45,7 @@ struct VariantDoc<'a> {
     stats: &'a crate::analysis::VariantAnalysis,
 }
 
-pub fn render(
-    result: &ExperimentResult,
-    analysis: &Analysis,
-    settings: &Settings,
-) -> Result<String> {
+pub fn render(result: &ExperimentResult, analysis: &Analysis, settings: &Settings) -> Result<String> {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .map(|s| s.trim().to_string())
@@ -65,9 +61,7 @@ pub fn render(
         host: Host {
             hostname: read("/proc/sys/kernel/hostname"),
             kernel: read("/proc/sys/kernel/osrelease"),
-            cpus: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         },
         settings,
         stopped: &result.stopped,

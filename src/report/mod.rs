@@ -32,8 +32,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
         .unwrap_or_else(|| "export".into());
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| -> Result<()> {
-        let mut f =
-            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         f.write_all(contents)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path).with_context(|| format!("renaming into {}", path.display()))

@@ -90,10 +90,7 @@ pub fn describe_failure(variant: &str, sample: &Sample) -> String {
         Outcome::Interrupted => "interrupted".to_string(),
     };
     let kind = if sample.warmup { "warmup" } else { "run" };
-    let mut s = format!(
-        "coldstart: {variant}: {kind} {} failed: {what}",
-        sample.round + 1
-    );
+    let mut s = format!("coldstart: {variant}: {kind} {} failed: {what}", sample.round + 1);
     if sample.output_tail.is_empty() {
         s.push_str(" (no output)");
     } else {

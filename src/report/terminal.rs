@@ -55,23 +55,12 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
         .iter()
         .any(|v| v.ready_ms.as_ref().is_some_and(|s| !s.p99_reliable))
     {
-        out.push_str(
-            "  * tail quantile from too few runs to be reliable (p90 needs ≥ 10, p99 ≥ 100)\n",
-        );
+        out.push_str("  * tail quantile from too few runs to be reliable (p90 needs ≥ 10, p99 ≥ 100)\n");
     }
-    let baseline = analysis
-        .variants
-        .first()
-        .map(|v| v.name.as_str())
-        .unwrap_or("");
+    let baseline = analysis.variants.first().map(|v| v.name.as_str()).unwrap_or("");
     for v in analysis.variants.iter().skip(1) {
         if let Some(c) = &v.vs_baseline {
-            out.push_str(&format!(
-                "  Δ {} vs {}: {}\n",
-                v.name,
-                baseline,
-                comparison(c)
-            ));
+            out.push_str(&format!("  Δ {} vs {}: {}\n", v.name, baseline, comparison(c)));
         }
     }
     out.push('\n');
@@ -123,7 +112,7 @@ fn resources(a: &Analysis) -> String {
             med(&v.cpu_ms).map(ms).unwrap_or_default(),
             med(&v.peak_rss_mb)
                 .map(|m| format!("{m:.1} MiB"))
-                .unwrap_or_default(),
+                .unwrap_or_else(|| "n/a †".into()),
             match (med(&v.minor_faults), med(&v.major_faults)) {
                 (Some(a), Some(b)) => format!("{a:.0}/{b:.0}"),
                 _ => String::new(),
@@ -144,8 +133,11 @@ fn resources(a: &Analysis) -> String {
     }
     right_align(&mut t, 1..header.len());
     let mut out = format!("{t}\n");
-    if a.variants.iter().any(|v| v.peak_rss_mb.is_none() && v.ok_runs > 0) {
-        out.push_str("  † peak RSS below coldstart's own: Linux starts a vfork+exec child's maxrss at the parent's\n");
+    if a.variants
+        .iter()
+        .any(|v| v.peak_rss_mb.is_none() && v.ok_runs > 0)
+    {
+        out.push_str("  † peak RSS not measurable: below coldstart's own (Linux starts a vfork+exec child's maxrss at the parent's)\n");
     }
     out
 }

@@ -52,8 +52,7 @@ pub fn hodges_lehmann(baseline: &[f64], candidate: &[f64], confidence: f64) -> O
     } else {
         0.5 * (diffs.kth(total / 2) + diffs.kth(total / 2 + 1))
     };
-    let ci = moses_rank(baseline, candidate, confidence)
-        .map(|k| (diffs.kth(k), diffs.kth(total + 1 - k)));
+    let ci = moses_rank(baseline, candidate, confidence).map(|k| (diffs.kth(k), diffs.kth(total + 1 - k)));
     Some(Shift {
         estimate: estimate + 0.0, // normalise -0.0
         ci,
@@ -174,10 +173,7 @@ mod tests {
     }
 
     fn brute_sorted_diffs(b: &[f64], c: &[f64]) -> Vec<f64> {
-        let mut d: Vec<f64> = c
-            .iter()
-            .flat_map(|&y| b.iter().map(move |&x| y - x))
-            .collect();
+        let mut d: Vec<f64> = c.iter().flat_map(|&y| b.iter().map(move |&x| y - x)).collect();
         d.sort_by(f64::total_cmp);
         d
     }
@@ -197,10 +193,7 @@ mod tests {
         assert_eq!(s.estimate, 3.0);
         assert_eq!(s.ci, None);
         // At 90%, k = 1: (min, max) = (1, 5), coverage 1 - 2/20 = 0.90.
-        assert_eq!(
-            hl(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0], 0.90).ci,
-            Some((1.0, 5.0))
-        );
+        assert_eq!(hl(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0], 0.90).ci, Some((1.0, 5.0)));
     }
 
     #[test]
@@ -264,28 +257,16 @@ mod tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for &(m, n) in &[(1usize, 1usize), (1, 7), (7, 3), (30, 45), (120, 80)] {
             // Rounded values create ties; negative values exercise sign handling.
-            let b: Vec<f64> = (0..m)
-                .map(|_| (rng.gen_range(-50.0..50.0f64)).round())
-                .collect();
-            let c: Vec<f64> = (0..n)
-                .map(|_| rng.gen_range(-40.0..60.0f64) * 0.37)
-                .collect();
+            let b: Vec<f64> = (0..m).map(|_| (rng.gen_range(-50.0..50.0f64)).round()).collect();
+            let c: Vec<f64> = (0..n).map(|_| rng.gen_range(-40.0..60.0f64) * 0.37).collect();
             let mut bs = b.clone();
             let mut cs = c.clone();
             bs.sort_by(f64::total_cmp);
             cs.sort_by(f64::total_cmp);
-            let diffs = PairwiseDiffs {
-                base: &bs,
-                cand: &cs,
-            };
+            let diffs = PairwiseDiffs { base: &bs, cand: &cs };
             let d = brute_sorted_diffs(&b, &c);
             for (i, &want) in d.iter().enumerate() {
-                assert_eq!(
-                    diffs.kth(i as u64 + 1),
-                    want + 0.0,
-                    "m={m} n={n} k={}",
-                    i + 1
-                );
+                assert_eq!(diffs.kth(i as u64 + 1), want + 0.0, "m={m} n={n} k={}", i + 1);
             }
             let s = hl(&b, &c, 0.95);
             let mid = d.len() / 2;

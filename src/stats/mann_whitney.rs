@@ -81,9 +81,7 @@ pub(crate) fn null_sigma(m: usize, n: usize, tie_term: f64) -> f64 {
     } else {
         0.0
     };
-    (mf * nf / 12.0 * ((big_n + 1.0) - correction))
-        .max(0.0)
-        .sqrt()
+    (mf * nf / 12.0 * ((big_n + 1.0) - correction)).max(0.0).sqrt()
 }
 
 /// Exact null distribution of U for sizes m, n without ties: `counts[u]` is the
@@ -144,11 +142,7 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     } else {
         1.0 // every value tied: no evidence either way
     };
-    Some(MannWhitney {
-        u: rs.u,
-        z,
-        p_value,
-    })
+    Some(MannWhitney { u: rs.u, z, p_value })
 }
 
 fn exact_two_sided(m: usize, n: usize, u: f64) -> f64 {
@@ -245,12 +239,12 @@ mod tests {
         // ("with continuity correction"; ties force the normal approximation).
         // Ozone for May and August (NAs removed) from R's airquality data set.
         let may = [
-            41., 36., 12., 18., 28., 23., 19., 8., 7., 16., 11., 14., 18., 14., 34., 6., 30., 11.,
-            1., 11., 4., 32., 23., 45., 115., 37.,
+            41., 36., 12., 18., 28., 23., 19., 8., 7., 16., 11., 14., 18., 14., 34., 6., 30., 11., 1., 11.,
+            4., 32., 23., 45., 115., 37.,
         ];
         let aug = [
-            39., 9., 16., 78., 35., 66., 122., 89., 110., 44., 28., 65., 22., 59., 23., 31., 44.,
-            21., 9., 45., 168., 73., 76., 118., 84., 85.,
+            39., 9., 16., 78., 35., 66., 122., 89., 110., 44., 28., 65., 22., 59., 23., 31., 44., 21., 9.,
+            45., 168., 73., 76., 118., 84., 85.,
         ];
         let r = mw(&may, &aug);
         assert_eq!(r.u, 127.5);

@@ -179,9 +179,7 @@ mod tests {
 
         let back = compare(&slow, &fast);
         assert_eq!(back.verdict, Verdict::Faster);
-        assert!(back
-            .shift
-            .is_some_and(|s| s.ci.is_some_and(|(_, hi)| hi < 0.0)));
+        assert!(back.shift.is_some_and(|s| s.ci.is_some_and(|(_, hi)| hi < 0.0)));
     }
 
     #[test]

@@ -139,10 +139,7 @@ mod tests {
         ];
         for (x, want) in cases {
             let got = erfc(x);
-            assert!(
-                rel_close(got, want, 1e-12),
-                "erfc({x}) = {got}, want {want}"
-            );
+            assert!(rel_close(got, want, 1e-12), "erfc({x}) = {got}, want {want}");
         }
         assert!((erfc(-1.0) - (2.0 - 0.15729920705028513)).abs() < 1e-15);
         assert_eq!(erfc(0.0), 1.0);

@@ -1,0 +1,109 @@
+//! Shared helpers for integration tests: the built binary, the bundled examples,
+//! free ports, and finding processes by an environment marker.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The examples, built once per test binary by examples/build.sh.
+pub fn examples() -> PathBuf {
+    static BUILD: Once = Once::new();
+    let out = root().join("target/examples");
+    BUILD.call_once(|| {
+        let status = Command::new("bash")
+            .arg(root().join("examples/build.sh"))
+            .arg(&out)
+            .status()
+            .expect("run examples/build.sh");
+        assert!(status.success(), "examples/build.sh failed");
+    });
+    out
+}
+
+pub fn example(name: &str) -> String {
+    let p = examples().join(name);
+    assert!(p.exists(), "example {} was not built", p.display());
+    p.display().to_string()
+}
+
+pub fn coldstart() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_coldstart"))
+}
+
+/// Run `coldstart ARGS`, returning output (never panics on a non-zero exit).
+pub fn run(args: &[&str]) -> Output {
+    coldstart().args(args).output().expect("spawn coldstart")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// A unique marker to put in a target's environment.
+pub fn marker(tag: &str) -> String {
+    format!(
+        "COLDSTART_TEST_MARKER={tag}-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    )
+}
+
+fn rand_suffix() -> u64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64 % 1_000_000_007
+}
+
+/// Live (non-zombie) processes whose environment holds `marker` (KEY=VALUE).
+pub fn processes_with(marker: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()) {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = state
+                .rfind(')')
+                .map(|i| state[i + 2..].starts_with('Z'))
+                .unwrap_or(false);
+            if !zombie {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+pub fn json_file(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read json")).expect("valid json")
+}
+
+/// Ready times (ns) of the measured, successful runs of variant `v` in a JSON export.
+pub fn ready_ns(doc: &serde_json::Value, v: u64) -> Vec<u64> {
+    doc["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["variant"] == v && s["warmup"] == false && s["outcome"]["kind"] == "ready")
+        .map(|s| s["ready_ns"].as_u64().unwrap())
+        .collect()
+}
