@@ -98,7 +98,7 @@ fn workers_and_threads_are_counted_then_killed() {
 fn interrupt_mid_run(signal: i32, tag: &str) {
     let m = marker(tag);
     let port = free_port();
-    let mut child = coldstart()
+    let child = coldstart()
         .args(["bench", "-q", "--runs", "5", "--timeout", "60", "--env", &m])
         .args([
             "--ready",
