@@ -68,6 +68,9 @@ pub struct Sample {
     /// Round number (0-based); warmups have their own rounds before the first.
     pub round: usize,
     pub warmup: bool,
+    /// Time zero: CLOCK_MONOTONIC ns taken immediately before the spawn, so
+    /// instants the target records on the same clock line up with ours.
+    pub t0_mono_ns: u64,
     pub outcome: Outcome,
     /// Spawn → ready, ns. Present only when outcome is Ready.
     pub ready_ns: Option<u64>,

@@ -40,6 +40,12 @@ int main(int argc, char **argv) {
     const char *outfile = argv[2];
     signal(SIGTERM, on_sigterm);
     signal(SIGPIPE, SIG_IGN);
+    /* The harness may stop us the instant it sees readiness: hold SIGTERM until
+     * both instants are on disk, or the lag figure would lose runs. */
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
 
     sleep_ms(env_delay_ms(20));
 
@@ -58,6 +64,7 @@ int main(int argc, char **argv) {
     long long t_log = monotonic_ns();
     if (write(STDOUT_FILENO, "ready\n", 6) != 6) { /* stdout closed: keep serving */ }
     append_line(outfile, "log", t_log);
+    sigprocmask(SIG_UNBLOCK, &term, NULL);
 
     static const char resp[] =
         "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n";

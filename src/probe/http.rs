@@ -1,15 +1,14 @@
 //! `http(s)://…`: ready when a GET answers 2xx/3xx, the whole body received.
-//! A cheap TCP connect gates each attempt so refused ports cost microseconds.
+//! Each attempt is a full GET: a refused loopback connect fails in microseconds,
+//! and a separate connect check would only add a round trip at the ready instant.
 
 use crate::clock::now_ns;
 use anyhow::Result;
 use std::io::Read;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 pub struct HttpProbe {
     url: url::Url,
-    addr: SocketAddr,
     agent: ureq::Agent,
 }
 
@@ -21,19 +20,12 @@ impl HttpProbe {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        let port = url.port_or_known_default().unwrap_or(80);
-        let addr = super::tcp::resolve(&host, port)?;
-        Ok(HttpProbe {
-            url,
-            addr,
-            agent: agent(),
-        })
+        // Resolve now so a bad host is an error before the spawn, not a timeout.
+        super::tcp::resolve(&host, url.port_or_known_default().unwrap_or(80))?;
+        Ok(HttpProbe { url, agent: agent() })
     }
 
     pub fn check(&self, deadline_left: Duration) -> bool {
-        if !super::tcp::accepts(&self.addr) {
-            return false;
-        }
         matches!(get(&self.agent, self.url.as_str(), deadline_left), Ok((status, _)) if (200..400).contains(&status))
     }
 }
