@@ -86,7 +86,7 @@ pub fn analyze(result: &ExperimentResult) -> Analysis {
                         .map(|ns| *ns as f64 / 1e6),
                 ),
                 shutdown_ms: of(&|s| s.shutdown_ns.map(|ns| ns as f64 / 1e6)),
-                cpu_ms: of(&|s| Some((s.usage.cpu_user_us + s.usage.cpu_sys_us) as f64 / 1e3)),
+                cpu_ms: of(&|s| Some(s.usage.cpu_total_us as f64 / 1e3)),
                 peak_rss_mb: of(&|s| s.usage.peak_rss_kb.map(|kb| kb as f64 / 1024.0)),
                 minor_faults: of(&|s| Some(s.usage.minor_faults as f64)),
                 major_faults: of(&|s| Some(s.usage.major_faults as f64)),

@@ -88,14 +88,21 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
             }
         }
     };
-    let request_url = match (&args.request_url, &variants[0].readiness) {
-        (Some(u), _) => Some(url::Url::parse(u).map_err(|e| anyhow!("bad --request-url '{u}': {e}"))?),
-        (None, Readiness::Http { url }) => Some(url.clone()),
-        (None, _) if args.requests > 0 => {
-            bail!("--requests needs a URL: use http readiness or give --request-url http://127.0.0.1:PORT/")
-        }
-        _ => None,
+    let request_url = match &args.request_url {
+        Some(u) => Some(url::Url::parse(u).map_err(|e| anyhow!("bad --request-url '{u}': {e}"))?),
+        None => None,
     };
+    if args.requests > 0 && request_url.is_none() {
+        if let Some(v) = variants
+            .iter()
+            .find(|v| !matches!(v.readiness, Readiness::Http { .. }))
+        {
+            bail!(
+                "--requests needs a URL for variant '{}': use http readiness or give --request-url http://127.0.0.1:PORT/",
+                v.name
+            );
+        }
+    }
     Ok(Plan {
         variants,
         warmup: args.warmup,

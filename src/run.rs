@@ -23,7 +23,7 @@ const TREE_CHECK_NS: u64 = 10_000_000;
 pub struct RunOptions {
     pub timeout: Duration,
     pub poll_interval: Duration,
-    /// Requests to send after ready (to `request_url`).
+    /// Requests to send after ready: to `request_url`, else to the http readiness URL.
     pub requests: usize,
     pub request_url: Option<url::Url>,
     /// SIGTERM → SIGKILL grace at stop.
@@ -143,7 +143,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
             }
         }
         if main_exited && now_ns() >= next_tree_check {
-            if tree::members(child.pid).is_empty() {
+            if tree::nothing_left(child.pid) {
                 sample.outcome = Outcome::ExitedEarly;
                 break;
             }
@@ -175,7 +175,11 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     };
     if sample.ok() {
         sample.captures = probe.captures();
-        if let Some(url) = &opts.request_url {
+        let own_url = match readiness {
+            Readiness::Http { url } => Some(url),
+            _ => None,
+        };
+        if let Some(url) = opts.request_url.as_ref().or(own_url) {
             let agent = probe::http::agent();
             for _ in 0..opts.requests {
                 let left =
@@ -206,7 +210,13 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         }
         sample.killed = sample.shutdown_ns.is_none();
     }
-    tree::kill_all(child.pid);
+    if !tree::kill_all(child.pid) {
+        bail!(
+            "could not kill every process of {} (still alive after SIGKILL for 2 s): check `ps -o pid,stat,cmd --ppid {}`",
+            target.display_command(),
+            std::process::id()
+        );
+    }
     drain_pipes(&mut child, &mut lines, &mut probe);
     lines.finish(|_| {});
 

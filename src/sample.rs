@@ -34,6 +34,11 @@ impl std::fmt::Display for ExitStatus {
 /// Resource use of the whole process tree up to the ready instant.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Usage {
+    /// User + system CPU of the tree. Exit readiness: from rusage. Otherwise: the
+    /// scheduler's per-thread runtime (ns precision) of live threads plus what
+    /// exited children used, never less than the tick-based user + sys below.
+    pub cpu_total_us: u64,
+    /// User and system split; clock-tick resolution (10 ms) for live processes.
     pub cpu_user_us: u64,
     pub cpu_sys_us: u64,
     /// Exit readiness: ru_maxrss (largest single process). Otherwise: sum of VmHWM
@@ -52,6 +57,7 @@ pub struct Usage {
 impl Usage {
     /// Add another part of the tree (peak RSS: the larger of the two).
     pub fn add(&mut self, other: &Usage) {
+        self.cpu_total_us += other.cpu_total_us;
         self.cpu_user_us += other.cpu_user_us;
         self.cpu_sys_us += other.cpu_sys_us;
         self.peak_rss_kb = self.peak_rss_kb.max(other.peak_rss_kb);

@@ -1,20 +1,14 @@
 //! The process tree of a run, found through procfs, and its cleanup.
 //!
 //! coldstart sets PR_SET_CHILD_SUBREAPER on itself, so a daemon that double-forks
-//! and whose parent exits is reparented to us rather than to init. A process of
-//! the run is therefore always one of: the target, a descendant of it, a member of
-//! its process group, or a (descendant of a) process whose parent is coldstart.
+//! and whose parent exits is reparented to us rather than to init. Once the main
+//! process is gone, every surviving subtree of the run therefore hangs off a child
+//! of coldstart: "our process group is empty and waitpid says we have no child"
+//! is a sound test that nothing is left. Finding the processes to kill uses the
+//! kernel's per-thread children lists, which can miss a process forked or
+//! reparented mid-read (proc(5)), so killing repeats until that test passes.
 
-use std::collections::{HashMap, HashSet};
 use std::time::Duration;
-
-#[derive(Debug, Clone, Copy)]
-pub struct ProcStat {
-    pub pid: i32,
-    pub ppid: i32,
-    pub pgrp: i32,
-    pub zombie: bool,
-}
 
 /// Parse the fields we need from /proc/PID/stat. The comm field may hold spaces
 /// and parentheses, so split after the last ')'.
@@ -26,62 +20,48 @@ pub fn parse_stat(text: &str) -> Option<(i32, Vec<&str>)> {
     Some((pid, fields))
 }
 
-fn read_stat(pid: &str) -> Option<ProcStat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (pid, f) = parse_stat(&text)?;
-    // After comm: state(0) ppid(1) pgrp(2)
-    Some(ProcStat {
-        pid,
-        ppid: f.get(1)?.parse().ok()?,
-        pgrp: f.get(2)?.parse().ok()?,
-        zombie: *f.first()? == "Z",
-    })
-}
-
-fn all_processes() -> Vec<ProcStat> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+/// Children of every thread of `pid` ("self" allowed).
+fn children_of(pid: &str) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name();
-            let name = name.to_str()?;
-            if name.bytes().all(|b| b.is_ascii_digit()) {
-                read_stat(name)
-            } else {
-                None
-            }
-        })
-        .collect()
-}
-
-/// Every live process belonging to the run rooted at `root` (root included if alive).
-pub fn members(root: i32) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let procs = all_processes();
-    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    for p in &procs {
-        children.entry(p.ppid).or_default().push(p.pid);
-    }
-    let mut found: HashSet<i32> = HashSet::new();
-    let mut stack: Vec<i32> = procs
-        .iter()
-        .filter(|p| p.pid == root || p.pgrp == root || (p.ppid == me && p.pid != me))
-        .map(|p| p.pid)
-        .collect();
-    while let Some(pid) = stack.pop() {
-        if found.insert(pid) {
-            if let Some(kids) = children.get(&pid) {
-                stack.extend(kids);
-            }
+    let mut kids = Vec::new();
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            kids.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
         }
     }
-    let zombies: HashSet<i32> = procs.iter().filter(|p| p.zombie).map(|p| p.pid).collect();
-    found.into_iter().filter(|p| !zombies.contains(p)).collect()
+    kids
 }
 
-/// Cheap check used after the target exited on its own: nothing is left when its
-/// process group is empty and coldstart has no (reparented) children.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| parse_stat(&t).map(|(_, f)| f.first().is_some_and(|s| *s != "Z" && *s != "X")))
+        .unwrap_or(false)
+}
+
+/// Every live process of the run rooted at `root`: root and its descendants, and
+/// the subtrees reparented to coldstart (whose only children are run processes).
+pub fn members(root: i32) -> Vec<i32> {
+    let mut stack = children_of("self");
+    stack.push(root);
+    let mut seen = std::collections::HashSet::new();
+    let mut live = Vec::new();
+    while let Some(pid) = stack.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        if alive(pid) {
+            live.push(pid);
+        }
+        stack.extend(children_of(&pid.to_string()));
+    }
+    live
+}
+
+/// Nothing of the run is left: its process group is empty and coldstart has no
+/// child at all (exited ones are reaped here).
 pub fn nothing_left(pgid: i32) -> bool {
     // SAFETY: signal 0 only checks existence.
     let group_empty = unsafe { libc::kill(-pgid, 0) } != 0;
@@ -105,27 +85,25 @@ pub fn reap_children() {
     }
 }
 
-/// SIGKILL everything of the run and reap it; repeats until the tree is empty,
-/// since a process may fork while we scan.
-pub fn kill_all(root: i32) {
-    if nothing_left(root) {
-        return;
-    }
-    for attempt in 0..200 {
-        // SAFETY: signalling a process group we created.
-        unsafe { libc::kill(-root, libc::SIGKILL) };
-        let alive = members(root);
-        if alive.is_empty() {
-            break;
+/// SIGKILL everything of the run and reap it, until `nothing_left` holds.
+/// Returns false if something survived every attempt (reported by the caller).
+pub fn kill_all(root: i32) -> bool {
+    for attempt in 0..400 {
+        if nothing_left(root) {
+            return true;
         }
-        for pid in &alive {
+        // SAFETY: signalling the process group we created for the run.
+        unsafe { libc::kill(-root, libc::SIGKILL) };
+        for pid in members(root) {
             // SAFETY: these pids belong to the run (see `members`).
-            unsafe { libc::kill(*pid, libc::SIGKILL) };
+            unsafe { libc::kill(pid, libc::SIGKILL) };
         }
         reap_children();
-        std::thread::sleep(Duration::from_micros(if attempt < 10 { 200 } else { 5_000 }));
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_micros(if attempt < 20 { 200 } else { 5_000 }));
+        }
     }
-    reap_children();
+    nothing_left(root)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use crate::sample::Usage;
 pub fn from_rusage(ru: &libc::rusage) -> Usage {
     let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
     Usage {
+        cpu_total_us: us(ru.ru_utime) + us(ru.ru_stime),
         cpu_user_us: us(ru.ru_utime),
         cpu_sys_us: us(ru.ru_stime),
         peak_rss_kb: Some(ru.ru_maxrss.max(0) as u64).filter(|kb| *kb > own_peak_rss_kb()),
@@ -14,6 +15,26 @@ pub fn from_rusage(ru: &libc::rusage) -> Usage {
         processes: 1,
         threads: 0,
     }
+}
+
+/// Sum of se.sum_exec_runtime (ms with ns decimals) over the live threads of a
+/// process; 0 where the kernel does not expose /proc/PID/task/TID/sched.
+fn thread_runtime_us(pid: i32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    let mut ms = 0.0;
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("sched")) else {
+            continue;
+        };
+        ms += text
+            .lines()
+            .find(|l| l.starts_with("se.sum_exec_runtime"))
+            .and_then(|l| l.rsplit(':').next()?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
+    }
+    (ms * 1000.0) as u64
 }
 
 /// coldstart's own high-water RSS: a floor under any child's ru_maxrss.
@@ -49,8 +70,11 @@ pub fn snapshot(pids: &[i32]) -> Usage {
         let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
         u.minor_faults += n(7) + n(8);
         u.major_faults += n(9) + n(10);
-        u.cpu_user_us += (n(11) + n(13)) * 1_000_000 / hz;
-        u.cpu_sys_us += (n(12) + n(14)) * 1_000_000 / hz;
+        let tick_us = |ticks: u64| ticks * 1_000_000 / hz;
+        u.cpu_user_us += tick_us(n(11) + n(13));
+        u.cpu_sys_us += tick_us(n(12) + n(14));
+        let precise = thread_runtime_us(*pid) + tick_us(n(13) + n(14));
+        u.cpu_total_us += precise.max(tick_us(n(11) + n(12) + n(13) + n(14)));
         u.threads += n(17);
         u.processes += 1;
         if let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {

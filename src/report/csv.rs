@@ -14,6 +14,7 @@ pub fn render(result: &ExperimentResult) -> Result<Vec<u8>> {
         "ready_ns",
         "exit_code",
         "exit_signal",
+        "cpu_total_us",
         "cpu_user_us",
         "cpu_sys_us",
         "peak_rss_kb",
@@ -54,6 +55,7 @@ pub fn render(result: &ExperimentResult) -> Result<Vec<u8>> {
                 .and_then(|e| e.signal)
                 .map(|c| c.to_string())
                 .unwrap_or_default(),
+            s.usage.cpu_total_us.to_string(),
             s.usage.cpu_user_us.to_string(),
             s.usage.cpu_sys_us.to_string(),
             opt(s.usage.peak_rss_kb),
