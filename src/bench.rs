@@ -1,23 +1,40 @@
-//! The `bench` command: arguments → plan → experiment → analysis → reports.
+//! The `bench` command: arguments (+ coldstart.toml) → plan → experiment
+//! (samples recorded in the store as they come) → analysis → reports.
 
 use crate::analysis::{analyze, Analysis};
-use crate::cli::BenchArgs;
-use crate::experiment::{self, ExperimentResult, Plan, StopRule, Variant};
+use crate::cli::{BenchArgs, VariantArgs, VariantSpec};
+use crate::config::{self, Config};
+use crate::experiment::{self, ExperimentResult, Observer, Plan, StopRule, Variant};
 use crate::report::{self, json::Settings, progress::Progress};
 use crate::run::RunOptions;
+use crate::sample::Sample;
+use crate::store::{self, Store};
 use crate::target::{parse_env, Readiness, Target};
 use anyhow::{anyhow, bail, Context, Result};
+use std::path::Path;
 use std::time::Duration;
 
 /// Build a fully validated plan: every bad input fails here, before any spawn.
-pub fn plan(args: &BenchArgs) -> Result<Plan> {
-    if args.variants.is_empty() {
+pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Plan> {
+    let from_config = config_variants(args, config, root)?;
+    let specs: &[VariantSpec] = if from_config.is_empty() {
+        &args.variants
+    } else {
+        &from_config
+    };
+    if specs.is_empty() {
         bail!("no command to measure: put it after `--`, e.g. `coldstart bench -- ./server` (see --help)");
     }
-    if args.runs == 0 {
+    // Per-target settings from coldstart.toml apply when the flag is not given.
+    let first_cfg = args.targets.first().and_then(|t| config?.targets.get(t));
+    let runs = args.runs.or(first_cfg.and_then(|c| c.runs)).unwrap_or(20);
+    let warmup = args.warmup.or(first_cfg.and_then(|c| c.warmup)).unwrap_or(1);
+    let timeout = args.timeout.or(first_cfg.and_then(|c| c.timeout)).unwrap_or(30.0);
+    let requests = args.requests.or(first_cfg.and_then(|c| c.requests)).unwrap_or(0);
+    if runs == 0 {
         bail!("--runs must be at least 1");
     }
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+    if !(timeout > 0.0 && timeout.is_finite()) {
         bail!("--timeout must be a positive number of seconds");
     }
     if !(args.grace >= 0.0 && args.grace.is_finite()) {
@@ -29,7 +46,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
     {
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
-            _ => std::path::Path::new("."),
+            _ => Path::new("."),
         };
         if !dir.is_dir() {
             bail!(
@@ -46,7 +63,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
         .map(|e| parse_env(e))
         .collect::<Result<Vec<_>>>()?;
     let mut variants = Vec::new();
-    for spec in &args.variants {
+    for spec in specs {
         let mut env = shared_env.clone();
         for e in &spec.args.env {
             env.push(parse_env(e)?);
@@ -71,7 +88,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
         });
     }
     let stop = match &args.target_ci {
-        None => StopRule::Fixed { runs: args.runs },
+        None => StopRule::Fixed { runs },
         Some(t) => {
             let (target, relative) = parse_target_ci(t)?;
             if args.min_runs < 2 || args.min_runs > args.max_runs {
@@ -92,7 +109,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
         Some(u) => Some(url::Url::parse(u).map_err(|e| anyhow!("bad --request-url '{u}': {e}"))?),
         None => None,
     };
-    if args.requests > 0 && request_url.is_none() {
+    if requests > 0 && request_url.is_none() {
         if let Some(v) = variants
             .iter()
             .find(|v| !matches!(v.readiness, Readiness::Http { .. }))
@@ -105,7 +122,7 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
     }
     Ok(Plan {
         variants,
-        warmup: args.warmup,
+        warmup,
         order: args.order,
         stop,
         keep_going: args.keep_going,
@@ -113,14 +130,64 @@ pub fn plan(args: &BenchArgs) -> Result<Plan> {
             .seed
             .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id())),
         run: RunOptions {
-            timeout: Duration::from_secs_f64(args.timeout),
+            timeout: Duration::from_secs_f64(timeout),
             poll_interval: Duration::from_micros(args.poll_interval.max(1)),
-            requests: args.requests,
+            requests,
             request_url,
             grace: Duration::from_secs_f64(args.grace),
             tail_lines: args.output_lines,
         },
     })
+}
+
+/// Variants for targets named on the command line, from coldstart.toml.
+fn config_variants(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Vec<VariantSpec>> {
+    if args.targets.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !args.variants.is_empty() {
+        bail!(
+            "give either target names from {} or a command after `--`, not both",
+            config::FILE
+        );
+    }
+    let Some(config) = config else {
+        bail!(
+            "no {} in {} to look up '{}': write one (see `coldstart bench --help`) or give a command after `--`",
+            config::FILE,
+            root.display(),
+            args.targets[0]
+        )
+    };
+    args.targets
+        .iter()
+        .map(|name| {
+            let t = config.targets.get(name).ok_or_else(|| {
+                let known: Vec<&str> = config.targets.keys().map(String::as_str).collect();
+                anyhow!(
+                    "no target '{name}' in {}: it defines {}",
+                    config::FILE,
+                    known.join(", ")
+                )
+            })?;
+            if t.command.is_empty() {
+                bail!("target '{name}' in {} has an empty command", config::FILE);
+            }
+            Ok(VariantSpec {
+                name: Some(name.clone()),
+                args: VariantArgs {
+                    ready: t.ready.clone(),
+                    env: t.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                    cwd: Some(
+                        t.cwd
+                            .as_ref()
+                            .map_or_else(|| root.to_path_buf(), |c| root.join(c)),
+                    ),
+                },
+                argv: t.command.clone(),
+            })
+        })
+        .collect()
 }
 
 /// `2%` → (0.02, relative); `5ms` or `5` → (5.0, absolute ms).
@@ -138,15 +205,80 @@ fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
     Ok(if relative { (v / 100.0, true) } else { (v, false) })
 }
 
+/// Progress on screen, and each finished run committed to the store.
+struct Recorder<'a> {
+    progress: &'a mut Progress,
+    store: Option<(Store, i64)>,
+    error: Option<anyhow::Error>,
+}
+
+impl Observer for Recorder<'_> {
+    fn planned(&mut self, total_runs: usize) {
+        self.progress.planned(total_runs);
+    }
+
+    fn finished(&mut self, variant: &Variant, sample: &Sample) {
+        self.progress.finished(variant, sample);
+        if let Some((store, id)) = self.store.as_mut() {
+            if let Err(e) = store.add_sample(*id, sample) {
+                // Keep measuring; the failure is reported (and fails the command) at the end.
+                self.error = Some(e);
+                self.store = None;
+            }
+        }
+    }
+}
+
 pub fn run(args: &BenchArgs) -> Result<i32> {
-    let plan = plan(args)?;
+    let root = config::project_root();
+    let config = config::load(&root)?;
+    let plan = plan(args, config.as_ref(), &root)?;
+    let settings = settings(&plan);
+    let settings_json = serde_json::to_string(&settings)?;
+    let store = if args.no_store {
+        None
+    } else {
+        let spec = config::store_spec(args.store.store.as_deref(), config.as_ref(), &root);
+        let mut store = Store::open(&spec)?;
+        let id = store.begin(&store::meta::collect(), &settings_json, &plan.variants)?;
+        Some((store, id))
+    };
     let mut progress = Progress::new(args.quiet);
-    let executed = experiment::execute(&plan, &mut progress);
+    let mut recorder = Recorder {
+        progress: &mut progress,
+        store,
+        error: None,
+    };
+    let executed = experiment::execute(&plan, &mut recorder);
+    let (store, store_error) = (recorder.store.take(), recorder.error.take());
     progress.finish();
     let result = executed?;
+    let mut stored_as = None;
+    if let Some((mut store, id)) = store {
+        store.finish(id, &result.stopped)?;
+        stored_as = Some((id, store.location.clone()));
+    }
     let analysis = analyze(&result);
     print!("{}", report::terminal::render(&result, &analysis));
-    let settings = Settings {
+    if let Some((id, location)) = stored_as {
+        println!("stored as experiment {id} in {location}");
+    }
+    export(
+        args.export_json.as_deref(),
+        args.export_markdown.as_deref(),
+        args.export_csv.as_deref(),
+        &result,
+        &analysis,
+        &settings,
+    )?;
+    if let Some(e) = store_error {
+        return Err(e.context("the runs were measured and printed, but storing them failed"));
+    }
+    Ok(exit_code(&result))
+}
+
+pub fn settings(plan: &Plan) -> Settings {
+    Settings {
         runs: match plan.stop {
             StopRule::Fixed { runs } => runs.to_string(),
             StopRule::Adaptive {
@@ -159,24 +291,24 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         poll_interval_us: plan.run.poll_interval.as_micros() as u64,
         requests: plan.run.requests,
         seed: plan.seed,
-    };
-    export(args, &result, &analysis, &settings)?;
-    Ok(exit_code(&result))
+    }
 }
 
 pub fn export(
-    args: &BenchArgs,
+    json: Option<&Path>,
+    markdown: Option<&Path>,
+    csv: Option<&Path>,
     result: &ExperimentResult,
     analysis: &Analysis,
     settings: &Settings,
 ) -> Result<()> {
-    if let Some(p) = &args.export_json {
+    if let Some(p) = json {
         report::write_atomic(p, report::json::render(result, analysis, settings)?.as_bytes())?;
     }
-    if let Some(p) = &args.export_markdown {
+    if let Some(p) = markdown {
         report::write_atomic(p, report::markdown::render(analysis).as_bytes())?;
     }
-    if let Some(p) = &args.export_csv {
+    if let Some(p) = csv {
         report::write_atomic(p, &report::csv::render(result).context("rendering CSV")?)?;
     }
     Ok(())

@@ -26,6 +26,120 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Run the bundled example targets (Python, Node, Go, Java, Rust servers) and show what coldstart does.
     Demo(DemoArgs),
+    /// List stored experiments, newest first.
+    History(HistoryArgs),
+    /// Show one stored experiment as bench showed it.
+    Show(ShowArgs),
+    /// Compare two stored experiments or variants, with bench's statistics and verdicts.
+    #[command(after_long_help = REF_HELP)]
+    Compare(CompareArgs),
+    /// Fail (exit 1) on a statistically significant startup regression beyond a threshold;
+    /// prints a Markdown table for a pull request.
+    #[command(after_long_help = GATE_HELP)]
+    Gate(GateArgs),
+}
+
+const REF_HELP: &str = "\
+REFERENCES
+  An experiment is named by its id, `latest`, `latest~N` (N before the newest), or a
+  git commit prefix (the newest experiment recorded at that commit). Add `:VARIANT`
+  to pick one variant; without it, variants are matched by name.";
+
+const GATE_HELP: &str = "\
+DECISION (per target, i.e. variant name present in both)
+  fail  the candidate is significantly slower (Mann-Whitney p < 0.05 and the
+        Hodges-Lehmann shift CI above zero) AND the whole 95% CI of the
+        median ratio lies beyond +max-regression
+  warn  significantly slower and the median ratio beyond +warn, but not a fail
+  pass  otherwise (including no significant difference)
+  Exit status: 1 if any target fails, 0 otherwise.
+
+REFERENCES
+  An experiment is named by its id, `latest`, `latest~N`, or a git commit prefix.
+  Add `:VARIANT` to pick one variant, e.g. compare two variants of one interleaved
+  run: --baseline latest:main --candidate latest:pr
+
+EXAMPLE
+  coldstart bench --name main -- ./main/server --name pr -- ./pr/server
+  coldstart gate --baseline latest:main --candidate latest:pr --max-regression 5% --warn 2%";
+
+/// Where results are stored.
+#[derive(Args, Debug, Clone, Default)]
+pub struct StoreArgs {
+    /// Store: a SQLite path, `sqlite:PATH`, or `postgres://…` [default: COLDSTART_STORE,
+    /// else [store] in coldstart.toml, else .coldstart/coldstart.db in the project].
+    #[arg(long, value_name = "URL|PATH")]
+    pub store: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    /// Only experiments with a variant of this name.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Only experiments recorded at this git commit (prefix).
+    #[arg(long)]
+    pub commit: Option<String>,
+    /// At most this many.
+    #[arg(short = 'n', long, default_value_t = 20)]
+    pub limit: usize,
+    /// JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// Experiment: id, latest, latest~N or git commit prefix.
+    pub experiment: String,
+    /// Also print where and how it ran.
+    #[arg(long)]
+    pub meta: bool,
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+    #[arg(long, value_name = "PATH")]
+    pub export_csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Baseline: REF or REF:VARIANT.
+    pub baseline: String,
+    /// Candidate: REF or REF:VARIANT.
+    pub candidate: String,
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct GateArgs {
+    /// Baseline experiment: REF or REF:VARIANT.
+    #[arg(long)]
+    pub baseline: String,
+    /// Candidate experiment: REF or REF:VARIANT.
+    #[arg(long, default_value = "latest")]
+    pub candidate: String,
+    /// Fail beyond this slowdown of the median, e.g. 5%.
+    #[arg(long, value_name = "PCT")]
+    pub max_regression: String,
+    /// Warn beyond this slowdown (must be below --max-regression).
+    #[arg(long, value_name = "PCT")]
+    pub warn: Option<String>,
+    /// Also write the Markdown table to this file.
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 const BENCH_HELP: &str = "\
@@ -61,14 +175,17 @@ EXAMPLES
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Measured runs per variant.
-    #[arg(short, long, default_value_t = 20)]
-    pub runs: usize,
-    /// Unmeasured runs per variant first. Default 1: the first start after a build
+    /// Targets named in coldstart.toml, each a variant (instead of a command after `--`).
+    #[arg(value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Measured runs per variant [default: 20, or the target's `runs` in coldstart.toml].
+    #[arg(short, long)]
+    pub runs: Option<usize>,
+    /// Unmeasured runs per variant first [default: 1]. The first start after a build
     /// reads binaries and libraries from disk, later ones from the page cache; one
     /// warmup makes every measured run see the same cache state.
-    #[arg(short, long, default_value_t = 1)]
-    pub warmup: usize,
+    #[arg(short, long)]
+    pub warmup: Option<usize>,
     /// Run order: shuffled rounds (each round runs every variant once, in random order) or sequential.
     #[arg(long, value_enum, default_value_t = Order::Shuffled)]
     pub order: Order,
@@ -82,16 +199,16 @@ pub struct BenchArgs {
     /// With --target-ci: stop here even if the CI is still wide.
     #[arg(long, default_value_t = 200)]
     pub max_runs: usize,
-    /// Seconds a run may take to become ready before it fails.
-    #[arg(short, long, default_value_t = 30.0)]
-    pub timeout: f64,
+    /// Seconds a run may take to become ready before it fails [default: 30].
+    #[arg(short, long)]
+    pub timeout: Option<f64>,
     /// How often tcp/http readiness is polled, in microseconds.
     #[arg(long, default_value_t = 200, value_name = "US")]
     pub poll_interval: u64,
     /// Requests to send after ready (GET to --request-url, default: the http readiness URL);
-    /// the first is the cold handler, the rest warm.
-    #[arg(long, default_value_t = 0)]
-    pub requests: usize,
+    /// the first is the cold handler, the rest warm [default: 0].
+    #[arg(long)]
+    pub requests: Option<usize>,
     /// URL for --requests (when readiness is not http).
     #[arg(long)]
     pub request_url: Option<String>,
@@ -119,6 +236,11 @@ pub struct BenchArgs {
     /// Write one CSV row per run.
     #[arg(long, value_name = "PATH")]
     pub export_csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Do not record this experiment in the store.
+    #[arg(long)]
+    pub no_store: bool,
     #[command(flatten)]
     pub shared: VariantArgs,
     /// Variants (see VARIANTS below); filled in by the variant grammar, not by clap.

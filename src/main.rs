@@ -4,14 +4,18 @@ mod analysis;
 mod bench;
 mod cli;
 mod clock;
+mod config;
 mod demo;
 mod experiment;
+mod gate;
+mod history;
 mod launch;
 mod probe;
 mod report;
 mod run;
 mod sample;
 mod stats;
+mod store;
 mod target;
 
 use clap::Parser;
@@ -48,5 +52,9 @@ fn real_main() -> anyhow::Result<i32> {
             bench::run(b)
         }
         cli::Command::Demo(d) => demo::run(d),
+        cli::Command::History(a) => history::history(a),
+        cli::Command::Show(a) => history::show(a),
+        cli::Command::Compare(a) => history::compare(a),
+        cli::Command::Gate(a) => history::gate(a),
     }
 }

@@ -1,9 +1,9 @@
 //! What one run measured. Every raw sample is kept; statistics are computed later.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
     Ready,
@@ -15,7 +15,7 @@ pub enum Outcome {
     Interrupted,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ExitStatus {
     pub code: Option<i32>,
     pub signal: Option<i32>,
@@ -32,7 +32,7 @@ impl std::fmt::Display for ExitStatus {
 }
 
 /// Resource use of the whole process tree up to the ready instant.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Usage {
     /// User + system CPU of the tree. Exit readiness: from rusage. Otherwise: the
     /// scheduler's per-thread runtime (ns precision) of live threads plus what
@@ -68,7 +68,7 @@ impl Usage {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sample {
     pub variant: usize,
     /// Round number (0-based); warmups have their own rounds before the first.
@@ -92,7 +92,7 @@ pub struct Sample {
     /// Whether SIGKILL was needed after the grace period.
     pub killed: bool,
     /// Last lines of the target's stdout+stderr, kept for failed runs.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output_tail: Vec<String>,
 }
 

@@ -7,7 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// One program to cold-start: argv (no shell), extra env, cwd.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Target {
     /// argv[0] as the user wrote it.
     pub argv: Vec<String>,

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 pub const SCHEMA: &str = "coldstart.bench/1";
 
-#[derive(Serialize)]
+#[derive(Serialize, serde::Deserialize)]
 pub struct Settings {
     pub runs: String,
     pub warmup: usize,

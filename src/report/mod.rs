@@ -3,6 +3,8 @@
 
 pub mod csv;
 pub mod format;
+pub mod gate;
+pub mod history;
 pub mod json;
 pub mod markdown;
 pub mod progress;

@@ -32,8 +32,13 @@ pub fn example(name: &str) -> String {
     p.display().to_string()
 }
 
+/// The binary, with its store pointed away from the repository (tests that
+/// exercise the store pass --store themselves).
 pub fn coldstart() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_coldstart"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_coldstart"));
+    let dir = std::env::temp_dir().join(format!("coldstart-tests-{}", std::process::id()));
+    c.env("COLDSTART_STORE", dir.join("default.db"));
+    c
 }
 
 /// Run `coldstart ARGS`, returning output (never panics on a non-zero exit).

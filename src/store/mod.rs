@@ -1,0 +1,322 @@
+//! The store: every experiment, variant, run sample and capture, in SQLite by
+//! default (`.coldstart/coldstart.db` in the project) or PostgreSQL for a team
+//! (`--store postgres://…` or COLDSTART_STORE). Samples are committed one by one as
+//! runs finish, so a coldstart killed mid-experiment leaves every finished run.
+
+pub mod db;
+pub mod meta;
+mod postgres;
+pub mod schema;
+mod sqlite;
+
+use crate::experiment::{ExperimentResult, Variant};
+use crate::sample::Sample;
+use crate::target::{Readiness, Target};
+use anyhow::{anyhow, bail, Context, Result};
+use db::{transaction, Db, Value};
+use meta::Metadata;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+pub struct Store {
+    db: Box<dyn Db>,
+    /// Where it is, for messages (passwords redacted).
+    pub location: String,
+}
+
+/// One stored experiment, as listed by `history`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listed {
+    pub id: i64,
+    pub created_unix_s: i64,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    /// Null while the experiment runs (or if its coldstart was killed).
+    pub stopped: Option<String>,
+    pub variants: Vec<String>,
+    pub runs: i64,
+    /// Median ready time per variant (ms), in variant order.
+    pub p50_ms: Vec<Option<f64>>,
+}
+
+pub struct Stored {
+    pub id: i64,
+    pub created_unix_s: i64,
+    pub meta: Metadata,
+    pub settings_json: String,
+    pub result: ExperimentResult,
+}
+
+#[derive(Debug, Default)]
+pub struct Filter {
+    pub target: Option<String>,
+    pub commit: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// The default store of a project: `.coldstart/coldstart.db` under its root.
+pub fn default_location(project_root: &Path) -> PathBuf {
+    project_root.join(".coldstart").join("coldstart.db")
+}
+
+impl Store {
+    /// `postgres://…` / `postgresql://…`, `sqlite:PATH`, or a plain path.
+    pub fn open(spec: &str) -> Result<Store> {
+        let (mut db, location): (Box<dyn Db>, String) =
+            if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+                (Box::new(postgres::Postgres::open(spec)?), postgres::redact(spec))
+            } else {
+                let path = PathBuf::from(spec.strip_prefix("sqlite:").unwrap_or(spec));
+                (Box::new(sqlite::Sqlite::open(&path)?), path.display().to_string())
+            };
+        schema::migrate(db.as_mut(), &location)?;
+        Ok(Store { db, location })
+    }
+
+    pub fn begin(&mut self, meta: &Metadata, settings_json: &str, variants: &[Variant]) -> Result<i64> {
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        transaction(self.db.as_mut(), |db| {
+            let rows = db.query(
+                "INSERT INTO experiments (created_unix_s, command_line, git_commit, git_dirty, hostname, kernel, \
+                 cpu_model, cores, loadavg, coldstart_version, settings_json) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+                &[
+                    created.into(),
+                    meta.command_line.clone().into(),
+                    meta.git_commit.clone().into(),
+                    meta.git_dirty.map(i64::from).into(),
+                    meta.hostname.clone().into(),
+                    meta.kernel.clone().into(),
+                    meta.cpu_model.clone().into(),
+                    meta.cores.into(),
+                    meta.loadavg.clone().into(),
+                    meta.coldstart_version.clone().into(),
+                    settings_json.into(),
+                ],
+            )?;
+            let id = rows.first().and_then(|r| r[0].int()).ok_or_else(|| anyhow!("insert returned no id"))?;
+            for (i, v) in variants.iter().enumerate() {
+                db.execute(
+                    "INSERT INTO variants (experiment_id, idx, name, command, readiness, target_json) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[
+                        id.into(),
+                        (i as i64).into(),
+                        v.name.clone().into(),
+                        v.target.display_command().into(),
+                        v.readiness.to_string().into(),
+                        serde_json::to_string(&v.target)?.into(),
+                    ],
+                )?;
+            }
+            Ok(id)
+        })
+        .with_context(|| format!("storing a new experiment in {}", self.location))
+    }
+
+    /// One finished run, committed on its own.
+    pub fn add_sample(&mut self, experiment: i64, s: &Sample) -> Result<()> {
+        let outcome = serde_json::to_value(&s.outcome)?["kind"]
+            .as_str()
+            .unwrap_or("unknown")
+            .to_string();
+        transaction(self.db.as_mut(), |db| {
+            let rows = db.query(
+                "INSERT INTO samples (experiment_id, variant_idx, round, warmup, outcome, ready_ns, data_json) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                &[
+                    experiment.into(),
+                    (s.variant as i64).into(),
+                    (s.round as i64).into(),
+                    i64::from(s.warmup).into(),
+                    outcome.clone().into(),
+                    s.ready_ns.map(|n| n as i64).into(),
+                    serde_json::to_string(s)?.into(),
+                ],
+            )?;
+            let sample_id = rows.first().and_then(|r| r[0].int()).ok_or_else(|| anyhow!("insert returned no id"))?;
+            for (name, value) in &s.captures {
+                db.execute(
+                    "INSERT INTO captures (sample_id, name, value) VALUES ($1, $2, $3)",
+                    &[sample_id.into(), name.clone().into(), value.clone().into()],
+                )?;
+            }
+            Ok(())
+        })
+        .with_context(|| format!("storing a run in {}", self.location))
+    }
+
+    pub fn finish(&mut self, experiment: i64, stopped: &str) -> Result<()> {
+        self.db
+            .execute(
+                "UPDATE experiments SET stopped = $1 WHERE id = $2",
+                &[stopped.into(), experiment.into()],
+            )
+            .with_context(|| format!("closing experiment {experiment} in {}", self.location))?;
+        Ok(())
+    }
+
+    pub fn list(&mut self, filter: &Filter) -> Result<Vec<Listed>> {
+        let mut sql = String::from(
+            "SELECT e.id, e.created_unix_s, e.git_commit, e.git_dirty, e.stopped, \
+             (SELECT COUNT(*) FROM samples s WHERE s.experiment_id = e.id AND s.warmup = 0 AND s.outcome = 'ready') \
+             FROM experiments e WHERE 1 = 1",
+        );
+        let mut params: Vec<Value> = Vec::new();
+        if let Some(t) = &filter.target {
+            params.push(t.clone().into());
+            sql += &format!(
+                " AND EXISTS (SELECT 1 FROM variants v WHERE v.experiment_id = e.id AND v.name = ${})",
+                params.len()
+            );
+        }
+        if let Some(c) = &filter.commit {
+            params.push(format!("{c}%").into());
+            sql += &format!(" AND e.git_commit LIKE ${}", params.len());
+        }
+        sql += " ORDER BY e.id DESC";
+        if let Some(n) = filter.limit {
+            sql += &format!(" LIMIT {n}");
+        }
+        let rows = self.db.query(&sql, &params)?;
+        let mut out = Vec::new();
+        for r in rows {
+            let id = r[0].int().unwrap_or(0);
+            let variants: Vec<String> = self
+                .db
+                .query(
+                    "SELECT name FROM variants WHERE experiment_id = $1 ORDER BY idx",
+                    &[id.into()],
+                )?
+                .into_iter()
+                .filter_map(|v| v[0].text())
+                .collect();
+            let mut p50_ms = Vec::new();
+            for i in 0..variants.len() {
+                let mut xs: Vec<f64> = self
+                    .db
+                    .query(
+                        "SELECT ready_ns FROM samples WHERE experiment_id = $1 AND variant_idx = $2 \
+                         AND warmup = 0 AND outcome = 'ready'",
+                        &[id.into(), (i as i64).into()],
+                    )?
+                    .into_iter()
+                    .filter_map(|v| v[0].int())
+                    .map(|ns| ns as f64 / 1e6)
+                    .collect();
+                xs.sort_by(f64::total_cmp);
+                p50_ms.push(crate::stats::summarize(&xs).map(|s| s.p50));
+            }
+            out.push(Listed {
+                id,
+                created_unix_s: r[1].int().unwrap_or(0),
+                git_commit: r[2].text(),
+                git_dirty: r[3].int().map(|d| d != 0),
+                stopped: r[4].text(),
+                variants,
+                runs: r[5].int().unwrap_or(0),
+                p50_ms,
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn load(&mut self, id: i64) -> Result<Stored> {
+        let rows = self.db.query(
+            "SELECT created_unix_s, command_line, git_commit, git_dirty, hostname, kernel, cpu_model, cores, \
+             loadavg, coldstart_version, settings_json, stopped FROM experiments WHERE id = $1",
+            &[id.into()],
+        )?;
+        let Some(r) = rows.first() else {
+            bail!(
+                "no experiment {id} in {}: `coldstart history` lists what is stored",
+                self.location
+            )
+        };
+        let meta = Metadata {
+            command_line: r[1].text().unwrap_or_default(),
+            git_commit: r[2].text(),
+            git_dirty: r[3].int().map(|d| d != 0),
+            hostname: r[4].text().unwrap_or_default(),
+            kernel: r[5].text().unwrap_or_default(),
+            cpu_model: r[6].text().unwrap_or_default(),
+            cores: r[7].int().unwrap_or(0),
+            loadavg: r[8].text().unwrap_or_default(),
+            coldstart_version: r[9].text().unwrap_or_default(),
+        };
+        let mut variants = Vec::new();
+        for v in self.db.query(
+            "SELECT name, readiness, target_json FROM variants WHERE experiment_id = $1 ORDER BY idx",
+            &[id.into()],
+        )? {
+            let target: Target = serde_json::from_str(&v[2].text().unwrap_or_default())
+                .with_context(|| format!("experiment {id}: unreadable target"))?;
+            variants.push(Variant {
+                name: v[0].text().unwrap_or_default(),
+                target,
+                readiness: Readiness::parse(&v[1].text().unwrap_or_default())
+                    .with_context(|| format!("experiment {id}: unreadable readiness"))?,
+            });
+        }
+        let samples = self
+            .db
+            .query(
+                "SELECT data_json FROM samples WHERE experiment_id = $1 ORDER BY id",
+                &[id.into()],
+            )?
+            .into_iter()
+            .map(|r| serde_json::from_str::<Sample>(&r[0].text().unwrap_or_default()))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .with_context(|| format!("experiment {id}: unreadable sample"))?;
+        Ok(Stored {
+            id,
+            created_unix_s: r[0].int().unwrap_or(0),
+            meta,
+            settings_json: r[10].text().unwrap_or_default(),
+            result: ExperimentResult {
+                variants,
+                samples,
+                stopped: r[11].text().unwrap_or_else(|| "incomplete".into()),
+            },
+        })
+    }
+
+    pub fn load_ref(&mut self, reference: &str) -> Result<Stored> {
+        let id = self.resolve(reference)?;
+        self.load(id)
+    }
+
+    /// An experiment reference: an id, `latest`, `latest~N`, or a git commit
+    /// prefix (the newest experiment at that commit).
+    pub fn resolve(&mut self, reference: &str) -> Result<i64> {
+        if let Ok(id) = reference.parse::<i64>() {
+            return Ok(id);
+        }
+        let back = match reference {
+            "latest" => Some(0),
+            r => r.strip_prefix("latest~").and_then(|n| n.parse::<usize>().ok()),
+        };
+        let found = if let Some(n) = back {
+            self.db.query(
+                &format!("SELECT id FROM experiments ORDER BY id DESC LIMIT 1 OFFSET {n}"),
+                &[],
+            )?
+        } else if reference.len() >= 4 && reference.chars().all(|c| c.is_ascii_hexdigit()) {
+            self.db.query(
+                "SELECT id FROM experiments WHERE git_commit LIKE $1 ORDER BY id DESC LIMIT 1",
+                &[format!("{}%", reference.to_lowercase()).into()],
+            )?
+        } else {
+            bail!("bad experiment reference '{reference}': give an id, latest, latest~N or a git commit (≥ 4 hex digits)")
+        };
+        found.first().and_then(|r| r[0].int()).ok_or_else(|| {
+            anyhow!(
+                "no stored experiment matches '{reference}' in {}: `coldstart history` lists what is stored",
+                self.location
+            )
+        })
+    }
+}

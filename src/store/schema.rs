@@ -1,0 +1,111 @@
+//! Versioned schema. The version lives in the `meta` table on both backends;
+//! a database newer than this coldstart is refused, never rewritten.
+
+use super::db::{transaction, Db, Dialect, Value};
+use anyhow::{bail, Result};
+
+pub const CURRENT: i64 = 1;
+
+/// Migration N takes the schema from version N-1 to N. Written for SQLite;
+/// `sql_for` adapts the few words PostgreSQL spells differently.
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE experiments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_unix_s BIGINT NOT NULL,
+    command_line TEXT NOT NULL,
+    git_commit TEXT,
+    git_dirty BIGINT,
+    hostname TEXT,
+    kernel TEXT,
+    cpu_model TEXT,
+    cores BIGINT,
+    loadavg TEXT,
+    coldstart_version TEXT NOT NULL,
+    settings_json TEXT NOT NULL,
+    stopped TEXT
+);
+CREATE TABLE variants (
+    experiment_id BIGINT NOT NULL REFERENCES experiments(id),
+    idx BIGINT NOT NULL,
+    name TEXT NOT NULL,
+    command TEXT NOT NULL,
+    readiness TEXT NOT NULL,
+    target_json TEXT NOT NULL,
+    PRIMARY KEY (experiment_id, idx)
+);
+CREATE INDEX variants_name ON variants(name);
+CREATE TABLE samples (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    experiment_id BIGINT NOT NULL REFERENCES experiments(id),
+    variant_idx BIGINT NOT NULL,
+    round BIGINT NOT NULL,
+    warmup BIGINT NOT NULL,
+    outcome TEXT NOT NULL,
+    ready_ns BIGINT,
+    data_json TEXT NOT NULL
+);
+CREATE INDEX samples_experiment ON samples(experiment_id);
+CREATE TABLE captures (
+    sample_id BIGINT NOT NULL REFERENCES samples(id),
+    name TEXT NOT NULL,
+    value TEXT NOT NULL
+);
+CREATE INDEX captures_sample ON captures(sample_id);
+"];
+
+fn sql_for(dialect: Dialect, sql: &str) -> String {
+    match dialect {
+        Dialect::Sqlite => sql.to_string(),
+        Dialect::Postgres => sql.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY"),
+    }
+}
+
+fn version(db: &mut dyn Db) -> Result<i64> {
+    let rows = db.query("SELECT value FROM meta WHERE key = 'schema_version'", &[])?;
+    Ok(rows.first().and_then(|r| r[0].int()).unwrap_or(0))
+}
+
+/// Bring the schema to CURRENT, or refuse a newer one. Safe when several
+/// coldstart processes open a new database at once.
+pub fn migrate(db: &mut dyn Db, name: &str) -> Result<()> {
+    db.batch("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        .or_else(|e| {
+            if db.dialect() == Dialect::Postgres {
+                retry_create_meta(db, e)
+            } else {
+                Err(e)
+            }
+        })?;
+    let dialect = db.dialect();
+    transaction(db, |db| {
+        if dialect == Dialect::Postgres {
+            // Serialise concurrent migrations of one PostgreSQL database.
+            db.query("SELECT pg_advisory_xact_lock(7352846101)::text", &[])?;
+        }
+        let have = version(db)?;
+        if have > CURRENT {
+            bail!(
+                "{name} has schema version {have}, newer than this coldstart understands ({CURRENT}): \
+                 upgrade coldstart (the database was left unchanged)"
+            );
+        }
+        for (i, step) in MIGRATIONS.iter().enumerate().skip(have as usize) {
+            db.batch(&sql_for(dialect, step))?;
+            let v = (i + 1) as i64;
+            db.execute("DELETE FROM meta WHERE key = 'schema_version'", &[])?;
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', $1)",
+                &[Value::from(v.to_string())],
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// Two first-time PostgreSQL clients can race on CREATE TABLE IF NOT EXISTS
+/// (a unique violation in the catalog); the loser only has to look again.
+fn retry_create_meta(db: &mut dyn Db, first: anyhow::Error) -> Result<()> {
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    db.batch("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        .map_err(|_| first)
+}

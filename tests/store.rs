@@ -1,0 +1,373 @@
+//! History and gate: the store round trip, the gate's thresholds, safety under
+//! kill -9 and concurrent writers, refusing a newer schema, coldstart.toml.
+//! Every test runs against SQLite and, when COLDSTART_TEST_POSTGRES names a server
+//! (CI starts one), against PostgreSQL too.
+
+mod common;
+use common::*;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// A fresh store per backend: a SQLite file, and a new PostgreSQL database.
+fn stores(tag: &str) -> Vec<(tempfile::TempDir, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = dir.path().join("store.db").display().to_string();
+    let mut out = vec![(dir, sqlite)];
+    match std::env::var("COLDSTART_TEST_POSTGRES") {
+        Ok(admin) if !admin.is_empty() => {
+            let db = format!("cs_{tag}_{}", std::process::id());
+            let mut client = postgres::Client::connect(&admin, postgres::NoTls)
+                .expect("connect to COLDSTART_TEST_POSTGRES");
+            client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
+                .unwrap();
+            client.batch_execute(&format!("CREATE DATABASE {db}")).unwrap();
+            let mut url = url::Url::parse(&admin).unwrap();
+            url.set_path(&db);
+            out.push((tempfile::tempdir().unwrap(), url.to_string()));
+        }
+        _ => assert!(
+            std::env::var("COLDSTART_REQUIRE_POSTGRES").is_err(),
+            "COLDSTART_REQUIRE_POSTGRES is set but COLDSTART_TEST_POSTGRES is not"
+        ),
+    }
+    out
+}
+
+fn sleeper_variants(spec: &[(&str, u32)]) -> Vec<String> {
+    let sleeper = example("sleeper");
+    let mut v = Vec::new();
+    for (name, ms) in spec {
+        v.extend([
+            "--name".to_string(),
+            name.to_string(),
+            "--env".into(),
+            format!("COLDSTART_EXAMPLE_DELAY_MS={ms}"),
+            "--".into(),
+            sleeper.clone(),
+        ]);
+    }
+    v
+}
+
+fn run_s(args: &[String]) -> std::process::Output {
+    coldstart().args(args).output().unwrap()
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+fn stored_id(out: &std::process::Output) -> String {
+    let text = stdout(out);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("stored as experiment"))
+        .expect("stored line");
+    line.split_whitespace().nth(3).unwrap().to_string()
+}
+
+#[test]
+fn bench_store_compare_reproduces_bench_verdicts() {
+    for (dir, store) in stores("roundtrip") {
+        let bench_json = dir.path().join("bench.json");
+        let mut args = s(&[
+            "bench",
+            "-q",
+            "--runs",
+            "8",
+            "--store",
+            &store,
+            "--export-json",
+            bench_json.to_str().unwrap(),
+        ]);
+        args.extend(sleeper_variants(&[("fast", 20), ("slow", 30)]));
+        let o = run_s(&args);
+        assert!(o.status.success(), "{store}: {}", stderr(&o));
+        let id = stored_id(&o);
+        let bench = json_file(&bench_json);
+
+        let cmp_json = dir.path().join("cmp.json");
+        let o = run_s(&s(&[
+            "compare",
+            "--store",
+            &store,
+            &format!("{id}:fast"),
+            &format!("{id}:slow"),
+            "--export-json",
+            cmp_json.to_str().unwrap(),
+        ]));
+        assert!(o.status.success(), "{store}: {}", stderr(&o));
+        let cmp = json_file(&cmp_json);
+        let from_bench = &bench["variants"][1]["stats"]["vs_baseline"];
+        let from_store = &cmp["pairs"][0]["variants"][1]["vs_baseline"];
+        assert_eq!(from_bench["verdict"], "slower");
+        assert_eq!(
+            from_bench, from_store,
+            "{store}: stored samples give bench's exact statistics"
+        );
+
+        let show_json = dir.path().join("show.json");
+        let o = run_s(&s(&[
+            "show",
+            "--store",
+            &store,
+            "latest",
+            "--export-json",
+            show_json.to_str().unwrap(),
+        ]));
+        assert!(o.status.success(), "{store}: {}", stderr(&o));
+        let show = json_file(&show_json);
+        assert_eq!(
+            show["samples"], bench["samples"],
+            "{store}: every raw sample round-trips"
+        );
+        assert_eq!(show["variants"][1]["stats"], bench["variants"][1]["stats"]);
+
+        let o = run_s(&s(&["history", "--store", &store, "--json", "--target", "slow"]));
+        let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(listed.as_array().unwrap().len(), 1);
+        assert_eq!(listed[0]["runs"], 16);
+        assert_eq!(listed[0]["stopped"], "completed");
+    }
+}
+
+#[test]
+fn gate_fails_warns_and_passes_by_threshold() {
+    for (_dir, store) in stores("gate") {
+        // A real 10 % regression (100 ms vs 110 ms of init) and an A/A pair, interleaved.
+        let mut args = s(&["bench", "-q", "--runs", "10", "--store", &store]);
+        args.extend(sleeper_variants(&[("base", 100), ("slow", 110), ("same", 100)]));
+        let o = run_s(&args);
+        assert!(o.status.success(), "{store}: {}", stderr(&o));
+        let gate = |cand: &str, max: &str, warn: Option<&str>| {
+            let mut a = s(&[
+                "gate",
+                "--store",
+                &store,
+                "--baseline",
+                "latest:base",
+                "--candidate",
+                cand,
+                "--max-regression",
+                max,
+            ]);
+            if let Some(w) = warn {
+                a.extend(s(&["--warn", w]));
+            }
+            run_s(&a)
+        };
+        let o = gate("latest:slow", "5%", None);
+        assert_eq!(o.status.code(), Some(1), "{store}: {}{}", stdout(&o), stderr(&o));
+        assert!(
+            stdout(&o).contains("❌ fail") && stdout(&o).contains("| base → slow |"),
+            "{}",
+            stdout(&o)
+        );
+        let o = gate("latest:slow", "15%", None);
+        assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+        assert!(stdout(&o).contains("✅ pass"));
+        let o = gate("latest:slow", "15%", Some("3%"));
+        assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+        assert!(stdout(&o).contains("⚠️ warn"), "{}", stdout(&o));
+        let o = gate("latest:same", "5%", None);
+        assert_eq!(o.status.code(), Some(0), "A/A passes: {}", stdout(&o));
+        let o = gate("latest:slow", "5%", Some("6%"));
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains("must be below --max-regression"));
+    }
+}
+
+/// Wait (polling the store through the CLI) until `n` finished runs are stored.
+fn wait_for_runs(store: &str, n: i64) {
+    let start = Instant::now();
+    loop {
+        let o = run_s(&s(&["history", "--store", store, "--json"]));
+        if o.status.success() {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+            if v[0]["runs"].as_i64().unwrap_or(0) >= n {
+                return;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "runs never reached the store"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn kill_9_mid_experiment_keeps_every_finished_run() {
+    for (_dir, store) in stores("kill9") {
+        let sleeper = example("sleeper");
+        let mut child = coldstart()
+            .args([
+                "bench",
+                "-q",
+                "--runs",
+                "2000",
+                "--store",
+                &store,
+                "--env",
+                "COLDSTART_EXAMPLE_DELAY_MS=5",
+                "--",
+                &sleeper,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_runs(&store, 5);
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        if !store.contains("://") {
+            let conn = rusqlite::Connection::open(&store).unwrap();
+            let check: String = conn
+                .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(check, "ok");
+        }
+        let o = run_s(&s(&["history", "--store", &store, "--json"]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(v[0]["runs"].as_i64().unwrap() >= 5);
+        assert!(
+            v[0]["stopped"].is_null(),
+            "a killed experiment is marked incomplete"
+        );
+        let o = run_s(&s(&["show", "--store", &store, "latest"]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains("stopped: incomplete"), "{}", stdout(&o));
+        // The store still takes new experiments.
+        let o = run_s(&s(&[
+            "bench", "-q", "--runs", "2", "--store", &store, "--", &sleeper,
+        ]));
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn concurrent_writers_both_succeed() {
+    for (_dir, store) in stores("concurrent") {
+        let noop = example("noop");
+        let spawn = || {
+            coldstart()
+                .args(["bench", "-q", "--runs", "25", "--store", &store, "--", &noop])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn(), spawn());
+        for child in [a, b] {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{store}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let o = run_s(&s(&["history", "--store", &store, "--json"]));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let runs: Vec<i64> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["runs"].as_i64().unwrap())
+            .collect();
+        assert_eq!(runs, [25, 25], "{store}");
+    }
+}
+
+fn set_schema_version(store: &str, v: &str) {
+    let sql = format!("UPDATE meta SET value = '{v}' WHERE key = 'schema_version'");
+    if store.contains("://") {
+        postgres::Client::connect(store, postgres::NoTls)
+            .unwrap()
+            .batch_execute(&sql)
+            .unwrap();
+    } else {
+        rusqlite::Connection::open(store)
+            .unwrap()
+            .execute_batch(&sql)
+            .unwrap();
+    }
+}
+
+#[test]
+fn newer_schema_is_refused_and_left_unchanged() {
+    for (_dir, store) in stores("schema") {
+        let noop = example("noop");
+        let o = run_s(&s(&[
+            "bench", "-q", "--runs", "2", "--store", &store, "--", &noop,
+        ]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        set_schema_version(&store, "999");
+        let o = run_s(&s(&[
+            "bench", "-q", "--runs", "2", "--store", &store, "--", &noop,
+        ]));
+        assert_eq!(o.status.code(), Some(2));
+        let err = stderr(&o);
+        assert!(
+            err.contains("schema version 999") && err.contains("upgrade coldstart"),
+            "{err}"
+        );
+        let o = run_s(&s(&["history", "--store", &store]));
+        assert_eq!(o.status.code(), Some(2), "reading is refused too");
+        set_schema_version(&store, "1");
+        let o = run_s(&s(&["history", "--store", &store, "--json"]));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            v.as_array().unwrap().len(),
+            1,
+            "nothing was written while refused"
+        );
+    }
+}
+
+#[test]
+fn config_targets_run_by_name_and_store_in_the_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let sleeper = example("sleeper");
+    std::fs::write(
+        dir.path().join("coldstart.toml"),
+        format!(
+            "[targets.quick]\ncommand = [\"{sleeper}\"]\nenv = {{ COLDSTART_EXAMPLE_DELAY_MS = \"5\" }}\nruns = 4\nwarmup = 0\n\n\
+             [targets.slower]\ncommand = [\"{sleeper}\"]\nenv = {{ COLDSTART_EXAMPLE_DELAY_MS = \"15\" }}\n"
+        ),
+    )
+    .unwrap();
+    let o = coldstart()
+        .env_remove("COLDSTART_STORE")
+        .current_dir(dir.path())
+        .args(["bench", "-q", "quick", "slower"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("Δ slower vs quick: slower"), "{out}");
+    assert!(
+        dir.path().join(".coldstart/coldstart.db").exists(),
+        "default store under the project root"
+    );
+    let o = coldstart()
+        .env_remove("COLDSTART_STORE")
+        .current_dir(dir.path())
+        .args(["history", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["runs"], 8, "runs = 4 from the config, per variant");
+    let o = coldstart()
+        .current_dir(dir.path())
+        .args(["bench", "nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no target 'nosuch'") && stderr(&o).contains("quick"),
+        "{}",
+        stderr(&o)
+    );
+}
