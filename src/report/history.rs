@@ -71,6 +71,6 @@ mod tests {
     fn utc_dates() {
         assert_eq!(super::utc(0), "1970-01-01 00:00");
         assert_eq!(super::utc(951_782_400), "2000-02-29 00:00");
-        assert_eq!(super::utc(1_795_000_000), "2026-11-18 11:46");
+        assert_eq!(super::utc(1_795_000_000), "2026-11-18 11:06");
     }
 }
