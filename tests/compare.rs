@@ -115,11 +115,15 @@ fn interleaved_order_is_shuffled_per_round_and_sequential_is_not() {
 fn adaptive_stop_respects_min_and_max() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    // A generous target: stops at min-runs; a impossible one: runs to max-runs.
+    // A generous target: stops at min-runs; an impossible one: runs to max-runs.
+    // A 20 ms sleeper keeps the relative CI narrow even when the machine is busy.
     let noop = example("noop");
+    let sleeper = example("sleeper");
     let o = run(&[
         "bench",
         "-q",
+        "--env",
+        "COLDSTART_EXAMPLE_DELAY_MS=20",
         "--target-ci",
         "50%",
         "--min-runs",
@@ -129,7 +133,7 @@ fn adaptive_stop_respects_min_and_max() {
         "--export-json",
         json.to_str().unwrap(),
         "--",
-        &noop,
+        &sleeper,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
