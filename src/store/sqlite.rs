@@ -19,8 +19,24 @@ impl Sqlite {
         }
         let conn = rusqlite::Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
         conn.busy_timeout(Duration::from_secs(30))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .with_context(|| format!("{} is not a usable SQLite database", path.display()))?;
+        // Switching a new database to WAL needs an exclusive lock, and SQLite does
+        // not run the busy handler for it: retry while another coldstart holds it.
+        let start = std::time::Instant::now();
+        loop {
+            match conn.pragma_update(None, "journal_mode", "WAL") {
+                Ok(()) => break,
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy
+                        && start.elapsed() < Duration::from_secs(30) =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("{} is not a usable SQLite database", path.display()))
+                }
+            }
+        }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         Ok(Sqlite { conn })
