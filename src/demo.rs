@@ -106,10 +106,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
 
 fn section(title: &str, bench_args: &[String]) -> Result<i32> {
     println!("\n== {title}");
-    println!(
-        "$ coldstart bench {}\n",
-        bench_args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
-    );
+    println!("$ coldstart bench {}\n", crate::target::shell_join(bench_args));
     let (globals, variants) = cli::split_bench_args(bench_args).map_err(anyhow::Error::msg)?;
     let parsed = cli::Cli::try_parse_from(
         ["coldstart".to_string(), "bench".to_string()]
@@ -121,16 +118,6 @@ fn section(title: &str, bench_args: &[String]) -> Result<i32> {
     };
     b.variants = variants;
     crate::bench::run(&b)
-}
-
-fn quote(a: &str) -> String {
-    if a.chars()
-        .any(|c| c.is_whitespace() || "'\"$`\\|&;<>()*?".contains(c))
-    {
-        format!("'{a}'")
-    } else {
-        a.to_string()
-    }
 }
 
 /// The repository this binary was built from (the examples live there), or the

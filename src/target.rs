@@ -46,21 +46,29 @@ impl Target {
 
     /// The command line as a person would type it (for tables and errors).
     pub fn display_command(&self) -> String {
-        self.argv
-            .iter()
-            .map(|a| {
-                if a.is_empty()
-                    || a.chars()
-                        .any(|c| c.is_whitespace() || "'\"$`\\|&;<>()*?".contains(c))
-                {
-                    format!("'{}'", a.replace('\'', "'\\''"))
-                } else {
-                    a.clone()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        shell_join(&self.argv)
     }
+}
+
+/// Quote one word for a POSIX shell only when it needs it.
+pub fn shell_quote(a: &str) -> String {
+    if !a.is_empty()
+        && a.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
+/// Words joined into a command line a person can paste into a shell.
+pub fn shell_join<S: AsRef<str>>(words: &[S]) -> String {
+    words
+        .iter()
+        .map(|w| shell_quote(w.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Find the executable the way execvp would, so a typo is one clear error up front
@@ -262,6 +270,7 @@ mod tests {
         assert!(e.contains("bad port"), "{e}");
         let e = Readiness::parse("http://").unwrap_err().to_string();
         assert!(e.contains("bad URL"), "{e}");
+        assert_eq!(shell_join(&["a", "b c", "it's", ""]), "a 'b c' 'it'\\''s' ''");
         let e = Target::new(vec!["definitely-not-a-command-xyz".into()], vec![], None)
             .unwrap_err()
             .to_string();

@@ -37,10 +37,7 @@ pub fn collect() -> Metadata {
         .and_then(|_| git(&["status", "--porcelain"]))
         .map(|s| !s.is_empty());
     Metadata {
-        command_line: std::env::args()
-            .map(|a| shell_quote(&a))
-            .collect::<Vec<_>>()
-            .join(" "),
+        command_line: crate::target::shell_join(&std::env::args().collect::<Vec<_>>()),
         git_commit,
         git_dirty,
         hostname: read("/proc/sys/kernel/hostname"),
@@ -61,16 +58,5 @@ pub fn collect() -> Metadata {
             .collect::<Vec<_>>()
             .join(" "),
         coldstart_version: env!("CARGO_PKG_VERSION").to_string(),
-    }
-}
-
-fn shell_quote(a: &str) -> String {
-    if !a.is_empty()
-        && a.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
-    {
-        a.to_string()
-    } else {
-        format!("'{}'", a.replace('\'', "'\\''"))
     }
 }
