@@ -245,10 +245,17 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         export_markdown: args.export_markdown.clone(),
         export_csv: args.export_csv.clone(),
     };
-    measure(&plan, &settings, &outputs, config.as_ref(), &root, &mut |v, id| {
-        let variant = &plan.variants[v];
-        crate::run::run_once(&variant.target, &variant.readiness, &plan.run, id)
-    })
+    measure(
+        &plan,
+        &settings,
+        &outputs,
+        config.as_ref(),
+        &root,
+        &mut |v, id| {
+            let variant = &plan.variants[v];
+            crate::run::run_once(&variant.target, &variant.readiness, &plan.run, id)
+        },
+    )
 }
 
 /// Where an experiment's results go: the store, the terminal, export files.

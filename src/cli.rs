@@ -541,8 +541,20 @@ mod tests {
     #[test]
     fn lambda_variants_split_at_name() {
         let (g, v) = split_lambda_args(&s(&[
-            "--runtime", "./bootstrap", "--runs", "3", "--name", "v98", "--extensions", "./v98", "--name",
-            "new", "--extensions", "./new", "--memory", "128,512",
+            "--runtime",
+            "./bootstrap",
+            "--runs",
+            "3",
+            "--name",
+            "v98",
+            "--extensions",
+            "./v98",
+            "--name",
+            "new",
+            "--extensions",
+            "./new",
+            "--memory",
+            "128,512",
         ]))
         .unwrap();
         assert_eq!(g, s(&["--runtime", "./bootstrap", "--runs", "3"]));

@@ -15,7 +15,9 @@ pub enum Outcome {
     Interrupted,
     /// The target reported a failure of its own (Lambda: an `/init/error`, an
     /// extension error, a process exit during init, an invoke error or timeout).
-    Failed { error_type: String },
+    Failed {
+        error_type: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

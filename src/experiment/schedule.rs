@@ -41,7 +41,11 @@ pub type Runner<'a> = dyn FnMut(usize, RunId) -> Result<Sample> + 'a;
 
 /// Execute with any runner (e.g. `coldstart lambda`'s emulated cold start): the
 /// schedule, warmups, adaptive stop and observer calls are the same for all.
-pub fn execute_with(plan: &Plan, observer: &mut dyn Observer, runner: &mut Runner) -> Result<ExperimentResult> {
+pub fn execute_with(
+    plan: &Plan,
+    observer: &mut dyn Observer,
+    runner: &mut Runner,
+) -> Result<ExperimentResult> {
     let n = plan.variants.len();
     let mut result = ExperimentResult {
         variants: plan.variants.clone(),

@@ -35,7 +35,9 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<(String, Config)>> {
             .runtime
             .as_ref()
             .or(args.shared.runtime.as_ref())
-            .ok_or_else(|| anyhow!("no runtime: give --runtime ./bootstrap (a `provided` runtime's executable)"))?;
+            .ok_or_else(|| {
+                anyhow!("no runtime: give --runtime ./bootstrap (a `provided` runtime's executable)")
+            })?;
         let runtime = Target::new(vec![runtime.display().to_string()], Vec::new(), None)
             .with_context(|| format!("--runtime {}", runtime.display()))?;
         let runtime = Target {
@@ -109,8 +111,12 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let event = match &args.event {
         Some(p) => {
             let bytes = std::fs::read(p).with_context(|| format!("reading --event {}", p.display()))?;
-            serde_json::from_slice::<serde_json::Value>(&bytes)
-                .with_context(|| format!("--event {} is not JSON: Lambda events are JSON documents", p.display()))?;
+            serde_json::from_slice::<serde_json::Value>(&bytes).with_context(|| {
+                format!(
+                    "--event {} is not JSON: Lambda events are JSON documents",
+                    p.display()
+                )
+            })?;
             bytes
         }
         None => b"{}".to_vec(),
@@ -181,7 +187,11 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             Some(c) => format!(
                 "cgroup {}: memory limit and CPU = memory/1769 vCPU{}",
                 c.version(),
-                if opts.init_boost { ", unthrottled during init" } else { "" }
+                if opts.init_boost {
+                    ", unthrottled during init"
+                } else {
+                    ""
+                }
             ),
             None => "no cgroup: no memory or CPU limit".into(),
         };

@@ -63,7 +63,10 @@ const NOT_FOR_EXTENSIONS: [&str; 7] = [
 /// Refuse user variables that Lambda reserves (as the Lambda console does).
 pub fn check_user_env(vars: &[(String, String)]) -> Result<()> {
     if let Some((k, _)) = vars.iter().find(|(k, _)| RESERVED.contains(&k.as_str())) {
-        bail!("--env {k}=… is reserved by Lambda and set by the emulator: remove it (reserved: {})", RESERVED.join(", "));
+        bail!(
+            "--env {k}=… is reserved by Lambda and set by the emulator: remove it (reserved: {})",
+            RESERVED.join(", ")
+        );
     }
     Ok(())
 }
@@ -139,13 +142,24 @@ mod tests {
         let rt = runtime_env(&f(), "127.0.0.1:9", &[("MY".into(), "1".into())]);
         let get = |v: &[(String, String)], k: &str| v.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
         assert_eq!(get(&rt, "AWS_LAMBDA_RUNTIME_API").as_deref(), Some("127.0.0.1:9"));
-        assert_eq!(get(&rt, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE").as_deref(), Some("512"));
+        assert_eq!(
+            get(&rt, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE").as_deref(),
+            Some("512")
+        );
         assert_eq!(get(&rt, "_HANDLER").as_deref(), Some("h"));
         assert_eq!(get(&rt, "MY").as_deref(), Some("1"));
         let ext = extension_env(&rt);
-        assert_eq!(get(&ext, "AWS_LAMBDA_RUNTIME_API").as_deref(), Some("127.0.0.1:9"));
+        assert_eq!(
+            get(&ext, "AWS_LAMBDA_RUNTIME_API").as_deref(),
+            Some("127.0.0.1:9")
+        );
         assert_eq!(get(&ext, "MY").as_deref(), Some("1"));
-        for hidden in ["_HANDLER", "LAMBDA_TASK_ROOT", "AWS_LAMBDA_LOG_GROUP_NAME", "AWS_XRAY_DAEMON_ADDRESS"] {
+        for hidden in [
+            "_HANDLER",
+            "LAMBDA_TASK_ROOT",
+            "AWS_LAMBDA_LOG_GROUP_NAME",
+            "AWS_XRAY_DAEMON_ADDRESS",
+        ] {
             assert!(get(&ext, hidden).is_none(), "{hidden}");
         }
         assert!(check_user_env(&[("AWS_REGION".into(), "x".into())]).is_err());

@@ -26,7 +26,10 @@ fn forbidden(kind: &str, message: &str) -> Response {
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty())
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
 }
 
 async fn register(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -45,7 +48,10 @@ async fn register(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes) 
         return forbidden("InvalidRequestFormat", "configurationKeys is no longer supported");
     }
     let Some(events) = parsed.get("events").and_then(|e| e.as_array()) else {
-        return forbidden("InvalidRequestFormat", "body must be {\"events\": [\"INVOKE\", \"SHUTDOWN\"]}");
+        return forbidden(
+            "InvalidRequestFormat",
+            "body must be {\"events\": [\"INVOKE\", \"SHUTDOWN\"]}",
+        );
     };
     let mut invoke = false;
     let mut shutdown = false;
@@ -68,19 +74,22 @@ async fn register(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes) 
     let id = state::uuid();
     let outcome = env.shared.update(|s| {
         if !s.registration_open {
-            return Err(forbidden("Extension.RegistrationClosed", "registration is closed"));
+            return Err(Box::new(forbidden(
+                "Extension.RegistrationClosed",
+                "registration is closed",
+            )));
         }
         if s.extensions.iter().any(|e| e.name == name) {
-            return Err(forbidden(
+            return Err(Box::new(forbidden(
                 "Extension.InvalidExtensionName",
                 &format!("an extension named {name} is already registered"),
-            ));
+            )));
         }
         if s.extensions.len() >= MAX_EXTENSIONS {
-            return Err(forbidden(
+            return Err(Box::new(forbidden(
                 "Extension.TooManyExtensions",
                 &format!("at most {MAX_EXTENSIONS} extensions"),
-            ));
+            )));
         }
         s.extensions.push(Extension {
             name: name.to_string(),
@@ -98,7 +107,7 @@ async fn register(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes) 
         Ok(())
     });
     if let Err(r) = outcome {
-        return r;
+        return *r;
     }
     let f = &env.function;
     let mut body = serde_json::json!({
@@ -117,24 +126,24 @@ async fn register(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes) 
 }
 
 /// Check the identifier header: missing, malformed, unknown → 403 as RIE does.
-fn identify(env: &Env, headers: &HeaderMap) -> Result<String, Response> {
+fn identify(env: &Env, headers: &HeaderMap) -> Result<String, Box<Response>> {
     let Some(id) = header(headers, "Lambda-Extension-Identifier") else {
-        return Err(forbidden(
+        return Err(Box::new(forbidden(
             "Extension.MissingExtensionIdentifier",
             "missing Lambda-Extension-Identifier header",
-        ));
+        )));
     };
     if !state::is_uuid(id) {
-        return Err(forbidden(
+        return Err(Box::new(forbidden(
             "Extension.InvalidExtensionIdentifier",
             "Lambda-Extension-Identifier is not a UUID",
-        ));
+        )));
     }
     if env.shared.lock().extensions.iter().all(|e| e.id != id) {
-        return Err(forbidden(
+        return Err(Box::new(forbidden(
             "Extension.UnknownExtensionIdentifier",
             "no extension is registered with this identifier",
-        ));
+        )));
     }
     Ok(id.to_string())
 }
@@ -144,7 +153,7 @@ async fn next(State(env): State<Arc<Env>>, headers: HeaderMap) -> Response {
     let at = now_ns();
     let id = match identify(&env, &headers) {
         Ok(id) => id,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     env.shared.update(|s| {
         if let Some(e) = s.extension_by_id(&id) {
@@ -180,7 +189,7 @@ async fn exit_error(state: State<Arc<Env>>, headers: HeaderMap) -> Response {
 fn report_error(State(env): State<Arc<Env>>, headers: HeaderMap, kind: &str) -> Response {
     let id = match identify(&env, &headers) {
         Ok(id) => id,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Some(function_error) = header(&headers, "Lambda-Extension-Function-Error-Type") else {
         return forbidden(

@@ -159,7 +159,11 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &str) -> R
     let ext_names: Vec<String> = cfg
         .extensions
         .iter()
-        .map(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default())
+        .map(|p| {
+            p.file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
         .collect();
     let function = env::Function {
         name: opts.function_name.clone(),
@@ -190,8 +194,16 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &str) -> R
     // Everything that can be prepared is prepared before T0.
     let mut ext_preps = Vec::new();
     for (path, name) in cfg.extensions.iter().zip(&ext_names) {
-        let target = Target::new(vec![path.display().to_string()], Vec::new(), path.parent().map(PathBuf::from))?;
-        ext_preps.push(processes::prepare(Role::Extension(name.clone()), &target, &ext_env)?);
+        let target = Target::new(
+            vec![path.display().to_string()],
+            Vec::new(),
+            path.parent().map(PathBuf::from),
+        )?;
+        ext_preps.push(processes::prepare(
+            Role::Extension(name.clone()),
+            &target,
+            &ext_env,
+        )?);
     }
     let rt_prep = processes::prepare(Role::Runtime, &cfg.runtime, &rt_env)?;
     let sandbox = match &opts.cgroups {
@@ -240,7 +252,11 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &str) -> R
             opts.function_timeout
         }
         .as_nanos() as u64;
-    let registered = |s: &State| ext_names.iter().all(|n| s.extensions.iter().any(|e| &e.name == n));
+    let registered = |s: &State| {
+        ext_names
+            .iter()
+            .all(|n| s.extensions.iter().any(|e| &e.name == n))
+    };
     let mut init: std::result::Result<u64, Failure> = Err(Failure {
         status: "timeout".into(),
         error_type: Some("Sandbox.Timedout".into()),
@@ -309,7 +325,7 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &str) -> R
             }
         }
         if init.is_err() {
-            init = Err(classify_init_failure(&st, deadline));
+            init = Err(classify_init_failure(&st));
             exit_status = st.exits.first().map(|e| e.status.clone());
         }
     }
@@ -380,8 +396,19 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &str) -> R
                 sb.set_cpu(Some(sandbox::vcpus(cfg.memory_mb)))?;
             }
         }
-        let init_for_report = (phase == "init").then(|| init_ms);
-        invoke(&shared, &bus, &logs, cfg, opts, sandbox.as_ref(), &procs, init_for_report, &mut run).await;
+        let init_for_report = (phase == "init").then_some(init_ms);
+        invoke(
+            &shared,
+            &bus,
+            &logs,
+            cfg,
+            opts,
+            sandbox.as_ref(),
+            &procs,
+            init_for_report,
+            &mut run,
+        )
+        .await;
     }
     // ---- SHUTDOWN ----
     if !crate::launch::signals::interrupted() {
@@ -419,7 +446,7 @@ fn round2(x: f64) -> f64 {
 }
 
 /// Why init did not finish, in Lambda's terms.
-fn classify_init_failure(s: &State, deadline: u64) -> Failure {
+fn classify_init_failure(s: &State) -> Failure {
     let error = |t: &str| Failure {
         status: "error".into(),
         error_type: Some(t.to_string()),
@@ -436,7 +463,6 @@ fn classify_init_failure(s: &State, deadline: u64) -> Failure {
             Role::Extension(_) => error("Extension.Crash"),
         };
     }
-    let _ = deadline;
     Failure {
         status: "timeout".into(),
         error_type: Some("Sandbox.Timedout".into()),
@@ -542,7 +568,10 @@ async fn invoke(
     );
     if let (Some(r), Some(path), None) = (&result, &opts.save_response, &failure) {
         if let Err(e) = std::fs::write(path, &r.body) {
-            logs.line(&format!("coldstart: cannot save the response to {}: {e}", path.display()));
+            logs.line(&format!(
+                "coldstart: cannot save the response to {}: {e}",
+                path.display()
+            ));
         }
     }
     // Extensions subscribed to INVOKE are done when they call /next again.
@@ -551,9 +580,11 @@ async fn invoke(
         let done = s
             .wait_until(inv_deadline, |st| {
                 st.interrupted
-                    || st.extensions.iter().filter(|e| e.invoke).all(|e| {
-                        e.waiting && e.last_next_ns.is_some_and(|n| n >= t_inv)
-                    })
+                    || st
+                        .extensions
+                        .iter()
+                        .filter(|e| e.invoke)
+                        .all(|e| e.waiting && e.last_next_ns.is_some_and(|n| n >= t_inv))
                     || st.exits.iter().any(|x| matches!(x.role, Role::Extension(_)))
             })
             .await;
@@ -630,7 +661,8 @@ async fn invoke(
         }),
     );
     run.invoke_ns = Some(t_end - t_inv);
-    run.captures.insert("invoke_ms".into(), format!("{duration_ms:.3}"));
+    run.captures
+        .insert("invoke_ms".into(), format!("{duration_ms:.3}"));
     run.captures
         .insert("post_runtime_ms".into(), ms(t_end.saturating_sub(runtime_done)));
     run.captures.insert("max_memory_mb".into(), max_mb.to_string());
@@ -708,7 +740,9 @@ async fn shutdown(shared: &Arc<server::Env>, bus: &telemetry::Bus, procs: &[Proc
     }
     let pids: Vec<i32> = procs.iter().map(|p| p.pid).collect();
     let all_gone = s
-        .wait_until(deadline, |st| pids.iter().all(|pid| st.exits.iter().any(|e| e.pid == *pid)))
+        .wait_until(deadline, |st| {
+            pids.iter().all(|pid| st.exits.iter().any(|e| e.pid == *pid))
+        })
         .await;
     if !all_gone {
         killed = true;
@@ -718,13 +752,20 @@ async fn shutdown(shared: &Arc<server::Env>, bus: &telemetry::Bus, procs: &[Proc
 
 /// SIGKILL and reap everything of the environment; stop its server and telemetry;
 /// remove its cgroup.
-async fn cleanup(procs: &[Process], srv: server::Server, bus: &telemetry::Bus, sandbox: Option<sandbox::Sandbox>) {
+async fn cleanup(
+    procs: &[Process],
+    srv: server::Server,
+    bus: &telemetry::Bus,
+    sandbox: Option<sandbox::Sandbox>,
+) {
     for p in procs {
         processes::signal_group(p.pid, libc::SIGKILL);
     }
     if let Some(p) = procs.first() {
         let pid = p.pid;
-        let ok = tokio::task::spawn_blocking(move || tree::kill_all(pid)).await.unwrap_or(false);
+        let ok = tokio::task::spawn_blocking(move || tree::kill_all(pid))
+            .await
+            .unwrap_or(false);
         if !ok {
             eprintln!(
                 "coldstart: could not kill every process of the Lambda environment: check `ps -o pid,stat,cmd --ppid {}`",

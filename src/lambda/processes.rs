@@ -36,7 +36,10 @@ impl Logs {
     pub fn line(&self, line: &str) {
         let mut bytes = line.as_bytes().to_vec();
         bytes.push(b'\n');
-        self.tail.lock().unwrap_or_else(|p| p.into_inner()).feed(&bytes, |_| {});
+        self.tail
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .feed(&bytes, |_| {});
         if let Some(f) = &self.file {
             let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
             // The log is a by-product: a full disk must not fail the measurement.
@@ -112,7 +115,9 @@ pub fn start(mut p: Prepared, shared: &Arc<Shared>, bus: &Arc<Bus>, logs: &Arc<L
     tasks.push(tokio::spawn(async move {
         // SAFETY: the AsyncFd owns the OwnedFd, so the descriptor stays open and the
         // same for the AsyncFd's whole life.
-        if let Ok(fd) = unsafe { tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) } {
+        if let Ok(fd) =
+            unsafe { tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) }
+        {
             // Readable once the process has exited.
             let _ = fd.readable().await;
         }

@@ -57,27 +57,32 @@ async fn next(State(env): State<Arc<Env>>) -> Response {
 }
 
 /// Which state a /response or /error for `id` finds.
-fn check_current(env: &Env, id: &str) -> Result<(), Response> {
+fn check_current(env: &Env, id: &str) -> Result<(), Box<Response>> {
     let s = env.shared.lock();
     match &s.current {
         Some(inv) if inv.request_id == id && inv.result.is_none() => Ok(()),
-        Some(inv) if inv.request_id == id => Err(error(
+        Some(inv) if inv.request_id == id => Err(Box::new(error(
             StatusCode::FORBIDDEN,
             "InvalidStateTransition",
             "a response or error was already posted for this request",
-        )),
-        _ => Err(error(
+        ))),
+        _ => Err(Box::new(error(
             StatusCode::BAD_REQUEST,
             "InvalidRequestID",
             &format!("no invocation in flight has the request id {id}"),
-        )),
+        ))),
     }
 }
 
-async fn response(State(env): State<Arc<Env>>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+async fn response(
+    State(env): State<Arc<Env>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let at = now_ns();
     if let Err(r) = check_current(&env, &id) {
-        return r;
+        return *r;
     }
     if let Some(mode) = headers.get("Lambda-Runtime-Function-Response-Mode") {
         if !mode.as_bytes().eq_ignore_ascii_case(b"streaming") {
@@ -92,7 +97,10 @@ async fn response(State(env): State<Arc<Env>>, Path(id): Path<String>, headers: 
         return error(
             StatusCode::PAYLOAD_TOO_LARGE,
             "RequestEntityTooLarge",
-            &format!("response of {} bytes exceeds the {MAX_PAYLOAD} byte limit", body.len()),
+            &format!(
+                "response of {} bytes exceeds the {MAX_PAYLOAD} byte limit",
+                body.len()
+            ),
         );
     }
     finish(&env, at, None, body.to_vec());
@@ -107,7 +115,7 @@ async fn invoke_error(
 ) -> Response {
     let at = now_ns();
     if let Err(r) = check_current(&env, &id) {
-        return r;
+        return *r;
     }
     finish(&env, at, Some(error_type(&headers, &body)), body.to_vec());
     accepted()
@@ -160,5 +168,9 @@ fn error_type(headers: &HeaderMap, body: &[u8]) -> String {
 }
 
 pub fn accepted() -> Response {
-    (StatusCode::ACCEPTED, axum::Json(serde_json::json!({"status": "OK"}))).into_response()
+    (
+        StatusCode::ACCEPTED,
+        axum::Json(serde_json::json!({"status": "OK"})),
+    )
+        .into_response()
 }

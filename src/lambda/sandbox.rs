@@ -45,7 +45,8 @@ const FIX: &str = "run coldstart as root (or in a delegated cgroup, e.g. `system
 
 impl Cgroups {
     pub fn detect() -> Result<Cgroups> {
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
+        let mountinfo =
+            std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
         let own = std::fs::read_to_string("/proc/self/cgroup").context("reading /proc/self/cgroup")?;
         let mounts = parse_mounts(&mountinfo);
         // cgroup v2 with the cpu and memory controllers available.
@@ -64,9 +65,9 @@ impl Cgroups {
         }
         // cgroup v1: the cpu and memory hierarchies.
         let v1 = |controller: &str| -> Option<PathBuf> {
-            let (root, mp, _) = mounts
-                .iter()
-                .find(|(_, _, fs)| fs.starts_with("cgroup:") && fs[7..].split(',').any(|c| c == controller))?;
+            let (root, mp, _) = mounts.iter().find(|(_, _, fs)| {
+                fs.starts_with("cgroup:") && fs[7..].split(',').any(|c| c == controller)
+            })?;
             let path = own.lines().find_map(|l| {
                 let mut parts = l.splitn(3, ':');
                 let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
@@ -162,7 +163,11 @@ impl Sandbox {
             Kind::V2 { .. } => "memory.peak",
             Kind::V1 { .. } => "memory.max_usage_in_bytes",
         };
-        std::fs::read_to_string(self.memory.join(file)).ok()?.trim().parse().ok()
+        std::fs::read_to_string(self.memory.join(file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
     }
 
     /// Throttled time so far (ns), from cpu.stat.
@@ -231,7 +236,8 @@ fn prepare_v2(own: &Path) -> Result<PathBuf> {
     if enable().is_err() {
         let leaf = own.join(format!("coldstart-{}", std::process::id()));
         if !leaf.exists() {
-            std::fs::create_dir(&leaf).with_context(|| format!("creating cgroup {}: {FIX}", leaf.display()))?;
+            std::fs::create_dir(&leaf)
+                .with_context(|| format!("creating cgroup {}: {FIX}", leaf.display()))?;
         }
         write(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
         enable().map_err(|e| {
@@ -262,9 +268,18 @@ mod tests {
                   32 25 0:28 /sub /mnt/mem rw - cgroup cgroup rw,memory,hugetlb\n";
         let m = parse_mounts(mi);
         assert_eq!(m.len(), 3);
-        assert_eq!(m[0], ("/".into(), "/sys/fs/cgroup/cpu".into(), "cgroup:rw,cpu".into()));
+        assert_eq!(
+            m[0],
+            ("/".into(), "/sys/fs/cgroup/cpu".into(), "cgroup:rw,cpu".into())
+        );
         assert_eq!(m[1].2, "cgroup2");
-        assert_eq!(join_cgroup("/mnt/mem", "/sub", "/sub/a/b"), PathBuf::from("/mnt/mem/a/b"));
-        assert_eq!(join_cgroup("/sys/fs/cgroup", "/", "/"), PathBuf::from("/sys/fs/cgroup"));
+        assert_eq!(
+            join_cgroup("/mnt/mem", "/sub", "/sub/a/b"),
+            PathBuf::from("/mnt/mem/a/b")
+        );
+        assert_eq!(
+            join_cgroup("/sys/fs/cgroup", "/", "/"),
+            PathBuf::from("/sys/fs/cgroup")
+        );
     }
 }

@@ -130,7 +130,11 @@ impl Bus {
                 s.replay.push(item.clone());
             }
             let now = now_ns();
-            for sub in s.subs.iter_mut().filter(|x| x.types.iter().any(|t| t == category)) {
+            for sub in s
+                .subs
+                .iter_mut()
+                .filter(|x| x.types.iter().any(|t| t == category))
+            {
                 if sub.queue.is_empty() {
                     sub.oldest_ns = now;
                 }
@@ -153,7 +157,12 @@ impl Bus {
         let left = Duration::from_nanos(deadline_ns.saturating_sub(now_ns()));
         let done = tokio::time::timeout(
             left,
-            rx.wait_for(|_| self.lock().subs.iter().all(|s| s.queue.is_empty() && !s.in_flight)),
+            rx.wait_for(|_| {
+                self.lock()
+                    .subs
+                    .iter()
+                    .all(|s| s.queue.is_empty() && !s.in_flight)
+            }),
         )
         .await;
         self.lock().flushing = false;
@@ -244,7 +253,11 @@ impl Bus {
 async fn post_batch(agent: &ureq::Agent, url: &str, items: &[Arc<Item>]) -> bool {
     let body = format!(
         "[{}]",
-        items.iter().map(|x| x.json.as_str()).collect::<Vec<_>>().join(",")
+        items
+            .iter()
+            .map(|x| x.json.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
     );
     let (agent, url) = (agent.clone(), url.to_string());
     let sent = tokio::task::spawn_blocking(move || {
@@ -407,10 +420,20 @@ fn subscribe(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes, api: 
 /// (types, buffering, destination) from a subscription body, or what is wrong.
 fn parse_subscription(body: &[u8], api: &str) -> Result<(Vec<String>, Buffering, Destination), String> {
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
-    let schemas: &[&str] = if api == "logs" { &LOGS_SCHEMAS } else { &TELEMETRY_SCHEMAS };
-    let schema = v.get("schemaVersion").and_then(Value::as_str).unwrap_or(schemas[0]);
+    let schemas: &[&str] = if api == "logs" {
+        &LOGS_SCHEMAS
+    } else {
+        &TELEMETRY_SCHEMAS
+    };
+    let schema = v
+        .get("schemaVersion")
+        .and_then(Value::as_str)
+        .unwrap_or(schemas[0]);
     if !schemas.contains(&schema) {
-        return Err(format!("schemaVersion {schema} is not one of {}", schemas.join(", ")));
+        return Err(format!(
+            "schemaVersion {schema} is not one of {}",
+            schemas.join(", ")
+        ));
     }
     let types: Vec<String> = v
         .get("types")
@@ -422,7 +445,10 @@ fn parse_subscription(body: &[u8], api: &str) -> Result<(Vec<String>, Buffering,
     if types.is_empty() {
         return Err("types must not be empty".into());
     }
-    if let Some(t) = types.iter().find(|t| !["platform", "function", "extension"].contains(&t.as_str())) {
+    if let Some(t) = types
+        .iter()
+        .find(|t| !["platform", "function", "extension"].contains(&t.as_str()))
+    {
         return Err(format!("unknown type {t}: use platform, function or extension"));
     }
     let mut buffering = Buffering::default();
@@ -516,7 +542,10 @@ mod tests {
         assert_eq!((b.max_items, b.timeout_ms), (1000, 25));
         assert_eq!(d, Destination::Http("http://127.0.0.1:8080/x".into()));
         let tcp = br#"{"types":["platform"],"destination":{"protocol":"TCP","port":9999}}"#;
-        assert_eq!(parse_subscription(tcp, "telemetry").unwrap().2, Destination::Tcp(9999));
+        assert_eq!(
+            parse_subscription(tcp, "telemetry").unwrap().2,
+            Destination::Tcp(9999)
+        );
         for bad in [
             &br#"{"types":["platform"],"buffering":{"timeoutMs":5},"destination":{"protocol":"TCP","port":1}}"#[..],
             br#"{"types":["kernel"],"destination":{"protocol":"TCP","port":1}}"#,

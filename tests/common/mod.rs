@@ -36,7 +36,11 @@ pub fn example(name: &str) -> String {
 /// exercise the store pass --store themselves).
 pub fn coldstart() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_coldstart"));
-    let db = format!("{}/default-store-{}.db", env!("CARGO_TARGET_TMPDIR"), std::process::id());
+    let db = format!(
+        "{}/default-store-{}.db",
+        env!("CARGO_TARGET_TMPDIR"),
+        std::process::id()
+    );
     c.env("COLDSTART_STORE", db);
     c
 }
