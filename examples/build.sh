@@ -95,12 +95,47 @@ build_rust() {
   fi
 }
 
+# --- Lambda clients (examples/lambda): real AWS client libraries -------------
+# Rust: lambda_runtime and lambda-extension from crates.io, one shared target dir
+# so rebuilds are incremental. Go: aws-lambda-go from the module proxy.
+build_lambda() {
+  local dir="$OUT/lambda" lx="$EX/lambda"
+  mkdir -p "$dir"
+  if have cargo; then
+    local tdir="$dir/cargo" built=()
+    local pair crate bin src
+    for pair in "rust-runtime:cs-rust-runtime:rust-bootstrap" "rust-extension:cs-rust-extension:rust-telemetry-extension"; do
+      IFS=: read -r src crate bin <<<"$pair"
+      if stale "$dir/$bin" "$lx/$src/Cargo.toml" "$lx/$src/src/main.rs"; then
+        cargo build --quiet --release --manifest-path "$lx/$src/Cargo.toml" --target-dir "$tdir"
+        cp "$tdir/release/$crate" "$dir/$bin"
+        built+=("$bin")
+      fi
+    done
+    record lambda-rs "ok: ${#built[@]} built ($dir/{rust-bootstrap,rust-telemetry-extension})"
+  else
+    skip lambda-rs cargo
+  fi
+  if have go; then
+    if stale "$dir/go-bootstrap" "$lx/go-runtime/main.go" "$lx/go-runtime/go.mod"; then
+      (cd "$lx/go-runtime" && GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
+        go build -tags lambda.norpc -o "$dir/go-bootstrap" .)
+      record lambda-go "ok: built $dir/go-bootstrap"
+    else
+      record lambda-go "ok: up to date $dir/go-bootstrap"
+    fi
+  else
+    skip lambda-go go
+  fi
+  if have python3; then record lambda-py "ok: no build needed (examples/lambda/python)"; else skip lambda-py python3; fi
+}
+
 # --- Interpreted: nothing to build, just report -------------------------------
 check_interp() {
   if have "$2"; then record "$1" "ok: no build needed ($3)"; else skip "$1" "$2"; fi
 }
 
-for step in build_c build_go build_java build_rust; do
+for step in build_c build_go build_java build_rust build_lambda; do
   if ! "$step"; then
     FAILED=1
     record "${step#build_}" "FAILED"

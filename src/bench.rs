@@ -40,22 +40,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
     if !(args.grace >= 0.0 && args.grace.is_finite()) {
         bail!("--grace must be a number of seconds ≥ 0");
     }
-    for path in [&args.export_json, &args.export_markdown, &args.export_csv]
-        .into_iter()
-        .flatten()
-    {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        if !dir.is_dir() {
-            bail!(
-                "cannot export to {}: directory {} does not exist",
-                path.display(),
-                dir.display()
-            );
-        }
-    }
+    check_export_dirs(&[&args.export_json, &args.export_markdown, &args.export_csv])?;
     let shared_env = args
         .shared
         .env
@@ -138,6 +123,24 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
             tail_lines: args.output_lines,
         },
     })
+}
+
+/// Refuse before the first run to export into a directory that does not exist.
+pub fn check_export_dirs(paths: &[&Option<std::path::PathBuf>]) -> Result<()> {
+    for path in paths.iter().filter_map(|p| p.as_ref()) {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            bail!(
+                "cannot export to {}: directory {} does not exist",
+                path.display(),
+                dir.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Variants for targets named on the command line, from coldstart.toml.
@@ -234,22 +237,66 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let config = config::load(&root)?;
     let plan = plan(args, config.as_ref(), &root)?;
     let settings = settings(&plan);
-    let settings_json = serde_json::to_string(&settings)?;
-    let store = if args.no_store {
+    let outputs = Outputs {
+        store: args.store.store.clone(),
+        no_store: args.no_store,
+        quiet: args.quiet,
+        export_json: args.export_json.clone(),
+        export_markdown: args.export_markdown.clone(),
+        export_csv: args.export_csv.clone(),
+    };
+    measure(
+        &plan,
+        &settings,
+        &outputs,
+        config.as_ref(),
+        &root,
+        &mut |v, id| {
+            let variant = &plan.variants[v];
+            crate::run::run_once(&variant.target, &variant.readiness, &plan.run, id)
+        },
+    )
+}
+
+/// Where an experiment's results go: the store, the terminal, export files.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// --store (else COLDSTART_STORE, coldstart.toml, the project default).
+    pub store: Option<String>,
+    pub no_store: bool,
+    pub quiet: bool,
+    pub export_json: Option<std::path::PathBuf>,
+    pub export_markdown: Option<std::path::PathBuf>,
+    pub export_csv: Option<std::path::PathBuf>,
+}
+
+/// Execute a plan with `runner` (one run → one Sample), recording every finished
+/// run in the store as it comes, then print and export bench's reports. Shared by
+/// `bench` and `lambda`; returns the command's exit code.
+pub fn measure(
+    plan: &Plan,
+    settings: &Settings,
+    outputs: &Outputs,
+    config: Option<&Config>,
+    root: &Path,
+    runner: &mut experiment::Runner,
+) -> Result<i32> {
+    let settings_json = serde_json::to_string(settings)?;
+    let store = if outputs.no_store {
         None
     } else {
-        let spec = config::store_spec(args.store.store.as_deref(), config.as_ref(), &root);
+        let spec = config::store_spec(outputs.store.as_deref(), config, root);
         let mut store = Store::open(&spec)?;
         let id = store.begin(&store::meta::collect(), &settings_json, &plan.variants)?;
         Some((store, id))
     };
-    let mut progress = Progress::new(args.quiet);
+    let mut progress = Progress::new(outputs.quiet);
     let mut recorder = Recorder {
         progress: &mut progress,
         store,
         error: None,
     };
-    let executed = experiment::execute(&plan, &mut recorder);
+    let executed = experiment::execute_with(plan, &mut recorder, runner);
     let (store, store_error) = (recorder.store.take(), recorder.error.take());
     progress.finish();
     let result = executed?;
@@ -264,12 +311,12 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         println!("stored as experiment {id} in {location}");
     }
     export(
-        args.export_json.as_deref(),
-        args.export_markdown.as_deref(),
-        args.export_csv.as_deref(),
+        outputs.export_json.as_deref(),
+        outputs.export_markdown.as_deref(),
+        outputs.export_csv.as_deref(),
         &result,
         &analysis,
-        &settings,
+        settings,
     )?;
     if let Some(e) = store_error {
         return Err(e.context("the runs were measured and printed, but storing them failed"));

@@ -37,6 +37,14 @@ pub enum Command {
     /// prints a Markdown table for a pull request.
     #[command(after_long_help = GATE_HELP)]
     Gate(GateArgs),
+    /// Emulate AWS Lambda's init phase locally (Runtime, Extensions and Telemetry APIs,
+    /// CPU in proportion to memory) and measure Init Duration over cold starts.
+    #[command(
+        override_usage = "coldstart lambda --runtime BOOTSTRAP [--extensions DIR] [--memory MB,...] [OPTIONS]\n       \
+                          coldstart lambda [OPTIONS] --name A --extensions DIR_A --name B --extensions DIR_B",
+        after_long_help = LAMBDA_HELP
+    )]
+    Lambda(Box<LambdaArgs>),
 }
 
 const REF_HELP: &str = "\
@@ -288,6 +296,162 @@ pub struct DemoArgs {
     pub only: Vec<String>,
 }
 
+const LAMBDA_HELP: &str = "\
+VARIANTS
+  Options before the first `--name` apply to all variants; each `--name NAME` starts
+  a variant that may set its own --runtime, --extensions, --memory, --env, --bare.
+  Each memory size of a variant is its own variant (a sweep), named NAME@MBMB. The
+  first variant is the baseline the others are compared with.
+
+WHAT A RUN IS
+  A fresh execution environment: the Lambda APIs on a free loopback port
+  (AWS_LAMBDA_RUNTIME_API), every file of --extensions started at once, the runtime
+  started once they registered; Init Duration = T0 → the last of the runtime's and
+  the extensions' first /next. Then one invoke of --event and Lambda's shutdown.
+  Per run: Init Duration (the table), and captures: runtime_ready_ms,
+  ext.NAME.register_ms, ext.NAME.ready_ms, invoke_ms, post_runtime_ms,
+  max_memory_mb, billed_ms, throttled_ms.
+
+LIMITS
+  A cgroup per run (v2, or v1 cpu + memory) holds memory at --memory and CPU at
+  memory/1769 vCPU; --init-boost lifts the CPU quota until init ends. Init is limited
+  by --init-timeout (10 s, as on Lambda); a failed init is retried inside the invoke
+  (a suppressed init), and the run counts as failed.
+
+EXAMPLES
+  coldstart lambda --runtime ./bootstrap --extensions ./layer/extensions --memory 1024 --runs 25 --event event.json
+  coldstart lambda --runtime ./bootstrap --extensions ./ext --memory 128,512,1769,3008
+  coldstart lambda --runtime ./bootstrap --name v98 --extensions ./v98 --name candidate --extensions ./new
+  coldstart lambda --runtime ./bootstrap --no-cgroup --name bare --bare --name emulated   # emulator overhead";
+
+#[derive(Args, Debug)]
+pub struct LambdaArgs {
+    /// Measured runs per variant.
+    #[arg(short, long, default_value_t = 20)]
+    pub runs: usize,
+    /// Unmeasured runs per variant first (page cache warm-up).
+    #[arg(short, long, default_value_t = 1)]
+    pub warmup: usize,
+    #[arg(long, value_enum, default_value_t = Order::Shuffled)]
+    pub order: Order,
+    /// The event to invoke the function with (JSON file) [default: {}].
+    #[arg(long, value_name = "PATH")]
+    pub event: Option<PathBuf>,
+    /// Function timeout in seconds (the invoke, and a suppressed init).
+    #[arg(short, long, default_value_t = 3.0, value_name = "S")]
+    pub timeout: f64,
+    /// Init phase limit in seconds (Lambda: 10).
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    pub init_timeout: f64,
+    /// No CPU quota during init (Lambda's undocumented init boost); quota from invoke on.
+    #[arg(long)]
+    pub init_boost: bool,
+    /// Run without cgroups: no memory limit, no CPU quota (Max Memory Used from procfs).
+    #[arg(long)]
+    pub no_cgroup: bool,
+    /// AWS_LAMBDA_FUNCTION_NAME.
+    #[arg(long, default_value = "coldstart-function")]
+    pub function_name: String,
+    /// _HANDLER.
+    #[arg(long, default_value = "function.handler")]
+    pub handler: String,
+    /// AWS_REGION.
+    #[arg(long, default_value = "us-east-1")]
+    pub region: String,
+    /// Append the platform lines (INIT_START, START, END, REPORT, INIT_REPORT) and the
+    /// function's and extensions' output to this file, as CloudWatch would get them.
+    #[arg(long, value_name = "PATH")]
+    pub log: Option<PathBuf>,
+    /// Write the last successful invoke's response body here.
+    #[arg(long, value_name = "PATH")]
+    pub save_response: Option<PathBuf>,
+    /// Keep going after a failed run (failures are counted and reported); default stops.
+    #[arg(long)]
+    pub keep_going: bool,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output lines kept for failure messages.
+    #[arg(long, default_value_t = 10)]
+    pub output_lines: usize,
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+    #[arg(long, value_name = "PATH")]
+    pub export_csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub shared: LambdaVariantArgs,
+    /// Filled in by the variant grammar, not by clap.
+    #[arg(skip)]
+    pub variants: Vec<LambdaVariantSpec>,
+}
+
+/// Options of one Lambda variant (after its --name) or of all (before any).
+#[derive(Args, Debug, Clone, Default)]
+pub struct LambdaVariantArgs {
+    /// The runtime bootstrap (a `provided` runtime's executable).
+    #[arg(long, value_name = "PATH")]
+    pub runtime: Option<PathBuf>,
+    /// Directory of external extensions: every file in it is started (like /opt/extensions).
+    #[arg(long, value_name = "DIR")]
+    pub extensions: Option<PathBuf>,
+    /// Memory sizes in MB (comma-separated: one variant each) [default: 1769].
+    #[arg(long, value_delimiter = ',', value_name = "MB")]
+    pub memory: Vec<u64>,
+    /// Function environment variable KEY=VALUE (repeatable; extensions get it too).
+    #[arg(short, long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Measure the bare spawn → first /next (no emulator, no extensions): the baseline
+    /// of the emulator's overhead.
+    #[arg(long)]
+    pub bare: bool,
+}
+
+#[derive(Parser, Debug)]
+#[command(no_binary_name = true)]
+struct LambdaVariantCli {
+    #[arg(long)]
+    name: String,
+    #[command(flatten)]
+    args: LambdaVariantArgs,
+}
+
+#[derive(Debug, Clone)]
+pub struct LambdaVariantSpec {
+    pub name: String,
+    pub args: LambdaVariantArgs,
+}
+
+/// Split raw `lambda` arguments at each `--name`: global options first, then one
+/// block per variant, each parsed by clap.
+pub fn split_lambda_args(args: &[String]) -> Result<(Vec<String>, Vec<LambdaVariantSpec>), String> {
+    let is_name = |a: &String| a == "--name" || a.starts_with("--name=");
+    let Some(first) = args.iter().position(is_name) else {
+        return Ok((args.to_vec(), Vec::new()));
+    };
+    let mut specs = Vec::new();
+    let mut i = first;
+    while i < args.len() {
+        let end = args[i + 1..]
+            .iter()
+            .position(is_name)
+            .map_or(args.len(), |p| p + i + 1);
+        let parsed = LambdaVariantCli::try_parse_from(&args[i..end]).map_err(|e| e.to_string())?;
+        specs.push(LambdaVariantSpec {
+            name: parsed.name,
+            args: parsed.args,
+        });
+        i = end;
+    }
+    Ok((args[..first].to_vec(), specs))
+}
+
 /// Split raw `bench` arguments: global options, then variant blocks. clap cannot
 /// express "argv until the next --name", so the blocks are cut here and each one's
 /// options are parsed by clap.
@@ -372,6 +536,32 @@ mod tests {
         assert_eq!(v[0].args.env, s(&["K=1"]));
         assert_eq!(v[0].argv, s(&["./a", "-x"]));
         assert_eq!(v[1].argv, s(&["./b"]));
+    }
+
+    #[test]
+    fn lambda_variants_split_at_name() {
+        let (g, v) = split_lambda_args(&s(&[
+            "--runtime",
+            "./bootstrap",
+            "--runs",
+            "3",
+            "--name",
+            "v98",
+            "--extensions",
+            "./v98",
+            "--name",
+            "new",
+            "--extensions",
+            "./new",
+            "--memory",
+            "128,512",
+        ]))
+        .unwrap();
+        assert_eq!(g, s(&["--runtime", "./bootstrap", "--runs", "3"]));
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].name, "v98");
+        assert_eq!(v[1].args.memory, [128, 512]);
+        assert!(split_lambda_args(&s(&["--name", "a", "--runs", "3"])).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod demo;
 mod experiment;
 mod gate;
 mod history;
+mod lambda;
 mod launch;
 mod probe;
 mod report;
@@ -34,7 +35,18 @@ fn main() {
 fn real_main() -> anyhow::Result<i32> {
     let raw: Vec<String> = std::env::args().collect();
     // `bench` variants use a grammar clap cannot express; cut them out first.
+    let mut lambda_variants = Vec::new();
     let (args, variants) = match raw.get(1).map(String::as_str) {
+        Some("lambda") => match cli::split_lambda_args(&raw[2..]) {
+            Ok((globals, variants)) => {
+                lambda_variants = variants;
+                (raw[..2].iter().cloned().chain(globals).collect(), Vec::new())
+            }
+            Err(msg) => {
+                eprintln!("coldstart: error: {msg}");
+                return Ok(2);
+            }
+        },
         Some("bench") => match cli::split_bench_args(&raw[2..]) {
             Ok((globals, variants)) => (raw[..2].iter().cloned().chain(globals).collect(), variants),
             Err(msg) => {
@@ -56,5 +68,9 @@ fn real_main() -> anyhow::Result<i32> {
         cli::Command::Show(a) => history::show(a),
         cli::Command::Compare(a) => history::compare(a),
         cli::Command::Gate(a) => history::gate(a),
+        cli::Command::Lambda(a) => {
+            a.variants = lambda_variants;
+            lambda::command::run(a)
+        }
     }
 }

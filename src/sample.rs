@@ -13,6 +13,11 @@ pub enum Outcome {
     Timeout,
     /// coldstart was interrupted (Ctrl-C / SIGTERM) during the run.
     Interrupted,
+    /// The target reported a failure of its own (Lambda: an `/init/error`, an
+    /// extension error, a process exit during init, an invoke error or timeout).
+    Failed {
+        error_type: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -102,6 +102,9 @@ fn resolve_program(name: &str, path_env: &str, cwd: Option<&Path>) -> Result<Pat
     bail!("command not found: {name} (not in PATH; give a path such as ./{name})")
 }
 
+/// How `coldstart lambda` variants show (and are stored) as their readiness.
+pub const LAMBDA_INIT: &str = "lambda:init";
+
 /// When a run counts as started.
 #[derive(Debug, Clone)]
 pub enum Readiness {
@@ -115,6 +118,9 @@ pub enum Readiness {
     Log { regex: Regex },
     /// The file exists.
     File { path: PathBuf },
+    /// The emulated Lambda INIT phase is over (runtime and every extension called
+    /// /next): `coldstart lambda` only, never a probe of `bench`.
+    LambdaInit,
 }
 
 impl Readiness {
@@ -123,6 +129,9 @@ impl Readiness {
             "expected one of: exit, tcp:[HOST:]PORT, http://HOST:PORT/PATH, https://…, log:REGEX, file:PATH";
         if spec == "exit" {
             return Ok(Readiness::Exit);
+        }
+        if spec == LAMBDA_INIT {
+            return Ok(Readiness::LambdaInit);
         }
         if spec.starts_with("http://") || spec.starts_with("https://") || spec.starts_with("http:") {
             let raw = spec
@@ -211,6 +220,7 @@ impl fmt::Display for Readiness {
             Readiness::Http { url } => write!(f, "{url}"),
             Readiness::Log { regex } => write!(f, "log:{}", regex.as_str()),
             Readiness::File { path } => write!(f, "file:{}", path.display()),
+            Readiness::LambdaInit => write!(f, "{LAMBDA_INIT}"),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! with adaptive stopping on the median's confidence interval.
 
 use super::plan::{Order, Plan, StopRule, Variant};
-use crate::run::{run_once, RunId};
+use crate::run::RunId;
 use crate::sample::Sample;
 use crate::stats;
 use anyhow::Result;
@@ -36,7 +36,16 @@ pub trait Observer {
     fn finished(&mut self, variant: &Variant, sample: &Sample);
 }
 
-pub fn execute(plan: &Plan, observer: &mut dyn Observer) -> Result<ExperimentResult> {
+/// One run of variant `v` (an index into the plan's variants).
+pub type Runner<'a> = dyn FnMut(usize, RunId) -> Result<Sample> + 'a;
+
+/// Execute with any runner (e.g. `coldstart lambda`'s emulated cold start): the
+/// schedule, warmups, adaptive stop and observer calls are the same for all.
+pub fn execute_with(
+    plan: &Plan,
+    observer: &mut dyn Observer,
+    runner: &mut Runner,
+) -> Result<ExperimentResult> {
     let n = plan.variants.len();
     let mut result = ExperimentResult {
         variants: plan.variants.clone(),
@@ -50,7 +59,7 @@ pub fn execute(plan: &Plan, observer: &mut dyn Observer) -> Result<ExperimentRes
     // measured run does not pay disk reads the others do not.
     for w in 0..plan.warmup {
         for v in order_for_round(n, plan.order, &mut rng) {
-            if !step(plan, &mut result, observer, v, w, true)? {
+            if !step(plan, &mut result, observer, runner, v, w, true)? {
                 return Ok(result);
             }
         }
@@ -59,7 +68,7 @@ pub fn execute(plan: &Plan, observer: &mut dyn Observer) -> Result<ExperimentRes
         Order::Shuffled => {
             for round in 0..plan.stop.max_runs() {
                 for v in order_for_round(n, Order::Shuffled, &mut rng) {
-                    if !step(plan, &mut result, observer, v, round, false)? {
+                    if !step(plan, &mut result, observer, runner, v, round, false)? {
                         return Ok(result);
                     }
                 }
@@ -72,7 +81,7 @@ pub fn execute(plan: &Plan, observer: &mut dyn Observer) -> Result<ExperimentRes
         Order::Sequential => {
             for v in 0..n {
                 for round in 0..plan.stop.max_runs() {
-                    if !step(plan, &mut result, observer, v, round, false)? {
+                    if !step(plan, &mut result, observer, runner, v, round, false)? {
                         return Ok(result);
                     }
                     if should_stop(plan, &result, v..v + 1, round + 1).is_some() {
@@ -95,15 +104,14 @@ fn step(
     plan: &Plan,
     result: &mut ExperimentResult,
     observer: &mut dyn Observer,
+    runner: &mut Runner,
     v: usize,
     round: usize,
     warmup: bool,
 ) -> Result<bool> {
     let variant = &plan.variants[v];
-    let sample = run_once(
-        &variant.target,
-        &variant.readiness,
-        &plan.run,
+    let sample = runner(
+        v,
         RunId {
             variant: v,
             round,

@@ -5,7 +5,9 @@ use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-static CURRENT_PGID: AtomicI32 = AtomicI32::new(0);
+/// Process groups of the current run (a Lambda run has one per extension plus the
+/// runtime); 0 marks a free slot.
+static CURRENT_PGIDS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
 
 /// Install once at startup: the handler, and the child-subreaper attribute that
 /// brings double-forked daemons back to us for cleanup.
@@ -17,10 +19,12 @@ pub fn install() -> Result<()> {
     }
     ctrlc::set_handler(|| {
         let again = INTERRUPTED.swap(true, Ordering::SeqCst);
-        let pgid = CURRENT_PGID.load(Ordering::SeqCst);
-        if pgid > 0 {
-            // SAFETY: signalling the process group we created for the current run.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        for slot in &CURRENT_PGIDS {
+            let pgid = slot.load(Ordering::SeqCst);
+            if pgid > 0 {
+                // SAFETY: signalling a process group we created for the current run.
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            }
         }
         if again {
             eprintln!("coldstart: interrupted twice, exiting now");
@@ -34,22 +38,29 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// Guard that registers the current run's process group for the handler.
-pub struct Current;
+/// Guard that registers one of the current run's process groups for the handler.
+pub struct Current {
+    slot: Option<usize>,
+}
 
 impl Current {
     pub fn set(pgid: i32) -> Current {
-        CURRENT_PGID.store(pgid, Ordering::SeqCst);
+        let slot = CURRENT_PGIDS.iter().position(|s| {
+            s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        });
         if interrupted() {
             // SAFETY: as in the handler; covers an interrupt that raced the spawn.
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
-        Current
+        Current { slot }
     }
 }
 
 impl Drop for Current {
     fn drop(&mut self) {
-        CURRENT_PGID.store(0, Ordering::SeqCst);
+        if let Some(i) = self.slot {
+            CURRENT_PGIDS[i].store(0, Ordering::SeqCst);
+        }
     }
 }

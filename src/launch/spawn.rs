@@ -64,6 +64,16 @@ pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]
     Ok(Prepared { command, output_file })
 }
 
+impl Prepared {
+    /// Give the process exactly this environment (nothing inherited from coldstart).
+    pub fn replace_env(&mut self, vars: &[(String, String)]) {
+        self.command.env_clear();
+        for (k, v) in vars {
+            self.command.env(k, v);
+        }
+    }
+}
+
 /// Spawn the prepared command. Call this immediately after taking time zero.
 pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
     let mut child = prepared

@@ -32,6 +32,9 @@ impl Probe {
             Readiness::Http { url } => Probe::Http(http::HttpProbe::new(url.clone())?),
             Readiness::Log { regex } => Probe::Log(log::LogProbe::new(regex.clone())),
             Readiness::File { path } => Probe::File(file::FileProbe::new(path)?),
+            Readiness::LambdaInit => anyhow::bail!(
+                "readiness {readiness} is the end of an emulated Lambda init: measure it with `coldstart lambda`"
+            ),
         })
     }
 

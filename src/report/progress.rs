@@ -88,6 +88,7 @@ pub fn describe_failure(variant: &str, sample: &Sample) -> String {
                 .unwrap_or_else(|| "status unknown".into())
         ),
         Outcome::Interrupted => "interrupted".to_string(),
+        Outcome::Failed { error_type } => format!("failed with {error_type}"),
     };
     let kind = if sample.warmup { "warmup" } else { "run" };
     let mut s = format!("coldstart: {variant}: {kind} {} failed: {what}", sample.round + 1);

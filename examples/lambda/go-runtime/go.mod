@@ -1,0 +1,5 @@
+module coldstart.example/lambda-go-runtime
+
+go 1.26
+
+require github.com/aws/aws-lambda-go v1.55.1

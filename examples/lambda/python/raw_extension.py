@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""An external extension written against the raw Extensions API (stdlib only).
+
+Registers under its file name for INVOKE and SHUTDOWN, then loops on /event/next.
+Environment (all optional):
+  CS_READY_DIR      write <name> there with the CLOCK_MONOTONIC ns instant right
+                    before the first /event/next
+  CS_EXT_DELAY_MS   extra init work before that instant
+  CS_EXT_MODE       init-error: report /extension/init/error instead of getting ready
+                    exit: exit(3) right after registering
+"""
+import json
+import os
+import sys
+import time
+import urllib.request
+
+API = "http://" + os.environ["AWS_LAMBDA_RUNTIME_API"] + "/2020-01-01/extension"
+NAME = os.path.basename(sys.argv[0])
+
+
+def call(method, path, body=None, headers=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(API + path, data=data, method=method, headers=headers or {})
+    with urllib.request.urlopen(req) as resp:
+        return resp.headers, resp.read()
+
+
+headers, _ = call("POST", "/register", {"events": ["INVOKE", "SHUTDOWN"]}, {"Lambda-Extension-Name": NAME})
+ext_id = headers["Lambda-Extension-Identifier"]
+mode = os.environ.get("CS_EXT_MODE", "")
+if mode == "init-error":
+    call(
+        "POST",
+        "/init/error",
+        {"errorMessage": "config missing", "errorType": "Extension.ConfigInvalid", "stackTrace": []},
+        {"Lambda-Extension-Identifier": ext_id, "Lambda-Extension-Function-Error-Type": "Extension.ConfigInvalid"},
+    )
+    sys.exit(1)
+if mode == "exit":
+    sys.exit(3)
+delay = int(os.environ.get("CS_EXT_DELAY_MS", "0") or 0)
+if delay:
+    time.sleep(delay / 1000)
+ready_dir = os.environ.get("CS_READY_DIR")
+if ready_dir:
+    with open(os.path.join(ready_dir, NAME), "w") as f:
+        f.write(str(time.clock_gettime_ns(time.CLOCK_MONOTONIC)))
+while True:
+    _, body = call("GET", "/event/next", headers={"Lambda-Extension-Identifier": ext_id})
+    event = json.loads(body)
+    if event.get("eventType") == "SHUTDOWN":
+        sys.exit(0)

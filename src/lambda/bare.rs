@@ -1,0 +1,127 @@
+//! The baseline for the emulator's overhead: spawn the runtime with the same
+//! environment and time T0 → the first `GET …/runtime/invocation/next` request
+//! line read by a minimal blocking listener (no HTTP framework, no extensions, no
+//! cgroup, no telemetry). `coldstart lambda --bare` measures this.
+
+use super::{env, Config, Options};
+use crate::clock::now_ns;
+use crate::launch::spawn::{self, OutputMode};
+use crate::launch::{output::tail_of_file, signals, tree};
+use crate::run::RunId;
+use crate::sample::{Outcome, Sample, Usage};
+use anyhow::{bail, Context, Result};
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+
+const NEXT: &[u8] = b"GET /2018-06-01/runtime/invocation/next";
+
+pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).context("binding 127.0.0.1 for --bare")?;
+    listener.set_nonblocking(true).context("non-blocking listener")?;
+    let addr = listener.local_addr().context("listener address")?;
+    let function = env::Function {
+        name: opts.function_name.clone(),
+        version: "$LATEST".into(),
+        handler: opts.handler.clone(),
+        memory_mb: cfg.memory_mb,
+        region: opts.region.clone(),
+        account_id: "000000000000".into(),
+        task_root: cfg
+            .runtime
+            .program
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        log_stream: "coldstart/[$LATEST]bare".into(),
+    };
+    let vars = env::runtime_env(&function, &addr.to_string(), &cfg.env);
+    let mut prepared = spawn::prepare(&cfg.runtime, OutputMode::MemFile, &[])?;
+    prepared.replace_env(&vars);
+    let deadline = now_ns() + opts.init_timeout.as_nanos() as u64;
+
+    let t0 = now_ns();
+    let child = spawn::spawn(&mut prepared, &cfg.runtime)?;
+    let _group = signals::Current::set(child.pid);
+    let mut conns: Vec<(TcpStream, Vec<u8>)> = Vec::new();
+    let mut outcome = Outcome::Timeout;
+    let mut ready_ns = None;
+    'wait: loop {
+        let now = now_ns();
+        if now >= deadline || signals::interrupted() {
+            if signals::interrupted() {
+                outcome = Outcome::Interrupted;
+            }
+            break;
+        }
+        let mut fds = vec![pollfd(listener.as_raw_fd()), pollfd(child.pidfd.as_raw_fd())];
+        fds.extend(conns.iter().map(|(c, _)| pollfd(c.as_raw_fd())));
+        let ms = ((deadline - now) / 1_000_000).clamp(1, 100) as i32;
+        // SAFETY: fds is a valid slice of pollfd for the duration of the call.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        let woke = now_ns();
+        for (i, (conn, buf)) in conns.iter_mut().enumerate() {
+            if fds[i + 2].revents == 0 {
+                continue;
+            }
+            let mut chunk = [0u8; 4096];
+            if let Ok(n) = conn.read(&mut chunk) {
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            if buf.windows(NEXT.len()).any(|w| w == NEXT) {
+                outcome = Outcome::Ready;
+                ready_ns = Some(woke - t0);
+                break 'wait;
+            }
+        }
+        while let Ok((c, _)) = listener.accept() {
+            c.set_nonblocking(true).ok();
+            conns.push((c, Vec::new()));
+        }
+        if fds[1].revents != 0 {
+            outcome = Outcome::ExitedEarly;
+            break;
+        }
+    }
+    let usage = if ready_ns.is_some() {
+        crate::launch::usage::snapshot(&tree::members(child.pid))
+    } else {
+        Usage::default()
+    };
+    // SAFETY: signalling the process group we created.
+    unsafe { libc::kill(-child.pid, libc::SIGKILL) };
+    if !tree::kill_all(child.pid) {
+        bail!(
+            "could not kill every process of {}: check `ps -o pid,stat,cmd --ppid {}`",
+            cfg.runtime.display_command(),
+            std::process::id()
+        );
+    }
+    let output_tail = match (&outcome, prepared.output_file.as_mut()) {
+        (Outcome::Ready, _) | (_, None) => Vec::new(),
+        (_, Some(f)) => tail_of_file(f, opts.tail_lines),
+    };
+    Ok(Sample {
+        variant: id.variant,
+        round: id.round,
+        warmup: id.warmup,
+        t0_mono_ns: t0,
+        outcome,
+        ready_ns,
+        exit_status: None,
+        usage,
+        captures: Default::default(),
+        requests_ns: Vec::new(),
+        shutdown_ns: None,
+        killed: true,
+        output_tail,
+    })
+}
+
+fn pollfd(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}

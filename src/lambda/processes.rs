@@ -1,0 +1,169 @@
+//! The runtime and extension processes of one environment, started with
+//! `launch::spawn` (own process group each, registered for Ctrl-C), watched for
+//! exit through their pidfd (reaped with wait4 the moment they exit), their output
+//! read line by line into the function's log and the Telemetry API.
+
+use super::state::{Exit, Role, Shared};
+use super::telemetry::Bus;
+use crate::launch::output::LineBuffer;
+use crate::launch::signals;
+use crate::launch::spawn::{self, OutputMode};
+use crate::sample::ExitStatus;
+use crate::target::Target;
+use anyhow::Result;
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::task::JoinHandle;
+
+/// Where output lines go: the last few (for failure messages), the `--log` file
+/// (a CloudWatch-like stream: platform lines and function output), telemetry.
+pub struct Logs {
+    tail: Mutex<LineBuffer>,
+    file: Option<Arc<Mutex<std::fs::File>>>,
+}
+
+impl Logs {
+    pub fn new(keep: usize, file: Option<Arc<Mutex<std::fs::File>>>) -> Logs {
+        Logs {
+            tail: Mutex::new(LineBuffer::new(keep)),
+            file,
+        }
+    }
+
+    /// A platform line (START, REPORT, …) or a process's output line.
+    pub fn line(&self, line: &str) {
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.push(b'\n');
+        self.tail
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .feed(&bytes, |_| {});
+        if let Some(f) = &self.file {
+            let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
+            // The log is a by-product: a full disk must not fail the measurement.
+            f.write_all(&bytes).ok();
+        }
+    }
+
+    pub fn tail(&self) -> Vec<String> {
+        self.tail.lock().unwrap_or_else(|p| p.into_inner()).tail()
+    }
+}
+
+pub struct Prepared {
+    role: Role,
+    target: Target,
+    spawn: spawn::Prepared,
+}
+
+/// Build the command (exactly `env`, nothing inherited) before time zero.
+pub fn prepare(role: Role, target: &Target, env: &[(String, String)]) -> Result<Prepared> {
+    let mut p = spawn::prepare(target, OutputMode::Pipes, &[])?;
+    p.replace_env(env);
+    Ok(Prepared {
+        role,
+        target: target.clone(),
+        spawn: p,
+    })
+}
+
+pub struct Process {
+    pub role: Role,
+    pub pid: i32,
+    _group: signals::Current,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Spawn a prepared process and start watching it. Call inside the tokio runtime.
+pub fn start(mut p: Prepared, shared: &Arc<Shared>, bus: &Arc<Bus>, logs: &Arc<Logs>) -> Result<Process> {
+    let child = spawn::spawn(&mut p.spawn, &p.target)?;
+    let group = signals::Current::set(child.pid);
+    let pid = child.pid;
+    let mut tasks = Vec::new();
+    let kind = match p.role {
+        Role::Runtime => "function",
+        Role::Extension(_) => "extension",
+    };
+    for stream in [child.stdout.map(OwnedFd::from), child.stderr.map(OwnedFd::from)]
+        .into_iter()
+        .flatten()
+    {
+        let Ok(rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(stream) else {
+            continue;
+        };
+        let (bus, logs) = (bus.clone(), logs.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut lines = BufReader::new(rx).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                logs.line(&line);
+                bus.emit(kind, serde_json::Value::String(line));
+            }
+        }));
+    }
+    let (shared, role) = (shared.clone(), p.role.clone());
+    let pidfd = child.pidfd;
+    tasks.push(tokio::spawn(async move {
+        // SAFETY: the AsyncFd owns the OwnedFd, so the descriptor stays open and the
+        // same for the AsyncFd's whole life.
+        if let Ok(fd) =
+            unsafe { tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) }
+        {
+            // Readable once the process has exited.
+            let _ = fd.readable().await;
+        }
+        let status = reap(pid);
+        shared.update(|s| s.exits.push(Exit { role, pid, status }));
+    }));
+    Ok(Process {
+        role: p.role,
+        pid,
+        _group: group,
+        tasks,
+    })
+}
+
+/// Reap an exited child; the status is unknown if something else reaped it first.
+fn reap(pid: i32) -> ExitStatus {
+    let mut status = 0;
+    // SAFETY: pid is our child (or already reaped, then waitpid fails harmlessly);
+    // its pidfd said it exited, so WNOHANG finds it.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    if r != pid {
+        return ExitStatus {
+            code: None,
+            signal: None,
+        };
+    }
+    if libc::WIFEXITED(status) {
+        ExitStatus {
+            code: Some(libc::WEXITSTATUS(status)),
+            signal: None,
+        }
+    } else if libc::WIFSIGNALED(status) {
+        ExitStatus {
+            code: None,
+            signal: Some(libc::WTERMSIG(status)),
+        }
+    } else {
+        ExitStatus {
+            code: None,
+            signal: None,
+        }
+    }
+}
+
+/// Send `signal` to a process's group (it is its group's leader).
+pub fn signal_group(pid: i32, signal: i32) {
+    // SAFETY: signalling a process group we created.
+    unsafe { libc::kill(-pid, signal) };
+}

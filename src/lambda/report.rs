@@ -1,0 +1,113 @@
+//! Lambda's platform log lines, in the production text format: fields separated by
+//! tabs, durations with two decimals, `Init Duration` last, and `Billed Duration`
+//! including the init (billed for every on-demand function since 2025-08-01).
+
+/// `Status` and `Error Type` of a failed invoke or init.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// `error`, `timeout` or `failure`.
+    pub status: String,
+    pub error_type: Option<String>,
+}
+
+pub fn init_start(region: &str) -> String {
+    format!(
+        "INIT_START Runtime Version: provided:coldstart\tRuntime Version ARN: arn:aws:lambda:{region}::runtime:coldstart-emulator"
+    )
+}
+
+pub fn start(request_id: &str, version: &str) -> String {
+    format!("START RequestId: {request_id} Version: {version}")
+}
+
+pub fn end(request_id: &str) -> String {
+    format!("END RequestId: {request_id}")
+}
+
+/// ceil(duration + init), in whole milliseconds.
+pub fn billed_ms(duration_ms: f64, init_ms: Option<f64>) -> u64 {
+    // Round to the printed hundredths first so the bill agrees with the line.
+    let cents = (duration_ms * 100.0).round() as u64 + init_ms.map_or(0, |i| (i * 100.0).round() as u64);
+    cents.div_ceil(100)
+}
+
+pub struct ReportLine<'a> {
+    pub request_id: &'a str,
+    pub duration_ms: f64,
+    pub memory_mb: u64,
+    pub max_memory_used_mb: u64,
+    pub init_ms: Option<f64>,
+    pub failure: Option<&'a Failure>,
+}
+
+pub fn report(r: &ReportLine) -> String {
+    let mut s = format!(
+        "REPORT RequestId: {}\tDuration: {:.2} ms\tBilled Duration: {} ms\tMemory Size: {} MB\tMax Memory Used: {} MB",
+        r.request_id,
+        r.duration_ms,
+        billed_ms(r.duration_ms, r.init_ms),
+        r.memory_mb,
+        r.max_memory_used_mb
+    );
+    if let Some(init) = r.init_ms {
+        s.push_str(&format!("\tInit Duration: {init:.2} ms"));
+    }
+    push_failure(&mut s, r.failure);
+    s
+}
+
+/// Printed only when init fails (on-demand functions).
+pub fn init_report(init_ms: f64, phase: &str, failure: &Failure) -> String {
+    let mut s = format!("INIT_REPORT Init Duration: {init_ms:.2} ms\tPhase: {phase}");
+    push_failure(&mut s, Some(failure));
+    s
+}
+
+fn push_failure(s: &mut String, failure: Option<&Failure>) {
+    if let Some(f) = failure {
+        s.push_str(&format!("\tStatus: {}", f.status));
+        if let Some(t) = &f.error_type {
+            s.push_str(&format!("\tError Type: {t}"));
+        }
+    }
+}
+
+/// Bytes → whole MB as Lambda prints Max Memory Used (rounded up).
+pub fn mb(bytes: u64) -> u64 {
+    bytes.div_ceil(1024 * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn production_format() {
+        // The documented example: 62.14 + 162.08 → 225 billed.
+        let line = report(&ReportLine {
+            request_id: "r1",
+            duration_ms: 62.14,
+            memory_mb: 128,
+            max_memory_used_mb: 78,
+            init_ms: Some(162.08),
+            failure: None,
+        });
+        assert_eq!(
+            line,
+            "REPORT RequestId: r1\tDuration: 62.14 ms\tBilled Duration: 225 ms\tMemory Size: 128 MB\tMax Memory Used: 78 MB\tInit Duration: 162.08 ms"
+        );
+        assert_eq!(billed_ms(1.0, None), 1);
+        assert_eq!(billed_ms(1.001, None), 1);
+        assert_eq!(billed_ms(1.01, Some(0.5)), 2);
+        let timeout = Failure {
+            status: "timeout".into(),
+            error_type: None,
+        };
+        assert_eq!(
+            init_report(10009.131, "init", &timeout),
+            "INIT_REPORT Init Duration: 10009.13 ms\tPhase: init\tStatus: timeout"
+        );
+        assert_eq!(mb(1), 1);
+        assert_eq!(mb(78 * 1024 * 1024), 78);
+    }
+}

@@ -1,0 +1,287 @@
+//! Memory → CPU, as Lambda allocates it: a memory limit of the configured size and
+//! a CPU quota of memory/1769 vCPU, in a fresh cgroup per run (cgroup v2, or v1's
+//! cpu + memory hierarchies; detected). `--init-boost` leaves the CPU unthrottled
+//! until init ends.
+//!
+//! Processes are moved into the cgroup right after their spawn (std has no
+//! CLONE_INTO_CGROUP), so their first microseconds in the dynamic loader are not
+//! throttled and memory they touched before the move is not charged (cgroup v1
+//! does not move charges).
+
+use anyhow::{anyhow, bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+/// Memory (MB) that buys one vCPU.
+pub const MB_PER_VCPU: f64 = 1769.0;
+/// Lambda's largest allocation (10,240 MB) is 6 vCPUs.
+pub const MAX_VCPUS: f64 = 6.0;
+const PERIOD_US: u64 = 100_000;
+
+pub fn vcpus(memory_mb: u64) -> f64 {
+    (memory_mb as f64 / MB_PER_VCPU).min(MAX_VCPUS)
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    V1 { cpu: PathBuf, memory: PathBuf },
+    V2 { parent: PathBuf },
+}
+
+/// Where run cgroups can be made.
+#[derive(Debug, Clone)]
+pub struct Cgroups {
+    kind: Kind,
+}
+
+/// One run's cgroup(s).
+#[derive(Debug)]
+pub struct Sandbox {
+    kind: Kind,
+    cpu: PathBuf,
+    memory: PathBuf,
+}
+
+const FIX: &str = "run coldstart as root (or in a delegated cgroup, e.g. `systemd-run --user --scope -p Delegate=yes coldstart lambda …`), or pass --no-cgroup to measure without memory and CPU limits";
+
+impl Cgroups {
+    pub fn detect() -> Result<Cgroups> {
+        let mountinfo =
+            std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
+        let own = std::fs::read_to_string("/proc/self/cgroup").context("reading /proc/self/cgroup")?;
+        let mounts = parse_mounts(&mountinfo);
+        // cgroup v2 with the cpu and memory controllers available.
+        if let Some((root, mp, _)) = mounts.iter().find(|(_, _, fs)| fs == "cgroup2") {
+            let path = own.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or("/");
+            let dir = join_cgroup(mp, root, path);
+            let controllers = std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
+            let has = |c: &str| controllers.split_whitespace().any(|x| x == c);
+            if has("cpu") && has("memory") {
+                return Ok(Cgroups {
+                    kind: Kind::V2 {
+                        parent: prepare_v2(&dir)?,
+                    },
+                });
+            }
+        }
+        // cgroup v1: the cpu and memory hierarchies.
+        let v1 = |controller: &str| -> Option<PathBuf> {
+            let (root, mp, _) = mounts.iter().find(|(_, _, fs)| {
+                fs.starts_with("cgroup:") && fs[7..].split(',').any(|c| c == controller)
+            })?;
+            let path = own.lines().find_map(|l| {
+                let mut parts = l.splitn(3, ':');
+                let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
+                ctrls.split(',').any(|c| c == controller).then_some(path)
+            })?;
+            Some(join_cgroup(mp, root, path))
+        };
+        match (v1("cpu"), v1("memory")) {
+            (Some(cpu), Some(memory)) => Ok(Cgroups {
+                kind: Kind::V1 { cpu, memory },
+            }),
+            _ => bail!("no cgroup with the cpu and memory controllers is available to coldstart: {FIX}"),
+        }
+    }
+
+    pub fn version(&self) -> &'static str {
+        match self.kind {
+            Kind::V1 { .. } => "v1",
+            Kind::V2 { .. } => "v2",
+        }
+    }
+
+    /// A fresh cgroup limited to `memory_mb`, CPU unthrottled until `set_cpu`.
+    pub fn create(&self, tag: &str, memory_mb: u64) -> Result<Sandbox> {
+        let name = format!("coldstart-lambda-{}-{tag}", std::process::id());
+        let (cpu, memory) = match &self.kind {
+            Kind::V1 { cpu, memory } => (cpu.join(&name), memory.join(&name)),
+            Kind::V2 { parent } => (parent.join(&name), parent.join(&name)),
+        };
+        for dir in [&cpu, &memory] {
+            if !dir.exists() {
+                std::fs::create_dir(dir)
+                    .with_context(|| format!("creating cgroup {}: {FIX}", dir.display()))?;
+            }
+        }
+        let sandbox = Sandbox {
+            kind: self.kind.clone(),
+            cpu,
+            memory,
+        };
+        let bytes = (memory_mb * 1024 * 1024).to_string();
+        match &sandbox.kind {
+            Kind::V2 { .. } => {
+                write(&sandbox.memory.join("memory.max"), &bytes)?;
+                // No swap: Lambda has none.
+                write(&sandbox.memory.join("memory.swap.max"), "0").ok();
+            }
+            Kind::V1 { .. } => {
+                write(&sandbox.memory.join("memory.limit_in_bytes"), &bytes)?;
+                write(&sandbox.memory.join("memory.memsw.limit_in_bytes"), &bytes).ok();
+            }
+        }
+        sandbox.set_cpu(None)?;
+        Ok(sandbox)
+    }
+}
+
+impl Sandbox {
+    /// Move a process (all its threads) in.
+    pub fn add(&self, pid: i32) -> Result<()> {
+        write(&self.cpu.join("cgroup.procs"), &pid.to_string())?;
+        if self.memory != self.cpu {
+            write(&self.memory.join("cgroup.procs"), &pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// CPU quota in vCPUs (None: unthrottled).
+    pub fn set_cpu(&self, vcpus: Option<f64>) -> Result<()> {
+        let quota = vcpus.map(|v| ((v * PERIOD_US as f64) as u64).max(1_000));
+        match &self.kind {
+            Kind::V2 { .. } => write(
+                &self.cpu.join("cpu.max"),
+                &match quota {
+                    Some(q) => format!("{q} {PERIOD_US}"),
+                    None => format!("max {PERIOD_US}"),
+                },
+            ),
+            Kind::V1 { .. } => {
+                write(&self.cpu.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
+                write(
+                    &self.cpu.join("cpu.cfs_quota_us"),
+                    &quota.map_or("-1".to_string(), |q| q.to_string()),
+                )
+            }
+        }
+    }
+
+    /// Peak memory of the cgroup since it was made (None when the kernel does not
+    /// track it: cgroup v2 before Linux 5.19).
+    pub fn peak_memory_bytes(&self) -> Option<u64> {
+        let file = match self.kind {
+            Kind::V2 { .. } => "memory.peak",
+            Kind::V1 { .. } => "memory.max_usage_in_bytes",
+        };
+        std::fs::read_to_string(self.memory.join(file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Throttled time so far (ns), from cpu.stat.
+    pub fn throttled_ns(&self) -> Option<u64> {
+        let stat = std::fs::read_to_string(self.cpu.join("cpu.stat")).ok()?;
+        stat.lines().find_map(|l| match l.split_once(' ')? {
+            ("throttled_usec", v) => v.trim().parse::<u64>().ok().map(|us| us * 1000),
+            ("throttled_time", v) => v.trim().parse().ok(),
+            _ => None,
+        })
+    }
+}
+
+impl Drop for Sandbox {
+    /// Called after every process of the run is gone; an empty cgroup can be removed.
+    fn drop(&mut self) {
+        for dir in [&self.cpu, &self.memory] {
+            for _ in 0..50 {
+                if !dir.exists() || std::fs::remove_dir(dir).is_ok() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+fn write(path: &Path, value: &str) -> Result<()> {
+    std::fs::write(path, value).with_context(|| format!("writing {value} to {}: {FIX}", path.display()))
+}
+
+/// (root within the hierarchy, mount point, fstype[:super options for cgroup v1]).
+fn parse_mounts(mountinfo: &str) -> Vec<(String, String, String)> {
+    mountinfo
+        .lines()
+        .filter_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            let pre: Vec<&str> = pre.split_whitespace().collect();
+            let post: Vec<&str> = post.split_whitespace().collect();
+            let fs = *post.first()?;
+            let (root, mp) = (pre.get(3)?.to_string(), pre.get(4)?.to_string());
+            match fs {
+                "cgroup2" => Some((root, mp, fs.to_string())),
+                "cgroup" => Some((root, mp, format!("cgroup:{}", post.get(2)?))),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Directory of cgroup `path` in a hierarchy mounted at `mp` whose root is `root`.
+fn join_cgroup(mp: &str, root: &str, path: &str) -> PathBuf {
+    let rel = if root != "/" {
+        path.strip_prefix(root).unwrap_or(path)
+    } else {
+        path
+    };
+    Path::new(mp).join(rel.trim_start_matches('/'))
+}
+
+/// cgroup v2 lets a cgroup enable controllers for its children only while it holds
+/// no process itself (unless it is the root). When coldstart's own cgroup holds
+/// processes, coldstart moves itself into a leaf beside the run cgroups first.
+fn prepare_v2(own: &Path) -> Result<PathBuf> {
+    let enable = || std::fs::write(own.join("cgroup.subtree_control"), "+cpu +memory");
+    if enable().is_err() {
+        let leaf = own.join(format!("coldstart-{}", std::process::id()));
+        if !leaf.exists() {
+            std::fs::create_dir(&leaf)
+                .with_context(|| format!("creating cgroup {}: {FIX}", leaf.display()))?;
+        }
+        write(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
+        enable().map_err(|e| {
+            anyhow!(
+                "enabling the cpu and memory controllers in {}: {e}; other processes share coldstart's cgroup: {FIX}",
+                own.display()
+            )
+        })?;
+    }
+    Ok(own.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_in_proportion_to_memory() {
+        assert!((vcpus(1769) - 1.0).abs() < 1e-9);
+        assert!((vcpus(128) - 0.0724).abs() < 1e-3);
+        // Linear credits: 10,240 MB is 5.79 vCPU (AWS's "6 vCPU" is the rounded figure).
+        assert!((vcpus(10_240) - 5.788).abs() < 1e-3);
+        assert!(vcpus(20_000) <= MAX_VCPUS);
+    }
+
+    #[test]
+    fn mountinfo_parsing() {
+        let mi = "30 25 0:26 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu\n\
+                  31 25 0:27 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n\
+                  32 25 0:28 /sub /mnt/mem rw - cgroup cgroup rw,memory,hugetlb\n";
+        let m = parse_mounts(mi);
+        assert_eq!(m.len(), 3);
+        assert_eq!(
+            m[0],
+            ("/".into(), "/sys/fs/cgroup/cpu".into(), "cgroup:rw,cpu".into())
+        );
+        assert_eq!(m[1].2, "cgroup2");
+        assert_eq!(
+            join_cgroup("/mnt/mem", "/sub", "/sub/a/b"),
+            PathBuf::from("/mnt/mem/a/b")
+        );
+        assert_eq!(
+            join_cgroup("/sys/fs/cgroup", "/", "/"),
+            PathBuf::from("/sys/fs/cgroup")
+        );
+    }
+}

@@ -1,0 +1,493 @@
+//! `coldstart lambda` with real Lambda clients written by others: a runtime built
+//! on aws-lambda-go and one on the lambda_runtime crate, an extension built on the
+//! lambda-extension crate (subscribed to the Telemetry API), and one written
+//! against the raw HTTP API (Python). Each test checks what a user relies on: the
+//! event order, the REPORT line, Init Duration against the extensions' own clocks,
+//! the error paths, and that nothing is left running.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// A built Lambda client, or None (with a note) when its toolchain is missing.
+fn client(name: &str) -> Option<String> {
+    let p = examples().join("lambda").join(name);
+    if p.exists() {
+        Some(p.display().to_string())
+    } else {
+        eprintln!(
+            "skipping: {} not built (toolchain missing, see examples/build.sh)",
+            p.display()
+        );
+        None
+    }
+}
+
+fn python_client(name: &str) -> PathBuf {
+    root().join("examples/lambda/python").join(name)
+}
+
+/// An extensions directory holding copies (the name an extension registers under
+/// is its file name) of the given files.
+fn extensions_dir(dir: &Path, files: &[(&str, &Path)]) -> PathBuf {
+    let ext = dir.join("extensions");
+    std::fs::create_dir_all(&ext).unwrap();
+    for (name, src) in files {
+        std::fs::copy(src, ext.join(name)).unwrap();
+    }
+    ext
+}
+
+fn lines_of(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The tab-separated `Key: value` fields of a platform line (`KIND ` stripped).
+fn fields(line: &str) -> Vec<(String, String)> {
+    let body = line.split_once(' ').map_or(line, |(_, rest)| rest);
+    body.split('\t')
+        .filter_map(|f| f.split_once(": ").map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+fn ms_field(fields: &[(String, String)], key: &str) -> f64 {
+    let v = &fields
+        .iter()
+        .find(|(k, _)| k == key)
+        .unwrap_or_else(|| panic!("no {key}"))
+        .1;
+    v.strip_suffix(" ms")
+        .or_else(|| v.strip_suffix(" MB"))
+        .unwrap_or_else(|| panic!("{key}: {v}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn go_runtime_with_two_extensions_init_invoke_shutdown() {
+    let (Some(go), Some(telemetry_ext)) = (client("go-bootstrap"), client("rust-telemetry-extension")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ext = extensions_dir(
+        dir.path(),
+        &[
+            ("rust-telemetry", Path::new(&telemetry_ext)),
+            ("py-raw", &python_client("raw_extension.py")),
+        ],
+    );
+    let ready = dir.path().join("ready");
+    std::fs::create_dir(&ready).unwrap();
+    let (telemetry, log, json, response, event) = (
+        dir.path().join("telemetry.txt"),
+        dir.path().join("lambda.log"),
+        dir.path().join("out.json"),
+        dir.path().join("response.json"),
+        dir.path().join("event.json"),
+    );
+    std::fs::write(&event, r#"{"hello": "lambda"}"#).unwrap();
+    let m = marker("lambda-go");
+    let o = run(&[
+        "lambda",
+        "-q",
+        "--no-store",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--memory",
+        "1769",
+        "--runtime",
+        &go,
+        "--extensions",
+        ext.to_str().unwrap(),
+        "--event",
+        event.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+        "--save-response",
+        response.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--env",
+        &m,
+        "--env",
+        &format!("CS_READY_DIR={}", ready.display()),
+        "--env",
+        &format!("CS_TELEMETRY_OUT={}", telemetry.display()),
+        "--env",
+        &format!("CS_TELEMETRY_PORT={}", free_port()),
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+
+    // The event reached aws-lambda-go's handler and its response came back.
+    let resp: serde_json::Value = serde_json::from_slice(&std::fs::read(&response).unwrap()).unwrap();
+    assert_eq!(resp["runtime"], "aws-lambda-go");
+    assert_eq!(resp["echo"]["hello"], "lambda");
+
+    // The platform events, as the lambda-extension crate parsed them, in Lambda's order.
+    let platform: Vec<String> = lines_of(&telemetry)
+        .into_iter()
+        .filter(|l| l.starts_with("platform."))
+        .collect();
+    assert_eq!(
+        platform,
+        [
+            "platform.initStart",
+            "platform.telemetrySubscription",
+            "platform.initRuntimeDone",
+            "platform.extension",
+            "platform.extension",
+            "platform.initReport",
+            "platform.start",
+            "platform.runtimeDone",
+            "platform.report",
+        ],
+        "telemetry received by the extension"
+    );
+
+    // START / END / REPORT in production format, one request id.
+    let lines = lines_of(&log);
+    let start = lines
+        .iter()
+        .find(|l| l.starts_with("START "))
+        .expect("START line");
+    let id = start
+        .strip_prefix("START RequestId: ")
+        .and_then(|r| r.strip_suffix(" Version: $LATEST"))
+        .expect("START format");
+    assert!(lines.contains(&format!("END RequestId: {id}")));
+    let report = lines
+        .iter()
+        .find(|l| l.starts_with("REPORT "))
+        .expect("REPORT line");
+    assert!(
+        report.starts_with(&format!("REPORT RequestId: {id}\tDuration: ")),
+        "{report}"
+    );
+    let f = fields(report);
+    let keys: Vec<&str> = f.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "RequestId",
+            "Duration",
+            "Billed Duration",
+            "Memory Size",
+            "Max Memory Used",
+            "Init Duration"
+        ],
+        "{report}"
+    );
+    let (duration, billed, init) = (
+        ms_field(&f, "Duration"),
+        ms_field(&f, "Billed Duration"),
+        ms_field(&f, "Init Duration"),
+    );
+    // Billed Duration = ceil(Duration + Init Duration), as billed since 2025-08-01.
+    assert_eq!(
+        billed,
+        (((duration * 100.0).round() + (init * 100.0).round()) / 100.0).ceil()
+    );
+    assert_eq!(ms_field(&f, "Memory Size"), 1769.0);
+    assert!(ms_field(&f, "Max Memory Used") >= 1.0, "{report}");
+    assert!(
+        !lines.iter().any(|l| l.starts_with("INIT_REPORT")),
+        "no INIT_REPORT on success"
+    );
+
+    // Init Duration ends no earlier than the slowest extension's own ready instant.
+    let doc = json_file(&json);
+    let sample = &doc["samples"][0];
+    let t0 = sample["t0_mono_ns"].as_u64().unwrap();
+    let init_ns = sample["ready_ns"].as_u64().unwrap();
+    let mut slowest = 0;
+    for name in ["rust-telemetry", "py-raw"] {
+        let at: u64 = std::fs::read_to_string(ready.join(name))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(at > t0, "{name} was ready before T0");
+        slowest = slowest.max(at);
+        let captured = sample["captures"][format!("ext.{name}.ready_ms")]
+            .as_str()
+            .unwrap();
+        assert!(
+            captured.parse::<f64>().unwrap() * 1e6 >= (at - t0) as f64 - 1e3,
+            "{name}"
+        );
+    }
+    assert!(
+        t0 + init_ns >= slowest,
+        "Init Duration ends before an extension was ready"
+    );
+    assert!(
+        (init - init_ns as f64 / 1e6).abs() < 0.01,
+        "REPORT and sample agree"
+    );
+    for key in [
+        "runtime_ready_ms",
+        "invoke_ms",
+        "post_runtime_ms",
+        "max_memory_mb",
+    ] {
+        assert!(sample["captures"][key].is_string(), "capture {key}");
+    }
+    assert!(
+        processes_with(&m).is_empty(),
+        "left behind: {:?}",
+        processes_with(&m)
+    );
+}
+
+#[test]
+fn rust_runtime_invoke_and_memory_sweep() {
+    let Some(rust) = client("rust-bootstrap") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ext = extensions_dir(dir.path(), &[("py-raw", &python_client("raw_extension.py"))]);
+    let (log, response, json) = (
+        dir.path().join("lambda.log"),
+        dir.path().join("response.json"),
+        dir.path().join("out.json"),
+    );
+    let m = marker("lambda-rust");
+    let o = run(&[
+        "lambda",
+        "-q",
+        "--no-store",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--memory",
+        "256,1024",
+        "--runtime",
+        &rust,
+        "--extensions",
+        ext.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+        "--save-response",
+        response.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--env",
+        &m,
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let resp: serde_json::Value = serde_json::from_slice(&std::fs::read(&response).unwrap()).unwrap();
+    assert_eq!(resp["runtime"], "lambda_runtime");
+    let sizes: Vec<f64> = lines_of(&log)
+        .iter()
+        .filter(|l| l.starts_with("REPORT "))
+        .map(|l| ms_field(&fields(l), "Memory Size"))
+        .collect();
+    assert_eq!(sizes.len(), 2);
+    assert!(sizes.contains(&256.0) && sizes.contains(&1024.0), "{sizes:?}");
+    let doc = json_file(&json);
+    let names: Vec<&str> = doc["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["256MB", "1024MB"]);
+    assert!(stdout(&o).contains("Δ 1024MB vs 256MB"), "{}", stdout(&o));
+    assert!(
+        processes_with(&m).is_empty(),
+        "left behind: {:?}",
+        processes_with(&m)
+    );
+}
+
+/// Run the raw Python runtime in a failing mode; returns (output, log lines, sample).
+fn failing(
+    runtime_mode: &str,
+    ext_mode: Option<&str>,
+    extra: &[&str],
+) -> (std::process::Output, Vec<String>, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, json) = (dir.path().join("lambda.log"), dir.path().join("out.json"));
+    let m = marker("lambda-fail");
+    let rt = python_client("raw_runtime.py");
+    let mut args: Vec<String> = [
+        "lambda",
+        "-q",
+        "--no-store",
+        "--no-cgroup",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--runtime",
+        rt.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--env",
+        &m,
+        "--env",
+        &format!("CS_RT_MODE={runtime_mode}"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(mode) = ext_mode {
+        let ext = extensions_dir(dir.path(), &[("py-raw", &python_client("raw_extension.py"))]);
+        args.extend(["--extensions".into(), ext.display().to_string()]);
+        args.extend(["--env".into(), format!("CS_EXT_MODE={mode}")]);
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let o = coldstart().args(&args).output().unwrap();
+    assert!(
+        processes_with(&m).is_empty(),
+        "left behind: {:?}",
+        processes_with(&m)
+    );
+    let doc = json_file(&json);
+    (o, lines_of(&log), doc["samples"][0].clone())
+}
+
+#[test]
+fn runtime_init_error_is_reported_as_lambda_does() {
+    let (o, log, sample) = failing("init-error", None, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(sample["outcome"]["kind"], "failed");
+    assert_eq!(sample["outcome"]["error_type"], "Runtime.ImportModuleError");
+    let first = log
+        .iter()
+        .find(|l| l.starts_with("INIT_REPORT"))
+        .expect("INIT_REPORT");
+    assert!(
+        first.ends_with("\tPhase: init\tStatus: error\tError Type: Runtime.ImportModuleError"),
+        "{first}"
+    );
+    // Lambda retries the init inside the first invoke (a suppressed init).
+    assert!(log
+        .iter()
+        .any(|l| l.starts_with("INIT_REPORT") && l.contains("\tPhase: invoke\t")));
+}
+
+#[test]
+fn init_timeout_is_configurable() {
+    let started = Instant::now();
+    let (o, log, sample) = failing("hang", None, &["--init-timeout", "1", "--timeout", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(sample["outcome"]["kind"], "timeout");
+    let first = log
+        .iter()
+        .find(|l| l.starts_with("INIT_REPORT"))
+        .expect("INIT_REPORT");
+    let init = ms_field(&fields(first), "Init Duration");
+    assert!((1000.0..1100.0).contains(&init), "{first}");
+    assert!(
+        first.ends_with("\tPhase: init\tStatus: timeout\tError Type: Sandbox.Timedout"),
+        "{first}"
+    );
+}
+
+#[test]
+fn extension_init_error_fails_init() {
+    let (o, log, sample) = failing("", Some("init-error"), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(sample["outcome"]["error_type"], "Extension.InitError");
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("INIT_REPORT") && l.ends_with("Error Type: Extension.InitError")),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn extension_crash_during_init_fails_init() {
+    let (o, _log, sample) = failing("", Some("exit"), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(sample["outcome"]["error_type"], "Extension.Crash");
+}
+
+#[test]
+fn ctrl_c_during_init_leaves_nothing() {
+    let m = marker("lambda-sigint");
+    let dir = tempfile::tempdir().unwrap();
+    let ext = extensions_dir(dir.path(), &[("py-raw", &python_client("raw_extension.py"))]);
+    let child = coldstart()
+        .args([
+            "lambda",
+            "-q",
+            "--no-store",
+            "--runs",
+            "3",
+            "--init-timeout",
+            "60",
+            "--runtime",
+        ])
+        .arg(python_client("raw_runtime.py"))
+        .args([
+            "--extensions",
+            ext.to_str().unwrap(),
+            "--env",
+            &m,
+            "--env",
+            "CS_RT_MODE=hang",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    // The extension and the hanging runtime both run.
+    while processes_with(&m).len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "environment never started"
+        );
+        std::thread::yield_now();
+    }
+    // SAFETY: signalling the coldstart we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        processes_with(&m).is_empty(),
+        "left behind: {:?}",
+        processes_with(&m)
+    );
+}
+
+#[test]
+fn bad_input_names_the_fix() {
+    let o = run(&["lambda", "--no-store", "--memory", "64", "--runtime", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("128 to 10240 MB"), "{}", stderr(&o));
+    let o = run(&["lambda", "--no-store"]);
+    assert!(stderr(&o).contains("--runtime"), "{}", stderr(&o));
+    let o = run(&[
+        "lambda",
+        "--no-store",
+        "--runtime",
+        "/bin/true",
+        "--env",
+        "AWS_REGION=x",
+    ]);
+    assert!(stderr(&o).contains("reserved"), "{}", stderr(&o));
+}
