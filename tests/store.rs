@@ -136,7 +136,7 @@ fn bench_store_compare_reproduces_bench_verdicts() {
 fn gate_fails_warns_and_passes_by_threshold() {
     for (_dir, store) in stores("gate") {
         // A real 10 % regression (100 ms vs 110 ms of init) and an A/A pair, interleaved.
-        let mut args = s(&["bench", "-q", "--runs", "10", "--store", &store]);
+        let mut args = s(&["bench", "-q", "--runs", "20", "--store", &store]);
         args.extend(sleeper_variants(&[("base", 100), ("slow", 110), ("same", 100)]));
         let o = run_s(&args);
         assert!(o.status.success(), "{store}: {}", stderr(&o));
