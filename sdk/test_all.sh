@@ -8,6 +8,7 @@
 #      c       make -C sdk/c test            python  python3 -m pytest (in sdk/python)
 #      rust    cargo test (sdk/rust)         node    node --test test/ (in sdk/node)
 #      go      go test ./... (sdk/go)        java    mvn -q -B test (sdk/java)
+#    (plus cargo fmt --check and gofmt -l: the formatters must have nothing to change)
 # 2. Agreement: a small emitter per language writes checkpoints into one
 #    packet-mode pipe from sdk/tools/cscollect.c, which reads CLOCK_MONOTONIC
 #    before the spawn and after the end and checks every line (format, one line
@@ -102,8 +103,8 @@ export COLDSTART_MONOCLOCK="$OUT/monoclock"
 for lang in $SDKS; do
     case "$lang" in
     c) if have make; then run_suite c make --no-print-directory BUILD="$OUT/c" test; else missing c make; fi ;;
-    rust) if have cargo; then run_suite rust cargo test; else missing rust cargo; fi ;;
-    go) if have go; then run_suite go go test -count=1 -v ./...; else missing go go; fi ;;
+    rust) if have cargo; then run_suite rust sh -c 'cargo fmt --check && cargo test'; else missing rust cargo; fi ;;
+    go) if have go; then run_suite go sh -c 'test -z "$(gofmt -l .)" && go test -count=1 -v ./...'; else missing go go; fi ;;
     python)
         if have python3 && python3 -c 'import pytest' 2>/dev/null; then
             run_suite python python3 -m pytest -q -p no:cacheprovider
