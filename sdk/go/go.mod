@@ -1,3 +1,3 @@
 module coldstart.dev/checkpoint
 
-go 1.21
+go 1.19

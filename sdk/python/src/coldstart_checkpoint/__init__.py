@@ -25,8 +25,10 @@ Otherwise the call does nothing.
 """
 
 import os
-import signal
 import time
+
+# signal and fcntl are imported on first enabled use only: a disabled SDK adds
+# nothing to the program's import time beyond this small module.
 
 __all__ = ["checkpoint", "MAX_NAME_BYTES"]
 __version__ = "0.1.0"
@@ -38,8 +40,7 @@ _UNINIT = -2
 _DISABLED = -1
 _fd = _UNINIT  # >= 0: the fd
 _ident = None  # (st_dev, st_ino) of the fd at first use
-_NEWLINES_TO_SPACE = bytes(32 if b in (10, 13) else b for b in range(256))
-_SIGPIPE_SET = {signal.SIGPIPE}
+_NEWLINES_TO_SPACE = bytes.maketrans(b"\n\r", b"  ")
 
 
 def checkpoint(name):
@@ -105,6 +106,8 @@ def _encode(name):
 def _write(fd, name):
     global _fd
     ns = time.monotonic_ns()
+    import signal
+
     line = b"cs1 %d %s\n" % (ns, _encode(name))
     # The fd must still be the file it was at first use: the program may have
     # closed it and reused the number, and its data must never get our line.
@@ -123,14 +126,15 @@ def _write(fd, name):
         return
     # SIGPIPE would kill the process: block it around the write, and consume
     # the one this write raised (unless one was already pending).
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGPIPE_SET)
+    sigpipe = {signal.SIGPIPE}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigpipe)
     try:
         was_pending = signal.SIGPIPE in signal.sigpending()
         try:
             os.write(fd, line)
         except BrokenPipeError:
             if not was_pending:
-                signal.sigtimedwait(_SIGPIPE_SET, 0)
+                signal.sigtimedwait(sigpipe, 0)
         except OSError:
             pass
     finally:
