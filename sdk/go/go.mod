@@ -1,0 +1,3 @@
+module coldstart.dev/checkpoint
+
+go 1.19
