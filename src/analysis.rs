@@ -30,8 +30,19 @@ pub struct VariantAnalysis {
     pub threads: Option<Summary>,
     /// Numeric log captures (e.g. a self-reported "ready in N ms"), by group name.
     pub captures: BTreeMap<String, Summary>,
+    /// Marks (checkpoints, log marks): time since spawn, per name, in order of median.
+    pub marks: Vec<MarkSummary>,
     /// This variant vs the baseline (None for the baseline itself).
     pub vs_baseline: Option<Comparison>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MarkSummary {
+    pub name: String,
+    pub source: crate::sample::MarkSource,
+    /// Runs in which the mark appeared (first occurrence per run).
+    pub runs: usize,
+    pub t_ms: Summary,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -67,6 +78,7 @@ pub fn analyze(result: &ExperimentResult) -> Analysis {
                 })
                 .collect();
             let ready = result.ready_ms(i);
+            let marks = mark_summaries(&ok);
             VariantAnalysis {
                 name: v.name.clone(),
                 command: v.target.display_command(),
@@ -93,11 +105,42 @@ pub fn analyze(result: &ExperimentResult) -> Analysis {
                 processes: of(&|s| Some(s.usage.processes as f64)),
                 threads: of(&|s| Some(s.usage.threads as f64)),
                 captures,
+                marks,
                 vs_baseline: (i > 0).then(|| stats::compare(&baseline, &ready)),
             }
         })
         .collect();
     Analysis { variants }
+}
+
+/// First occurrence of each mark name per run, summarised across runs.
+fn mark_summaries(ok: &[&&crate::sample::Sample]) -> Vec<MarkSummary> {
+    let mut by_name: BTreeMap<(String, crate::sample::MarkSource), Vec<f64>> = BTreeMap::new();
+    for s in ok {
+        let mut seen = std::collections::HashSet::new();
+        for m in &s.marks {
+            if seen.insert(&m.name) {
+                by_name
+                    .entry((m.name.clone(), m.source))
+                    .or_default()
+                    .push(m.t_ns as f64 / 1e6);
+            }
+        }
+    }
+    let mut out: Vec<MarkSummary> = by_name
+        .into_iter()
+        .filter_map(|((name, source), xs)| {
+            let runs = xs.len();
+            Some(MarkSummary {
+                name,
+                source,
+                runs,
+                t_ms: summarize(xs.into_iter())?,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.t_ms.p50.total_cmp(&b.t_ms.p50));
+    out
 }
 
 fn summarize(values: impl Iterator<Item = f64>) -> Option<Summary> {

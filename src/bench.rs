@@ -121,6 +121,11 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
             request_url,
             grace: Duration::from_secs_f64(args.grace),
             tail_lines: args.output_lines,
+            log_marks: args
+                .marks
+                .iter()
+                .map(|m| crate::marks::parse_log_mark(m))
+                .collect::<Result<_>>()?,
         },
     })
 }

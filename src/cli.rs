@@ -223,6 +223,10 @@ pub struct BenchArgs {
     /// Seconds between SIGTERM and SIGKILL when stopping a target.
     #[arg(long, default_value_t = 2.0)]
     pub grace: f64,
+    /// Turn the first output line matching REGEX into a mark named NAME (repeatable);
+    /// SDK checkpoints (COLDSTART_FD) are always collected.
+    #[arg(long = "mark", value_name = "NAME=REGEX")]
+    pub marks: Vec<String>,
     /// Keep going after a failed run (failures are counted and reported); default stops.
     #[arg(long)]
     pub keep_going: bool,
@@ -365,6 +369,10 @@ pub struct LambdaArgs {
     /// Write the last successful invoke's response body here.
     #[arg(long, value_name = "PATH")]
     pub save_response: Option<PathBuf>,
+    /// Turn the first output line matching REGEX into a mark named NAME (repeatable);
+    /// SDK checkpoints (COLDSTART_FD) are always collected.
+    #[arg(long = "mark", value_name = "NAME=REGEX")]
+    pub marks: Vec<String>,
     /// Keep going after a failed run (failures are counted and reported); default stops.
     #[arg(long)]
     pub keep_going: bool,

@@ -11,6 +11,7 @@ mod gate;
 mod history;
 mod lambda;
 mod launch;
+mod marks;
 mod probe;
 mod report;
 mod run;

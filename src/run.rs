@@ -8,6 +8,7 @@ use crate::clock::now_ns;
 use crate::launch::output::{tail_of_file, LineBuffer};
 use crate::launch::spawn::{self, OutputMode};
 use crate::launch::{signals, tree, usage};
+use crate::marks::Marks;
 use crate::probe::{self, Probe};
 use crate::sample::{ExitStatus, Outcome, Sample, Usage};
 use crate::target::{Readiness, Target};
@@ -29,6 +30,8 @@ pub struct RunOptions {
     /// SIGTERM → SIGKILL grace at stop.
     pub grace: Duration,
     pub tail_lines: usize,
+    /// --mark NAME=REGEX: output lines that become marks.
+    pub log_marks: Vec<(String, regex::Regex)>,
 }
 
 /// Where the run is.
@@ -51,17 +54,19 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         }
     }
     let mut probe = Probe::new(readiness)?;
-    let mode = if probe.needs_pipes() {
+    let mut marks = Marks::new(&opts.log_marks)?;
+    let mode = if probe.needs_pipes() || marks.needs_output() {
         OutputMode::Pipes
     } else {
         OutputMode::MemFile
     };
-    let mut prepared = spawn::prepare(target, mode, &[])?;
+    let mut prepared = spawn::prepare(target, mode, &marks.env())?;
     let poll_every = probe.poll_interval(opts.poll_interval);
     let mut lines = LineBuffer::new(opts.tail_lines);
 
     let t0 = now_ns();
     let mut child = spawn::spawn(&mut prepared, target)?;
+    marks.spawned(t0);
     let _current = signals::Current::set(child.pid);
     let _slack = poll_every.map(|_| TightTimers::on());
     let deadline = t0 + opts.timeout.as_nanos() as u64;
@@ -80,6 +85,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         requests_ns: Vec::new(),
         shutdown_ns: None,
         killed: false,
+        marks: Vec::new(),
         output_tail: Vec::new(),
     };
     let mut exited: Option<(ExitStatus, libc::rusage)> = None;
@@ -102,7 +108,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         if main_exited {
             wait_ns = wait_ns.min(next_tree_check.saturating_sub(now));
         }
-        let mut fds = poll_set(&child, !main_exited, probe.event_fd());
+        let mut fds = poll_set(&child, !main_exited, &[marks.fd(), probe.event_fd()]);
         let events = ppoll(&mut fds, wait_ns);
         let woke = now_ns();
         if signals::interrupted() {
@@ -110,14 +116,16 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
             break;
         }
         if events > 0 {
+            marks.drain();
             // Output first: a ready line printed just before exiting still counts.
-            if drain_pipes(&mut child, &mut lines, &mut probe) {
+            if drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, woke) {
                 sample.outcome = Outcome::Ready;
                 sample.ready_ns = Some(woke - t0);
                 break;
             }
-            if probe.event_fd().is_some()
-                && fds.last().is_some_and(|f| f.revents != 0)
+            if probe
+                .event_fd()
+                .is_some_and(|fd| fds.iter().any(|f| f.fd == fd && f.revents != 0))
                 && probe.check(Duration::ZERO)
             {
                 sample.outcome = Outcome::Ready;
@@ -188,7 +196,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
                     Ok((_, ns)) => sample.requests_ns.push(ns),
                     Err(_) => break,
                 }
-                drain_pipes(&mut child, &mut lines, &mut probe);
+                drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, now_ns());
             }
         }
     }
@@ -201,7 +209,9 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         // On interrupt the group was already SIGKILLed: no grace to wait for.
         if sample.outcome != Outcome::Interrupted {
             let grace_end = t_term + opts.grace.as_nanos() as u64;
-            if let Some((woke, status)) = wait_for_exit(&mut child, &mut lines, &mut probe, grace_end) {
+            if let Some((woke, status)) =
+                wait_for_exit(&mut child, &mut lines, &mut probe, &mut marks, grace_end)
+            {
                 if !sample.ok() {
                     sample.exit_status = Some(status);
                 }
@@ -217,8 +227,9 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
             std::process::id()
         );
     }
-    drain_pipes(&mut child, &mut lines, &mut probe);
+    drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, now_ns());
     lines.finish(|_| {});
+    sample.marks = marks.finish();
 
     if !sample.ok() {
         sample.output_tail = match prepared.output_file.as_mut() {
@@ -241,6 +252,7 @@ fn wait_for_exit(
     child: &mut spawn::Child,
     lines: &mut LineBuffer,
     probe: &mut Probe,
+    marks: &mut Marks,
     until: u64,
 ) -> Option<(u64, ExitStatus)> {
     loop {
@@ -248,10 +260,11 @@ fn wait_for_exit(
         if now >= until {
             return None;
         }
-        let mut fds = poll_set(child, true, None);
+        let mut fds = poll_set(child, true, &[marks.fd()]);
         ppoll(&mut fds, until - now);
         let woke = now_ns();
-        drain_pipes(child, lines, probe);
+        marks.drain();
+        drain_pipes(child, lines, probe, marks, woke);
         if fds[0].revents != 0 {
             return Some((woke, wait_exit(child.pid).0));
         }
@@ -259,9 +272,9 @@ fn wait_for_exit(
 }
 
 /// The pidfd first (unless the main process is gone), then the output pipes
-/// still open, then the probe's event fd.
-fn poll_set(child: &spawn::Child, with_pidfd: bool, event_fd: Option<RawFd>) -> Vec<libc::pollfd> {
-    let mut fds = Vec::with_capacity(4);
+/// still open, then the other descriptors given (checkpoints, probe events).
+fn poll_set(child: &spawn::Child, with_pidfd: bool, extra: &[Option<RawFd>]) -> Vec<libc::pollfd> {
+    let mut fds = Vec::with_capacity(5);
     if with_pidfd {
         fds.push(pollfd(child.pidfd.as_raw_fd()));
     }
@@ -270,8 +283,8 @@ fn poll_set(child: &spawn::Child, with_pidfd: bool, event_fd: Option<RawFd>) -> 
         child.stderr.as_ref().map(|s| s.as_raw_fd()),
     ]
     .into_iter()
+    .chain(extra.iter().copied())
     .flatten()
-    .chain(event_fd)
     {
         fds.push(pollfd(fd));
     }
@@ -317,12 +330,20 @@ fn ppoll(fds: &mut [libc::pollfd], timeout_ns: u64) -> i32 {
     r.max(0)
 }
 
-/// Read all available output; feed lines to the probe. True if a line made it ready.
-/// A stream at end-of-file is dropped so poll does not keep reporting it.
-fn drain_pipes(child: &mut spawn::Child, lines: &mut LineBuffer, probe: &mut Probe) -> bool {
+/// Read all available output (seen at `now`); feed lines to the probe and the
+/// log marks. True if a line made it ready. A stream at end-of-file is dropped
+/// so poll does not keep reporting it.
+fn drain_pipes(
+    child: &mut spawn::Child,
+    lines: &mut LineBuffer,
+    probe: &mut Probe,
+    marks: &mut Marks,
+    now: u64,
+) -> bool {
     let mut ready = false;
     let mut buf = [0u8; 16 * 1024];
     let mut on_line = |line: &str| {
+        marks.on_line(line, now);
         if !ready && probe.on_line(line) {
             ready = true;
         }

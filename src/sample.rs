@@ -73,6 +73,24 @@ impl Usage {
     }
 }
 
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkSource {
+    /// An SDK's checkpoint("name") on COLDSTART_FD.
+    Checkpoint,
+    /// The first output line matching a --mark regex.
+    Log,
+}
+
+/// A named instant inside a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Mark {
+    pub name: String,
+    pub source: MarkSource,
+    /// Since time zero (the spawn), ns.
+    pub t_ns: u64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sample {
     pub variant: usize,
@@ -96,6 +114,9 @@ pub struct Sample {
     pub shutdown_ns: Option<u64>,
     /// Whether SIGKILL was needed after the grace period.
     pub killed: bool,
+    /// Named instants reported during the run, in time order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<Mark>,
     /// Last lines of the target's stdout+stderr, kept for failed runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output_tail: Vec<String>,

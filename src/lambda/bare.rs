@@ -114,6 +114,7 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
         requests_ns: Vec::new(),
         shutdown_ns: None,
         killed: true,
+        marks: Vec::new(),
         output_tail,
     })
 }

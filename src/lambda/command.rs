@@ -175,6 +175,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             request_url: None,
             grace: Duration::from_millis(super::SHUTDOWN_MS),
             tail_lines: args.output_lines,
+            log_marks: Vec::new(),
         },
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

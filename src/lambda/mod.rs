@@ -106,6 +106,7 @@ pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id
         requests_ns: first.invoke_ns.into_iter().collect(),
         shutdown_ns: first.shutdown_ns,
         killed: first.killed,
+        marks: Vec::new(),
         output_tail: Vec::new(),
     };
     match &first.init {

@@ -26,6 +26,7 @@ pub fn render(result: &ExperimentResult) -> Result<Vec<u8>> {
         "shutdown_ns",
         "killed",
         "captures",
+        "marks",
     ])?;
     for s in &result.samples {
         let opt = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_default();
@@ -67,6 +68,11 @@ pub fn render(result: &ExperimentResult) -> Result<Vec<u8>> {
             opt(s.shutdown_ns),
             s.killed.to_string(),
             captures,
+            s.marks
+                .iter()
+                .map(|m| format!("{}={}", m.name, m.t_ns))
+                .collect::<Vec<_>>()
+                .join(";"),
         ])?;
     }
     Ok(w.into_inner()?)

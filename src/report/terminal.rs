@@ -65,6 +65,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     }
     out.push('\n');
     out.push_str(&resources(analysis));
+    out.push_str(&marks(analysis));
     for v in &analysis.variants {
         for (name, s) in &v.captures {
             out.push_str(&format!(
@@ -79,6 +80,28 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
         out.push_str(&format!("stopped: {}\n", result.stopped));
     }
     out
+}
+
+/// Marks per variant: when each happened after the spawn (median and CI).
+fn marks(a: &Analysis) -> String {
+    if a.variants.iter().all(|v| v.marks.is_empty()) {
+        return String::new();
+    }
+    let mut t = table();
+    t.set_header(["variant", "mark", "source", "since spawn p50 [95% CI]", "runs"]);
+    for v in &a.variants {
+        for m in &v.marks {
+            t.add_row(vec![
+                v.name.clone(),
+                m.name.clone(),
+                format!("{:?}", m.source).to_lowercase(),
+                median_with_ci(&m.t_ms),
+                format!("{}/{}", m.runs, v.ok_runs),
+            ]);
+        }
+    }
+    right_align(&mut t, 3..5);
+    format!("marks\n{t}\n")
 }
 
 fn readiness_line(a: &Analysis) -> String {

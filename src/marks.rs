@@ -1,0 +1,195 @@
+//! Marks from inside a run: app checkpoints written by the SDKs to the fd named
+//! by COLDSTART_FD (`cs1 <monotonic_ns> <name>\n`, the protocol of sdk/vectors),
+//! and log marks (`--mark NAME=REGEX`: the first output line matching REGEX).
+
+use crate::launch::output::LineBuffer;
+use crate::sample::{Mark, MarkSource};
+use anyhow::{Context, Result};
+use regex::Regex;
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+pub const FD_ENV: &str = "COLDSTART_FD";
+
+pub struct Marks {
+    /// Our end of the checkpoint pipe.
+    read: Option<File>,
+    /// The target's end, inherited across spawn; closed by us right after it.
+    write: Option<OwnedFd>,
+    lines: LineBuffer,
+    log: Vec<(String, Regex, bool)>,
+    t0: u64,
+    marks: Vec<Mark>,
+}
+
+impl Marks {
+    pub fn new(log_marks: &[(String, Regex)]) -> Result<Marks> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills the two-element array we own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("creating the checkpoint pipe");
+        }
+        // SAFETY: fresh descriptors we own.
+        let (read, write) = unsafe { (File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // The target's end must survive exec, and writes to it must block like
+        // any pipe an app expects (the SDKs write one short line at a time).
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            libc::fcntl(fds[1], libc::F_SETFD, 0);
+            libc::fcntl(fds[1], libc::F_SETFL, 0);
+        }
+        Ok(Marks {
+            read: Some(read),
+            write: Some(write),
+            lines: LineBuffer::new(0),
+            log: log_marks
+                .iter()
+                .map(|(n, r)| (n.clone(), r.clone(), false))
+                .collect(),
+            t0: 0,
+            marks: Vec::new(),
+        })
+    }
+
+    /// The variable that tells the target (and its SDK) where to write.
+    pub fn env(&self) -> Vec<(String, String)> {
+        self.write
+            .as_ref()
+            .map(|w| (FD_ENV.to_string(), w.as_raw_fd().to_string()))
+            .into_iter()
+            .collect()
+    }
+
+    /// Right after the spawn: drop our copy of the target's end, so end-of-file
+    /// means every process of the run closed it.
+    pub fn spawned(&mut self, t0: u64) {
+        self.t0 = t0;
+        self.write = None;
+    }
+
+    pub fn needs_output(&self) -> bool {
+        !self.log.is_empty()
+    }
+
+    pub fn fd(&self) -> Option<RawFd> {
+        self.read.as_ref().map(|r| r.as_raw_fd())
+    }
+
+    /// Read every complete checkpoint line available now.
+    pub fn drain(&mut self) {
+        let Some(read) = self.read.as_mut() else { return };
+        let mut buf = [0u8; 4096];
+        let mut eof = false;
+        loop {
+            match read.read(&mut buf) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    let (t0, marks) = (self.t0, &mut self.marks);
+                    self.lines.feed(&buf[..n], |line| {
+                        if let Some(m) = parse_checkpoint(line, t0) {
+                            marks.push(m);
+                        }
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        if eof {
+            self.read = None;
+        }
+    }
+
+    /// An output line seen at `now`: the first match of each --mark.
+    pub fn on_line(&mut self, line: &str, now: u64) {
+        for (name, regex, seen) in self.log.iter_mut().filter(|(_, _, seen)| !*seen) {
+            if regex.is_match(line) {
+                *seen = true;
+                self.marks.push(Mark {
+                    name: name.clone(),
+                    source: MarkSource::Log,
+                    t_ns: now.saturating_sub(self.t0),
+                });
+            }
+        }
+    }
+
+    pub fn finish(mut self) -> Vec<Mark> {
+        self.drain();
+        self.marks.sort_by_key(|m| m.t_ns);
+        self.marks
+    }
+}
+
+/// `cs1 <ns> <name>`; anything else is ignored (an app may share the fd by mistake).
+fn parse_checkpoint(line: &str, t0: u64) -> Option<Mark> {
+    let rest = line.strip_prefix("cs1 ")?;
+    let (ns, name) = rest.split_once(' ')?;
+    let ns: u64 = ns.parse().ok()?;
+    (!name.is_empty()).then(|| Mark {
+        name: name.to_string(),
+        source: MarkSource::Checkpoint,
+        t_ns: ns.saturating_sub(t0),
+    })
+}
+
+/// `NAME=REGEX` (for --mark).
+pub fn parse_log_mark(s: &str) -> Result<(String, Regex)> {
+    let (name, pattern) = s
+        .split_once('=')
+        .filter(|(n, p)| !n.is_empty() && !p.is_empty())
+        .ok_or_else(|| {
+            anyhow::anyhow!("bad --mark '{s}': write NAME=REGEX, e.g. --mark 'db=connected to'")
+        })?;
+    let regex = Regex::new(pattern).map_err(|e| {
+        anyhow::anyhow!(
+            "bad regex in --mark '{s}': {}",
+            e.to_string().lines().last().unwrap_or("").trim()
+        )
+    })?;
+    Ok((name.to_string(), regex))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoint_lines_parse_relative_to_t0() {
+        let m = parse_checkpoint("cs1 1500 config loaded", 1000).unwrap();
+        assert_eq!((m.name.as_str(), m.t_ns), ("config loaded", 500));
+        assert!(parse_checkpoint("cs2 1 x", 0).is_none());
+        assert!(parse_checkpoint("cs1 abc x", 0).is_none());
+        assert!(parse_checkpoint("cs1 5 ", 0).is_none());
+    }
+
+    #[test]
+    fn pipe_end_to_end_and_log_marks() {
+        let mut marks = Marks::new(&[parse_log_mark("db=connected").unwrap()]).unwrap();
+        let env = marks.env();
+        let fd: i32 = env[0].1.parse().unwrap();
+        let line = b"cs1 2000 a\ncs1 3000 b\n";
+        // SAFETY: writing to the pipe end we created.
+        assert_eq!(
+            unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) },
+            line.len() as isize
+        );
+        marks.spawned(1000);
+        marks.on_line("db connected to x", 1700);
+        marks.on_line("db connected again", 1800);
+        let got: Vec<_> = marks.finish().into_iter().map(|m| (m.name, m.t_ns)).collect();
+        assert_eq!(
+            got,
+            [("db".to_string(), 700), ("a".into(), 1000), ("b".into(), 2000)]
+        );
+        assert!(parse_log_mark("noequals").is_err());
+        assert!(parse_log_mark("x=(")
+            .unwrap_err()
+            .to_string()
+            .contains("bad regex"));
+    }
+}

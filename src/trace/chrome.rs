@@ -1,0 +1,525 @@
+//! Chrome Trace Event JSON (opens in Perfetto and chrome://tracing).
+//!
+//! One track per thread (`pid` = process id, `tid` = thread id), named with
+//! `M` metadata events (`process_name`: the program, `thread_name`). Each process
+//! and thread gets a `X` (complete) event spanning its life; connects are `X`
+//! events with their duration; execs, opens, library mappings, listens, accepts,
+//! first writes and clones are `i` (instant) events. The phases and marks of the
+//! [`Timeline`] go on their own track under a synthetic process whose pid,
+//! 4194304 (`PID_MAX_LIMIT`), no real process can have.
+//!
+//! `ts`/`dur` are microseconds (floats, ns precision) since time zero; the
+//! absolute CLOCK_MONOTONIC time zero is in `otherData.t0_ns`. Within a track
+//! events are emitted in non-decreasing `ts` order.
+
+use super::timeline::Timeline;
+use super::{Event, Trace};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Pid of the synthetic "phases" process (Linux pids are < PID_MAX_LIMIT = 2^22).
+pub const PHASES_PID: i64 = 4_194_304;
+
+#[derive(Debug, Clone, Serialize)]
+struct ChromeEvent {
+    name: String,
+    ph: &'static str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    cat: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ts: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
+    pid: i64,
+    tid: i64,
+    /// Scope of an instant event ("t": thread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s: Option<&'static str>,
+    #[serde(skip_serializing_if = "Value::is_null")]
+    args: Value,
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+/// Build the trace document.
+pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline) -> Value {
+    let t0 = trace.t0_ns;
+    let us = |ns: u64| ns.saturating_sub(t0) as f64 / 1000.0;
+    let end = timeline.end_ns.max(trace.end_ns);
+
+    // Track key (pid, tid) -> events; BTreeMap for a stable output order.
+    let mut tracks: BTreeMap<(i64, i64), Vec<ChromeEvent>> = BTreeMap::new();
+    let mut meta: Vec<ChromeEvent> = Vec::new();
+    let instant = |name: String, cat: &'static str, ts: u64, pid: i64, tid: i64, args: Value| ChromeEvent {
+        name,
+        ph: "i",
+        cat,
+        ts: Some(us(ts)),
+        dur: None,
+        pid,
+        tid,
+        s: Some("t"),
+        args,
+    };
+    let complete =
+        |name: String, cat: &'static str, start: u64, stop: u64, pid: i64, tid: i64, args: Value| {
+            ChromeEvent {
+                name,
+                ph: "X",
+                cat,
+                ts: Some(us(start)),
+                dur: Some(stop.saturating_sub(start) as f64 / 1000.0),
+                pid,
+                tid,
+                s: None,
+                args,
+            }
+        };
+    let metadata = |name: &str, pid: i64, tid: i64, value: String| ChromeEvent {
+        name: name.to_string(),
+        ph: "M",
+        cat: "",
+        ts: None,
+        dur: None,
+        pid,
+        tid,
+        s: None,
+        args: json!({ "name": value }),
+    };
+
+    // Lifetimes of every task: first sight (clone or own event) to exit.
+    struct Life {
+        pid: i32,
+        start: u64,
+        exit: Option<u64>,
+    }
+    let mut lives: BTreeMap<i32, Life> = BTreeMap::new();
+    lives.insert(
+        trace.root_pid,
+        Life {
+            pid: trace.root_pid,
+            start: t0,
+            exit: None,
+        },
+    );
+    for e in &trace.events {
+        let life = lives.entry(e.tid).or_insert(Life {
+            pid: e.pid,
+            start: e.ts_ns,
+            exit: None,
+        });
+        life.start = life.start.min(e.ts_ns);
+        match &e.event {
+            Event::Clone { child, thread } => {
+                let pid = if *thread { e.pid } else { *child };
+                let l = lives.entry(*child).or_insert(Life {
+                    pid,
+                    start: e.ts_ns,
+                    exit: None,
+                });
+                l.start = l.start.min(e.ts_ns);
+            }
+            Event::Exit { .. } => life.exit = Some(e.ts_ns),
+            _ => {}
+        }
+    }
+    let program: BTreeMap<i32, String> = timeline
+        .processes
+        .iter()
+        .map(|p| (p.pid, p.program.clone()))
+        .collect();
+    for (&tid, life) in &lives {
+        let (pid, tid64) = (life.pid as i64, tid as i64);
+        let prog = program
+            .get(&life.pid)
+            .map(|p| basename(p).to_string())
+            .unwrap_or_default();
+        let label = if prog.is_empty() {
+            format!("pid {}", life.pid)
+        } else {
+            prog
+        };
+        if tid == life.pid {
+            meta.push(metadata(
+                "process_name",
+                pid,
+                tid64,
+                format!("{label} ({})", life.pid),
+            ));
+            meta.push(metadata("thread_name", pid, tid64, format!("{label} main")));
+        } else {
+            meta.push(metadata("thread_name", pid, tid64, format!("thread {tid}")));
+        }
+        let name = if tid == life.pid {
+            label
+        } else {
+            format!("thread {tid}")
+        };
+        tracks.entry((pid, tid64)).or_default().push(complete(
+            name,
+            "lifetime",
+            life.start,
+            life.exit.unwrap_or(end).max(life.start),
+            pid,
+            tid64,
+            Value::Null,
+        ));
+    }
+
+    for e in &trace.events {
+        let (pid, tid) = (e.pid as i64, e.tid as i64);
+        let ev = match &e.event {
+            Event::Exec { path, exe, argv0 } => instant(
+                format!("exec {}", basename(path)),
+                "exec",
+                e.ts_ns,
+                pid,
+                tid,
+                json!({ "path": path, "exe": exe, "argv0": argv0 }),
+            ),
+            Event::ExecFailed { path, errno } => instant(
+                format!("exec failed {}", basename(path)),
+                "exec",
+                e.ts_ns,
+                pid,
+                tid,
+                json!({ "path": path, "errno": errno }),
+            ),
+            Event::Open { path, ok, errno, .. } => instant(
+                format!("open {}", basename(path)),
+                "open",
+                e.ts_ns,
+                pid,
+                tid,
+                json!({ "path": path, "ok": ok, "errno": errno }),
+            ),
+            Event::MmapExec { path } => instant(
+                format!("map {}", basename(path)),
+                "mmap",
+                e.ts_ns,
+                pid,
+                tid,
+                json!({ "path": path }),
+            ),
+            Event::Connect {
+                fd,
+                addr,
+                ok,
+                errno,
+                dur_ns,
+            } => complete(
+                format!(
+                    "connect {}",
+                    addr.as_ref().map(|a| a.to_string()).unwrap_or_default()
+                ),
+                "net",
+                e.ts_ns,
+                e.ts_ns + dur_ns,
+                pid,
+                tid,
+                json!({ "fd": fd, "ok": ok, "errno": errno }),
+            ),
+            Event::Bind { fd, addr, ok, .. } => instant(
+                format!(
+                    "bind {}",
+                    addr.as_ref().map(|a| a.to_string()).unwrap_or_default()
+                ),
+                "net",
+                e.ts_ns,
+                pid,
+                tid,
+                json!({ "fd": fd, "ok": ok }),
+            ),
+            Event::Listen { fd, addr } => instant(
+                format!(
+                    "listen {}",
+                    addr.as_ref().map(|a| a.to_string()).unwrap_or_default()
+                ),
+                "net",
+                e.ts_ns,
+                pid,
+                tid,
+                json!({ "fd": fd }),
+            ),
+            Event::Accept { listen_fd, fd } => instant(
+                "accept".into(),
+                "net",
+                e.ts_ns,
+                pid,
+                tid,
+                json!({ "listen_fd": listen_fd, "fd": fd }),
+            ),
+            Event::FirstWrite { fd, role } => instant(
+                "first write".into(),
+                "net",
+                e.ts_ns,
+                pid,
+                tid,
+                json!({ "fd": fd, "role": role }),
+            ),
+            Event::Clone { child, thread } => instant(
+                if *thread { "thread".into() } else { "fork".into() },
+                "process",
+                e.ts_ns,
+                pid,
+                tid,
+                json!({ "child": child }),
+            ),
+            Event::Exit { .. } => continue, // the end of the lifetime event
+        };
+        tracks.entry((pid, tid)).or_default().push(ev);
+    }
+
+    // Phases and marks.
+    meta.push(metadata(
+        "process_name",
+        PHASES_PID,
+        PHASES_PID,
+        "coldstart phases".into(),
+    ));
+    meta.push(metadata("thread_name", PHASES_PID, PHASES_PID, "phases".into()));
+    let phase_track = tracks.entry((PHASES_PID, PHASES_PID)).or_default();
+    for p in &timeline.phases {
+        phase_track.push(complete(
+            p.name.clone(),
+            "phase",
+            p.start_ns,
+            p.end_ns,
+            PHASES_PID,
+            PHASES_PID,
+            Value::Null,
+        ));
+    }
+    for m in &timeline.marks {
+        let args = if m.detail.is_empty() {
+            Value::Null
+        } else {
+            json!({ "detail": m.detail })
+        };
+        phase_track.push(instant(
+            m.name.clone(),
+            "mark",
+            m.ts_ns,
+            PHASES_PID,
+            PHASES_PID,
+            args,
+        ));
+    }
+
+    let mut out = meta;
+    for (_, mut evs) in tracks {
+        // Stable sort; at equal ts a longer X event first so nesting is explicit.
+        evs.sort_by(|a, b| {
+            let ka = (a.ts.unwrap_or(0.0), -(a.dur.unwrap_or(0.0)));
+            let kb = (b.ts.unwrap_or(0.0), -(b.dur.unwrap_or(0.0)));
+            ka.partial_cmp(&kb).unwrap_or(std::cmp::Ordering::Equal)
+        });
+        out.extend(evs);
+    }
+    json!({
+        "traceEvents": out,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "tool": "coldstart",
+            "clock": "CLOCK_MONOTONIC",
+            "t0_ns": t0,
+            "root_pid": trace.root_pid,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::timeline;
+    use crate::trace::{Outcome, SockAddr, TraceEvent};
+
+    fn sample() -> Trace {
+        let e = |ts: u64, pid: i32, tid: i32, event: Event| TraceEvent {
+            ts_ns: 1_000_000 + ts,
+            pid,
+            tid,
+            event,
+        };
+        Trace {
+            t0_ns: 1_000_000,
+            end_ns: 1_000_000 + 90_000,
+            root_pid: 10,
+            events: vec![
+                e(
+                    5_000,
+                    10,
+                    10,
+                    Event::Exec {
+                        path: "/usr/bin/python3".into(),
+                        exe: "/usr/bin/python3.11".into(),
+                        argv0: "python3".into(),
+                    },
+                ),
+                e(
+                    6_000,
+                    10,
+                    10,
+                    Event::MmapExec {
+                        path: "/lib/libc.so.6".into(),
+                    },
+                ),
+                e(
+                    7_000,
+                    10,
+                    10,
+                    Event::Open {
+                        path: "/app/main.py".into(),
+                        ok: true,
+                        errno: 0,
+                        flags: 0,
+                    },
+                ),
+                e(
+                    8_000,
+                    10,
+                    10,
+                    Event::Clone {
+                        child: 11,
+                        thread: true,
+                    },
+                ),
+                // The new thread's own event seen before its creator's clone event.
+                e(
+                    7_900,
+                    10,
+                    11,
+                    Event::Connect {
+                        fd: 3,
+                        addr: Some(SockAddr::Unix {
+                            path: "/run/x".into(),
+                        }),
+                        ok: true,
+                        errno: 0,
+                        dur_ns: 2_000,
+                    },
+                ),
+                e(
+                    9_000,
+                    10,
+                    10,
+                    Event::Clone {
+                        child: 12,
+                        thread: false,
+                    },
+                ),
+                e(
+                    9_500,
+                    12,
+                    12,
+                    Event::Exec {
+                        path: "/bin/true".into(),
+                        exe: "/bin/true".into(),
+                        argv0: "true".into(),
+                    },
+                ),
+                e(
+                    10_000,
+                    12,
+                    12,
+                    Event::Exit {
+                        code: Some(0),
+                        signal: None,
+                    },
+                ),
+                e(20_000, 10, 10, Event::Listen { fd: 4, addr: None }),
+                e(
+                    80_000,
+                    10,
+                    11,
+                    Event::Exit {
+                        code: Some(0),
+                        signal: None,
+                    },
+                ),
+                e(
+                    90_000,
+                    10,
+                    10,
+                    Event::Exit {
+                        code: Some(0),
+                        signal: None,
+                    },
+                ),
+            ],
+            killed: false,
+            outcome: Outcome::Reached,
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn has_required_fields_and_monotonic_ts_per_track() {
+        let trace = sample();
+        let tl = timeline::build(&trace);
+        let doc = to_chrome_trace(&trace, &tl);
+        let events = doc["traceEvents"].as_array().unwrap();
+        assert!(!events.is_empty());
+        let mut last: BTreeMap<(i64, i64), f64> = BTreeMap::new();
+        let mut named_threads = std::collections::BTreeSet::new();
+        let mut used_tracks = std::collections::BTreeSet::new();
+        for ev in events {
+            let ph = ev["ph"].as_str().expect("ph");
+            assert!(ev["name"].is_string(), "name: {ev}");
+            let pid = ev["pid"].as_i64().expect("pid");
+            let tid = ev["tid"].as_i64().expect("tid");
+            match ph {
+                "M" => {
+                    let n = ev["name"].as_str().unwrap();
+                    assert!(n == "process_name" || n == "thread_name");
+                    assert!(ev["args"]["name"].is_string());
+                    if n == "thread_name" {
+                        named_threads.insert((pid, tid));
+                    }
+                }
+                "X" | "i" => {
+                    let ts = ev["ts"].as_f64().expect("ts");
+                    assert!(ts >= 0.0);
+                    if ph == "X" {
+                        assert!(ev["dur"].as_f64().expect("dur") >= 0.0);
+                    } else {
+                        assert_eq!(ev["s"], "t");
+                    }
+                    let prev = last.insert((pid, tid), ts).unwrap_or(f64::MIN);
+                    assert!(ts >= prev, "ts went back on track {pid}/{tid}: {prev} -> {ts}");
+                    used_tracks.insert((pid, tid));
+                }
+                other => panic!("unexpected ph {other}"),
+            }
+        }
+        // Every track used is named.
+        assert!(
+            used_tracks.is_subset(&named_threads),
+            "{used_tracks:?} vs {named_threads:?}"
+        );
+        // One track per task plus the phases track.
+        assert_eq!(used_tracks.len(), 4);
+        assert!(used_tracks.contains(&(10, 11)) && used_tracks.contains(&(12, 12)));
+        let phases: Vec<&Value> = events.iter().filter(|e| e["cat"] == "phase").collect();
+        assert_eq!(phases.len(), 3);
+        assert!(phases.iter().all(|p| p["pid"] == PHASES_PID));
+        assert_eq!(phases[0]["name"], "exec-chain");
+        assert_eq!(phases[0]["ts"], 0.0);
+        assert_eq!(phases[0]["dur"], 5.0);
+        assert_eq!(doc["otherData"]["t0_ns"], 1_000_000);
+        // The thread's lifetime starts at its first own event (7.9 µs), not at
+        // the later clone event.
+        let thread_life = events
+            .iter()
+            .find(|e| e["cat"] == "lifetime" && e["tid"] == 11)
+            .unwrap();
+        assert_eq!(thread_life["ts"], 7.9);
+        // Round-trips as JSON text.
+        let text = serde_json::to_string(&doc).unwrap();
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["traceEvents"].as_array().unwrap().len(), events.len());
+    }
+}
