@@ -26,6 +26,10 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Run the bundled example targets (Python, Node, Go, Java, Rust servers) and show what coldstart does.
     Demo(DemoArgs),
+    /// Where a cold start's time goes: a traced timeline (exec chain, loader, init,
+    /// listen, first request), blame, files, network, processes, and the tracer's overhead.
+    #[command(after_long_help = EXPLAIN_HELP)]
+    Explain(ExplainArgs),
     /// List stored experiments, newest first.
     History(HistoryArgs),
     /// Show one stored experiment as bench showed it.
@@ -70,6 +74,52 @@ REFERENCES
 EXAMPLE
   coldstart bench --name main -- ./main/server --name pr -- ./pr/server
   coldstart gate --baseline latest:main --candidate latest:pr --max-regression 5% --warn 2%";
+
+const EXPLAIN_HELP: &str = "\
+HOW
+  coldstart follows the whole process tree with ptrace and a seccomp filter that
+  stops it only on execve, open, executable mmap, connect, bind, listen, accept,
+  the first write on a socket, clone and exit. Phases: exec-chain (spawn → exec of
+  the final program: shims and wrappers show here), loader (→ its libraries are
+  mapped), init (→ first listen, or ready), listen→ready, first request.
+  --runs untraced and traced runs are interleaved; the traced run nearest the
+  traced median is shown, and traced ÷ untraced is the tracer's overhead.
+
+EXAMPLES
+  coldstart explain --ready exit -- python3 -c pass
+  coldstart explain --ready http://127.0.0.1:8080/ --export-trace run.json -- ./server
+  (open run.json in https://ui.perfetto.dev or chrome://tracing)";
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// Readiness, as for bench: exit, tcp:[HOST:]PORT, http://…, log:REGEX, file:PATH.
+    #[arg(long, value_name = "PROBE")]
+    pub ready: Option<String>,
+    /// Untraced and traced runs each (interleaved).
+    #[arg(short, long, default_value_t = 5)]
+    pub runs: usize,
+    /// Seconds a run may take to become ready.
+    #[arg(short, long, default_value_t = 30.0)]
+    pub timeout: f64,
+    /// Environment variable for the target, KEY=VALUE (repeatable).
+    #[arg(short, long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Working directory of the target.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Write the timeline, phases and groupings as JSON.
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Write a Chrome Trace Event file (Perfetto, chrome://tracing): one track per process/thread.
+    #[arg(long, value_name = "PATH")]
+    pub export_trace: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The program and its arguments.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
 
 /// Where results are stored.
 #[derive(Args, Debug, Clone, Default)]

@@ -7,6 +7,7 @@ mod clock;
 mod config;
 mod demo;
 mod experiment;
+mod explain;
 mod gate;
 mod history;
 mod lambda;
@@ -19,6 +20,7 @@ mod sample;
 mod stats;
 mod store;
 mod target;
+mod trace;
 
 use clap::Parser;
 
@@ -65,6 +67,7 @@ fn real_main() -> anyhow::Result<i32> {
             bench::run(b)
         }
         cli::Command::Demo(d) => demo::run(d),
+        cli::Command::Explain(a) => explain::run(a),
         cli::Command::History(a) => history::history(a),
         cli::Command::Show(a) => history::show(a),
         cli::Command::Compare(a) => history::compare(a),

@@ -2,6 +2,7 @@
 //! Reports render an Analysis and raw samples; they never spawn or compute stats.
 
 pub mod csv;
+pub mod explain;
 pub mod format;
 pub mod gate;
 pub mod history;

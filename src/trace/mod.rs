@@ -146,6 +146,8 @@ pub enum StopWhen {
     Listen,
     /// Any process wrote to a socket it had accepted (a first response).
     /// Something else must send the request, e.g. a probe on another thread.
+    /// (explain probes on its own thread and uses the session's status instead.)
+    #[cfg_attr(not(test), allow(dead_code))]
     FirstResponse,
 }
 

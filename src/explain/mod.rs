@@ -1,0 +1,178 @@
+//! `coldstart explain`: where a cold start's time goes. Runs the target untraced
+//! and traced (interleaved), builds the timeline of the median traced run from
+//! the syscall tracer, and reports phases, blame, files, network and processes,
+//! plus the tracer's own overhead (traced ÷ untraced ready time).
+
+pub mod traced;
+
+use crate::cli::ExplainArgs;
+use crate::launch::signals;
+use crate::report;
+use crate::run::{run_once, RunId, RunOptions};
+use crate::stats::{self, Summary};
+use crate::target::{parse_env, Readiness, Target};
+use crate::trace::timeline::{self, Phase, Timeline};
+use crate::trace::{chrome, Trace};
+use anyhow::{bail, Result};
+use serde::Serialize;
+use std::time::Duration;
+
+#[derive(Debug, Serialize)]
+pub struct Explanation {
+    pub schema: &'static str,
+    pub command: String,
+    pub readiness: String,
+    pub untraced_ms: Option<Summary>,
+    pub traced_ms: Option<Summary>,
+    /// Median traced ÷ median untraced ready time.
+    pub overhead: Option<f64>,
+    /// The traced run shown: its ready time (ms since spawn).
+    pub ready_ms: f64,
+    pub timeline: Timeline,
+    pub warnings: Vec<String>,
+}
+
+pub fn run(args: &ExplainArgs) -> Result<i32> {
+    if args.command.is_empty() {
+        bail!("no command to explain: put it after `--`, e.g. `coldstart explain --ready exit -- python3 -c pass`");
+    }
+    let env = args
+        .env
+        .iter()
+        .map(|e| parse_env(e))
+        .collect::<Result<Vec<_>>>()?;
+    let target = Target::new(args.command.clone(), env, args.cwd.clone())?;
+    let readiness = Readiness::parse(args.ready.as_deref().unwrap_or("exit"))?;
+    if matches!(readiness, Readiness::LambdaInit) {
+        bail!("explain does not emulate Lambda: use `coldstart lambda` for lambda:init");
+    }
+    crate::bench::check_export_dirs(&[&args.export_json, &args.export_trace])?;
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let opts = RunOptions {
+        timeout,
+        poll_interval: Duration::from_micros(200),
+        requests: 0,
+        request_url: None,
+        grace: Duration::from_secs(2),
+        tail_lines: 10,
+        log_marks: Vec::new(),
+    };
+    let runs = args.runs.max(1);
+    let id = |round, warmup| RunId {
+        variant: 0,
+        round,
+        warmup,
+    };
+    if !args.quiet {
+        eprintln!("coldstart explain: {runs} untraced and {runs} traced runs, interleaved…");
+    }
+    // One untraced warmup puts the program's files in the page cache for both kinds.
+    let warm = run_once(&target, &readiness, &opts, id(0, true))?;
+    if !warm.ok() {
+        bail!("{}", report::progress::describe_failure("warmup", &warm));
+    }
+    let mut untraced = Vec::new();
+    let mut traced_runs: Vec<(f64, Trace)> = Vec::new();
+    for round in 0..runs {
+        let s = run_once(&target, &readiness, &opts, id(round, false))?;
+        if signals::interrupted() {
+            return Ok(130);
+        }
+        if !s.ok() {
+            bail!("{}", report::progress::describe_failure("untraced", &s));
+        }
+        untraced.push(s.ready_ns.unwrap_or(0) as f64 / 1e6);
+        let (ready_ns, trace) = traced::run(&target, &readiness, timeout)?;
+        if signals::interrupted() {
+            return Ok(130);
+        }
+        traced_runs.push((ready_ns as f64 / 1e6, trace));
+        if !args.quiet {
+            eprintln!("coldstart explain: {}/{runs}", round + 1);
+        }
+    }
+    let summary = |xs: &[f64]| {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        stats::summarize(&v)
+    };
+    let traced_ms: Vec<f64> = traced_runs.iter().map(|(ms, _)| *ms).collect();
+    let (untraced_s, traced_s) = (summary(&untraced), summary(&traced_ms));
+    let overhead = match (&untraced_s, &traced_s) {
+        (Some(u), Some(t)) if u.p50 > 0.0 => Some(t.p50 / u.p50),
+        _ => None,
+    };
+    // Show the traced run closest to the traced median.
+    let median = traced_s.as_ref().map_or(0.0, |s| s.p50);
+    let Some((ready_ms, trace)) = traced_runs
+        .into_iter()
+        .min_by(|a, b| (a.0 - median).abs().total_cmp(&(b.0 - median).abs()))
+    else {
+        bail!("no traced run")
+    };
+    let ready_abs = trace.t0_ns + (ready_ms * 1e6) as u64;
+    let mut tl = timeline::build(&trace);
+    add_ready_phases(&mut tl, &trace, ready_abs);
+    let explanation = Explanation {
+        schema: "coldstart.explain/1",
+        command: target.display_command(),
+        readiness: readiness.to_string(),
+        untraced_ms: untraced_s,
+        traced_ms: traced_s,
+        overhead,
+        ready_ms,
+        warnings: trace.warnings.clone(),
+        timeline: tl,
+    };
+    print!("{}", report::explain::render(&explanation));
+    if let Some(p) = &args.export_json {
+        report::write_atomic(p, (serde_json::to_string_pretty(&explanation)? + "\n").as_bytes())?;
+    }
+    if let Some(p) = &args.export_trace {
+        let doc = chrome::to_chrome_trace(&trace, &explanation.timeline);
+        report::write_atomic(p, serde_json::to_string(&doc)?.as_bytes())?;
+    }
+    Ok(0)
+}
+
+/// The tracer's timeline ends init at the first listen (or the end of the
+/// trace); with a readiness probe the run ends at ready: add `listen→ready`,
+/// clip init to ready, and the first request's accept → first response.
+fn add_ready_phases(tl: &mut Timeline, trace: &Trace, ready_abs: u64) {
+    use crate::trace::{Event, SocketRole};
+    if let Some(init) = tl.phases.iter_mut().find(|p| p.name == "init") {
+        if tl.listens.is_empty() && init.end_ns > ready_abs && ready_abs >= init.start_ns {
+            *init = Phase::new("init", init.start_ns, ready_abs);
+        }
+    }
+    if let Some(listen) = tl.listens.first() {
+        if ready_abs > listen.ts_ns {
+            tl.phases
+                .push(Phase::new("listen→ready", listen.ts_ns, ready_abs));
+        }
+    }
+    let accept = trace
+        .events
+        .iter()
+        .find(|e| matches!(e.event, Event::Accept { .. }))
+        .map(|e| e.ts_ns);
+    let respond = trace
+        .events
+        .iter()
+        .find(|e| {
+            matches!(
+                e.event,
+                Event::FirstWrite {
+                    role: SocketRole::Accepted,
+                    ..
+                }
+            )
+        })
+        .map(|e| e.ts_ns);
+    if let (Some(a), Some(r)) = (accept, respond) {
+        if r >= a {
+            tl.phases.push(Phase::new("first request", a, r));
+        }
+    }
+    tl.phases.sort_by_key(|p| p.start_ns);
+}

@@ -1,0 +1,186 @@
+//! The explain report: overhead line, waterfall of phases, blame list (largest
+//! first, like systemd-analyze blame), exec chain, files, network, processes.
+
+use super::format::ms;
+use crate::explain::Explanation;
+use crate::trace::timeline::OpenGroup;
+
+const WIDTH: usize = 48;
+
+fn dur(ns: u64) -> String {
+    ms(ns as f64 / 1e6)
+}
+
+pub fn render(e: &Explanation) -> String {
+    let tl = &e.timeline;
+    let t0 = tl.t0_ns;
+    let mut out = format!("coldstart explain: {}  (ready = {})\n", e.command, e.readiness);
+    match (&e.untraced_ms, &e.traced_ms, e.overhead) {
+        (Some(u), Some(t), Some(o)) => out.push_str(&format!(
+            "untraced p50 {} (n={}) · traced p50 {} (n={}) · tracing overhead ×{o:.3}\n",
+            ms(u.p50),
+            u.n,
+            ms(t.p50),
+            t.n
+        )),
+        _ => out.push_str("overhead: not enough runs\n"),
+    }
+    for w in &e.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    let end = tl
+        .phases
+        .iter()
+        .map(|p| p.end_ns)
+        .max()
+        .unwrap_or(t0)
+        .max(t0 + (e.ready_ms * 1e6) as u64);
+    let span = (end - t0).max(1) as f64;
+    out.push_str(&format!(
+        "\nwaterfall (the traced run nearest the median, ready at {})\n",
+        ms(e.ready_ms)
+    ));
+    let name_w = tl
+        .phases
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(4);
+    for p in &tl.phases {
+        let a = ((p.start_ns - t0) as f64 / span * WIDTH as f64).round() as usize;
+        let b = (((p.end_ns - t0) as f64 / span * WIDTH as f64).round() as usize)
+            .max(a + usize::from(p.dur_ns > 0));
+        let bar: String = (0..WIDTH)
+            .map(|i| {
+                if i < a {
+                    '·'
+                } else if i < b.min(WIDTH) {
+                    '█'
+                } else {
+                    ' '
+                }
+            })
+            .collect();
+        out.push_str(&format!(
+            "  {:name_w$}  {bar}  {:>9} → {:>9}  {:>9}\n",
+            p.name,
+            dur(p.start_ns - t0),
+            dur(p.end_ns - t0),
+            dur(p.dur_ns)
+        ));
+    }
+
+    // Blame: phases, each program of the exec chain, connects by latency; largest
+    // first. (Open groups are listed below by count: their spans overlap everything.)
+    let mut blame: Vec<(u64, String)> = tl
+        .phases
+        .iter()
+        .map(|p| (p.dur_ns, format!("phase {}", p.name)))
+        .collect();
+    for step in &tl.exec_chain {
+        if let Some(end) = step.end_ns {
+            blame.push((
+                end - step.start_ns,
+                format!("exec {} (before the next exec)", step.path),
+            ));
+        }
+    }
+    for c in &tl.connects {
+        if let Some(l) = c.latency_ns {
+            let addr = c
+                .addr
+                .as_ref()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|| "?".into());
+            blame.push((
+                l,
+                format!("connect {addr}{}", if c.ok { "" } else { " (failed)" }),
+            ));
+        }
+    }
+    blame.sort_by_key(|b| std::cmp::Reverse(b.0));
+    out.push_str("\nblame (largest first; phases tile the run, the rest overlap them)\n");
+    for (ns, what) in blame.iter().filter(|(ns, _)| *ns > 0).take(12) {
+        out.push_str(&format!("  {:>9}  {what}\n", dur(*ns)));
+    }
+
+    if tl.exec_chain.len() > 1 || tl.counts.exec_failures > 0 {
+        out.push_str(&format!(
+            "\nexec chain ({} execs, {} failed PATH lookups)\n",
+            tl.counts.execs, tl.counts.exec_failures
+        ));
+        for step in &tl.exec_chain {
+            let exe = if step.exe != step.path {
+                format!("  [{}]", step.exe)
+            } else {
+                String::new()
+            };
+            out.push_str(&format!("  {:>9}  {}{exe}\n", dur(step.start_ns - t0), step.path));
+        }
+    }
+    out.push_str(&groups("files opened, by kind", &tl.opens_by_kind, 8));
+    out.push_str(&groups(
+        "files opened, by package or directory",
+        &tl.opens_by_package,
+        10,
+    ));
+    if !tl.connects.is_empty() {
+        out.push_str("\nnetwork connects\n");
+        for c in &tl.connects {
+            let addr = c
+                .addr
+                .as_ref()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|| "?".into());
+            out.push_str(&format!(
+                "  {:>9}  {addr}  {}  {}{}\n",
+                dur(c.ts_ns - t0),
+                if c.ok {
+                    "ok".to_string()
+                } else {
+                    format!("errno {}", c.errno)
+                },
+                c.latency_ns.map(dur).unwrap_or_else(|| "—".into()),
+                if c.during_init { "  (during init)" } else { "" }
+            ));
+        }
+    }
+    for l in &tl.listens {
+        let addr = l
+            .addr
+            .as_ref()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| "?".into());
+        out.push_str(&format!(
+            "\nlisten {addr} at {} (pid {})\n",
+            dur(l.ts_ns - t0),
+            l.pid
+        ));
+    }
+    let c = &tl.counts;
+    out.push_str(&format!(
+        "\nprocesses {}, threads started {}, execs {}, opens {} ({} failed), libraries mapped {}, connects {}\n",
+        c.processes, c.threads, c.execs, c.opens, c.opens_failed, c.libraries_mapped, c.connects
+    ));
+    out
+}
+
+fn groups(title: &str, gs: &[OpenGroup], n: usize) -> String {
+    if gs.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n{title} (opened / failed, span first → last open)\n");
+    for g in gs.iter().take(n) {
+        out.push_str(&format!(
+            "  {:>5} / {:<5} {:>9}  {}\n",
+            g.opened,
+            g.failed,
+            dur(g.span_ns),
+            g.key
+        ));
+    }
+    if gs.len() > n {
+        out.push_str(&format!("  … {} more\n", gs.len() - n));
+    }
+    out
+}
