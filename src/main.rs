@@ -60,6 +60,7 @@ fn real_main() -> anyhow::Result<i32> {
         _ => (raw, Vec::new()),
     };
     let mut cli = cli::Cli::parse_from(args);
+    marks::install()?; // before any thread: it sets COLDSTART_FD in our environment
     launch::signals::install()?;
     match &mut cli.command {
         cli::Command::Bench(b) => {

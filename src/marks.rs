@@ -9,13 +9,35 @@ use regex::Regex;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::OnceLock;
 
 pub const FD_ENV: &str = "COLDSTART_FD";
+
+/// The fd number every target is told about (COLDSTART_FD, set in coldstart's own
+/// environment at startup). Between runs it holds /dev/null, close-on-exec; for a
+/// run, the pipe's write end is put there without close-on-exec just before the
+/// spawn. Keeping the variable in our own environment means std never has to
+/// rebuild the environment block inside the timed spawn.
+static RESERVED_FD: OnceLock<RawFd> = OnceLock::new();
+
+/// Call once at startup, before any thread exists (it sets an environment variable).
+pub fn install() -> Result<()> {
+    let devnull = File::open("/dev/null").context("opening /dev/null")?;
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own; the result is a new fd we keep open for our lifetime.
+    let fd = unsafe { libc::fcntl(devnull.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 100) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error()).context("reserving the checkpoint fd");
+    }
+    // Single-threaded here (documented precondition), so setting the variable is sound.
+    std::env::set_var(FD_ENV, fd.to_string());
+    RESERVED_FD.set(fd).ok();
+    Ok(())
+}
 
 pub struct Marks {
     /// Our end of the checkpoint pipe.
     read: Option<File>,
-    /// The target's end, inherited across spawn; closed by us right after it.
+    /// The target's end (close-on-exec here; placed at the reserved fd for the spawn).
     write: Option<OwnedFd>,
     lines: LineBuffer,
     log: Vec<(String, Regex, bool)>,
@@ -27,17 +49,18 @@ impl Marks {
     pub fn new(log_marks: &[(String, Regex)]) -> Result<Marks> {
         let mut fds = [0; 2];
         // SAFETY: pipe2 fills the two-element array we own.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             return Err(std::io::Error::last_os_error()).context("creating the checkpoint pipe");
         }
         // SAFETY: fresh descriptors we own.
         let (read, write) = unsafe { (File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // The target's end must survive exec, and writes to it must block like
-        // any pipe an app expects (the SDKs write one short line at a time).
-        // SAFETY: fcntl on a descriptor we own.
+        // SAFETY: fcntl on a descriptor we own. Our end never blocks; a large
+        // buffer lets runs that are not watched live (all but --ready listen)
+        // drain checkpoints when they wake for other reasons, without the app
+        // ever blocking on a full pipe (1 MiB ≈ 25,000 checkpoints).
         unsafe {
-            libc::fcntl(fds[1], libc::F_SETFD, 0);
-            libc::fcntl(fds[1], libc::F_SETFL, 0);
+            libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK);
+            libc::fcntl(fds[0], libc::F_SETPIPE_SZ, 1 << 20);
         }
         Ok(Marks {
             read: Some(read),
@@ -52,20 +75,38 @@ impl Marks {
         })
     }
 
-    /// The variable that tells the target (and its SDK) where to write.
-    pub fn env(&self) -> Vec<(String, String)> {
-        self.write
-            .as_ref()
-            .map(|w| (FD_ENV.to_string(), w.as_raw_fd().to_string()))
-            .into_iter()
-            .collect()
+    /// Right before the spawn: the pipe's write end takes the reserved fd number,
+    /// inheritable. Without `install` (unit tests), the variable names the pipe's
+    /// own fd and must be passed in the target's environment.
+    pub fn before_spawn(&mut self) -> Vec<(String, String)> {
+        let Some(write) = self.write.as_ref() else {
+            return Vec::new();
+        };
+        match RESERVED_FD.get() {
+            Some(&fd) => {
+                // SAFETY: dup3 onto the fd we reserved at startup; no flags = inheritable.
+                unsafe { libc::dup3(write.as_raw_fd(), fd, 0) };
+                Vec::new()
+            }
+            None => {
+                // SAFETY: fcntl on a descriptor we own: make it inheritable.
+                unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETFD, 0) };
+                vec![(FD_ENV.to_string(), write.as_raw_fd().to_string())]
+            }
+        }
     }
 
-    /// Right after the spawn: drop our copy of the target's end, so end-of-file
-    /// means every process of the run closed it.
+    /// Right after the spawn: take our copies of the target's end away, so
+    /// end-of-file means every process of the run closed it.
     pub fn spawned(&mut self, t0: u64) {
         self.t0 = t0;
         self.write = None;
+        if let Some(&fd) = RESERVED_FD.get() {
+            if let Ok(devnull) = File::open("/dev/null") {
+                // SAFETY: put /dev/null (close-on-exec) back on the reserved fd.
+                unsafe { libc::dup3(devnull.as_raw_fd(), fd, libc::O_CLOEXEC) };
+            }
+        }
     }
 
     pub fn needs_output(&self) -> bool {
@@ -116,6 +157,11 @@ impl Marks {
                 });
             }
         }
+    }
+
+    /// The first mark of this name so far (ns since spawn).
+    pub fn find(&self, name: &str) -> Option<u64> {
+        self.marks.iter().filter(|m| m.name == name).map(|m| m.t_ns).min()
     }
 
     pub fn finish(mut self) -> Vec<Mark> {
@@ -170,7 +216,7 @@ mod tests {
     #[test]
     fn pipe_end_to_end_and_log_marks() {
         let mut marks = Marks::new(&[parse_log_mark("db=connected").unwrap()]).unwrap();
-        let env = marks.env();
+        let env = marks.before_spawn();
         let fd: i32 = env[0].1.parse().unwrap();
         let line = b"cs1 2000 a\ncs1 3000 b\n";
         // SAFETY: writing to the pipe end we created.

@@ -12,7 +12,7 @@ use crate::marks::Marks;
 use crate::probe::{self, Probe};
 use crate::sample::{ExitStatus, Outcome, Sample, Usage};
 use crate::target::{Readiness, Target};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::io::Read;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
@@ -54,13 +54,28 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         }
     }
     let mut probe = Probe::new(readiness)?;
+    if matches!(probe, Probe::Listen) && probe::listen::needs_tracer(&target.program) {
+        return traced_listen(target, opts, id);
+    }
     let mut marks = Marks::new(&opts.log_marks)?;
+    let mut env = marks.before_spawn();
+    if matches!(probe, Probe::Listen) {
+        let existing = target
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "LD_PRELOAD")
+            .map(|(_, v)| v.clone());
+        env.push(probe::listen::preload_env(
+            existing.or_else(|| std::env::var("LD_PRELOAD").ok()).as_deref(),
+        )?);
+    }
     let mode = if probe.needs_pipes() || marks.needs_output() {
         OutputMode::Pipes
     } else {
         OutputMode::MemFile
     };
-    let mut prepared = spawn::prepare(target, mode, &marks.env())?;
+    let mut prepared = spawn::prepare(target, mode, &env)?;
     let poll_every = probe.poll_interval(opts.poll_interval);
     let mut lines = LineBuffer::new(opts.tail_lines);
 
@@ -108,7 +123,15 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         if main_exited {
             wait_ns = wait_ns.min(next_tree_check.saturating_sub(now));
         }
-        let mut fds = poll_set(&child, !main_exited, &[marks.fd(), probe.event_fd()]);
+        // Checkpoints are watched live only when one makes the run ready; otherwise
+        // they wait in the pipe (its end-of-file at exit would cost the exit
+        // probe an extra wake-up) and are read on every wake and at the end.
+        let live_marks = if matches!(probe, Probe::Listen) {
+            marks.fd()
+        } else {
+            None
+        };
+        let mut fds = poll_set(&child, !main_exited, &[live_marks, probe.event_fd()]);
         let events = ppoll(&mut fds, wait_ns);
         let woke = now_ns();
         if signals::interrupted() {
@@ -117,6 +140,15 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         }
         if events > 0 {
             marks.drain();
+            if let Some(t) = marks
+                .find(probe::listen::MARK)
+                .filter(|_| matches!(probe, Probe::Listen))
+            {
+                // The shim's own instant: no detection lag at all.
+                sample.outcome = Outcome::Ready;
+                sample.ready_ns = Some(t);
+                break;
+            }
             // Output first: a ready line printed just before exiting still counts.
             if drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, woke) {
                 sample.outcome = Outcome::Ready;
@@ -246,6 +278,57 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     Ok(sample)
 }
 
+/// `--ready listen` for a static or Go program (LD_PRELOAD cannot see its listen):
+/// run it under the syscall tracer until its first listen(2). The tracer adds a
+/// little time per traced syscall, and procfs usage is not collected.
+fn traced_listen(target: &Target, opts: &RunOptions, id: RunId) -> Result<Sample> {
+    use crate::trace::{self, Event, StopWhen, TraceOptions};
+    let mut topts = TraceOptions::new(target.argv.clone(), target.program.clone());
+    topts.env = target.env.clone();
+    topts.cwd = target.cwd.clone();
+    topts.timeout = opts.timeout;
+    topts.stop_when = StopWhen::Listen;
+    let trace = trace::trace(&topts).context("--ready listen on a static executable needs the tracer")?;
+    tree::kill_all(trace.root_pid);
+    let listen = trace
+        .events
+        .iter()
+        .find(|e| matches!(e.event, Event::Listen { .. }))
+        .map(|e| e.ts_ns);
+    let exit = trace
+        .events
+        .iter()
+        .find(|e| e.pid == trace.root_pid && matches!(e.event, Event::Exit { .. }))
+        .map(|e| &e.event);
+    Ok(Sample {
+        variant: id.variant,
+        round: id.round,
+        warmup: id.warmup,
+        t0_mono_ns: trace.t0_ns,
+        outcome: match (listen, exit) {
+            (Some(_), _) => Outcome::Ready,
+            (None, Some(_)) => Outcome::ExitedEarly,
+            (None, None) if signals::interrupted() => Outcome::Interrupted,
+            (None, None) => Outcome::Timeout,
+        },
+        ready_ns: listen.map(|t| t.saturating_sub(trace.t0_ns)),
+        exit_status: match exit {
+            Some(Event::Exit { code, signal }) => Some(ExitStatus {
+                code: *code,
+                signal: *signal,
+            }),
+            _ => None,
+        },
+        usage: Usage::default(),
+        captures: Default::default(),
+        requests_ns: Vec::new(),
+        shutdown_ns: None,
+        killed: true,
+        marks: Vec::new(),
+        output_tail: Vec::new(),
+    })
+}
+
 /// Wait (draining output) until the main process exits or `until` passes;
 /// returns when it exited and its status.
 fn wait_for_exit(
@@ -260,7 +343,7 @@ fn wait_for_exit(
         if now >= until {
             return None;
         }
-        let mut fds = poll_set(child, true, &[marks.fd()]);
+        let mut fds = poll_set(child, true, &[]);
         ppoll(&mut fds, until - now);
         let woke = now_ns();
         marks.drain();

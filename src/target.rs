@@ -118,6 +118,8 @@ pub enum Readiness {
     Log { regex: Regex },
     /// The file exists.
     File { path: PathBuf },
+    /// The target calls listen(2) (LD_PRELOAD shim; the tracer for static binaries).
+    Listen,
     /// The emulated Lambda INIT phase is over (runtime and every extension called
     /// /next): `coldstart lambda` only, never a probe of `bench`.
     LambdaInit,
@@ -126,7 +128,7 @@ pub enum Readiness {
 impl Readiness {
     pub fn parse(spec: &str) -> Result<Self> {
         const KINDS: &str =
-            "expected one of: exit, tcp:[HOST:]PORT, http://HOST:PORT/PATH, https://…, log:REGEX, file:PATH";
+            "expected one of: exit, tcp:[HOST:]PORT, http://HOST:PORT/PATH, https://…, log:REGEX, file:PATH, listen";
         if spec == "exit" {
             return Ok(Readiness::Exit);
         }
@@ -181,9 +183,7 @@ impl Readiness {
             });
         }
         if spec == "listen" {
-            bail!(
-                "--ready listen needs the syscall tracer, which is not built yet: use tcp:PORT or log:REGEX"
-            );
+            return Ok(Readiness::Listen);
         }
         bail!("unknown readiness '{spec}': {KINDS}")
     }
@@ -220,6 +220,7 @@ impl fmt::Display for Readiness {
             Readiness::Http { url } => write!(f, "{url}"),
             Readiness::Log { regex } => write!(f, "log:{}", regex.as_str()),
             Readiness::File { path } => write!(f, "file:{}", path.display()),
+            Readiness::Listen => write!(f, "listen"),
             Readiness::LambdaInit => write!(f, "{LAMBDA_INIT}"),
         }
     }

@@ -371,3 +371,71 @@ fn help_teaches_the_grammar() {
         assert!(out.contains(needle), "help lacks {needle}");
     }
 }
+
+#[test]
+fn listen_probe_uses_the_preload_shim_instant() {
+    // lagprobe records CLOCK_MONOTONIC right before its listen(2); the shim's
+    // instant (right after it) is the ready time: never before, with no polling.
+    let dir = tmp();
+    let json = dir.path().join("r.json");
+    let marks = dir.path().join("marks.txt");
+    let port = free_port().to_string();
+    let o = run(&[
+        "bench",
+        "-q",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--ready",
+        "listen",
+        "--export-json",
+        json.to_str().unwrap(),
+        "--",
+        &example("lagprobe"),
+        &port,
+        marks.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json_file(&json);
+    let truth: Vec<u64> = std::fs::read_to_string(&marks)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("listen ").map(|n| n.parse().unwrap()))
+        .collect();
+    let samples = doc["samples"].as_array().unwrap();
+    assert_eq!(truth.len(), samples.len());
+    for (s, true_listen) in samples.iter().zip(truth) {
+        let ready = s["t0_mono_ns"].as_u64().unwrap() + s["ready_ns"].as_u64().unwrap();
+        assert!(
+            ready >= true_listen,
+            "ready {ready} before the listen call {true_listen}"
+        );
+        let mark = s["marks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "@listen")
+            .expect("@listen mark");
+        assert_eq!(mark["t_ns"], s["ready_ns"]);
+    }
+}
+
+#[test]
+fn listen_probe_falls_back_to_the_tracer_for_go() {
+    // Go makes raw syscalls, so LD_PRELOAD never sees its listen.
+    let port = free_port().to_string();
+    let o = run(&[
+        "bench",
+        "-q",
+        "--runs",
+        "2",
+        "--ready",
+        "listen",
+        "--",
+        &example("go-server"),
+        "--port",
+        &port,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

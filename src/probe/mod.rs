@@ -7,6 +7,7 @@
 
 pub mod file;
 pub mod http;
+pub mod listen;
 pub mod log;
 pub mod tcp;
 
@@ -22,6 +23,8 @@ pub enum Probe {
     Http(http::HttpProbe),
     Log(log::LogProbe),
     File(file::FileProbe),
+    /// Seen through the marks: the shim's `@listen` checkpoint.
+    Listen,
 }
 
 impl Probe {
@@ -32,6 +35,7 @@ impl Probe {
             Readiness::Http { url } => Probe::Http(http::HttpProbe::new(url.clone())?),
             Readiness::Log { regex } => Probe::Log(log::LogProbe::new(regex.clone())),
             Readiness::File { path } => Probe::File(file::FileProbe::new(path)?),
+            Readiness::Listen => Probe::Listen,
             Readiness::LambdaInit => anyhow::bail!(
                 "readiness {readiness} is the end of an emulated Lambda init: measure it with `coldstart lambda`"
             ),
@@ -66,7 +70,7 @@ impl Probe {
             Probe::Tcp(p) => p.check(),
             Probe::Http(p) => p.check(deadline_left),
             Probe::File(p) => p.check(),
-            Probe::Exit | Probe::Log(_) => false,
+            Probe::Exit | Probe::Log(_) | Probe::Listen => false,
         }
     }
 

@@ -83,7 +83,7 @@ impl Db for Sqlite {
 
     fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>> {
         let values: Vec<_> = params.iter().map(to_sql).collect();
-        let mut stmt = self.conn.prepare(&placeholders(sql))?;
+        let mut stmt = self.conn.prepare_cached(&placeholders(sql))?;
         let n = stmt.column_count();
         let mut rows = stmt.query(rusqlite::params_from_iter(values))?;
         let mut out = Vec::new();
