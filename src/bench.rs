@@ -250,7 +250,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         export_markdown: args.export_markdown.clone(),
         export_csv: args.export_csv.clone(),
     };
-    measure(
+    let code = measure(
         &plan,
         &settings,
         &outputs,
@@ -260,7 +260,17 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
             let variant = &plan.variants[v];
             crate::run::run_once(&variant.target, &variant.readiness, &plan.run, id)
         },
-    )
+    )?;
+    if args.explain && code == 0 {
+        for v in &plan.variants {
+            println!("\n== explain: {}", v.name);
+            print!(
+                "{}",
+                crate::explain::once(&v.target, &v.readiness, plan.run.timeout)?
+            );
+        }
+    }
+    Ok(code)
 }
 
 /// Where an experiment's results go: the store, the terminal, export files.

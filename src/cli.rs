@@ -273,6 +273,10 @@ pub struct BenchArgs {
     /// Seconds between SIGTERM and SIGKILL when stopping a target.
     #[arg(long, default_value_t = 2.0)]
     pub grace: f64,
+    /// After the timed runs, one traced run per variant explains where its time went
+    /// (see `coldstart explain`).
+    #[arg(long)]
+    pub explain: bool,
     /// Turn the first output line matching REGEX into a mark named NAME (repeatable);
     /// SDK checkpoints (COLDSTART_FD) are always collected.
     #[arg(long = "mark", value_name = "NAME=REGEX")]
@@ -419,6 +423,10 @@ pub struct LambdaArgs {
     /// Write the last successful invoke's response body here.
     #[arg(long, value_name = "PATH")]
     pub save_response: Option<PathBuf>,
+    /// After the timed runs, one traced run per variant explains where its time went
+    /// (see `coldstart explain`).
+    #[arg(long)]
+    pub explain: bool,
     /// Turn the first output line matching REGEX into a mark named NAME (repeatable);
     /// SDK checkpoints (COLDSTART_FD) are always collected.
     #[arg(long = "mark", value_name = "NAME=REGEX")]

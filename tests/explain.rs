@@ -131,3 +131,29 @@ fn forking_target_is_followed_and_cleaned_up() {
         processes_with(&m)
     );
 }
+
+#[test]
+fn bench_explain_adds_one_traced_run_per_variant() {
+    let o = run(&[
+        "bench",
+        "-q",
+        "--runs",
+        "2",
+        "--explain",
+        "--name",
+        "a",
+        "--",
+        &example("noop"),
+        "--name",
+        "b",
+        "--",
+        &example("sleeper"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("== explain: a") && out.contains("== explain: b"),
+        "{out}"
+    );
+    assert_eq!(out.matches("waterfall").count(), 2, "{out}");
+}

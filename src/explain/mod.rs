@@ -30,6 +30,51 @@ pub struct Explanation {
     pub ready_ms: f64,
     pub timeline: Timeline,
     pub warnings: Vec<String>,
+    /// The raw events of the run shown (for the Chrome trace; not in the JSON).
+    #[serde(skip)]
+    pub trace: Trace,
+}
+
+/// The explanation of the traced run nearest the traced median.
+pub fn explanation(
+    target: &Target,
+    readiness: &Readiness,
+    untraced_ms: Option<Summary>,
+    traced_ms: Option<Summary>,
+    overhead: Option<f64>,
+    traced_runs: Vec<(f64, Trace)>,
+) -> Result<Explanation> {
+    let median = traced_ms.as_ref().map_or(0.0, |s| s.p50);
+    let Some((ready_ms, trace)) = traced_runs
+        .into_iter()
+        .min_by(|a, b| (a.0 - median).abs().total_cmp(&(b.0 - median).abs()))
+    else {
+        bail!("no traced run")
+    };
+    let ready_abs = trace.t0_ns + (ready_ms * 1e6) as u64;
+    let mut timeline = timeline::build(&trace);
+    add_ready_phases(&mut timeline, &trace, ready_abs);
+    Ok(Explanation {
+        schema: "coldstart.explain/1",
+        command: target.display_command(),
+        readiness: readiness.to_string(),
+        untraced_ms,
+        traced_ms,
+        overhead,
+        ready_ms,
+        warnings: trace.warnings.clone(),
+        timeline,
+        trace,
+    })
+}
+
+/// `bench --explain`: one traced run of a variant after its timed runs.
+pub fn once(target: &Target, readiness: &Readiness, timeout: Duration) -> Result<String> {
+    let (ready_ns, trace) = traced::run(target, readiness, timeout)?;
+    let ms = ready_ns as f64 / 1e6;
+    let traced = stats::summarize(&[ms]);
+    let e = explanation(target, readiness, None, traced, None, vec![(ms, trace)])?;
+    Ok(report::explain::render(&e))
 }
 
 pub fn run(args: &ExplainArgs) -> Result<i32> {
@@ -102,34 +147,13 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         (Some(u), Some(t)) if u.p50 > 0.0 => Some(t.p50 / u.p50),
         _ => None,
     };
-    // Show the traced run closest to the traced median.
-    let median = traced_s.as_ref().map_or(0.0, |s| s.p50);
-    let Some((ready_ms, trace)) = traced_runs
-        .into_iter()
-        .min_by(|a, b| (a.0 - median).abs().total_cmp(&(b.0 - median).abs()))
-    else {
-        bail!("no traced run")
-    };
-    let ready_abs = trace.t0_ns + (ready_ms * 1e6) as u64;
-    let mut tl = timeline::build(&trace);
-    add_ready_phases(&mut tl, &trace, ready_abs);
-    let explanation = Explanation {
-        schema: "coldstart.explain/1",
-        command: target.display_command(),
-        readiness: readiness.to_string(),
-        untraced_ms: untraced_s,
-        traced_ms: traced_s,
-        overhead,
-        ready_ms,
-        warnings: trace.warnings.clone(),
-        timeline: tl,
-    };
+    let explanation = explanation(&target, &readiness, untraced_s, traced_s, overhead, traced_runs)?;
     print!("{}", report::explain::render(&explanation));
     if let Some(p) = &args.export_json {
         report::write_atomic(p, (serde_json::to_string_pretty(&explanation)? + "\n").as_bytes())?;
     }
     if let Some(p) = &args.export_trace {
-        let doc = chrome::to_chrome_trace(&trace, &explanation.timeline);
+        let doc = chrome::to_chrome_trace(&explanation.trace, &explanation.timeline);
         report::write_atomic(p, serde_json::to_string(&doc)?.as_bytes())?;
     }
     Ok(0)

@@ -23,6 +23,10 @@ pub fn render(e: &Explanation) -> String {
             ms(t.p50),
             t.n
         )),
+        (None, Some(t), _) => out.push_str(&format!(
+            "one traced run: ready at {} (the tracer's overhead: `coldstart explain` measures it)\n",
+            ms(t.p50)
+        )),
         _ => out.push_str("overhead: not enough runs\n"),
     }
     for w in &e.warnings {
