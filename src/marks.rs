@@ -45,6 +45,13 @@ pub struct Marks {
     marks: Vec<Mark>,
 }
 
+impl Drop for Marks {
+    fn drop(&mut self) {
+        // Also on early returns: the reserved fd must not stay a pipe end.
+        self.release_write_end();
+    }
+}
+
 impl Marks {
     pub fn new(log_marks: &[(String, Regex)]) -> Result<Marks> {
         let mut fds = [0; 2];
@@ -96,15 +103,21 @@ impl Marks {
         }
     }
 
-    /// Right after the spawn: take our copies of the target's end away, so
-    /// end-of-file means every process of the run closed it.
+    /// Right after the spawn: note time zero. Our copies of the target's end are
+    /// only dropped in `finish`, keeping syscalls out of the timed window (no
+    /// other process is started during a run, so nothing else inherits them).
     pub fn spawned(&mut self, t0: u64) {
         self.t0 = t0;
-        self.write = None;
-        if let Some(&fd) = RESERVED_FD.get() {
-            if let Ok(devnull) = File::open("/dev/null") {
-                // SAFETY: put /dev/null (close-on-exec) back on the reserved fd.
-                unsafe { libc::dup3(devnull.as_raw_fd(), fd, libc::O_CLOEXEC) };
+    }
+
+    /// Put /dev/null back on the reserved fd and close our write end.
+    fn release_write_end(&mut self) {
+        if self.write.take().is_some() {
+            if let Some(&fd) = RESERVED_FD.get() {
+                if let Ok(devnull) = File::open("/dev/null") {
+                    // SAFETY: put /dev/null (close-on-exec) back on the reserved fd.
+                    unsafe { libc::dup3(devnull.as_raw_fd(), fd, libc::O_CLOEXEC) };
+                }
             }
         }
     }
@@ -165,9 +178,10 @@ impl Marks {
     }
 
     pub fn finish(mut self) -> Vec<Mark> {
+        self.release_write_end();
         self.drain();
         self.marks.sort_by_key(|m| m.t_ns);
-        self.marks
+        std::mem::take(&mut self.marks)
     }
 }
 
