@@ -2,7 +2,7 @@
 //! (samples recorded in the store as they come) → analysis → reports.
 
 use crate::analysis::{analyze, Analysis};
-use crate::cli::{BenchArgs, VariantArgs, VariantSpec};
+use crate::cli::{BenchArgs, CommonArgs, VariantArgs, VariantSpec};
 use crate::config::{self, Config};
 use crate::experiment::{self, ExperimentResult, Observer, Plan, StopRule, Variant};
 use crate::report::{self, json::Settings, progress::Progress};
@@ -40,7 +40,11 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
     if !(args.grace >= 0.0 && args.grace.is_finite()) {
         bail!("--grace must be a number of seconds ≥ 0");
     }
-    check_export_dirs(&[&args.export_json, &args.export_markdown, &args.export_csv])?;
+    check_export_dirs(&[
+        &args.common.export_json,
+        &args.common.export_markdown,
+        &args.common.export_csv,
+    ])?;
     let shared_env = args
         .shared
         .env
@@ -110,8 +114,9 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
         warmup,
         order: args.order,
         stop,
-        keep_going: args.keep_going,
+        keep_going: args.common.keep_going,
         seed: args
+            .common
             .seed
             .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id())),
         run: RunOptions {
@@ -120,7 +125,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
             requests,
             request_url,
             grace: Duration::from_secs_f64(args.grace),
-            tail_lines: args.output_lines,
+            tail_lines: args.common.output_lines,
             log_marks: args
                 .marks
                 .iter()
@@ -242,18 +247,10 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let config = config::load(&root)?;
     let plan = plan(args, config.as_ref(), &root)?;
     let settings = settings(&plan);
-    let outputs = Outputs {
-        store: args.store.store.clone(),
-        no_store: args.no_store,
-        quiet: args.quiet,
-        export_json: args.export_json.clone(),
-        export_markdown: args.export_markdown.clone(),
-        export_csv: args.export_csv.clone(),
-    };
     let code = measure(
         &plan,
         &settings,
-        &outputs,
+        &args.common,
         config.as_ref(),
         &root,
         &mut |v, id| {
@@ -273,25 +270,13 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     Ok(code)
 }
 
-/// Where an experiment's results go: the store, the terminal, export files.
-#[derive(Debug, Clone, Default)]
-pub struct Outputs {
-    /// --store (else COLDSTART_STORE, coldstart.toml, the project default).
-    pub store: Option<String>,
-    pub no_store: bool,
-    pub quiet: bool,
-    pub export_json: Option<std::path::PathBuf>,
-    pub export_markdown: Option<std::path::PathBuf>,
-    pub export_csv: Option<std::path::PathBuf>,
-}
-
 /// Execute a plan with `runner` (one run → one Sample), recording every finished
 /// run in the store as it comes, then print and export bench's reports. Shared by
 /// `bench` and `lambda`; returns the command's exit code.
 pub fn measure(
     plan: &Plan,
     settings: &Settings,
-    outputs: &Outputs,
+    outputs: &CommonArgs,
     config: Option<&Config>,
     root: &Path,
     runner: &mut experiment::Runner,
@@ -300,7 +285,7 @@ pub fn measure(
     let store = if outputs.no_store {
         None
     } else {
-        let spec = config::store_spec(outputs.store.as_deref(), config, root);
+        let spec = config::store_spec(outputs.store.store.as_deref(), config, root);
         let mut store = Store::open(&spec)?;
         let id = store.begin(&store::meta::collect(), &settings_json, &plan.variants)?;
         Some((store, id))

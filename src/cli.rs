@@ -121,6 +121,37 @@ pub struct ExplainArgs {
     pub command: Vec<String>,
 }
 
+/// What bench and lambda share: failure policy, order seed, progress, exports, store.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CommonArgs {
+    /// Keep going after a failed run (failures are counted and reported); default stops.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Seed for the run order (shown in the JSON export, for reproducing an order).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output lines of the target kept for failure messages.
+    #[arg(long, default_value_t = 10)]
+    pub output_lines: usize,
+    /// No progress output.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Write settings, statistics and every raw sample as JSON (docs/json-schema.md).
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Write the result table as Markdown.
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+    /// Write one CSV row per run.
+    #[arg(long, value_name = "PATH")]
+    pub export_csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Do not record this experiment in the store.
+    #[arg(long)]
+    pub no_store: bool,
+}
+
 /// Where results are stored.
 #[derive(Args, Debug, Clone, Default)]
 pub struct StoreArgs {
@@ -281,32 +312,8 @@ pub struct BenchArgs {
     /// SDK checkpoints (COLDSTART_FD) are always collected.
     #[arg(long = "mark", value_name = "NAME=REGEX")]
     pub marks: Vec<String>,
-    /// Keep going after a failed run (failures are counted and reported); default stops.
-    #[arg(long)]
-    pub keep_going: bool,
-    /// Seed for the run order (shown in the JSON export, for reproducing an order).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Output lines of the target kept for failure messages.
-    #[arg(long, default_value_t = 10)]
-    pub output_lines: usize,
-    /// No progress output.
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Write settings, statistics and every raw sample as JSON (docs/json-schema.md).
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<PathBuf>,
-    /// Write the result table as Markdown.
-    #[arg(long, value_name = "PATH")]
-    pub export_markdown: Option<PathBuf>,
-    /// Write one CSV row per run.
-    #[arg(long, value_name = "PATH")]
-    pub export_csv: Option<PathBuf>,
     #[command(flatten)]
-    pub store: StoreArgs,
-    /// Do not record this experiment in the store.
-    #[arg(long)]
-    pub no_store: bool,
+    pub common: CommonArgs,
     #[command(flatten)]
     pub shared: VariantArgs,
     /// Variants (see VARIANTS below); filled in by the variant grammar, not by clap.
@@ -423,34 +430,8 @@ pub struct LambdaArgs {
     /// Write the last successful invoke's response body here.
     #[arg(long, value_name = "PATH")]
     pub save_response: Option<PathBuf>,
-    /// After the timed runs, one traced run per variant explains where its time went
-    /// (see `coldstart explain`).
-    #[arg(long)]
-    pub explain: bool,
-    /// Turn the first output line matching REGEX into a mark named NAME (repeatable);
-    /// SDK checkpoints (COLDSTART_FD) are always collected.
-    #[arg(long = "mark", value_name = "NAME=REGEX")]
-    pub marks: Vec<String>,
-    /// Keep going after a failed run (failures are counted and reported); default stops.
-    #[arg(long)]
-    pub keep_going: bool,
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Output lines kept for failure messages.
-    #[arg(long, default_value_t = 10)]
-    pub output_lines: usize,
-    #[arg(short, long)]
-    pub quiet: bool,
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<PathBuf>,
-    #[arg(long, value_name = "PATH")]
-    pub export_markdown: Option<PathBuf>,
-    #[arg(long, value_name = "PATH")]
-    pub export_csv: Option<PathBuf>,
     #[command(flatten)]
-    pub store: StoreArgs,
-    #[arg(long)]
-    pub no_store: bool,
+    pub common: CommonArgs,
     #[command(flatten)]
     pub shared: LambdaVariantArgs,
     /// Filled in by the variant grammar, not by clap.

@@ -478,21 +478,5 @@ fn wait_exit(pid: i32) -> (ExitStatus, libc::rusage) {
             ru,
         );
     }
-    let exit = if libc::WIFEXITED(status) {
-        ExitStatus {
-            code: Some(libc::WEXITSTATUS(status)),
-            signal: None,
-        }
-    } else if libc::WIFSIGNALED(status) {
-        ExitStatus {
-            code: None,
-            signal: Some(libc::WTERMSIG(status)),
-        }
-    } else {
-        ExitStatus {
-            code: None,
-            signal: None,
-        }
-    };
-    (exit, ru)
+    (ExitStatus::from_wait(status), ru)
 }

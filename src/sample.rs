@@ -26,6 +26,28 @@ pub struct ExitStatus {
     pub signal: Option<i32>,
 }
 
+impl ExitStatus {
+    /// From a wait(2) status word.
+    pub fn from_wait(status: i32) -> ExitStatus {
+        if libc::WIFEXITED(status) {
+            ExitStatus {
+                code: Some(libc::WEXITSTATUS(status)),
+                signal: None,
+            }
+        } else if libc::WIFSIGNALED(status) {
+            ExitStatus {
+                code: None,
+                signal: Some(libc::WTERMSIG(status)),
+            }
+        } else {
+            ExitStatus {
+                code: None,
+                signal: None,
+            }
+        }
+    }
+}
+
 impl std::fmt::Display for ExitStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (self.code, self.signal) {

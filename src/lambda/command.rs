@@ -3,7 +3,7 @@
 //! with an emulated cold start as the runner.
 
 use super::{cold_start, discover_extensions, env, sandbox, Config, Options};
-use crate::bench::{self, Outputs};
+use crate::bench;
 use crate::cli::{LambdaArgs, LambdaVariantArgs, LambdaVariantSpec};
 use crate::config;
 use crate::experiment::{Plan, StopRule, Variant};
@@ -106,7 +106,11 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             bail!("{flag} must be a positive number of seconds");
         }
     }
-    bench::check_export_dirs(&[&args.export_json, &args.export_markdown, &args.export_csv])?;
+    bench::check_export_dirs(&[
+        &args.common.export_json,
+        &args.common.export_markdown,
+        &args.common.export_csv,
+    ])?;
     let configs = variants(args)?;
     let event = match &args.event {
         Some(p) => {
@@ -147,7 +151,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         region: args.region.clone(),
         log,
         save_response: args.save_response.clone(),
-        tail_lines: args.output_lines,
+        tail_lines: args.common.output_lines,
     };
     let plan = Plan {
         variants: configs
@@ -164,8 +168,9 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         warmup: args.warmup,
         order: args.order,
         stop: StopRule::Fixed { runs: args.runs },
-        keep_going: args.keep_going,
+        keep_going: args.common.keep_going,
         seed: args
+            .common
             .seed
             .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id())),
         run: RunOptions {
@@ -174,7 +179,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             requests: 1,
             request_url: None,
             grace: Duration::from_millis(super::SHUTDOWN_MS),
-            tail_lines: args.output_lines,
+            tail_lines: args.common.output_lines,
             log_marks: Vec::new(),
         },
     };
@@ -183,7 +188,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         .enable_all()
         .build()
         .context("starting the async runtime for the Lambda APIs")?;
-    if !args.quiet {
+    if !args.common.quiet {
         let limits = match &opts.cgroups {
             Some(c) => format!(
                 "cgroup {}: memory limit and CPU = memory/1769 vCPU{}",
@@ -201,15 +206,12 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let root = config::project_root();
     let cfg = config::load(&root)?;
     let settings = bench::settings(&plan);
-    let outputs = Outputs {
-        store: args.store.store.clone(),
-        no_store: args.no_store,
-        quiet: args.quiet,
-        export_json: args.export_json.clone(),
-        export_markdown: args.export_markdown.clone(),
-        export_csv: args.export_csv.clone(),
-    };
-    bench::measure(&plan, &settings, &outputs, cfg.as_ref(), &root, &mut |v, id| {
-        cold_start(&rt, &configs[v].1, &opts, id)
-    })
+    bench::measure(
+        &plan,
+        &settings,
+        &args.common,
+        cfg.as_ref(),
+        &root,
+        &mut |v, id| cold_start(&rt, &configs[v].1, &opts, id),
+    )
 }

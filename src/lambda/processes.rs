@@ -144,22 +144,7 @@ fn reap(pid: i32) -> ExitStatus {
             signal: None,
         };
     }
-    if libc::WIFEXITED(status) {
-        ExitStatus {
-            code: Some(libc::WEXITSTATUS(status)),
-            signal: None,
-        }
-    } else if libc::WIFSIGNALED(status) {
-        ExitStatus {
-            code: None,
-            signal: Some(libc::WTERMSIG(status)),
-        }
-    } else {
-        ExitStatus {
-            code: None,
-            signal: None,
-        }
-    }
+    ExitStatus::from_wait(status)
 }
 
 /// Send `signal` to a process's group (it is its group's leader).
