@@ -2,7 +2,7 @@
 //! (samples recorded in the store as they come) → analysis → reports.
 
 use crate::analysis::{analyze, Analysis};
-use crate::cli::{BenchArgs, CommonArgs, VariantArgs, VariantSpec};
+use crate::cli::{BenchArgs, CommonArgs, ExportArgs, VariantArgs, VariantSpec};
 use crate::config::{self, Config};
 use crate::experiment::{self, ExperimentResult, Observer, Plan, StopRule, Variant};
 use crate::report::{self, json::Settings, progress::Progress};
@@ -40,11 +40,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
     if !(args.grace >= 0.0 && args.grace.is_finite()) {
         bail!("--grace must be a number of seconds ≥ 0");
     }
-    check_export_dirs(&[
-        &args.common.export_json,
-        &args.common.export_markdown,
-        &args.common.export_csv,
-    ])?;
+    args.common.export.check_dirs()?;
     let shared_env = args
         .shared
         .env
@@ -136,6 +132,13 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
 }
 
 /// Refuse before the first run to export into a directory that does not exist.
+impl ExportArgs {
+    /// Refuse before any run when an export's directory is missing.
+    pub fn check_dirs(&self) -> Result<()> {
+        check_export_dirs(&[&self.export_json, &self.export_markdown, &self.export_csv])
+    }
+}
+
 pub fn check_export_dirs(paths: &[&Option<std::path::PathBuf>]) -> Result<()> {
     for path in paths.iter().filter_map(|p| p.as_ref()) {
         let dir = match path.parent() {
@@ -310,14 +313,7 @@ pub fn measure(
     if let Some((id, location)) = stored_as {
         println!("stored as experiment {id} in {location}");
     }
-    export(
-        outputs.export_json.as_deref(),
-        outputs.export_markdown.as_deref(),
-        outputs.export_csv.as_deref(),
-        &result,
-        &analysis,
-        settings,
-    )?;
+    export(&outputs.export, &result, &analysis, settings)?;
     if let Some(e) = store_error {
         return Err(e.context("the runs were measured and printed, but storing them failed"));
     }
@@ -342,20 +338,18 @@ pub fn settings(plan: &Plan) -> Settings {
 }
 
 pub fn export(
-    json: Option<&Path>,
-    markdown: Option<&Path>,
-    csv: Option<&Path>,
+    to: &ExportArgs,
     result: &ExperimentResult,
     analysis: &Analysis,
     settings: &Settings,
 ) -> Result<()> {
-    if let Some(p) = json {
+    if let Some(p) = &to.export_json {
         report::write_atomic(p, report::json::render(result, analysis, settings)?.as_bytes())?;
     }
-    if let Some(p) = markdown {
+    if let Some(p) = &to.export_markdown {
         report::write_atomic(p, report::markdown::render(analysis).as_bytes())?;
     }
-    if let Some(p) = csv {
+    if let Some(p) = &to.export_csv {
         report::write_atomic(p, &report::csv::render(result).context("rendering CSV")?)?;
     }
     Ok(())

@@ -136,6 +136,18 @@ pub struct CommonArgs {
     /// No progress output.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub export: ExportArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Do not record this experiment in the store.
+    #[arg(long)]
+    pub no_store: bool,
+}
+
+/// The experiment's export files (bench, lambda, show).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ExportArgs {
     /// Write settings, statistics and every raw sample as JSON (docs/json-schema.md).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
@@ -145,11 +157,6 @@ pub struct CommonArgs {
     /// Write one CSV row per run.
     #[arg(long, value_name = "PATH")]
     pub export_csv: Option<PathBuf>,
-    #[command(flatten)]
-    pub store: StoreArgs,
-    /// Do not record this experiment in the store.
-    #[arg(long)]
-    pub no_store: bool,
 }
 
 /// Where results are stored.
@@ -186,12 +193,8 @@ pub struct ShowArgs {
     /// Also print where and how it ran.
     #[arg(long)]
     pub meta: bool,
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<PathBuf>,
-    #[arg(long, value_name = "PATH")]
-    pub export_markdown: Option<PathBuf>,
-    #[arg(long, value_name = "PATH")]
-    pub export_csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub export: ExportArgs,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -52,14 +52,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     }
     print!("{}", report::terminal::render(&stored.result, &analysis));
     let settings: Settings = serde_json::from_str(&stored.settings_json)?;
-    crate::bench::export(
-        args.export_json.as_deref(),
-        args.export_markdown.as_deref(),
-        args.export_csv.as_deref(),
-        &stored.result,
-        &analysis,
-        &settings,
-    )?;
+    crate::bench::export(&args.export, &stored.result, &analysis, &settings)?;
     Ok(0)
 }
 

@@ -44,15 +44,7 @@ pub struct RunId {
 /// Errors here abort the experiment (bad setup); a target that fails to become
 /// ready is not an error but a Sample with a failed outcome.
 pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
-    if let Some((host, port)) = readiness.socket_addr() {
-        let addr = probe::tcp::resolve(&host, port)?;
-        if probe::tcp::accepts(&addr) {
-            bail!(
-                "port {port} on {host} already accepts connections before the spawn, so a stale server \
-                 would make the run look instant: stop it (see `ss -ltnp 'sport = :{port}'`) or use another port"
-            );
-        }
-    }
+    probe::refuse_if_port_taken(readiness)?;
     let mut probe = Probe::new(readiness)?;
     if matches!(probe, Probe::Listen) && probe::listen::needs_tracer(&target.program) {
         return traced_listen(target, opts, id);

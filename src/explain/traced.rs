@@ -16,11 +16,7 @@ const POLL: Duration = Duration::from_micros(200);
 
 /// Spawn → ready under the tracer; returns ready (ns since t0) and the trace.
 pub fn run(target: &Target, readiness: &Readiness, timeout: Duration) -> Result<(u64, Trace)> {
-    if let Some((host, port)) = readiness.socket_addr() {
-        if probe::tcp::accepts(&probe::tcp::resolve(&host, port)?) {
-            bail!("port {port} on {host} already accepts connections before the spawn: stop whatever listens there");
-        }
-    }
+    probe::refuse_if_port_taken(readiness)?;
     let mut opts = TraceOptions::new(target.argv.clone(), target.program.clone());
     opts.env = target.env.clone();
     opts.cwd = target.cwd.clone();

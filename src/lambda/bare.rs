@@ -20,21 +20,7 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).context("binding 127.0.0.1 for --bare")?;
     listener.set_nonblocking(true).context("non-blocking listener")?;
     let addr = listener.local_addr().context("listener address")?;
-    let function = env::Function {
-        name: opts.function_name.clone(),
-        version: "$LATEST".into(),
-        handler: opts.handler.clone(),
-        memory_mb: cfg.memory_mb,
-        region: opts.region.clone(),
-        account_id: "000000000000".into(),
-        task_root: cfg
-            .runtime
-            .program
-            .parent()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        log_stream: "coldstart/[$LATEST]bare".into(),
-    };
+    let function = cfg.function(opts, "coldstart/[$LATEST]bare");
     let vars = env::runtime_env(&function, &addr.to_string(), &cfg.env);
     let mut prepared = spawn::prepare(&cfg.runtime, OutputMode::MemFile, &[])?;
     prepared.replace_env(&vars);

@@ -106,11 +106,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             bail!("{flag} must be a positive number of seconds");
         }
     }
-    bench::check_export_dirs(&[
-        &args.common.export_json,
-        &args.common.export_markdown,
-        &args.common.export_csv,
-    ])?;
+    args.common.export.check_dirs()?;
     let configs = variants(args)?;
     let event = match &args.event {
         Some(p) => {

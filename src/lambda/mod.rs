@@ -57,6 +57,27 @@ pub struct Config {
 }
 
 /// Settings shared by every run.
+impl Config {
+    /// The function's identity, as the reserved environment variables show it.
+    pub fn function(&self, opts: &Options, log_stream: &str) -> env::Function {
+        env::Function {
+            name: opts.function_name.clone(),
+            version: "$LATEST".into(),
+            handler: opts.handler.clone(),
+            memory_mb: self.memory_mb,
+            region: opts.region.clone(),
+            account_id: "000000000000".into(),
+            task_root: self
+                .runtime
+                .program
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            log_stream: log_stream.into(),
+        }
+    }
+}
+
 pub struct Options {
     pub event: Vec<u8>,
     pub init_timeout: Duration,
@@ -166,21 +187,10 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &str) -> R
                 .unwrap_or_default()
         })
         .collect();
-    let function = env::Function {
-        name: opts.function_name.clone(),
-        version: "$LATEST".into(),
-        handler: opts.handler.clone(),
-        memory_mb: cfg.memory_mb,
-        region: opts.region.clone(),
-        account_id: "000000000000".into(),
-        task_root: cfg
-            .runtime
-            .program
-            .parent()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        log_stream: format!("coldstart/[$LATEST]{}", state::uuid().replace('-', "")),
-    };
+    let function = cfg.function(
+        opts,
+        &format!("coldstart/[$LATEST]{}", state::uuid().replace('-', "")),
+    );
     let bus = Arc::new(telemetry::Bus::default());
     let env = Arc::new(server::Env {
         shared: Arc::new(Shared::default()),

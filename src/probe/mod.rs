@@ -27,6 +27,20 @@ pub enum Probe {
     Listen,
 }
 
+/// A port that already accepts connections before the spawn would make every run
+/// look instant (a stale server answers the probe): refuse it.
+pub fn refuse_if_port_taken(readiness: &Readiness) -> Result<()> {
+    if let Some((host, port)) = readiness.socket_addr() {
+        if tcp::accepts(&tcp::resolve(&host, port)?) {
+            anyhow::bail!(
+                "port {port} on {host} already accepts connections before the spawn, so a stale server \
+                 would make the run look instant: stop it (see `ss -ltnp 'sport = :{port}'`) or use another port"
+            );
+        }
+    }
+    Ok(())
+}
+
 impl Probe {
     pub fn new(readiness: &Readiness) -> Result<Probe> {
         Ok(match readiness {
