@@ -1,0 +1,150 @@
+//! Runtime adapters: each turns on a runtime's own startup instrumentation
+//! through the environment (no change to the program), then parses what the
+//! runtime reported into a [`Section`].
+//!
+//! An adapter runs in the *adapted* runs of `coldstart explain`: untraced runs
+//! with the adapters' switches on, interleaved with the plain and traced runs,
+//! so each adapter's own cost is measured (adapted ÷ untraced ready time).
+//!
+//! Rules every adapter keeps:
+//! * Its output goes to a file in its private directory where the runtime can
+//!   do that. Where the runtime can only write to stdout/stderr (Python's
+//!   importtime, Go's inittrace, the JVM's "Picked up JAVA_TOOL_OPTIONS"
+//!   notice), the adapter *claims* those lines with [`Injection::claims`]: the run
+//!   separates them from the target's output before the log probe, `--mark`
+//!   regexes and the failure tail see it, and hands them to [`Adapter::collect`].
+//! * It merges with the user's own settings (an existing NODE_OPTIONS or
+//!   JAVA_TOOL_OPTIONS is kept, ours appended).
+//! * It says what it could not see in [`Section::notes`].
+
+use super::section::Section;
+use crate::trace::Trace;
+use anyhow::Result;
+use regex::Regex;
+use std::path::Path;
+
+/// What an adapter adds to the target's launch.
+#[derive(Debug, Default)]
+pub struct Injection {
+    /// Variables set for the target (already merged with the target's own).
+    pub env: Vec<(String, String)>,
+    /// Output lines (stdout or stderr) that the switch writes and the adapter reads.
+    pub claims: Vec<Regex>,
+}
+
+/// What an adapted run hands back to its adapter.
+pub struct Collected<'a> {
+    /// The adapter's private directory (created before the run, removed after).
+    pub dir: &'a Path,
+    /// Claimed lines, in order, each with when coldstart read it (ns since time
+    /// zero; an upper bound on when it was written).
+    pub claimed: &'a [(u64, String)],
+    /// Spawn → ready of this run, ns.
+    pub ready_ns: u64,
+    /// The traced run shown in the report, for adapters that read the tracer's
+    /// events (BEAM's .beam opens) rather than switching anything on.
+    pub trace: Option<&'a Trace>,
+}
+
+/// The program that finally ran, as the tracer saw it.
+pub struct FinalExec<'a> {
+    /// The path exec'd (after PATH lookup and symlinks as passed to execve).
+    pub path: &'a str,
+    /// What the kernel ran (for a script: its interpreter).
+    pub exe: &'a str,
+    pub argv0: &'a str,
+}
+
+pub trait Adapter {
+    /// Stable name, used by `--adapter NAME` and as the section's `source`.
+    fn name(&self) -> &'static str;
+    /// Does this adapter apply to the program that finally ran?
+    fn detect(&self, exec: &FinalExec) -> bool;
+    /// The switch: environment for the target, lines to claim. `dir` is private
+    /// to this adapter and run; `target_env` is the target's own additions.
+    fn inject(&self, dir: &Path, target_env: &[(String, String)]) -> Result<Injection>;
+    /// Parse what the runtime reported.
+    fn collect(&self, got: &Collected) -> Result<Section>;
+}
+
+/// Every adapter, most specific first: auto-detection takes the first that
+/// applies (`native` is the fallback for any dynamically linked program).
+pub fn all() -> Vec<Box<dyn Adapter>> {
+    vec![]
+}
+
+/// `--adapter auto|none|NAME[,NAME…]` → the adapters to use for this final exec.
+pub fn select(spec: &str, exec: Option<&FinalExec>) -> Result<Vec<Box<dyn Adapter>>> {
+    let spec = spec.trim();
+    if spec == "none" {
+        return Ok(Vec::new());
+    }
+    let mut all = all();
+    if spec == "auto" {
+        let Some(exec) = exec else { return Ok(Vec::new()) };
+        return Ok(match all.iter().position(|a| a.detect(exec)) {
+            Some(i) => vec![all.swap_remove(i)],
+            None => Vec::new(),
+        });
+    }
+    let mut chosen = Vec::new();
+    for name in spec.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let Some(i) = all.iter().position(|a| a.name() == name) else {
+            let known: Vec<&str> = all.iter().map(|a| a.name()).collect();
+            anyhow::bail!(
+                "unknown adapter {name:?}: use auto, none, or a comma-separated list of {}",
+                known.join(", ")
+            );
+        };
+        chosen.push(all.swap_remove(i));
+    }
+    Ok(chosen)
+}
+
+/// Append `extra` to a space-separated option variable (NODE_OPTIONS,
+/// JAVA_TOOL_OPTIONS), keeping what the target or our own environment set.
+pub fn append_option(target_env: &[(String, String)], key: &str, extra: &str) -> (String, String) {
+    let existing = target_env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(key).ok())
+        .filter(|v| !v.trim().is_empty());
+    let value = match existing {
+        Some(v) => format!("{v} {extra}"),
+        None => extra.to_string(),
+    };
+    (key.to_string(), value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_option_keeps_the_targets_value() {
+        let env = vec![("NODE_OPTIONS".to_string(), "--max-old-space-size=64".to_string())];
+        assert_eq!(
+            append_option(&env, "NODE_OPTIONS", "--require /x.js"),
+            (
+                "NODE_OPTIONS".to_string(),
+                "--max-old-space-size=64 --require /x.js".to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn unknown_adapter_is_refused_with_the_list() {
+        let err = select("cobol", None)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("unknown adapter \"cobol\""), "{err}");
+    }
+
+    #[test]
+    fn none_selects_nothing() {
+        assert!(select("none", None).map(|v| v.is_empty()).unwrap_or(false));
+    }
+}

@@ -1,0 +1,80 @@
+//! What one source inside the target says about its cold start: a runtime
+//! adapter (Python imports, JVM classes, Node requires, Go package inits, the
+//! native loader, BEAM modules), the app's checkpoints, or its OpenTelemetry
+//! spans. Every source produces one [`Section`]; the terminal report, the JSON
+//! export and the Chrome trace render sections without knowing their source.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Section {
+    /// Stable machine name: "python", "jvm", "node", "go", "native", "beam",
+    /// "checkpoints", "otlp".
+    pub source: String,
+    /// Heading for people, e.g. "Python imports (-X importtime)".
+    pub title: String,
+    /// Headline facts, in order: ("imports", "57"), ("total", "12.3 ms").
+    pub facts: Vec<(String, String)>,
+    /// The top offenders, largest first.
+    pub table: Table,
+    /// Intervals on the run's clock, for the timeline and the Chrome trace.
+    /// Parents come before their children; `depth` keeps the nesting.
+    pub spans: Vec<Span>,
+    /// Instants on the run's clock.
+    pub marks: Vec<SectionMark>,
+    /// What this source cannot see or had to estimate, said plainly.
+    pub notes: Vec<String>,
+}
+
+/// A table whose rows are already sorted, largest first. Cells are text so that
+/// each source formats its own units; `key` columns stay machine-readable in JSON.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Table {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Rows left out of `rows` (the source keeps the top N).
+    pub omitted: usize,
+}
+
+/// An interval, ns since the run's time zero (spawn).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Span {
+    pub name: String,
+    pub start_ns: u64,
+    pub dur_ns: u64,
+    /// 0 for a root span; a child is one deeper than its parent.
+    pub depth: usize,
+    /// Free-form attributes worth showing (package, bytes, allocs …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<(String, String)>,
+}
+
+/// An instant, ns since the run's time zero.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SectionMark {
+    pub name: String,
+    pub at_ns: u64,
+}
+
+impl Table {
+    pub fn new(columns: &[&str]) -> Table {
+        Table {
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            rows: Vec::new(),
+            omitted: 0,
+        }
+    }
+
+    /// Keep the first `n` rows, counting the rest as omitted.
+    pub fn truncate(&mut self, n: usize) {
+        if self.rows.len() > n {
+            self.omitted += self.rows.len() - n;
+            self.rows.truncate(n);
+        }
+    }
+}
+
+/// Milliseconds with a precision that suits the size, for table cells.
+pub fn ms_cell(ns: u64) -> String {
+    crate::report::format::ms(ns as f64 / 1e6)
+}
