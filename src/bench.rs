@@ -127,6 +127,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
                 .iter()
                 .map(|m| crate::marks::parse_log_mark(m))
                 .collect::<Result<_>>()?,
+            claims: Vec::new(),
         },
     })
 }

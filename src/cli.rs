@@ -85,6 +85,13 @@ HOW
   --runs untraced and traced runs are interleaved; the traced run nearest the
   traced median is shown, and traced ÷ untraced is the tracer's overhead.
 
+  A third kind of run, *adapted*, is interleaved too: untraced, with the runtime's
+  own startup report switched on through the environment (see --adapter), the
+  app's checkpoints (COLDSTART_FD, --mark) collected, and an OTLP/HTTP receiver on
+  a loopback port exported as OTEL_EXPORTER_OTLP_ENDPOINT. Each source gets its
+  own section under the timeline (top imports, classes by package, package inits,
+  checkpoints, spans), and adapted ÷ untraced is the adapters' overhead.
+
 EXAMPLES
   coldstart explain --ready exit -- python3 -c pass
   coldstart explain --ready http://127.0.0.1:8080/ --export-trace run.json -- ./server
@@ -113,6 +120,15 @@ pub struct ExplainArgs {
     /// Write a Chrome Trace Event file (Perfetto, chrome://tracing): one track per process/thread.
     #[arg(long, value_name = "PATH")]
     pub export_trace: Option<PathBuf>,
+    /// Runtime adapters for the adapted runs: `auto` (from the program that finally
+    /// runs: python, node, jvm, go, beam, else native), `none`, or a list such as
+    /// `python,native`. Each turns on the runtime's own startup report (importtime,
+    /// -Xlog:class+load, a require hook, inittrace, LD_DEBUG) and its cost is measured.
+    #[arg(long, value_name = "auto|none|LIST", default_value = "auto")]
+    pub adapter: String,
+    /// A mark from an output line, NAME=REGEX (repeatable), shown with the app's checkpoints.
+    #[arg(long = "mark", value_name = "NAME=REGEX")]
+    pub marks: Vec<String>,
     /// No progress lines.
     #[arg(short, long)]
     pub quiet: bool,

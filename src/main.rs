@@ -6,6 +6,7 @@ mod cli;
 mod clock;
 mod config;
 mod demo;
+mod elf;
 mod experiment;
 mod explain;
 mod gate;

@@ -5,7 +5,7 @@
 //! they happen; polling probes (tcp, http) are checked every poll interval.
 
 use crate::clock::now_ns;
-use crate::launch::output::{tail_of_file, LineBuffer};
+use crate::launch::output::{tail_of_file, LineBuffer, Stream};
 use crate::launch::spawn::{self, OutputMode};
 use crate::launch::{signals, tree, usage};
 use crate::marks::Marks;
@@ -32,6 +32,9 @@ pub struct RunOptions {
     pub tail_lines: usize,
     /// --mark NAME=REGEX: output lines that become marks.
     pub log_marks: Vec<(String, regex::Regex)>,
+    /// Output lines a runtime adapter's switch writes: kept out of the probe,
+    /// the marks and the tail, and returned in [`Sample::claimed`].
+    pub claims: Vec<regex::Regex>,
 }
 
 /// Where the run is.
@@ -62,14 +65,14 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
             existing.or_else(|| std::env::var("LD_PRELOAD").ok()).as_deref(),
         )?);
     }
-    let mode = if probe.needs_pipes() || marks.needs_output() {
+    let mode = if probe.needs_pipes() || marks.needs_output() || !opts.claims.is_empty() {
         OutputMode::Pipes
     } else {
         OutputMode::MemFile
     };
     let mut prepared = spawn::prepare(target, mode, &env)?;
     let poll_every = probe.poll_interval(opts.poll_interval);
-    let mut lines = LineBuffer::new(opts.tail_lines);
+    let mut lines = LineBuffer::new(opts.tail_lines).with_claims(opts.claims.clone());
 
     let t0 = now_ns();
     let mut child = spawn::spawn(&mut prepared, target)?;
@@ -93,6 +96,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         shutdown_ns: None,
         killed: false,
         marks: Vec::new(),
+        claimed: Vec::new(),
         output_tail: Vec::new(),
     };
     let mut exited: Option<(ExitStatus, libc::rusage)> = None;
@@ -254,6 +258,11 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, now_ns());
     lines.finish(|_| {});
     sample.marks = marks.finish();
+    sample.claimed = lines
+        .take_claimed()
+        .into_iter()
+        .map(|(at, line)| (at.saturating_sub(t0), line))
+        .collect();
 
     if !sample.ok() {
         sample.output_tail = match prepared.output_file.as_mut() {
@@ -317,6 +326,7 @@ fn traced_listen(target: &Target, opts: &RunOptions, id: RunId) -> Result<Sample
         shutdown_ns: None,
         killed: true,
         marks: Vec::new(),
+        claimed: Vec::new(),
         output_tail: Vec::new(),
     })
 }
@@ -424,12 +434,12 @@ fn drain_pipes(
         }
     };
     if let Some(s) = child.stdout.as_mut() {
-        if !drain(s, &mut buf, lines, &mut on_line) {
+        if !drain(s, Stream::Stdout, now, &mut buf, lines, &mut on_line) {
             child.stdout = None;
         }
     }
     if let Some(s) = child.stderr.as_mut() {
-        if !drain(s, &mut buf, lines, &mut on_line) {
+        if !drain(s, Stream::Stderr, now, &mut buf, lines, &mut on_line) {
             child.stderr = None;
         }
     }
@@ -439,6 +449,8 @@ fn drain_pipes(
 /// Read until it would block; false at end-of-file (or a hard error).
 fn drain(
     stream: &mut impl Read,
+    which: Stream,
+    at_ns: u64,
     buf: &mut [u8],
     lines: &mut LineBuffer,
     on_line: &mut impl FnMut(&str),
@@ -446,7 +458,7 @@ fn drain(
     loop {
         match stream.read(buf) {
             Ok(0) => return false,
-            Ok(n) => lines.feed(&buf[..n], &mut *on_line),
+            Ok(n) => lines.feed_stream(which, &buf[..n], at_ns, &mut *on_line),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return false,

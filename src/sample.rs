@@ -139,6 +139,10 @@ pub struct Sample {
     /// Named instants reported during the run, in time order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub marks: Vec<Mark>,
+    /// Output lines claimed by runtime adapters (ns since t0 when read, line);
+    /// explain's adapted runs only, never stored.
+    #[serde(skip)]
+    pub claimed: Vec<(u64, String)>,
     /// Last lines of the target's stdout+stderr, kept for failed runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output_tail: Vec<String>,

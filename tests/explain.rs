@@ -157,3 +157,117 @@ fn bench_explain_adds_one_traced_run_per_variant() {
     );
     assert_eq!(out.matches("waterfall").count(), 2, "{out}");
 }
+
+/// A C program built with `-z now` that reports checkpoints through the C SDK and
+/// prints a line for `--mark`: the adapted runs give the native loader's section
+/// (BIND_NOW seen), the checkpoints in time order, and the adapters' overhead.
+#[test]
+fn adapted_runs_give_native_loader_and_checkpoint_sections() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("app.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include \"coldstart_checkpoint.h\"\n\
+         int main(void){coldstart_checkpoint(\"config-loaded\");\n\
+         printf(\"cache warm\\n\"); fflush(stdout);\n\
+         coldstart_checkpoint(\"db-connected\"); return 0;}\n",
+    )
+    .unwrap();
+    let sdk = root().join("sdk/c");
+    let exe = dir.path().join("app");
+    let ok = std::process::Command::new("gcc")
+        .arg("-Wl,-z,now")
+        .arg("-I")
+        .arg(&sdk)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .arg(sdk.join("coldstart_checkpoint.c"))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "gcc failed");
+    let trace = dir.path().join("t.json");
+    let (doc, out) = explain(&[
+        "--runs",
+        "2",
+        "--ready",
+        "exit",
+        "--mark",
+        "warm=cache warm",
+        "--export-trace",
+        trace.to_str().unwrap(),
+        "--",
+        exe.to_str().unwrap(),
+    ]);
+    assert_eq!(doc["adapters"], serde_json::json!(["native"]), "{doc}");
+    assert!(doc["adapter_overhead"].as_f64().unwrap() > 0.0);
+    let sources = doc["sources"].as_array().unwrap();
+    let source = |name: &str| sources.iter().find(|s| s["source"] == name).cloned();
+    let native = source("native").expect("a native section");
+    let fact = |s: &serde_json::Value, k: &str| {
+        s["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f[0] == k)
+            .map(|f| f[1].as_str().unwrap().to_string())
+    };
+    assert!(fact(&native, "BIND_NOW").unwrap().starts_with("yes"), "{native}");
+    assert!(fact(&native, "program").unwrap().ends_with("/app"), "{native}");
+    let cps = source("checkpoints").expect("a checkpoints section");
+    let names: Vec<&str> = cps["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    // SDK checkpoints carry the app's own timestamps; a log mark is when coldstart
+    // read the line, which may come after later checkpoints.
+    let pos = |n: &str| {
+        names
+            .iter()
+            .position(|x| *x == n)
+            .unwrap_or_else(|| panic!("{n} in {cps}"))
+    };
+    assert!(pos("config-loaded") < pos("db-connected"), "{cps}");
+    assert_eq!(names.len(), 3, "{cps}");
+    let at: Vec<u64> = cps["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["at_ns"].as_u64().unwrap())
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "in time order: {at:?}");
+    assert!(
+        out.contains("Dynamic loader") && out.contains("Checkpoints"),
+        "{out}"
+    );
+    // The Chrome trace carries each source on its own track.
+    let doc = json_file(&trace);
+    let evs = doc["traceEvents"].as_array().unwrap();
+    assert!(
+        evs.iter()
+            .any(|e| e["cat"] == "source" && e["name"] == "db-connected"),
+        "checkpoint in the Chrome trace"
+    );
+}
+
+#[test]
+fn unknown_adapter_is_refused_before_any_run() {
+    let o = run(&[
+        "explain",
+        "--adapter",
+        "cobol",
+        "--ready",
+        "exit",
+        "--",
+        "/bin/true",
+    ]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("unknown adapter \"cobol\"") && err.contains("native"),
+        "{err}"
+    );
+}

@@ -3,10 +3,10 @@
 //! the syscall tracer, and reports phases, blame, files, network and processes,
 //! plus the tracer's own overhead (traced ÷ untraced ready time).
 
-// Until the adapted runs are wired in, only tests use these.
+pub mod adapted;
+// TODO(merge): drop once the runtime adapters use every field.
 #[allow(dead_code)]
 pub mod adapter;
-#[allow(dead_code)]
 pub mod section;
 pub mod traced;
 
@@ -17,8 +17,10 @@ use crate::run::{run_once, RunId, RunOptions};
 use crate::stats::{self, Summary};
 use crate::target::{parse_env, Readiness, Target};
 use crate::trace::timeline::{self, Phase, Timeline};
-use crate::trace::{chrome, Trace};
+use crate::trace::{chrome, Event, Trace};
+use adapter::{Adapter, FinalExec};
 use anyhow::{bail, Result};
+use section::Section;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -34,6 +36,15 @@ pub struct Explanation {
     /// The traced run shown: its ready time (ms since spawn).
     pub ready_ms: f64,
     pub timeline: Timeline,
+    /// Adapted runs (adapters' switches on, untraced): their ready times, and
+    /// median adapted ÷ median untraced, the adapters' own cost.
+    pub adapted_ms: Option<Summary>,
+    pub adapter_overhead: Option<f64>,
+    /// The adapters used (auto-detected or chosen with --adapter).
+    pub adapters: Vec<String>,
+    /// One section per source inside the runtime, from the adapted run nearest
+    /// the adapted median; times count from that run's spawn.
+    pub sources: Vec<Section>,
     pub warnings: Vec<String>,
     /// The raw events of the run shown (for the Chrome trace; not in the JSON).
     #[serde(skip)]
@@ -67,6 +78,10 @@ pub fn explanation(
         traced_ms,
         overhead,
         ready_ms,
+        adapted_ms: None,
+        adapter_overhead: None,
+        adapters: Vec::new(),
+        sources: Vec::new(),
         warnings: trace.warnings.clone(),
         timeline,
         trace,
@@ -106,7 +121,16 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         grace: Duration::from_secs(2),
         tail_lines: 10,
         log_marks: Vec::new(),
+        claims: Vec::new(),
     };
+    let mut opts = opts;
+    opts.log_marks = args
+        .marks
+        .iter()
+        .map(|m| crate::marks::parse_log_mark(m))
+        .collect::<Result<_>>()?;
+    // An unknown adapter name is refused now, not after the first runs.
+    adapter::select(&args.adapter, None)?;
     let runs = args.runs.max(1);
     let id = |round, warmup| RunId {
         variant: 0,
@@ -114,15 +138,19 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         warmup,
     };
     if !args.quiet {
-        eprintln!("coldstart explain: {runs} untraced and {runs} traced runs, interleaved…");
+        eprintln!("coldstart explain: {runs} untraced, {runs} traced and {runs} adapted runs, interleaved…");
     }
-    // One untraced warmup puts the program's files in the page cache for both kinds.
+    // One untraced warmup puts the program's files in the page cache for every kind.
     let warm = run_once(&target, &readiness, &opts, id(0, true))?;
     if !warm.ok() {
         bail!("{}", report::progress::describe_failure("warmup", &warm));
     }
     let mut untraced = Vec::new();
     let mut traced_runs: Vec<(f64, Trace)> = Vec::new();
+    let mut adapted_runs: Vec<(f64, adapted::AdaptedRun)> = Vec::new();
+    // Chosen from the first traced run's final exec (what really runs after
+    // shims and wrappers), then kept for every adapted run.
+    let mut adapters: Option<Vec<Box<dyn Adapter>>> = None;
     for round in 0..runs {
         let s = run_once(&target, &readiness, &opts, id(round, false))?;
         if signals::interrupted() {
@@ -136,7 +164,34 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         if signals::interrupted() {
             return Ok(130);
         }
+        if adapters.is_none() {
+            let chosen = choose_adapters(&args.adapter, &trace)?;
+            if !args.quiet {
+                let names: Vec<&str> = chosen.iter().map(|a| a.name()).collect();
+                eprintln!(
+                    "coldstart explain: adapters: {}",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                );
+            }
+            adapters = Some(chosen);
+        }
         traced_runs.push((ready_ns as f64 / 1e6, trace));
+        let chosen = adapters.as_deref().unwrap_or_default();
+        let a = adapted::run(&target, &readiness, &opts, chosen, id(round, false))?;
+        if signals::interrupted() {
+            return Ok(130);
+        }
+        if !a.sample.ok() {
+            bail!(
+                "{}\n(this run had the adapters' switches on: try --adapter none)",
+                report::progress::describe_failure("adapted", &a.sample)
+            );
+        }
+        adapted_runs.push((a.sample.ready_ns.unwrap_or(0) as f64 / 1e6, a));
         if !args.quiet {
             eprintln!("coldstart explain: {}/{runs}", round + 1);
         }
@@ -146,22 +201,54 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         v.sort_by(f64::total_cmp);
         stats::summarize(&v)
     };
-    let traced_ms: Vec<f64> = traced_runs.iter().map(|(ms, _)| *ms).collect();
-    let (untraced_s, traced_s) = (summary(&untraced), summary(&traced_ms));
-    let overhead = match (&untraced_s, &traced_s) {
-        (Some(u), Some(t)) if u.p50 > 0.0 => Some(t.p50 / u.p50),
+    let ratio = |a: &Option<Summary>, b: &Option<Summary>| match (a, b) {
+        (Some(a), Some(b)) if b.p50 > 0.0 => Some(a.p50 / b.p50),
         _ => None,
     };
-    let explanation = explanation(&target, &readiness, untraced_s, traced_s, overhead, traced_runs)?;
+    let traced_ms: Vec<f64> = traced_runs.iter().map(|(ms, _)| *ms).collect();
+    let adapted_ms: Vec<f64> = adapted_runs.iter().map(|(ms, _)| *ms).collect();
+    let (untraced_s, traced_s, adapted_s) = (summary(&untraced), summary(&traced_ms), summary(&adapted_ms));
+    let overhead = ratio(&traced_s, &untraced_s);
+    let mut explanation = explanation(
+        &target,
+        &readiness,
+        untraced_s.clone(),
+        traced_s,
+        overhead,
+        traced_runs,
+    )?;
+    let adapters = adapters.unwrap_or_default();
+    explanation.adapter_overhead = ratio(&adapted_s, &untraced_s);
+    explanation.adapters = adapters.iter().map(|a| a.name().to_string()).collect();
+    if let Some(median) = adapted_s.as_ref().map(|s| s.p50) {
+        if let Some((_, run)) = adapted_runs
+            .iter()
+            .min_by(|a, b| (a.0 - median).abs().total_cmp(&(b.0 - median).abs()))
+        {
+            explanation.sources = run.sections(&adapters, Some(&explanation.trace));
+        }
+    }
+    explanation.adapted_ms = adapted_s;
     print!("{}", report::explain::render(&explanation));
     if let Some(p) = &args.export_json {
         report::write_atomic(p, (serde_json::to_string_pretty(&explanation)? + "\n").as_bytes())?;
     }
     if let Some(p) = &args.export_trace {
-        let doc = chrome::to_chrome_trace(&explanation.trace, &explanation.timeline);
+        let doc = chrome::to_chrome_trace(&explanation.trace, &explanation.timeline, &explanation.sources);
         report::write_atomic(p, serde_json::to_string(&doc)?.as_bytes())?;
     }
     Ok(0)
+}
+
+/// The adapters for `spec`, detected from the root process's last successful
+/// exec in `trace` (the program that finally ran).
+fn choose_adapters(spec: &str, trace: &Trace) -> Result<Vec<Box<dyn Adapter>>> {
+    let last = trace.events.iter().rev().find_map(|e| match &e.event {
+        Event::Exec { path, exe, argv0 } if e.pid == trace.root_pid => Some((path, exe, argv0)),
+        _ => None,
+    });
+    let exec = last.map(|(path, exe, argv0)| FinalExec { path, exe, argv0 });
+    adapter::select(spec, exec.as_ref())
 }
 
 /// The tracer's timeline ends init at the first listen (or the end of the

@@ -101,6 +101,7 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
         shutdown_ns: None,
         killed: true,
         marks: Vec::new(),
+        claimed: Vec::new(),
         output_tail,
     })
 }

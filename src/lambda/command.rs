@@ -177,6 +177,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             grace: Duration::from_millis(super::SHUTDOWN_MS),
             tail_lines: args.common.output_lines,
             log_marks: Vec::new(),
+            claims: Vec::new(),
         },
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -128,6 +128,7 @@ pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id
         shutdown_ns: first.shutdown_ns,
         killed: first.killed,
         marks: Vec::new(),
+        claimed: Vec::new(),
         output_tail: Vec::new(),
     };
     match &first.init {

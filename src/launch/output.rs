@@ -1,55 +1,98 @@
 //! The target's output: complete lines as they arrive, and the last few kept
 //! for error messages.
 
+use regex::Regex;
 use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};
 
 pub struct LineBuffer {
-    partial: Vec<u8>,
+    /// One partial line per stream (stdout, stderr): a chunk of one must never
+    /// complete a line of the other.
+    partial: [Vec<u8>; 2],
     tail: VecDeque<String>,
     keep: usize,
+    /// Lines a runtime adapter's switch writes into the target's output: they
+    /// are set aside here, never reaching `on_line` (probe, marks) or the tail.
+    claims: Vec<Regex>,
+    claimed: Vec<(u64, String)>,
+}
+
+/// Which of the target's output streams bytes came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout = 0,
+    Stderr = 1,
 }
 
 impl LineBuffer {
     pub fn new(keep: usize) -> Self {
         LineBuffer {
-            partial: Vec::new(),
+            partial: [Vec::new(), Vec::new()],
             tail: VecDeque::new(),
             keep,
+            claims: Vec::new(),
+            claimed: Vec::new(),
         }
     }
 
-    /// Feed raw bytes; calls `on_line` for each completed line.
-    pub fn feed(&mut self, bytes: &[u8], mut on_line: impl FnMut(&str)) {
+    /// Set aside lines matching any of `claims` (see [`LineBuffer::take_claimed`]).
+    pub fn with_claims(mut self, claims: Vec<Regex>) -> Self {
+        self.claims = claims;
+        self
+    }
+
+    /// Feed raw bytes of one stream; calls `on_line` for each completed line.
+    pub fn feed(&mut self, bytes: &[u8], on_line: impl FnMut(&str)) {
+        self.feed_stream(Stream::Stdout, bytes, 0, on_line)
+    }
+
+    /// Feed raw bytes read at `at_ns` from `stream`; calls `on_line` for each
+    /// completed line that is not claimed.
+    pub fn feed_stream(&mut self, stream: Stream, bytes: &[u8], at_ns: u64, mut on_line: impl FnMut(&str)) {
+        let i = stream as usize;
         let mut rest = bytes;
         while let Some(pos) = rest.iter().position(|b| *b == b'\n') {
-            self.partial.extend_from_slice(&rest[..pos]);
-            let line = String::from_utf8_lossy(&self.partial)
+            self.partial[i].extend_from_slice(&rest[..pos]);
+            let line = String::from_utf8_lossy(&self.partial[i])
                 .trim_end_matches('\r')
                 .to_string();
-            self.partial.clear();
-            on_line(&line);
-            self.push_tail(line);
+            self.partial[i].clear();
+            self.complete(line, at_ns, &mut on_line);
             rest = &rest[pos + 1..];
         }
-        self.partial.extend_from_slice(rest);
+        self.partial[i].extend_from_slice(rest);
         // A runaway line without newline must not grow without bound.
-        if self.partial.len() > 1 << 20 {
-            let line = String::from_utf8_lossy(&self.partial).to_string();
-            self.partial.clear();
-            on_line(&line);
-            self.push_tail(line);
+        if self.partial[i].len() > 1 << 20 {
+            let line = String::from_utf8_lossy(&self.partial[i]).to_string();
+            self.partial[i].clear();
+            self.complete(line, at_ns, &mut on_line);
         }
     }
 
-    /// Flush a final unterminated line.
-    pub fn finish(&mut self, on_line: impl FnOnce(&str)) {
-        if !self.partial.is_empty() {
-            let line = String::from_utf8_lossy(&self.partial).to_string();
-            self.partial.clear();
-            on_line(&line);
-            self.push_tail(line);
+    /// Flush final unterminated lines.
+    pub fn finish(&mut self, mut on_line: impl FnMut(&str)) {
+        for i in 0..self.partial.len() {
+            if !self.partial[i].is_empty() {
+                let line = String::from_utf8_lossy(&self.partial[i]).to_string();
+                self.partial[i].clear();
+                let at = self.claimed.last().map_or(0, |c| c.0);
+                self.complete(line, at, &mut on_line);
+            }
         }
+    }
+
+    /// The claimed lines so far, each with when it was read.
+    pub fn take_claimed(&mut self) -> Vec<(u64, String)> {
+        std::mem::take(&mut self.claimed)
+    }
+
+    fn complete(&mut self, line: String, at_ns: u64, on_line: &mut impl FnMut(&str)) {
+        if self.claims.iter().any(|c| c.is_match(&line)) {
+            self.claimed.push((at_ns, line));
+            return;
+        }
+        on_line(&line);
+        self.push_tail(line);
     }
 
     fn push_tail(&mut self, line: String) {
@@ -95,5 +138,28 @@ mod tests {
         b.finish(|l| seen.push(l.to_string()));
         assert_eq!(seen, ["one", "two", "three", "four"]);
         assert_eq!(b.tail(), ["three", "four"]);
+    }
+
+    #[test]
+    fn streams_keep_their_own_partial_lines() {
+        let mut b = LineBuffer::new(4);
+        let mut seen = Vec::new();
+        b.feed_stream(Stream::Stdout, b"hal", 1, |l| seen.push(l.to_string()));
+        b.feed_stream(Stream::Stderr, b"err\n", 2, |l| seen.push(l.to_string()));
+        b.feed_stream(Stream::Stdout, b"f\n", 3, |l| seen.push(l.to_string()));
+        assert_eq!(seen, ["err", "half"]);
+    }
+
+    #[test]
+    fn claimed_lines_reach_neither_the_callback_nor_the_tail() {
+        let claims = vec![Regex::new("^import time:").expect("regex")];
+        let mut b = LineBuffer::new(4).with_claims(claims);
+        let mut seen = Vec::new();
+        b.feed_stream(Stream::Stderr, b"import time: 1 | 2 | json\nready\n", 7, |l| {
+            seen.push(l.to_string())
+        });
+        assert_eq!(seen, ["ready"]);
+        assert_eq!(b.tail(), ["ready"]);
+        assert_eq!(b.take_claimed(), [(7, "import time: 1 | 2 | json".to_string())]);
     }
 }

@@ -71,36 +71,9 @@ fn is_go_binary(path: &Path) -> bool {
     head[..n].windows(8).any(|w| w == b"\x04\x00\x00\x00Go\x00\x00")
 }
 
-/// An ELF executable without a PT_INTERP header is statically linked (the
-/// dynamic loader, and so LD_PRELOAD, never runs). Scripts and unreadable files
-/// count as dynamic: their interpreter decides.
+/// Statically linked: the dynamic loader, and so LD_PRELOAD, never runs.
 pub fn is_static_elf(path: &Path) -> bool {
-    let mut head = [0u8; 64];
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return false;
-    };
-    if f.read_exact(&mut head).is_err() || &head[..4] != b"\x7fELF" || head[4] != 2 {
-        return false; // not a 64-bit ELF
-    }
-    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
-    let u64_at = |b: &[u8], o: usize| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(&b[o..o + 8]);
-        u64::from_le_bytes(x) as usize
-    };
-    let (phoff, phentsize, phnum) = (u64_at(&head, 32), u16_at(&head, 54), u16_at(&head, 56));
-    let mut bytes = vec![0u8; phnum * phentsize];
-    use std::io::{Seek, SeekFrom};
-    if f.seek(SeekFrom::Start(phoff as u64)).is_err() || f.read_exact(&mut bytes).is_err() {
-        return false;
-    }
-    (0..phnum).all(|i| {
-        let o = i * phentsize;
-        // p_type PT_INTERP = 3
-        bytes
-            .get(o..o + 4)
-            .is_none_or(|t| u32::from_le_bytes([t[0], t[1], t[2], t[3]]) != 3)
-    })
+    crate::elf::is_static(path)
 }
 
 #[cfg(test)]

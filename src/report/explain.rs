@@ -2,6 +2,7 @@
 //! first, like systemd-analyze blame), exec chain, files, network, processes.
 
 use super::format::ms;
+use crate::explain::section::Section;
 use crate::explain::Explanation;
 use crate::trace::timeline::OpenGroup;
 
@@ -28,6 +29,18 @@ pub fn render(e: &Explanation) -> String {
             ms(t.p50)
         )),
         _ => out.push_str("overhead: not enough runs\n"),
+    }
+    if let (Some(a), Some(o)) = (&e.adapted_ms, e.adapter_overhead) {
+        let names = if e.adapters.is_empty() {
+            "no runtime adapter; checkpoints and OTLP only".to_string()
+        } else {
+            e.adapters.join(", ")
+        };
+        out.push_str(&format!(
+            "adapted p50 {} (n={}, {names}) · adapters' overhead ×{o:.3}\n",
+            ms(a.p50),
+            a.n
+        ));
     }
     for w in &e.warnings {
         out.push_str(&format!("warning: {w}\n"));
@@ -166,6 +179,38 @@ pub fn render(e: &Explanation) -> String {
         "\nprocesses {}, threads started {}, execs {}, opens {} ({} failed), libraries mapped {}, connects {}\n",
         c.processes, c.threads, c.execs, c.opens, c.opens_failed, c.libraries_mapped, c.connects
     ));
+    for sec in &e.sources {
+        out.push_str(&section(sec));
+    }
+    out
+}
+
+/// One source inside the runtime: its headline facts, its top offenders, its notes.
+pub fn section(sec: &Section) -> String {
+    let mut out = format!("\n{} — from the adapted run nearest its median\n", sec.title);
+    let key_w = sec.facts.iter().map(|f| f.0.chars().count()).max().unwrap_or(0);
+    for (k, v) in &sec.facts {
+        out.push_str(&format!("  {k:key_w$}  {v}\n"));
+    }
+    let t = &sec.table;
+    if !t.rows.is_empty() {
+        let mut table = comfy_table::Table::new();
+        table
+            .load_preset(comfy_table::presets::NOTHING)
+            .set_header(t.columns.clone());
+        for r in &t.rows {
+            table.add_row(r.clone());
+        }
+        for line in table.to_string().lines() {
+            out.push_str(&format!(" {}\n", line.trim_end()));
+        }
+        if t.omitted > 0 {
+            out.push_str(&format!("   … {} more\n", t.omitted));
+        }
+    }
+    for n in &sec.notes {
+        out.push_str(&format!("  note: {n}\n"));
+    }
     out
 }
 

@@ -14,6 +14,7 @@
 
 use super::timeline::Timeline;
 use super::{Event, Trace};
+use crate::explain::section::Section;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -45,7 +46,7 @@ fn basename(p: &str) -> &str {
 }
 
 /// Build the trace document.
-pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline) -> Value {
+pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section]) -> Value {
     let t0 = trace.t0_ns;
     let us = |ns: u64| ns.saturating_sub(t0) as f64 / 1000.0;
     let end = timeline.end_ns.max(trace.end_ns);
@@ -309,6 +310,46 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline) -> Value {
         ));
     }
 
+    // Sources inside the runtime (imports, classes, inits, checkpoints, spans):
+    // one track each. Their times count from their own run's spawn, which is
+    // placed at this trace's time zero.
+    for (i, sec) in sections.iter().enumerate() {
+        let pid = PHASES_PID + 1 + i as i64;
+        meta.push(metadata(
+            "process_name",
+            pid,
+            pid,
+            format!("coldstart {}", sec.title),
+        ));
+        meta.push(metadata("thread_name", pid, pid, sec.source.clone()));
+        let track = tracks.entry((pid, pid)).or_default();
+        for sp in &sec.spans {
+            let args: serde_json::Map<String, Value> =
+                std::iter::once(("depth".to_string(), json!(sp.depth)))
+                    .chain(sp.args.iter().map(|(k, v)| (k.clone(), json!(v))))
+                    .collect();
+            track.push(complete(
+                sp.name.clone(),
+                "source",
+                t0 + sp.start_ns,
+                t0 + sp.start_ns + sp.dur_ns,
+                pid,
+                pid,
+                Value::Object(args),
+            ));
+        }
+        for m in &sec.marks {
+            track.push(instant(
+                m.name.clone(),
+                "source",
+                t0 + m.at_ns,
+                pid,
+                pid,
+                Value::Null,
+            ));
+        }
+    }
+
     let mut out = meta;
     for (_, mut evs) in tracks {
         // Stable sort; at equal ts a longer X event first so nesting is explicit.
@@ -460,7 +501,7 @@ mod tests {
     fn has_required_fields_and_monotonic_ts_per_track() {
         let trace = sample();
         let tl = timeline::build(&trace);
-        let doc = to_chrome_trace(&trace, &tl);
+        let doc = to_chrome_trace(&trace, &tl, &[]);
         let events = doc["traceEvents"].as_array().unwrap();
         assert!(!events.is_empty());
         let mut last: BTreeMap<(i64, i64), f64> = BTreeMap::new();

@@ -39,7 +39,7 @@
 //! opts.cwd = target.cwd.clone();
 //! let trace = trace::trace(&opts)?;                  // Outcome::Reached once the tree exited
 //! let timeline = trace::timeline::build(&trace);
-//! let json = trace::chrome::to_chrome_trace(&trace, &timeline);
+//! let json = trace::chrome::to_chrome_trace(&trace, &timeline, &[]);
 //!
 //! // explain --ready http://127.0.0.1:8080/ -- ./server
 //! opts.stop_when = StopWhen::FirstResponse;

@@ -17,6 +17,8 @@
 //!   JAVA_TOOL_OPTIONS is kept, ours appended).
 //! * It says what it could not see in [`Section::notes`].
 
+pub mod native;
+
 use super::section::Section;
 use crate::trace::Trace;
 use anyhow::Result;
@@ -41,6 +43,8 @@ pub struct Collected<'a> {
     pub claimed: &'a [(u64, String)],
     /// Spawn → ready of this run, ns.
     pub ready_ns: u64,
+    /// CLOCK_MONOTONIC ns at this run's spawn (its time zero).
+    pub t0_mono_ns: u64,
     /// The traced run shown in the report, for adapters that read the tracer's
     /// events (BEAM's .beam opens) rather than switching anything on.
     pub trace: Option<&'a Trace>,
@@ -70,7 +74,7 @@ pub trait Adapter {
 /// Every adapter, most specific first: auto-detection takes the first that
 /// applies (`native` is the fallback for any dynamically linked program).
 pub fn all() -> Vec<Box<dyn Adapter>> {
-    vec![]
+    vec![Box::new(native::Native)]
 }
 
 /// `--adapter auto|none|NAME[,NAME…]` → the adapters to use for this final exec.

@@ -1,0 +1,131 @@
+//! One *adapted* run: untraced, with the runtime adapters' switches on, the
+//! OTLP receiver listening and checkpoints collected. The sources inside the
+//! runtime speak here; the tracer's view comes from the traced runs.
+
+use super::adapter::{Adapter, Collected};
+use super::section::{ms_cell, Section, SectionMark, Table};
+use crate::run::{run_once, RunId, RunOptions};
+use crate::sample::{MarkSource, Sample};
+use crate::target::{Readiness, Target};
+use crate::trace::Trace;
+use anyhow::{Context, Result};
+use tempfile::TempDir;
+
+/// A finished adapted run, its adapters' files still on disk until collected.
+pub struct AdaptedRun {
+    pub sample: Sample,
+    dirs: Vec<TempDir>,
+    otlp: Option<Section>,
+}
+
+/// Run once with every adapter's switch on.
+pub fn run(
+    target: &Target,
+    readiness: &Readiness,
+    opts: &RunOptions,
+    adapters: &[Box<dyn Adapter>],
+    id: RunId,
+) -> Result<AdaptedRun> {
+    let mut adapted = target.clone();
+    let mut claims = opts.claims.clone();
+    let mut dirs = Vec::new();
+    for a in adapters {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("coldstart-{}-", a.name()))
+            .tempdir()
+            .context("creating an adapter's directory")?;
+        let inj = a
+            .inject(dir.path(), &adapted.env)
+            .with_context(|| format!("preparing the {} adapter", a.name()))?;
+        adapted.env.extend(inj.env);
+        claims.extend(inj.claims);
+        dirs.push(dir);
+    }
+    let mut opts = opts.clone();
+    opts.claims = claims;
+    let sample = run_once(&adapted, readiness, &opts, id)?;
+    Ok(AdaptedRun {
+        sample,
+        dirs,
+        otlp: None,
+    })
+}
+
+impl AdaptedRun {
+    /// Every source's section: adapters (in order), checkpoints, OpenTelemetry.
+    pub fn sections(&self, adapters: &[Box<dyn Adapter>], trace: Option<&Trace>) -> Vec<Section> {
+        let mut out = Vec::new();
+        for (a, dir) in adapters.iter().zip(&self.dirs) {
+            let got = Collected {
+                dir: dir.path(),
+                claimed: &self.sample.claimed,
+                ready_ns: self.sample.ready_ns.unwrap_or(0),
+                t0_mono_ns: self.sample.t0_mono_ns,
+                trace,
+            };
+            out.push(a.collect(&got).unwrap_or_else(|e| Section {
+                source: a.name().to_string(),
+                title: format!("{} adapter", a.name()),
+                notes: vec![format!("could not read what the runtime reported: {e:#}")],
+                ..Section::default()
+            }));
+        }
+        if let Some(s) = checkpoints(&self.sample) {
+            out.push(s);
+        }
+        if let Some(s) = &self.otlp {
+            if !s.spans.is_empty() {
+                out.push(s.clone());
+            }
+        }
+        out
+    }
+}
+
+/// The app's own checkpoints (SDK lines on COLDSTART_FD) and `--mark` log marks,
+/// with the delta from the previous one: the table the seeds built by hand.
+fn checkpoints(sample: &Sample) -> Option<Section> {
+    if sample.marks.is_empty() {
+        return None;
+    }
+    let mut marks = sample.marks.clone();
+    marks.sort_by_key(|m| m.t_ns);
+    let mut table = Table::new(&["checkpoint", "source", "at", "delta"]);
+    let mut rows: Vec<(u64, Vec<String>)> = Vec::new();
+    let mut prev = 0;
+    for m in &marks {
+        let delta = m.t_ns.saturating_sub(prev);
+        prev = m.t_ns;
+        let source = match m.source {
+            MarkSource::Checkpoint => "sdk",
+            MarkSource::Log => "log",
+        };
+        rows.push((
+            delta,
+            vec![m.name.clone(), source.into(), ms_cell(m.t_ns), ms_cell(delta)],
+        ));
+    }
+    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+    table.rows = rows.into_iter().map(|(_, r)| r).collect();
+    let last = marks.last().map_or(0, |m| m.t_ns);
+    Some(Section {
+        source: "checkpoints".into(),
+        title: "Checkpoints (the app's own marks)".into(),
+        facts: vec![
+            ("checkpoints".into(), marks.len().to_string()),
+            ("last at".into(), ms_cell(last)),
+        ],
+        table,
+        spans: Vec::new(),
+        marks: marks
+            .iter()
+            .map(|m| SectionMark {
+                name: m.name.clone(),
+                at_ns: m.t_ns,
+            })
+            .collect(),
+        notes: vec![
+            "delta = time since the previous checkpoint (the first: since spawn); largest first".into(),
+        ],
+    })
+}
