@@ -179,6 +179,11 @@ pub fn render(e: &Explanation) -> String {
         "\nprocesses {}, threads started {}, execs {}, opens {} ({} failed), libraries mapped {}, connects {}\n",
         c.processes, c.threads, c.execs, c.opens, c.opens_failed, c.libraries_mapped, c.connects
     ));
+    if !e.sources.is_empty() {
+        out.push_str(
+            "\n── inside the runtime: the adapted run nearest its median (times from its spawn) ──\n",
+        );
+    }
     for sec in &e.sources {
         out.push_str(&section(sec));
     }
@@ -187,7 +192,7 @@ pub fn render(e: &Explanation) -> String {
 
 /// One source inside the runtime: its headline facts, its top offenders, its notes.
 pub fn section(sec: &Section) -> String {
-    let mut out = format!("\n{} — from the adapted run nearest its median\n", sec.title);
+    let mut out = format!("\n{}\n", sec.title);
     let key_w = sec.facts.iter().map(|f| f.0.chars().count()).max().unwrap_or(0);
     for (k, v) in &sec.facts {
         out.push_str(&format!("  {k:key_w$}  {v}\n"));

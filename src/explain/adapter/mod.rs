@@ -17,6 +17,7 @@
 //!   JAVA_TOOL_OPTIONS is kept, ours appended).
 //! * It says what it could not see in [`Section::notes`].
 
+pub mod beam;
 pub mod native;
 
 use super::section::Section;
@@ -74,7 +75,7 @@ pub trait Adapter {
 /// Every adapter, most specific first: auto-detection takes the first that
 /// applies (`native` is the fallback for any dynamically linked program).
 pub fn all() -> Vec<Box<dyn Adapter>> {
-    vec![Box::new(native::Native)]
+    vec![Box::new(beam::Beam), Box::new(native::Native)]
 }
 
 /// `--adapter auto|none|NAME[,NAME…]` → the adapters to use for this final exec.

@@ -1,0 +1,201 @@
+//! BEAM (Erlang, Elixir): the modules a node loads at boot, by application.
+//! Nothing is switched on: the tracer already sees every `.beam` the code
+//! server opens, so this adapter reads the traced run shown in the report, and
+//! its cost is the tracer's.
+
+use super::{Adapter, Collected, FinalExec, Injection};
+use crate::explain::section::{ms_cell, Section, Span, Table};
+use crate::trace::{timeline::package_key, Event, Trace};
+use anyhow::Result;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub struct Beam;
+
+impl Adapter for Beam {
+    fn name(&self) -> &'static str {
+        "beam"
+    }
+
+    /// The emulator itself (`erl`, `elixir`, `iex` and releases all exec it).
+    fn detect(&self, exec: &FinalExec) -> bool {
+        [exec.path, exec.exe].iter().any(|p| {
+            let name = Path::new(p).file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name == "beam.smp" || name == "beam"
+        })
+    }
+
+    fn inject(&self, _dir: &Path, _target_env: &[(String, String)]) -> Result<Injection> {
+        Ok(Injection::default())
+    }
+
+    fn collect(&self, got: &Collected) -> Result<Section> {
+        Ok(match got.trace {
+            Some(trace) => section(trace),
+            None => Section {
+                source: "beam".into(),
+                title: "BEAM modules loaded (from the tracer)".into(),
+                notes: vec!["no traced run to read .beam opens from".into()],
+                ..Section::default()
+            },
+        })
+    }
+}
+
+#[derive(Default)]
+struct App {
+    modules: usize,
+    first_ns: u64,
+    last_ns: u64,
+}
+
+/// Successful `.beam` opens by application (the `<app>-<vsn>` above `ebin/`).
+fn section(trace: &Trace) -> Section {
+    let mut apps: BTreeMap<String, App> = BTreeMap::new();
+    let mut failed = 0usize;
+    for e in &trace.events {
+        let Event::Open { path, ok, .. } = &e.event else {
+            continue;
+        };
+        if !path.ends_with(".beam") {
+            continue;
+        }
+        if !ok {
+            // The code server probing each directory of the code path in turn.
+            failed += 1;
+            continue;
+        }
+        let at = e.ts_ns.saturating_sub(trace.t0_ns);
+        let key = package_key(path);
+        let app = key
+            .rsplit_once('-')
+            .map_or(key.as_str(), |(name, _vsn)| name)
+            .to_string();
+        let a = apps.entry(app).or_insert(App {
+            first_ns: at,
+            ..App::default()
+        });
+        a.modules += 1;
+        a.first_ns = a.first_ns.min(at);
+        a.last_ns = a.last_ns.max(at);
+    }
+    let total: usize = apps.values().map(|a| a.modules).sum();
+    let mut ordered: Vec<(&String, &App)> = apps.iter().collect();
+    ordered.sort_by_key(|(name, a)| (std::cmp::Reverse(a.modules), name.to_string()));
+    let mut table = Table::new(&["application", "modules", "first load", "last load"]);
+    table.rows = ordered
+        .iter()
+        .map(|(name, a)| {
+            vec![
+                name.to_string(),
+                a.modules.to_string(),
+                ms_cell(a.first_ns),
+                ms_cell(a.last_ns),
+            ]
+        })
+        .collect();
+    table.truncate(15);
+    let mut spans: Vec<Span> = ordered
+        .iter()
+        .map(|(name, a)| Span {
+            name: format!("{name} ({} modules)", a.modules),
+            start_ns: a.first_ns,
+            dur_ns: a.last_ns - a.first_ns,
+            depth: 0,
+            args: vec![("modules".into(), a.modules.to_string())],
+        })
+        .collect();
+    spans.sort_by_key(|s| s.start_ns);
+    let mut notes = vec![
+        "modules preloaded into the emulator (erlang, init, prim_file, …) open no file and are not counted"
+            .into(),
+    ];
+    if total == 0 {
+        notes
+            .push("no .beam file was opened: a release may load modules from an archive or boot file".into());
+    }
+    Section {
+        source: "beam".into(),
+        title: "BEAM modules loaded (from the tracer's .beam opens)".into(),
+        facts: vec![
+            ("modules loaded".into(), total.to_string()),
+            ("applications".into(), apps.len().to_string()),
+            ("failed lookups".into(), format!("{failed} (code path probing)")),
+        ],
+        table,
+        spans,
+        marks: Vec::new(),
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{self, TraceOptions};
+    use std::path::PathBuf;
+
+    /// A real Erlang node booting and halting: its kernel and stdlib modules are
+    /// counted by application, matching the .beam files strace sees opened.
+    #[test]
+    fn counts_a_real_erlang_boot_by_application() {
+        let Ok(erl) = which("erl") else {
+            if std::env::var_os("COLDSTART_REQUIRE_ERLANG").is_some() {
+                panic!("erl not found and COLDSTART_REQUIRE_ERLANG is set");
+            }
+            eprintln!("skipped: erl not found (CI installs erlang-base)");
+            return;
+        };
+        let argv: Vec<String> = ["erl", "-noshell", "-eval", "lists:sum([1]), halt()."]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let opts = TraceOptions::new(argv, erl);
+        let t = trace::trace(&opts).expect("trace erl");
+        let beam = t.events.iter().rev().find_map(|e| match &e.event {
+            Event::Exec { path, exe, argv0 } if e.pid == t.root_pid => {
+                Some((path.clone(), exe.clone(), argv0.clone()))
+            }
+            _ => None,
+        });
+        let (path, exe, argv0) = beam.expect("an exec");
+        assert!(Beam.detect(&FinalExec {
+            path: &path,
+            exe: &exe,
+            argv0: &argv0
+        }));
+        let sec = section(&t);
+        let row = |app: &str| -> usize {
+            sec.table
+                .rows
+                .iter()
+                .find(|r| r[0] == app)
+                .and_then(|r| r[1].parse().ok())
+                .unwrap_or(0)
+        };
+        assert!(row("kernel") > 5, "{:?}", sec.table.rows);
+        assert!(row("stdlib") > 5, "{:?}", sec.table.rows);
+        let total: usize = sec.facts[0].1.parse().expect("count");
+        let opened = t
+            .events
+            .iter()
+            .filter(|e| matches!(&e.event, Event::Open { path, ok: true, .. } if path.ends_with(".beam")))
+            .count();
+        assert_eq!(total, opened);
+        let counts: Vec<usize> = sec.table.rows.iter().map(|r| r[1].parse().unwrap_or(0)).collect();
+        assert!(
+            counts.windows(2).all(|w| w[0] >= w[1]),
+            "largest first: {counts:?}"
+        );
+    }
+
+    fn which(name: &str) -> Result<PathBuf, ()> {
+        std::env::var_os("PATH")
+            .and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join(name))
+                    .find(|p| p.is_file())
+            })
+            .ok_or(())
+    }
+}
