@@ -17,6 +17,9 @@
 //!   JAVA_TOOL_OPTIONS is kept, ours appended).
 //! * It says what it could not see in [`Section::notes`].
 
+pub mod node;
+pub mod python;
+
 use super::section::Section;
 use crate::trace::Trace;
 use anyhow::Result;
@@ -44,6 +47,10 @@ pub struct Collected<'a> {
     /// The traced run shown in the report, for adapters that read the tracer's
     /// events (BEAM's .beam opens) rather than switching anything on.
     pub trace: Option<&'a Trace>,
+    /// Time zero of this run: CLOCK_MONOTONIC ns taken right before the spawn,
+    /// for adapters whose runtime reports absolute monotonic instants (Node's
+    /// `process.hrtime`).
+    pub t0_mono_ns: u64,
 }
 
 /// The program that finally ran, as the tracer saw it.
@@ -70,7 +77,7 @@ pub trait Adapter {
 /// Every adapter, most specific first: auto-detection takes the first that
 /// applies (`native` is the fallback for any dynamically linked program).
 pub fn all() -> Vec<Box<dyn Adapter>> {
-    vec![]
+    vec![Box::new(python::Python), Box::new(node::Node)]
 }
 
 /// `--adapter auto|none|NAME[,NAME…]` → the adapters to use for this final exec.
