@@ -172,8 +172,9 @@ fn parse(text: &str) -> Parsed {
         }
     }
     let other_pids = by_pid.len().saturating_sub(1);
-    // NODE_OPTIONS is inherited, so child node processes record too; the first
-    // to start is the program the adapter was chosen for.
+    // The preload deletes its variable so children do not record, but a child
+    // given it explicitly would: the first to start is the program the adapter
+    // was chosen for.
     let first = by_pid
         .iter()
         .min_by_key(|(_, recs)| recs.iter().filter_map(|r| r.start.parse::<u64>().ok()).min())
@@ -386,7 +387,7 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
     }
     if p.other_pids > 0 {
         section.notes.push(format!(
-            "{} other node processes (NODE_OPTIONS is inherited) also recorded; only the first is shown",
+            "{} other node processes also recorded; only the first is shown",
             p.other_pids
         ));
     }
@@ -396,7 +397,11 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
             p.malformed
         ));
     }
-    section.notes.push("worker threads are not recorded".to_string());
+    section.notes.push(
+        "only the main thread of the first node process is recorded: the preload removes its \
+         variable, so worker threads and child processes (which copy the environment) do not record"
+            .to_string(),
+    );
     section
 }
 
