@@ -19,6 +19,8 @@
 
 pub mod beam;
 pub mod native;
+pub mod node;
+pub mod python;
 
 use super::section::Section;
 use crate::trace::Trace;
@@ -44,11 +46,13 @@ pub struct Collected<'a> {
     pub claimed: &'a [(u64, String)],
     /// Spawn → ready of this run, ns.
     pub ready_ns: u64,
-    /// CLOCK_MONOTONIC ns at this run's spawn (its time zero).
-    pub t0_mono_ns: u64,
     /// The traced run shown in the report, for adapters that read the tracer's
     /// events (BEAM's .beam opens) rather than switching anything on.
     pub trace: Option<&'a Trace>,
+    /// Time zero of this run: CLOCK_MONOTONIC ns taken right before the spawn,
+    /// for adapters whose runtime reports absolute monotonic instants (Node's
+    /// `process.hrtime`).
+    pub t0_mono_ns: u64,
 }
 
 /// The program that finally ran, as the tracer saw it.
@@ -75,7 +79,12 @@ pub trait Adapter {
 /// Every adapter, most specific first: auto-detection takes the first that
 /// applies (`native` is the fallback for any dynamically linked program).
 pub fn all() -> Vec<Box<dyn Adapter>> {
-    vec![Box::new(beam::Beam), Box::new(native::Native)]
+    vec![
+        Box::new(python::Python),
+        Box::new(node::Node),
+        Box::new(beam::Beam),
+        Box::new(native::Native),
+    ]
 }
 
 /// `--adapter auto|none|NAME[,NAME…]` → the adapters to use for this final exec.
