@@ -271,3 +271,47 @@ fn unknown_adapter_is_refused_before_any_run() {
         "{err}"
     );
 }
+
+/// Python's importtime lines go to the target's stderr, where a log probe reads:
+/// the adapted runs claim them, so the probe still fires on the app's own line,
+/// `--mark` never sees them, and the imports section has them all.
+#[test]
+fn python_importtime_lines_never_reach_the_log_probe_or_marks() {
+    let py = real_python();
+    let script = "import sys, json, email.parser\nprint('READY', file=sys.stderr, flush=True)\n";
+    let (doc, out) = explain(&[
+        "--runs",
+        "2",
+        "--ready",
+        "log:READY",
+        "--mark",
+        "leak=import time",
+        "--",
+        &py,
+        "-c",
+        script,
+    ]);
+    assert_eq!(doc["adapters"], serde_json::json!(["python"]), "{doc}");
+    let sources = doc["sources"].as_array().unwrap();
+    let python = sources
+        .iter()
+        .find(|s| s["source"] == "python")
+        .expect("python section");
+    let packages: Vec<&str> = python["table"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_str().unwrap())
+        .collect();
+    assert!(
+        packages.contains(&"json") && packages.contains(&"email"),
+        "{packages:?}"
+    );
+    let imports: usize = python["facts"][0][1].as_str().unwrap().parse().unwrap();
+    assert!(imports > 20, "{python}");
+    assert!(
+        !sources.iter().any(|s| s["source"] == "checkpoints"),
+        "no --mark matched a claimed importtime line: {sources:?}"
+    );
+    assert!(out.contains("Python imports"), "{out}");
+}

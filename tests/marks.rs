@@ -4,14 +4,6 @@
 mod common;
 use common::*;
 
-fn real_python() -> String {
-    let o = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    String::from_utf8(o.stdout).unwrap().trim().to_string()
-}
-
 #[test]
 fn sdk_checkpoints_and_log_marks_become_marks() {
     let dir = tempfile::tempdir().unwrap();

@@ -116,3 +116,13 @@ pub fn ready_ns(doc: &serde_json::Value, v: u64) -> Vec<u64> {
         .map(|s| s["ready_ns"].as_u64().unwrap())
         .collect()
 }
+
+/// The real Python interpreter behind `python3` (on this machine `python3` is a
+/// pyenv shim, a bash script that adds ~200 ms before Python starts).
+pub fn real_python() -> String {
+    let o = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
