@@ -6,6 +6,7 @@
 // Until the adapted runs are wired in, only tests use these.
 #[allow(dead_code)]
 pub mod adapter;
+pub mod otlp;
 #[allow(dead_code)]
 pub mod section;
 pub mod traced;
