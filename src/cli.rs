@@ -126,6 +126,11 @@ pub struct ExplainArgs {
     /// -Xlog:class+load, a require hook, inittrace, LD_DEBUG) and its cost is measured.
     #[arg(long, value_name = "auto|none|LIST", default_value = "auto")]
     pub adapter: String,
+    /// No OTLP/HTTP receiver in the adapted runs (by default one listens on a loopback
+    /// port and the target gets OTEL_EXPORTER_OTLP_ENDPOINT, so spans its OpenTelemetry
+    /// SDK exports become a section of their own).
+    #[arg(long)]
+    pub no_otlp: bool,
     /// A mark from an output line, NAME=REGEX (repeatable), shown with the app's checkpoints.
     #[arg(long = "mark", value_name = "NAME=REGEX")]
     pub marks: Vec<String>,

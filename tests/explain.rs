@@ -315,3 +315,53 @@ fn python_importtime_lines_never_reach_the_log_probe_or_marks() {
     );
     assert!(out.contains("Python imports"), "{out}");
 }
+
+/// An unmodified program using the real OpenTelemetry Python SDK, configured only
+/// by the environment: explain's OTLP receiver gets its spans, nested.
+#[test]
+fn opentelemetry_spans_become_a_nested_section() {
+    let sdk = root().join("target/otel/python");
+    if !sdk.join("opentelemetry").exists() {
+        assert!(
+            std::env::var_os("COLDSTART_REQUIRE_OTEL").is_none(),
+            "the Python OpenTelemetry SDK is missing: run tests/fixtures/otel-setup.sh"
+        );
+        eprintln!("SKIPPED: run tests/fixtures/otel-setup.sh for the OpenTelemetry SDK");
+        return;
+    }
+    let script = root().join("tests/fixtures/otel-python/nested_spans.py");
+    let pythonpath = format!("PYTHONPATH={}", sdk.display());
+    let (doc, out) = explain(&[
+        "--runs",
+        "1",
+        "--adapter",
+        "none",
+        "--ready",
+        "exit",
+        "-e",
+        &pythonpath,
+        "--",
+        &real_python(),
+        script.to_str().unwrap(),
+    ]);
+    let sources = doc["sources"].as_array().unwrap();
+    let otlp = sources
+        .iter()
+        .find(|s| s["source"] == "otlp")
+        .expect("an otlp section");
+    let spans = otlp["spans"].as_array().unwrap();
+    let span = |n: &str| {
+        spans
+            .iter()
+            .find(|s| s["name"] == n)
+            .unwrap_or_else(|| panic!("{n}: {otlp}"))
+    };
+    assert_eq!(span("init")["depth"], 0);
+    assert_eq!(span("load-config")["depth"], 1);
+    assert_eq!(span("connect-db")["depth"], 1);
+    let at = |n: &str| span(n)["start_ns"].as_u64().unwrap();
+    assert!(at("init") <= at("load-config") && at("load-config") <= at("connect-db"));
+    let ready = doc["adapted_ms"]["max"].as_f64().unwrap() * 1e6;
+    assert!((at("connect-db") as f64) < ready, "spans fall inside the run");
+    assert!(out.contains("connect-db"), "{out}");
+}

@@ -3,6 +3,7 @@
 //! runtime speak here; the tracer's view comes from the traced runs.
 
 use super::adapter::{Adapter, Collected};
+use super::otlp;
 use super::section::{ms_cell, Section, SectionMark, Table};
 use crate::run::{run_once, RunId, RunOptions};
 use crate::sample::{MarkSource, Sample};
@@ -18,12 +19,13 @@ pub struct AdaptedRun {
     otlp: Option<Section>,
 }
 
-/// Run once with every adapter's switch on.
+/// Run once with every adapter's switch on, and the OTLP receiver if `with_otlp`.
 pub fn run(
     target: &Target,
     readiness: &Readiness,
     opts: &RunOptions,
     adapters: &[Box<dyn Adapter>],
+    with_otlp: bool,
     id: RunId,
 ) -> Result<AdaptedRun> {
     let mut adapted = target.clone();
@@ -41,14 +43,23 @@ pub fn run(
         claims.extend(inj.claims);
         dirs.push(dir);
     }
+    let receiver = if with_otlp {
+        Some(otlp::Receiver::start().context("starting the OTLP receiver")?)
+    } else {
+        None
+    };
+    if let Some(r) = &receiver {
+        adapted.env.extend(r.env());
+    }
     let mut opts = opts.clone();
     opts.claims = claims;
     let sample = run_once(&adapted, readiness, &opts, id)?;
-    Ok(AdaptedRun {
-        sample,
-        dirs,
-        otlp: None,
-    })
+    // The tree is gone: whatever the app exported (at exit, or before ready) is in.
+    let otlp = match receiver {
+        Some(r) => Some(r.finish(sample.t0_mono_ns)?),
+        None => None,
+    };
+    Ok(AdaptedRun { sample, dirs, otlp })
 }
 
 impl AdaptedRun {

@@ -7,6 +7,7 @@ pub mod adapted;
 // TODO(merge): drop once the runtime adapters use every field.
 #[allow(dead_code)]
 pub mod adapter;
+pub mod otlp;
 pub mod section;
 pub mod traced;
 
@@ -19,7 +20,7 @@ use crate::target::{parse_env, Readiness, Target};
 use crate::trace::timeline::{self, Phase, Timeline};
 use crate::trace::{chrome, Event, Trace};
 use adapter::{Adapter, FinalExec};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use section::Section;
 use serde::Serialize;
 use std::time::Duration;
@@ -131,6 +132,18 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         .collect::<Result<_>>()?;
     // An unknown adapter name is refused now, not after the first runs.
     adapter::select(&args.adapter, None)?;
+    // The untraced and traced runs export to a receiver too (one that keeps
+    // nothing), so an app with an OpenTelemetry SDK behaves the same in every kind
+    // of run instead of retrying a missing collector in all but the adapted ones.
+    let sink = if args.no_otlp {
+        None
+    } else {
+        Some(otlp::Receiver::start().context("starting the OTLP receiver")?)
+    };
+    let mut target = target;
+    if let Some(r) = &sink {
+        target.env.extend(r.env());
+    }
     let runs = args.runs.max(1);
     let id = |round, warmup| RunId {
         variant: 0,
@@ -181,7 +194,14 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         }
         traced_runs.push((ready_ns as f64 / 1e6, trace));
         let chosen = adapters.as_deref().unwrap_or_default();
-        let a = adapted::run(&target, &readiness, &opts, chosen, id(round, false))?;
+        let a = adapted::run(
+            &target,
+            &readiness,
+            &opts,
+            chosen,
+            !args.no_otlp,
+            id(round, false),
+        )?;
         if signals::interrupted() {
             return Ok(130);
         }

@@ -1,0 +1,658 @@
+//! The OTLP receiver: hand-built protobuf and OTLP/JSON bodies, then the real
+//! OpenTelemetry SDKs (Python, Node) exporting through their own OTLP/HTTP
+//! exporters, configured only by [`Receiver::env`].
+
+use super::*;
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{self as pb, ResourceSpans, ScopeSpans};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MS: u64 = 1_000_000;
+const TRACE_A: [u8; 16] = [0xaa; 16];
+const TRACE_B: [u8; 16] = [0xbb; 16];
+
+fn pb_span(trace: [u8; 16], id: u64, parent: Option<u64>, name: &str, start: u64, end: u64) -> pb::Span {
+    pb::Span {
+        trace_id: trace.to_vec(),
+        span_id: id.to_be_bytes().to_vec(),
+        parent_span_id: parent.map(|p| p.to_be_bytes().to_vec()).unwrap_or_default(),
+        name: name.into(),
+        kind: 1,
+        start_time_unix_nano: start,
+        end_time_unix_nano: end,
+        ..Default::default()
+    }
+}
+
+fn pb_request(service: &str, spans: Vec<pb::Span>) -> ExportTraceServiceRequest {
+    let kv = KeyValue {
+        key: "service.name".into(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(service.into())),
+        }),
+        ..Default::default()
+    };
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![kv],
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+struct Reply {
+    status: u16,
+    content_type: String,
+    body: Vec<u8>,
+}
+
+fn post(r: &Receiver, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+    let mut req = ureq::post(&format!("{}{path}", r.endpoint()));
+    for (k, v) in headers {
+        req = req.set(k, v);
+    }
+    // 4xx replies are answers here, not failures.
+    let resp = match req.send_bytes(body) {
+        Ok(resp) | Err(ureq::Error::Status(_, resp)) => resp,
+        Err(e) => panic!("POST {path}: {e}"),
+    };
+    let status = resp.status();
+    let content_type = resp.header("content-type").unwrap_or("").to_string();
+    let mut body = Vec::new();
+    resp.into_reader()
+        .read_to_end(&mut body)
+        .expect("reading the reply");
+    Reply {
+        status,
+        content_type,
+        body,
+    }
+}
+
+fn names(s: &Section) -> Vec<(&str, usize)> {
+    s.spans.iter().map(|sp| (sp.name.as_str(), sp.depth)).collect()
+}
+
+fn fact<'a>(s: &'a Section, key: &str) -> &'a str {
+    s.facts
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("no fact {key:?} in {:?}", s.facts))
+}
+
+fn span<'a>(s: &'a Section, name: &str) -> &'a Span {
+    s.spans
+        .iter()
+        .find(|sp| sp.name == name)
+        .unwrap_or_else(|| panic!("no span {name:?} in {:?}", names(s)))
+}
+
+fn arg<'a>(sp: &'a Span, key: &str) -> Option<&'a str> {
+    sp.args.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn env_points_both_endpoints_and_the_protocol_at_the_receiver() {
+    let r = Receiver::start().expect("receiver");
+    let env: HashMap<String, String> = r.env().into_iter().collect();
+    let base = &env["OTEL_EXPORTER_OTLP_ENDPOINT"];
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+    assert_eq!(
+        env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],
+        format!("{base}/v1/traces")
+    );
+    assert_eq!(env["OTEL_EXPORTER_OTLP_PROTOCOL"], "http/protobuf");
+    assert_eq!(env["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"], "http/protobuf");
+    let s = r.finish(clock::now_ns()).expect("finish");
+    assert_eq!(fact(&s, "spans"), "0");
+    assert!(
+        s.notes.iter().any(|n| n.starts_with("no spans arrived")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
+fn protobuf_request_becomes_a_nested_section() {
+    let r = Receiver::start().expect("receiver");
+    let t0 = clock::now_ns();
+    let wall = realtime_ns();
+    // Sent children first: the tree does not depend on arrival order.
+    let req = pb_request(
+        "svc",
+        vec![
+            pb_span(TRACE_A, 2, Some(1), "load-config", wall + 2 * MS, wall + 5 * MS),
+            pb_span(TRACE_A, 3, Some(1), "connect-db", wall + 6 * MS, wall + 16 * MS),
+            pb_span(TRACE_A, 4, Some(3), "handshake", wall + 7 * MS, wall + 8 * MS),
+            pb_span(TRACE_A, 1, None, "init", wall + MS, wall + 20 * MS),
+        ],
+    );
+    let reply = post(
+        &r,
+        "/v1/traces",
+        &[("Content-Type", PROTOBUF)],
+        &req.encode_to_vec(),
+    );
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.content_type, PROTOBUF);
+    assert!(
+        reply.body.is_empty(),
+        "an empty ExportTraceServiceResponse is zero bytes"
+    );
+    let s = r.finish(t0).expect("finish");
+
+    assert_eq!(s.source, "otlp");
+    assert_eq!(
+        names(&s),
+        [
+            ("init", 0),
+            ("load-config", 1),
+            ("connect-db", 1),
+            ("handshake", 2)
+        ]
+    );
+    // One offset converts every time, so durations and gaps are exact.
+    let init = span(&s, "init");
+    assert_eq!(init.dur_ns, 19 * MS);
+    assert_eq!(span(&s, "load-config").start_ns - init.start_ns, MS);
+    assert_eq!(span(&s, "handshake").dur_ns, MS);
+    assert_eq!(arg(init, "service"), Some("svc"));
+    assert_eq!(arg(init, "trace"), Some("aa".repeat(16).as_str()));
+    assert_eq!(fact(&s, "spans"), "4");
+    assert_eq!(fact(&s, "traces"), "1");
+    assert_eq!(fact(&s, "services"), "svc");
+    assert_eq!(fact(&s, "requests"), "1");
+    assert_eq!(fact(&s, "encoding"), "protobuf");
+    let first: Vec<&str> = s.table.rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        first,
+        ["init", "connect-db", "load-config", "handshake"],
+        "largest first"
+    );
+    assert_eq!(s.table.columns, ["span", "service", "duration", "start"]);
+}
+
+/// OTLP/JSON's quirks: hex ids, int64 as strings (or numbers), lowerCamelCase,
+/// enums as integers (or, from lax senders, names), unknown fields ignored.
+const JSON_BODY: &str = r#"{
+  "resourceSpans": [{
+    "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "json-svc"}}]},
+    "scopeSpans": [{
+      "scope": {"name": "my.lib", "version": "1.0"},
+      "spans": [
+        {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174",
+         "parentSpanId": "", "name": "root", "kind": 2,
+         "startTimeUnixNano": "START_A", "endTimeUnixNano": "END_A",
+         "attributes": [{"key": "answer", "value": {"intValue": "42"}},
+                        {"key": "odd", "value": {"someFutureValue": 1, "boolValue": true}}],
+         "status": {"code": "STATUS_CODE_ERROR", "message": "boom"},
+         "aFieldFromTheFuture": {"x": 1}},
+        {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b173",
+         "parentSpanId": "eee19b7ec3c1b174", "name": "child", "kind": "SPAN_KIND_CLIENT",
+         "startTimeUnixNano": START_B, "endTimeUnixNano": END_B,
+         "events": [{"timeUnixNano": "EVENT", "name": "done"}]}
+      ]
+    }]
+  }]
+}"#;
+
+fn json_body(wall: u64) -> String {
+    JSON_BODY
+        .replace("START_A", &(wall + MS).to_string())
+        .replace("END_A", &(wall + 9 * MS).to_string())
+        .replace("START_B", &(wall + 2 * MS).to_string())
+        .replace("END_B", &(wall + 4 * MS).to_string())
+        .replace("EVENT", &(wall + 3 * MS).to_string())
+}
+
+#[test]
+fn json_request_with_hex_ids_and_string_int64s() {
+    let r = Receiver::start().expect("receiver");
+    let t0 = clock::now_ns();
+    let wall = realtime_ns();
+    let reply = post(
+        &r,
+        "/v1/traces",
+        &[("Content-Type", "application/json; charset=utf-8")],
+        json_body(wall).as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(reply.content_type, JSON);
+    assert_eq!(reply.body, b"{}");
+    let s = r.finish(t0).expect("finish");
+
+    assert_eq!(names(&s), [("root", 0), ("child", 1)]);
+    let root = span(&s, "root");
+    assert_eq!(root.dur_ns, 8 * MS);
+    assert_eq!(span(&s, "child").start_ns - root.start_ns, MS);
+    assert_eq!(arg(root, "trace"), Some("5b8efff798038103d269b633813fc60c"));
+    assert_eq!(arg(root, "answer"), Some("42"));
+    assert_eq!(arg(root, "kind"), Some("server"));
+    assert_eq!(arg(root, "status"), Some("boom"));
+    assert_eq!(arg(root, "scope"), Some("my.lib"));
+    assert_eq!(arg(span(&s, "child"), "kind"), Some("client"));
+    assert_eq!(fact(&s, "services"), "json-svc");
+    assert_eq!(fact(&s, "encoding"), "OTLP/JSON");
+    assert_eq!(s.marks.len(), 1);
+    assert_eq!(s.marks[0].name, "child: done");
+    assert_eq!(s.marks[0].at_ns - root.start_ns, 2 * MS);
+}
+
+#[test]
+fn gzip_and_deflate_bodies_are_inflated() {
+    let r = Receiver::start().expect("receiver");
+    let t0 = clock::now_ns();
+    let wall = realtime_ns();
+    let pb_body =
+        pb_request("gz", vec![pb_span(TRACE_A, 1, None, "gzipped", wall, wall + MS)]).encode_to_vec();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&pb_body).expect("gzip");
+    let gz = gz.finish().expect("gzip");
+    let reply = post(
+        &r,
+        "/v1/traces",
+        &[("Content-Type", PROTOBUF), ("Content-Encoding", "gzip")],
+        &gz,
+    );
+    assert_eq!(reply.status, 200);
+
+    // HTTP deflate is zlib-wrapped (what Python's exporter sends).
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(json_body(wall).as_bytes()).expect("zlib");
+    let z = z.finish().expect("zlib");
+    let reply = post(
+        &r,
+        "/v1/traces",
+        &[("Content-Type", JSON), ("Content-Encoding", "deflate")],
+        &z,
+    );
+    assert_eq!(reply.status, 200);
+    let s = r.finish(t0).expect("finish");
+    assert_eq!(fact(&s, "spans"), "3");
+    assert_eq!(fact(&s, "traces"), "2");
+    assert_eq!(fact(&s, "services"), "gz, json-svc");
+    assert_eq!(fact(&s, "requests"), "2");
+    assert_eq!(fact(&s, "encoding"), "OTLP/JSON+deflate, protobuf+gzip");
+}
+
+#[test]
+fn bad_requests_are_refused_in_their_encoding_and_noted() {
+    let r = Receiver::start().expect("receiver");
+    let reply = post(&r, "/v1/traces", &[("Content-Type", "text/plain")], b"hello");
+    assert_eq!(reply.status, 415);
+    let reply = post(&r, "/v1/traces", &[("Content-Type", PROTOBUF)], b"\xff\xff\xff");
+    assert_eq!(reply.status, 400);
+    let status = RpcStatus::decode(&reply.body[..]).expect("a google.rpc.Status body");
+    assert_eq!(status.code, INVALID_ARGUMENT);
+    assert!(status.message.contains("protobuf"), "{}", status.message);
+    let reply = post(
+        &r,
+        "/v1/traces",
+        &[("Content-Type", JSON)],
+        b"{\"resourceSpans\": 7}",
+    );
+    assert_eq!(reply.status, 400);
+    let v: serde_json::Value = serde_json::from_slice(&reply.body).expect("a JSON Status body");
+    assert_eq!(v["code"], INVALID_ARGUMENT);
+    let reply = post(
+        &r,
+        "/v1/traces",
+        &[("Content-Type", JSON), ("Content-Encoding", "br")],
+        b"{}",
+    );
+    assert_eq!(reply.status, 415);
+    // Other signals are accepted (so exporters do not retry) and not read.
+    let reply = post(&r, "/v1/metrics", &[("Content-Type", PROTOBUF)], b"");
+    assert_eq!(reply.status, 200);
+    let reply = post(&r, "/v1/logs", &[("Content-Type", JSON)], b"{}");
+    assert_eq!((reply.status, reply.body.as_slice()), (200, &b"{}"[..]));
+    let s = r.finish(clock::now_ns()).expect("finish");
+    assert_eq!(fact(&s, "requests"), "0");
+    let refused = s
+        .notes
+        .iter()
+        .find(|n| n.contains("refused"))
+        .expect("a refusal note");
+    assert!(refused.starts_with("4 export requests were refused"), "{refused}");
+    assert!(
+        s.notes.iter().any(|n| n.starts_with("2 metrics/logs")),
+        "{:?}",
+        s.notes
+    );
+}
+
+fn got(trace: [u8; 16], id: u8, parent: Option<u8>, name: &str, start: u64, end: u64) -> Got {
+    Got {
+        trace_id: trace.to_vec(),
+        span_id: vec![id; 8],
+        parent_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+        name: name.into(),
+        service: "s".into(),
+        scope: String::new(),
+        start_unix_ns: start,
+        end_unix_ns: end,
+        args: Vec::new(),
+        events: Vec::new(),
+    }
+}
+
+/// t0 at monotonic 1 s, wall = monotonic + 1000 s: unix 1001 s is the spawn.
+fn clock_at_1001s() -> Clock {
+    Clock {
+        offset_start: 1_000_000 * MS as i128,
+        offset_end: 1_000_000 * MS as i128,
+        t0_mono_ns: 1000 * MS,
+    }
+}
+
+#[test]
+fn orphans_cycles_duplicates_and_colliding_ids_across_traces() {
+    let t = 1_001_000 * MS;
+    let received = Received {
+        spans: vec![
+            got(TRACE_A, 1, None, "a-root", t + 10 * MS, t + 50 * MS),
+            got(TRACE_A, 2, Some(1), "a-child", t + 20 * MS, t + 30 * MS),
+            // Same span id as a-child but another trace: not a-root's child.
+            got(TRACE_B, 2, Some(1), "b-orphan", t + 5 * MS, t + 6 * MS),
+            // The same span again (a retried batch).
+            got(TRACE_A, 2, Some(1), "a-child", t + 20 * MS, t + 30 * MS),
+            // A parent cycle 7 → 8 → 7, malformed but must not loop or vanish.
+            got(TRACE_B, 7, Some(8), "cycle-7", t + 40 * MS, t + 41 * MS),
+            got(TRACE_B, 8, Some(7), "cycle-8", t + 42 * MS, t + 43 * MS),
+            // Its own parent.
+            got(TRACE_B, 9, Some(9), "selfish", t + 44 * MS, t + 45 * MS),
+        ],
+        requests: 2,
+        ..Default::default()
+    };
+    let s = build_section(received, &clock_at_1001s());
+    let got_names = names(&s);
+    assert_eq!(
+        &got_names[..3],
+        [("b-orphan", 0), ("a-root", 0), ("a-child", 1)],
+        "roots by start, children under them: {got_names:?}"
+    );
+    assert_eq!(s.spans.len(), 6, "every span once: {got_names:?}");
+    for n in ["cycle-7", "cycle-8", "selfish"] {
+        assert!(got_names.iter().any(|(m, _)| *m == n), "{n} kept: {got_names:?}");
+    }
+    assert_eq!(span(&s, "b-orphan").start_ns, 5 * MS);
+    assert_eq!(fact(&s, "spans"), "6");
+    assert_eq!(fact(&s, "traces"), "2");
+    assert!(
+        s.notes.iter().any(|n| n.starts_with("1 spans arrived twice")),
+        "{:?}",
+        s.notes
+    );
+    assert!(
+        s.notes.iter().any(|n| n.starts_with("1 spans name a parent")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
+fn spans_before_the_spawn_are_clamped_and_inverted_ones_have_no_length() {
+    let t = 1_001_000 * MS;
+    let received = Received {
+        spans: vec![
+            got(TRACE_A, 1, None, "early", t - 3 * MS, t + 2 * MS),
+            got(TRACE_A, 2, None, "backwards", t + 9 * MS, t + 8 * MS),
+        ],
+        ..Default::default()
+    };
+    let s = build_section(received, &clock_at_1001s());
+    let early = span(&s, "early");
+    assert_eq!((early.start_ns, early.dur_ns), (0, 5 * MS));
+    assert_eq!(span(&s, "backwards").dur_ns, 0);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.starts_with("1 spans start before the spawn")),
+        "{:?}",
+        s.notes
+    );
+    assert!(
+        s.notes.iter().any(|n| n.starts_with("1 spans end before")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
+fn the_table_keeps_the_largest_twenty() {
+    let t = 1_001_000 * MS;
+    let spans = (0..25u8)
+        .map(|i| got(TRACE_A, i + 1, None, &format!("s{i}"), t, t + u64::from(i) * MS))
+        .collect();
+    let s = build_section(
+        Received {
+            spans,
+            ..Default::default()
+        },
+        &clock_at_1001s(),
+    );
+    assert_eq!(s.table.rows.len(), TABLE_ROWS);
+    assert_eq!(s.table.omitted, 5);
+    assert_eq!(s.table.rows[0][0], "s24");
+    assert_eq!(s.spans.len(), 25, "the timeline keeps every span");
+}
+
+// ---- The real SDKs -------------------------------------------------------------
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Whether a missing SDK is a skip (printed) or, with COLDSTART_REQUIRE_OTEL set
+/// (as CI sets it), a failure.
+fn missing(what: &str, why: &str) {
+    let hint = "install with `bash tests/fixtures/otel-setup.sh`";
+    if std::env::var_os("COLDSTART_REQUIRE_OTEL").is_some() {
+        panic!("{what}: {why}, and COLDSTART_REQUIRE_OTEL is set; {hint}");
+    }
+    eprintln!("SKIPPED {what}: {why}; {hint} (COLDSTART_REQUIRE_OTEL=1 turns this into a failure)");
+}
+
+/// The interpreter itself: pyenv's `python3` shim is a slow bash script.
+fn python() -> String {
+    let real = "/root/.pyenv/versions/3.11.7/bin/python3";
+    if Path::new(real).is_file() {
+        real.into()
+    } else {
+        "python3".into()
+    }
+}
+
+fn python_sdk() -> Option<PathBuf> {
+    let site = repo().join("target/otel/python");
+    if site
+        .join("opentelemetry/exporter/otlp/proto/http/trace_exporter")
+        .is_dir()
+    {
+        return Some(site);
+    }
+    missing(
+        "the OpenTelemetry Python SDK test",
+        &format!("{} has no opentelemetry-exporter-otlp-proto-http", site.display()),
+    );
+    None
+}
+
+fn node_fixture() -> Option<PathBuf> {
+    let dir = repo().join("tests/fixtures/otel-node");
+    let have_node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_node {
+        missing("the OpenTelemetry JS SDK test", "node is not on PATH");
+        return None;
+    }
+    for pkg in [
+        "exporter-trace-otlp-http",
+        "exporter-trace-otlp-proto",
+        "sdk-trace-base",
+    ] {
+        if !dir.join("node_modules/@opentelemetry").join(pkg).is_dir() {
+            missing(
+                "the OpenTelemetry JS SDK test",
+                &format!("@opentelemetry/{pkg} is not in {}/node_modules", dir.display()),
+            );
+            return None;
+        }
+    }
+    Some(dir)
+}
+
+/// Run the fixture with the receiver's environment (minus `drop_env`, plus
+/// `extra`), wait for it to exit, and return the section with the exit time.
+fn run_fixture(mut cmd: Command, drop_env: &[&str], extra: &[(&str, &str)]) -> (Section, u64) {
+    let r = Receiver::start().expect("receiver");
+    for (k, v) in r.env() {
+        if !drop_env.contains(&k.as_str()) {
+            cmd.env(k, v);
+        }
+    }
+    // Nothing inherited may redirect the exporter.
+    for k in drop_env {
+        cmd.env_remove(k);
+    }
+    cmd.envs(extra.iter().copied());
+    let t0 = clock::now_ns();
+    let out = cmd.output().expect("running the SDK fixture");
+    let exited = clock::now_ns() - t0;
+    assert!(
+        out.status.success(),
+        "fixture failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = r.finish(t0).expect("finish");
+    // An exporter that failed logs it and still exits 0: show its output on failure.
+    assert_eq!(
+        fact(&s, "spans"),
+        "3",
+        "notes: {:?}\nstderr: {}",
+        s.notes,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (s, exited)
+}
+
+/// init > load-config, init > connect-db, through a real exporter.
+fn check_nested(s: &Section, exited_ns: u64, encoding: &str) {
+    assert_eq!(s.source, "otlp");
+    assert_eq!(
+        fact(s, "encoding"),
+        encoding,
+        "the SDK sent what the test meant to exercise"
+    );
+    assert_eq!(names(s), [("init", 0), ("load-config", 1), ("connect-db", 1)]);
+    assert_eq!(fact(s, "traces"), "1");
+    assert!(fact(s, "requests").parse::<usize>().is_ok_and(|n| n >= 1));
+    let init = span(s, "init");
+    // One offset converts every span, so containment is as exact as the SDK's own
+    // stamps: the JS SDK takes start times from Date.now() (whole ms) and adds a
+    // performance.now() duration, so a child may end up to 1 ms past its parent.
+    let tol = MS + 1_000;
+    for child in ["load-config", "connect-db"] {
+        let c = span(s, child);
+        assert!(c.dur_ns > 0, "{child} has a length");
+        assert!(c.start_ns + tol >= init.start_ns, "{child} starts inside init");
+        assert!(
+            c.start_ns + c.dur_ns <= init.start_ns + init.dur_ns + tol,
+            "{child} ends inside init"
+        );
+    }
+    assert!(span(s, "load-config").start_ns <= span(s, "connect-db").start_ns);
+    // A sanity bound on the clock conversion (a wrong sign or unit is off by years):
+    // the spans lie within the process's life, give or take a second of clock skew.
+    assert!(
+        init.start_ns + init.dur_ns <= exited_ns + 1_000 * MS,
+        "{init:?} vs exit at {exited_ns}"
+    );
+    assert!(
+        !s.notes
+            .iter()
+            .any(|n| n.contains("refused") || n.contains("parent that never")),
+        "{:?}",
+        s.notes
+    );
+    assert_eq!(arg(span(s, "load-config"), "config.files"), Some("3"));
+    assert_eq!(arg(init, "scope"), Some("coldstart-fixture"));
+    assert!(
+        s.marks.iter().any(|m| m.name == "connect-db: connected"),
+        "{:?}",
+        s.marks
+    );
+}
+
+fn python_fixture(site: &Path) -> Command {
+    let mut cmd = Command::new(python());
+    cmd.arg(repo().join("tests/fixtures/otel-python/nested_spans.py"))
+        .env("PYTHONPATH", site)
+        .env("OTEL_SERVICE_NAME", "py-fixture");
+    cmd
+}
+
+#[test]
+fn python_sdk_exports_protobuf() {
+    let Some(site) = python_sdk() else { return };
+    let (s, exited) = run_fixture(python_fixture(&site), &[], &[]);
+    check_nested(&s, exited, "protobuf");
+    assert_eq!(fact(&s, "services"), "py-fixture");
+}
+
+#[test]
+fn python_sdk_exports_deflated_protobuf_to_the_base_endpoint() {
+    let Some(site) = python_sdk() else { return };
+    // Only the base endpoint: the SDK must append /v1/traces itself, per the spec.
+    let (s, exited) = run_fixture(
+        python_fixture(&site),
+        &["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],
+        &[("OTEL_EXPORTER_OTLP_COMPRESSION", "deflate")],
+    );
+    check_nested(&s, exited, "protobuf+deflate");
+}
+
+fn node_fixture_cmd(dir: &Path, which: &str) -> Command {
+    let mut cmd = Command::new("node");
+    cmd.arg(dir.join("nested_spans.js")).arg(which).current_dir(dir);
+    cmd
+}
+
+#[test]
+fn node_sdk_exports_json_to_the_base_endpoint() {
+    let Some(dir) = node_fixture() else { return };
+    // The JSON exporter ignores the protocol variable; only the base endpoint is
+    // given, so the SDK's own /v1/traces derivation is what reaches us.
+    let (s, exited) = run_fixture(
+        node_fixture_cmd(&dir, "json"),
+        &["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],
+        &[],
+    );
+    check_nested(&s, exited, "OTLP/JSON");
+}
+
+#[test]
+fn node_sdk_exports_gzipped_protobuf() {
+    let Some(dir) = node_fixture() else { return };
+    let (s, exited) = run_fixture(
+        node_fixture_cmd(&dir, "proto"),
+        &[],
+        &[("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")],
+    );
+    check_nested(&s, exited, "protobuf+gzip");
+}
