@@ -17,6 +17,9 @@
 //!   JAVA_TOOL_OPTIONS is kept, ours appended).
 //! * It says what it could not see in [`Section::notes`].
 
+pub mod go;
+pub mod jvm;
+
 use super::section::Section;
 use crate::trace::Trace;
 use anyhow::Result;
@@ -41,6 +44,9 @@ pub struct Collected<'a> {
     pub claimed: &'a [(u64, String)],
     /// Spawn → ready of this run, ns.
     pub ready_ns: u64,
+    /// Time zero of this run: CLOCK_MONOTONIC ns at spawn (0 when unknown). Lets
+    /// an adapter place a runtime's own monotonic timestamps on the run's clock.
+    pub t0_mono_ns: u64,
     /// The traced run shown in the report, for adapters that read the tracer's
     /// events (BEAM's .beam opens) rather than switching anything on.
     pub trace: Option<&'a Trace>,
@@ -70,7 +76,7 @@ pub trait Adapter {
 /// Every adapter, most specific first: auto-detection takes the first that
 /// applies (`native` is the fallback for any dynamically linked program).
 pub fn all() -> Vec<Box<dyn Adapter>> {
-    vec![]
+    vec![Box::new(jvm::Jvm), Box::new(go::Go)]
 }
 
 /// `--adapter auto|none|NAME[,NAME…]` → the adapters to use for this final exec.
