@@ -303,10 +303,8 @@ fn python_importtime_lines_never_reach_the_log_probe_or_marks() {
         .iter()
         .map(|r| r[0].as_str().unwrap())
         .collect();
-    assert!(
-        packages.contains(&"json") && packages.contains(&"email"),
-        "{packages:?}"
-    );
+    // email.parser pulls in ~15 modules: always among the top packages.
+    assert!(packages.contains(&"email"), "{packages:?}");
     let imports: usize = python["facts"][0][1].as_str().unwrap().parse().unwrap();
     assert!(imports > 20, "{python}");
     assert!(

@@ -4,8 +4,6 @@
 //! plus the tracer's own overhead (traced ÷ untraced ready time).
 
 pub mod adapted;
-// TODO(merge): drop once the runtime adapters use every field.
-#[allow(dead_code)]
 pub mod adapter;
 pub mod otlp;
 pub mod section;
@@ -264,10 +262,10 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
 /// exec in `trace` (the program that finally ran).
 fn choose_adapters(spec: &str, trace: &Trace) -> Result<Vec<Box<dyn Adapter>>> {
     let last = trace.events.iter().rev().find_map(|e| match &e.event {
-        Event::Exec { path, exe, argv0 } if e.pid == trace.root_pid => Some((path, exe, argv0)),
+        Event::Exec { path, exe, .. } if e.pid == trace.root_pid => Some((path, exe)),
         _ => None,
     });
-    let exec = last.map(|(path, exe, argv0)| FinalExec { path, exe, argv0 });
+    let exec = last.map(|(path, exe)| FinalExec { path, exe });
     adapter::select(spec, exec.as_ref())
 }
 

@@ -61,8 +61,8 @@ pub fn needs_tracer(path: &Path) -> bool {
 }
 
 /// Go linkers put a `.note.go.buildid` note (name "Go", type 4) in the first
-/// page of the file.
-fn is_go_binary(path: &Path) -> bool {
+/// page of the file. Also the `go` explain adapter's detection.
+pub fn is_go_binary(path: &Path) -> bool {
     let mut head = vec![0u8; 64 * 1024];
     let Ok(mut f) = std::fs::File::open(path) else {
         return false;

@@ -153,16 +153,13 @@ mod tests {
         let opts = TraceOptions::new(argv, erl);
         let t = trace::trace(&opts).expect("trace erl");
         let beam = t.events.iter().rev().find_map(|e| match &e.event {
-            Event::Exec { path, exe, argv0 } if e.pid == t.root_pid => {
-                Some((path.clone(), exe.clone(), argv0.clone()))
-            }
+            Event::Exec { path, exe, .. } if e.pid == t.root_pid => Some((path.clone(), exe.clone())),
             _ => None,
         });
-        let (path, exe, argv0) = beam.expect("an exec");
+        let (path, exe) = beam.expect("an exec");
         assert!(Beam.detect(&FinalExec {
             path: &path,
-            exe: &exe,
-            argv0: &argv0
+            exe: &exe
         }));
         let sec = section(&t);
         let row = |app: &str| -> usize {

@@ -18,6 +18,8 @@
 //! * It says what it could not see in [`Section::notes`].
 
 pub mod beam;
+pub mod go;
+pub mod jvm;
 pub mod native;
 pub mod node;
 pub mod python;
@@ -61,7 +63,6 @@ pub struct FinalExec<'a> {
     pub path: &'a str,
     /// What the kernel ran (for a script: its interpreter).
     pub exe: &'a str,
-    pub argv0: &'a str,
 }
 
 pub trait Adapter {
@@ -82,6 +83,8 @@ pub fn all() -> Vec<Box<dyn Adapter>> {
     vec![
         Box::new(python::Python),
         Box::new(node::Node),
+        Box::new(jvm::Jvm),
+        Box::new(go::Go),
         Box::new(beam::Beam),
         Box::new(native::Native),
     ]

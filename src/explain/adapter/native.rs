@@ -321,11 +321,7 @@ mod tests {
 
     #[test]
     fn detects_dynamic_programs_only() {
-        let exec = |p: &'static str| FinalExec {
-            path: p,
-            exe: p,
-            argv0: p,
-        };
+        let exec = |p: &'static str| FinalExec { path: p, exe: p };
         assert!(Native.detect(&exec("/bin/sh")));
         assert!(!Native.detect(&exec("/etc/hostname")));
     }

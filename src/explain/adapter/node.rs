@@ -531,11 +531,7 @@ mod tests {
 
     #[test]
     fn node_names_are_recognised_and_options_quoted() {
-        let exec = |p| FinalExec {
-            path: p,
-            exe: p,
-            argv0: p,
-        };
+        let exec = |p| FinalExec { path: p, exe: p };
         assert!(Node.detect(&exec("/usr/bin/node")));
         assert!(Node.detect(&exec("/usr/bin/nodejs")));
         assert!(!Node.detect(&exec("/usr/bin/nodemon")));

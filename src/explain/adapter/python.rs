@@ -427,20 +427,17 @@ import time:       400 |       1200 | json
         let exec = FinalExec {
             path: "/usr/bin/python3.11",
             exe: "/usr/bin/python3.11",
-            argv0: "python3",
         };
         assert!(Python.detect(&exec));
         // A script run through its shebang: the kernel's exe is the interpreter.
         let script = FinalExec {
             path: "/srv/app/manage.py",
             exe: "/root/.pyenv/versions/3.11.7/bin/python3.11",
-            argv0: "./manage.py",
         };
         assert!(Python.detect(&script));
         let node = FinalExec {
             path: "/usr/bin/node",
             exe: "/usr/bin/node",
-            argv0: "node",
         };
         assert!(!Python.detect(&node));
     }

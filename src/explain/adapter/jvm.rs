@@ -1,0 +1,549 @@
+//! `jvm`: HotSpot's unified logging (JDK 9+), switched on through
+//! JAVA_TOOL_OPTIONS: every class the JVM defines (`class+load`) and the VM's own
+//! start-up phases (`startuptime`: "Genesis", "Create VM" …). The log goes to a
+//! file in the adapter's directory, so the only thing the switch adds to the
+//! program's output is the JVM's "Picked up JAVA_TOOL_OPTIONS" notice, which is
+//! claimed.
+//!
+//! Each log line carries `timenanos` (the JVM's `os::javaTimeNanos`, which is
+//! CLOCK_MONOTONIC on Linux, the clock of the run's time zero) and `uptimenanos`
+//! (since the JVM's own start, which comes after exec by the launcher's work).
+//! With the run's time zero the first puts every line on the run's clock; without
+//! it the section falls back to uptime and says so.
+
+use super::{append_option, Adapter, Collected, FinalExec, Injection};
+use crate::explain::section::{ms_cell, Section, SectionMark, Span, Table};
+use anyhow::{bail, Context, Result};
+use regex::Regex;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+pub struct Jvm;
+
+/// `%p` makes one file per JVM: JAVA_TOOL_OPTIONS is inherited by child JVMs,
+/// which would otherwise rotate each other's file away.
+const LOG_PREFIX: &str = "jvm-";
+const LOG_SUFFIX: &str = ".log";
+const TABLE_ROWS: usize = 20;
+const JARS_IN_FACTS: usize = 3;
+
+impl Adapter for Jvm {
+    fn name(&self) -> &'static str {
+        "jvm"
+    }
+
+    /// The launcher is `java` wherever it lives (/usr/bin/java → a JDK's bin/java).
+    fn detect(&self, exec: &FinalExec) -> bool {
+        [exec.path, exec.exe]
+            .iter()
+            .any(|p| Path::new(p).file_name().is_some_and(|n| n == "java"))
+    }
+
+    fn inject(&self, dir: &Path, target_env: &[(String, String)]) -> Result<Injection> {
+        let option = xlog_option(dir)?;
+        Ok(Injection {
+            env: vec![append_option(target_env, "JAVA_TOOL_OPTIONS", &option)],
+            claims: vec![Regex::new(r"^Picked up JAVA_TOOL_OPTIONS: ").context("JVM claim regex")?],
+        })
+    }
+
+    fn collect(&self, got: &Collected) -> Result<Section> {
+        let logs = read_logs(got.dir)?;
+        let Some(main) = logs.iter().max_by_key(|l| l.classes.len()) else {
+            bail!(
+                "the JVM wrote no log in {} (not a HotSpot JVM 9+, or a later -Xlog option on the \
+                 command line overrode JAVA_TOOL_OPTIONS)",
+                got.dir.display()
+            );
+        };
+        let summary = Summary::new(main, got.t0_mono_ns, got.ready_ns);
+        let mut section = summary.section();
+        if logs.len() > 1 {
+            section.notes.push(format!(
+                "{} JVMs ran (JAVA_TOOL_OPTIONS is inherited by child JVMs); this is pid {}, the one \
+                 that loaded the most classes",
+                logs.len(),
+                main.pid
+            ));
+        }
+        Ok(section)
+    }
+}
+
+/// The -Xlog option, ready for JAVA_TOOL_OPTIONS.
+fn xlog_option(dir: &Path) -> Result<String> {
+    let d = dir
+        .to_str()
+        .with_context(|| format!("JVM log directory {} is not UTF-8", dir.display()))?;
+    // JAVA_TOOL_OPTIONS treats ' and " as quotes, -Xlog splits its argument at ':'
+    // and expands %p/%t in file names: a directory with those cannot be passed.
+    if let Some(c) = d
+        .chars()
+        .find(|&c| matches!(c, '\'' | '"' | ':' | '%') || c.is_control())
+    {
+        bail!("cannot pass the JVM log directory {d:?} through JAVA_TOOL_OPTIONS: it contains {c:?}");
+    }
+    let option = format!(
+        "-Xlog:class+load=info,startuptime=info:file={d}/{LOG_PREFIX}%p{LOG_SUFFIX}\
+         :timenanos,uptimenanos,tags:filecount=0"
+    );
+    // JAVA_TOOL_OPTIONS splits at whitespace unless quoted (JDK 9+).
+    Ok(if d.chars().any(char::is_whitespace) {
+        format!("'{option}'")
+    } else {
+        option
+    })
+}
+
+/// One JVM's log.
+#[derive(Debug, Default)]
+pub(crate) struct JvmLog {
+    pub pid: String,
+    pub classes: Vec<ClassLoad>,
+    pub phases: Vec<Phase>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ClassLoad {
+    pub mono_ns: u64,
+    pub uptime_ns: u64,
+    pub name: String,
+    pub source: String,
+}
+
+/// A `startuptime` line, logged when the phase ends.
+#[derive(Debug)]
+pub(crate) struct Phase {
+    pub name: String,
+    pub end_mono_ns: u64,
+    pub end_uptime_ns: u64,
+    pub dur_ns: u64,
+}
+
+/// Every `jvm-PID.log` in `dir`, in file-name order.
+pub(crate) fn read_logs(dir: &Path) -> Result<Vec<JvmLog>> {
+    let mut files: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading the JVM log directory {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix(LOG_PREFIX)?
+                .strip_suffix(LOG_SUFFIX)?
+                .to_string();
+            Some((pid, e.path()))
+        })
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|(pid, path)| {
+            // Class names are UTF-8, but a source path need not be: be lenient.
+            let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let mut log = parse_log(&String::from_utf8_lossy(&bytes));
+            log.pid = pid;
+            Ok(log)
+        })
+        .collect()
+}
+
+/// Parse `[<timenanos>ns][<uptimenanos>ns][<tags>] <message>` lines; others (a
+/// line cut short by a kill) are skipped.
+pub(crate) fn parse_log(text: &str) -> JvmLog {
+    let mut log = JvmLog::default();
+    for line in text.lines() {
+        let Some((mono_ns, uptime_ns, tags, msg)) = split_line(line) else {
+            continue;
+        };
+        match tags {
+            "class,load" => {
+                let (name, source) = msg.split_once(" source: ").unwrap_or((msg, ""));
+                log.classes.push(ClassLoad {
+                    mono_ns,
+                    uptime_ns,
+                    name: name.trim().to_string(),
+                    source: source.trim().to_string(),
+                });
+            }
+            "startuptime" => {
+                // "Create VM, 0.0931483 secs"
+                let Some((name, secs)) = msg.rsplit_once(", ") else {
+                    continue;
+                };
+                let Some(secs) = secs
+                    .strip_suffix(" secs")
+                    .and_then(|s| s.trim().parse::<f64>().ok())
+                else {
+                    continue;
+                };
+                log.phases.push(Phase {
+                    name: name.trim().to_string(),
+                    end_mono_ns: mono_ns,
+                    end_uptime_ns: uptime_ns,
+                    dur_ns: (secs * 1e9).round() as u64,
+                });
+            }
+            _ => {}
+        }
+    }
+    log
+}
+
+fn split_line(line: &str) -> Option<(u64, u64, &str, &str)> {
+    let rest = line.strip_prefix('[')?;
+    let (mono, rest) = rest.split_once("ns][")?;
+    let (uptime, rest) = rest.split_once("ns][")?;
+    let (tags, msg) = rest.split_once("] ")?;
+    Some((mono.parse().ok()?, uptime.parse().ok()?, tags.trim(), msg))
+}
+
+/// Where a class came from. Generated classes are told apart first, whatever
+/// their source says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Origin {
+    Cds,
+    Jrt,
+    Jar,
+    Dir,
+    Generated,
+    Other,
+}
+
+pub(crate) fn origin(name: &str, source: &str) -> Origin {
+    if is_generated(name, source) {
+        return Origin::Generated;
+    }
+    if source.starts_with("shared objects file") {
+        Origin::Cds
+    } else if source.starts_with("jrt:/") {
+        Origin::Jrt
+    } else if source.starts_with("file:") || source.starts_with("jar:") {
+        if trim_url(source).ends_with(".jar") {
+            Origin::Jar
+        } else {
+            Origin::Dir
+        }
+    } else {
+        Origin::Other
+    }
+}
+
+/// Lambdas and LambdaForms (hidden classes, "Name/0x…"), dynamic proxies,
+/// reflection accessors and anything defined without a code source
+/// (`__JVM_LookupDefineClass__`, `__dynamic_proxy__`, `__JVM_DefineClass__`).
+fn is_generated(name: &str, source: &str) -> bool {
+    name.contains('/')
+        || name.contains("$$Lambda")
+        || (source.starts_with("__") && source.ends_with("__"))
+        || name.starts_with("jdk.internal.reflect.Generated")
+        || name.rsplit('.').next().is_some_and(|s| s.starts_with("$Proxy"))
+}
+
+/// "jar:file:/app.jar!/BOOT-INF/lib/x.jar!/" → "…/x.jar"; "file:/classes/" → "file:/classes".
+fn trim_url(source: &str) -> &str {
+    source.trim_end_matches('/').trim_end_matches('!')
+}
+
+/// The label a class's source gets in the table: a jar's or directory's name,
+/// a jrt module, "CDS", "generated".
+fn source_label(origin: Origin, source: &str) -> String {
+    match origin {
+        Origin::Cds => "CDS".into(),
+        Origin::Jrt => source.trim_start_matches("jrt:/").to_string(),
+        Origin::Jar => last_segment(source).to_string(),
+        Origin::Dir => format!("{}/", last_segment(source)),
+        Origin::Generated => "generated".into(),
+        Origin::Other => source.to_string(),
+    }
+}
+
+fn last_segment(source: &str) -> &str {
+    trim_url(source).rsplit(['/', '!']).next().unwrap_or(source)
+}
+
+/// A class's package; hidden classes lose their "/0x…" suffix first.
+pub(crate) fn package(name: &str) -> &str {
+    let name = name.split('/').next().unwrap_or(name);
+    match name.rfind('.') {
+        Some(i) => &name[..i],
+        None => "(default package)",
+    }
+}
+
+struct Load<'a> {
+    at_ns: u64,
+    name: &'a str,
+    source: &'a str,
+    origin: Origin,
+}
+
+pub(crate) struct PackageRow {
+    pub package: String,
+    pub classes: usize,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    /// Source label → classes, largest first.
+    pub sources: Vec<(String, usize)>,
+}
+
+/// One JVM's log on the run's clock, cut at ready.
+pub(crate) struct Summary<'a> {
+    /// Times are on the run's clock (else: the JVM's uptime).
+    aligned: bool,
+    /// Spawn → the JVM's uptime zero, when aligned.
+    jvm_start_ns: Option<u64>,
+    loads: Vec<Load<'a>>,
+    after_ready: usize,
+    log: &'a JvmLog,
+    t0_mono_ns: u64,
+}
+
+impl<'a> Summary<'a> {
+    pub fn new(log: &'a JvmLog, t0_mono_ns: u64, ready_ns: u64) -> Summary<'a> {
+        // The JVM's uptime zero in CLOCK_MONOTONIC; it cannot precede the spawn,
+        // so a zero before t0 means the clocks do not match: use uptime.
+        // The two stamps are taken a few hundred ns apart: take the earliest.
+        let jvm_zero = log
+            .classes
+            .iter()
+            .map(|c| (c.mono_ns, c.uptime_ns))
+            .chain(log.phases.iter().map(|p| (p.end_mono_ns, p.end_uptime_ns)))
+            .map(|(m, u)| m.saturating_sub(u))
+            .min();
+        let aligned = t0_mono_ns > 0 && jvm_zero.is_some_and(|z| z >= t0_mono_ns);
+        let jvm_start_ns = jvm_zero.filter(|_| aligned).map(|z| z - t0_mono_ns);
+        let mut loads = Vec::with_capacity(log.classes.len());
+        let mut after_ready = 0;
+        for c in &log.classes {
+            let at_ns = if aligned {
+                c.mono_ns.saturating_sub(t0_mono_ns)
+            } else {
+                c.uptime_ns
+            };
+            // Without alignment "after ready" cannot be told: everything counts.
+            if aligned && ready_ns > 0 && at_ns > ready_ns {
+                after_ready += 1;
+                continue;
+            }
+            loads.push(Load {
+                at_ns,
+                name: &c.name,
+                source: &c.source,
+                origin: origin(&c.name, &c.source),
+            });
+        }
+        Summary {
+            aligned,
+            jvm_start_ns,
+            loads,
+            after_ready,
+            log,
+            t0_mono_ns,
+        }
+    }
+
+    /// Every package, most classes first (then by name).
+    pub fn packages(&self) -> Vec<PackageRow> {
+        #[derive(Default)]
+        struct Acc {
+            classes: usize,
+            first_ns: Option<u64>,
+            last_ns: u64,
+            sources: HashMap<String, usize>,
+        }
+        let mut by: HashMap<&str, Acc> = HashMap::new();
+        for l in &self.loads {
+            let e = by.entry(package(l.name)).or_default();
+            e.classes += 1;
+            e.first_ns = Some(e.first_ns.map_or(l.at_ns, |f| f.min(l.at_ns)));
+            e.last_ns = e.last_ns.max(l.at_ns);
+            *e.sources.entry(source_label(l.origin, l.source)).or_default() += 1;
+        }
+        let mut rows: Vec<PackageRow> = by
+            .into_iter()
+            .map(|(package, acc)| {
+                let mut sources: Vec<(String, usize)> = acc.sources.into_iter().collect();
+                sources.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                PackageRow {
+                    package: package.to_string(),
+                    classes: acc.classes,
+                    first_ns: acc.first_ns.unwrap_or(0),
+                    last_ns: acc.last_ns,
+                    sources,
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| b.classes.cmp(&a.classes).then_with(|| a.package.cmp(&b.package)));
+        rows
+    }
+
+    fn count(&self, o: Origin) -> usize {
+        self.loads.iter().filter(|l| l.origin == o).count()
+    }
+
+    fn phase_time(&self, p: &Phase) -> u64 {
+        if self.aligned {
+            p.end_mono_ns.saturating_sub(self.t0_mono_ns)
+        } else {
+            p.end_uptime_ns
+        }
+    }
+
+    pub fn section(&self) -> Section {
+        let mut s = Section {
+            source: "jvm".into(),
+            title: "JVM class loading (-Xlog:class+load, startuptime)".into(),
+            ..Section::default()
+        };
+        s.facts.push(("classes".into(), self.loads.len().to_string()));
+        for (o, label) in [
+            (Origin::Cds, "from the CDS archive"),
+            (Origin::Jrt, "from jrt modules"),
+            (Origin::Jar, "from jars"),
+            (Origin::Dir, "from directories"),
+            (Origin::Generated, "generated (lambdas, proxies, reflection)"),
+            (Origin::Other, "from other sources"),
+        ] {
+            let n = self.count(o);
+            if n > 0 {
+                s.facts.push((label.into(), n.to_string()));
+            }
+        }
+        for (jar, n) in self.top_jars() {
+            s.facts.push((format!("  {jar}"), n.to_string()));
+        }
+        if let Some(vm) = self.log.phases.iter().find(|p| p.name == "Create VM") {
+            s.facts.push(("Create VM".into(), ms_cell(vm.dur_ns)));
+        }
+        if let Some(z) = self.jvm_start_ns {
+            s.facts.push(("JVM start after spawn".into(), ms_cell(z)));
+        }
+        if self.after_ready > 0 {
+            s.facts.push((
+                "loaded after ready (not counted)".into(),
+                self.after_ready.to_string(),
+            ));
+        }
+
+        s.table = Table::new(&["package", "classes", "sources", "first load", "span"]);
+        for r in self.packages() {
+            let sources: Vec<String> = r.sources.iter().map(|(l, n)| format!("{l} {n}")).collect();
+            s.table.rows.push(vec![
+                r.package,
+                r.classes.to_string(),
+                sources.join(", "),
+                ms_cell(r.first_ns),
+                ms_cell(r.last_ns.saturating_sub(r.first_ns)),
+            ]);
+        }
+        s.table.truncate(TABLE_ROWS);
+
+        s.spans = self.phase_spans();
+        if let (Some(first), Some(last)) = (self.loads.first(), self.loads.last()) {
+            s.spans.push(Span {
+                name: "class loads".into(),
+                start_ns: first.at_ns,
+                dur_ns: last.at_ns.saturating_sub(first.at_ns),
+                depth: 0,
+                args: vec![("classes".into(), self.loads.len().to_string())],
+            });
+        }
+        if let Some(app) = self
+            .loads
+            .iter()
+            .find(|l| matches!(l.origin, Origin::Jar | Origin::Dir))
+        {
+            s.marks.push(SectionMark {
+                name: format!("first app class {}", app.name),
+                at_ns: app.at_ns,
+            });
+        }
+
+        s.notes.push(
+            "Classes are counted when the JVM defines them; the time to load, link and initialise \
+             each one is not measured."
+                .into(),
+        );
+        s.notes.push(
+            "Generated classes (lambdas, LambdaForms, dynamic proxies, reflection accessors, classes \
+             defined without a code source) are counted apart from where they came from."
+                .into(),
+        );
+        s.notes.push(if self.aligned {
+            "Times are on the run's clock (the JVM's CLOCK_MONOTONIC timestamps); the launcher's work \
+             before the JVM starts is the gap before \"JVM start after spawn\"."
+                .into()
+        } else {
+            "Times are the JVM's uptime, from its own start (after exec and the launcher's work), not \
+             from spawn: the run's time zero was not available."
+                .into()
+        });
+        if self.log.phases.is_empty() {
+            s.notes
+                .push("The JVM logged no startuptime phases (no \"Create VM\" time).".into());
+        }
+        s
+    }
+
+    /// Jars by classes loaded, largest first, at most [`JARS_IN_FACTS`].
+    fn top_jars(&self) -> Vec<(String, usize)> {
+        let mut by: HashMap<String, usize> = HashMap::new();
+        for l in self.loads.iter().filter(|l| l.origin == Origin::Jar) {
+            *by.entry(source_label(l.origin, l.source)).or_default() += 1;
+        }
+        let mut v: Vec<(String, usize)> = by.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v.truncate(JARS_IN_FACTS);
+        v
+    }
+
+    /// startuptime phases as spans: a phase logged inside another (everything
+    /// inside "Create VM") is its child.
+    fn phase_spans(&self) -> Vec<Span> {
+        let spans: Vec<Span> = self
+            .log
+            .phases
+            .iter()
+            .map(|p| {
+                let end = self.phase_time(p);
+                Span {
+                    name: p.name.clone(),
+                    start_ns: end.saturating_sub(p.dur_ns),
+                    dur_ns: p.dur_ns,
+                    depth: 0,
+                    args: Vec::new(),
+                }
+            })
+            .collect();
+        // p contains c; of two equal intervals the earlier line is the parent.
+        let inside = |ci: usize, pi: usize| {
+            let (c, p) = (&spans[ci], &spans[pi]);
+            ci != pi
+                && p.start_ns <= c.start_ns
+                && c.start_ns + c.dur_ns <= p.start_ns + p.dur_ns
+                && (p.dur_ns > c.dur_ns || pi < ci)
+        };
+        let mut roots: Vec<usize> = (0..spans.len())
+            .filter(|&c| !(0..spans.len()).any(|p| inside(c, p)))
+            .collect();
+        roots.sort_by_key(|&i| spans[i].start_ns);
+        let mut out = Vec::with_capacity(spans.len());
+        for &root in &roots {
+            out.push(spans[root].clone());
+            // Each child goes under the first root that holds it.
+            let mut children: Vec<usize> = (0..spans.len())
+                .filter(|&c| inside(c, root) && roots.iter().find(|&&r| inside(c, r)) == Some(&root))
+                .collect();
+            children.sort_by_key(|&i| spans[i].start_ns);
+            out.extend(children.into_iter().map(|c| Span {
+                depth: 1,
+                ..spans[c].clone()
+            }));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+#[path = "jvm_tests.rs"]
+mod tests;

@@ -1,0 +1,309 @@
+use super::*;
+use std::collections::BTreeMap;
+use std::process::Command;
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var("PATH").ok()?;
+    path.split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+const SAMPLE: &str = "\
+[7583979977004ns][2614554ns][startuptime] StubRoutines generation 1, 0.0001745 secs
+[7584045224749ns][67862119ns][class,load ] java.lang.Object source: shared objects file
+[7584059212759ns][81850109ns][startuptime] Initialize java.lang classes, 0.0064929 secs
+[7584060000000ns][82637350ns][class,load ] sun.launcher.LauncherHelper$Helper source: jrt:/java.base
+[7584071482155ns][94119504ns][startuptime] Create VM, 0.0931483 secs
+[7584078467738ns][101105108ns][class,load ] com.acme.Main source: file:/tmp/app.jar
+[7584083649749ns][106287099ns][class,load ] com.acme.Main$$Lambda$1/0x00007f5698000a08 source: com.acme.Main
+[7584087172297ns][109809647ns][class,load ] java.lang.invoke.LambdaForm$MH/0x00007f5698000400 source: __JVM_LookupDefineClass__
+[7584104660542ns][127297901ns][class,load ] jdk.proxy1.$Proxy0 source: __dynamic_proxy__
+[7584104660600ns][127297959ns][class,load ] Top source: file:/tmp/classes/
+[7584104660700ns][1272979";
+
+#[test]
+fn parses_class_loads_and_phases_and_skips_a_cut_line() {
+    let log = parse_log(SAMPLE);
+    assert_eq!(log.classes.len(), 7);
+    assert_eq!(log.classes[0].name, "java.lang.Object");
+    assert_eq!(log.classes[0].source, "shared objects file");
+    assert_eq!(log.classes[0].mono_ns, 7584045224749);
+    assert_eq!(log.classes[0].uptime_ns, 67862119);
+    let names: Vec<&str> = log.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "StubRoutines generation 1",
+            "Initialize java.lang classes",
+            "Create VM"
+        ]
+    );
+    assert_eq!(log.phases[2].dur_ns, 93_148_300);
+}
+
+#[test]
+fn classifies_sources_and_packages() {
+    let log = parse_log(SAMPLE);
+    let origins: Vec<Origin> = log.classes.iter().map(|c| origin(&c.name, &c.source)).collect();
+    use Origin::*;
+    assert_eq!(origins, [Cds, Jrt, Jar, Generated, Generated, Generated, Dir]);
+    assert_eq!(package("com.acme.Main$$Lambda$1/0x00007f5698000a08"), "com.acme");
+    assert_eq!(package("Top"), "(default package)");
+    assert_eq!(
+        origin("org.x.Y", "jar:file:/app.jar!/BOOT-INF/lib/x-1.0.jar!/"),
+        Origin::Jar
+    );
+    assert_eq!(
+        source_label(Origin::Jar, "jar:file:/app.jar!/BOOT-INF/lib/x-1.0.jar!/"),
+        "x-1.0.jar"
+    );
+    assert_eq!(source_label(Origin::Dir, "file:/tmp/classes/"), "classes/");
+    assert_eq!(
+        origin(
+            "jdk.internal.reflect.GeneratedMethodAccessor1",
+            "__JVM_DefineClass__"
+        ),
+        Origin::Generated
+    );
+}
+
+#[test]
+fn aligns_to_the_run_clock_and_nests_phases_under_create_vm() {
+    let log = parse_log(SAMPLE);
+    // Spawn 10 ms before the JVM's uptime zero (7583977362450 ns).
+    let t0 = 7_583_977_362_450 - 10_000_000;
+    let s = Summary::new(&log, t0, 0).section();
+    let fact = |k: &str| s.facts.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
+    assert_eq!(fact("classes").as_deref(), Some("7"));
+    assert_eq!(
+        fact("generated (lambdas, proxies, reflection)").as_deref(),
+        Some("3")
+    );
+    assert_eq!(
+        fact("JVM start after spawn").as_deref(),
+        Some(ms_cell(10_000_000).as_str())
+    );
+    let spans: Vec<(&str, usize)> = s.spans.iter().map(|s| (s.name.as_str(), s.depth)).collect();
+    assert_eq!(
+        spans,
+        [
+            ("Create VM", 0),
+            ("StubRoutines generation 1", 1),
+            ("Initialize java.lang classes", 1),
+            ("class loads", 0)
+        ]
+    );
+    // Create VM's line is stamped 7584071482155 ns on CLOCK_MONOTONIC.
+    assert_eq!(s.spans[0].start_ns + s.spans[0].dur_ns, 7_584_071_482_155 - t0);
+    assert_eq!(s.marks[0].name, "first app class com.acme.Main");
+
+    // Ready before the last loads: those are left out and counted apart.
+    let s = Summary::new(&log, t0, 120_000_000).section();
+    let fact = |k: &str| s.facts.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
+    assert_eq!(fact("classes").as_deref(), Some("5"));
+    assert_eq!(fact("loaded after ready (not counted)").as_deref(), Some("2"));
+
+    // No time zero: uptime, said in a note.
+    let s = Summary::new(&log, 0, 0).section();
+    assert!(s.notes.iter().any(|n| n.contains("uptime")), "{:?}", s.notes);
+    assert_eq!(s.spans[0].start_ns + s.spans[0].dur_ns, 94_119_504);
+}
+
+#[test]
+fn option_goes_to_a_file_quoted_when_needed() {
+    let plain = xlog_option(Path::new("/tmp/cs-x")).expect("plain dir");
+    assert!(!plain.contains(' '), "{plain}");
+    assert!(plain.contains("file=/tmp/cs-x/jvm-%p.log:"), "{plain}");
+    let spaced = xlog_option(Path::new("/tmp/a b")).expect("dir with a space");
+    assert!(
+        spaced.starts_with("'-Xlog:") && spaced.ends_with('\''),
+        "{spaced}"
+    );
+    for bad in ["/tmp/a:b", "/tmp/a'b", "/tmp/a%p", "/tmp/a\"b"] {
+        assert!(xlog_option(Path::new(bad)).is_err(), "{bad} accepted");
+    }
+    let env = vec![("JAVA_TOOL_OPTIONS".to_string(), "-Xss2m".to_string())];
+    let inj = Jvm.inject(Path::new("/tmp/cs-x"), &env).expect("inject");
+    assert_eq!(inj.env[0].1, format!("-Xss2m {plain}"));
+    assert!(inj.claims[0].is_match(&format!("Picked up JAVA_TOOL_OPTIONS: -Xss2m {plain}")));
+}
+
+#[test]
+fn detects_the_java_launcher() {
+    let exec = |path, exe| FinalExec { path, exe };
+    assert!(Jvm.detect(&exec(
+        "/usr/bin/java",
+        "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
+    )));
+    assert!(!Jvm.detect(&exec("/usr/bin/javac", "/usr/lib/jvm/x/bin/javac")));
+    assert!(!Jvm.detect(&exec("/usr/bin/python3", "/usr/bin/python3.11")));
+}
+
+/// `package → classes` from `-verbose:class` output, parsed without the adapter's code.
+fn verbose_class_counts(stdout: &str) -> BTreeMap<String, usize> {
+    let re = Regex::new(r"\[class,load\s*\] (\S+) source: ").expect("regex");
+    let mut counts = BTreeMap::new();
+    for cap in stdout.lines().filter_map(|l| re.captures(l)) {
+        let name = cap[1].split('/').next().unwrap_or_default().to_string();
+        let pkg = match name.rsplit_once('.') {
+            Some((p, _)) => p.to_string(),
+            None => "(default package)".to_string(),
+        };
+        *counts.entry(pkg).or_insert(0) += 1;
+    }
+    counts
+}
+
+const SOURCES: &[(&str, &str)] = &[
+    ("com/acme/a/A1.java", "package com.acme.a; public class A1 { public int v() { return 1; } public static int twice(int x) { return 2 * x; } }"),
+    ("com/acme/a/A2.java", "package com.acme.a; public class A2 { public int v() { return 2; } }"),
+    ("com/acme/a/A3.java", "package com.acme.a; public class A3 { public int v() { return 3; } }"),
+    ("com/acme/b/B1.java", "package com.acme.b; public class B1 { public int v() { return 4; } }"),
+    ("com/acme/b/B2.java", "package com.acme.b; public class B2 { public int v() { return 5; } }"),
+    ("com/acme/Main.java", r#"package com.acme;
+import com.acme.a.*;
+import com.acme.b.*;
+import java.util.function.IntSupplier;
+public class Main {
+    public static void main(String[] args) throws Exception {
+        int n = new A1().v() + new A2().v() + new A3().v() + new B1().v() + new B2().v();
+        IntSupplier lambda = () -> 42;
+        n += lambda.getAsInt();
+        n += (Integer) A1.class.getMethod("twice", int.class).invoke(null, 4);
+        System.out.println("sum " + n);
+        System.err.println("ready");
+    }
+}
+"#),
+];
+
+#[test]
+fn counts_by_package_match_verbose_class() {
+    let (Some(java), Some(javac), Some(jar)) = (which("java"), which("javac"), which("jar")) else {
+        eprintln!("skipped: java, javac or jar not on PATH");
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let src = tmp.path().join("src");
+    for (path, text) in SOURCES {
+        let p = src.join(path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, text).expect("write source");
+    }
+    let classes = tmp.path().join("classes");
+    let status = Command::new(&javac)
+        .arg("-d")
+        .arg(&classes)
+        .args(SOURCES.iter().map(|(p, _)| src.join(p)))
+        .status()
+        .expect("javac");
+    assert!(status.success(), "javac failed");
+    let app = tmp.path().join("app.jar");
+    let status = Command::new(&jar)
+        .arg("cf")
+        .arg(&app)
+        .arg("-C")
+        .arg(&classes)
+        .arg(".")
+        .status()
+        .expect("jar");
+    assert!(status.success(), "jar failed");
+
+    // Adapted run: the adapter's environment only (an empty JAVA_TOOL_OPTIONS of
+    // the target's own keeps whatever the test's environment holds out).
+    let dir = tmp.path().join("adapter dir");
+    std::fs::create_dir(&dir).expect("adapter dir");
+    let inj = Jvm
+        .inject(&dir, &[("JAVA_TOOL_OPTIONS".into(), String::new())])
+        .expect("inject");
+    let t0 = crate::clock::now_ns();
+    let out = Command::new(&java)
+        .arg("-cp")
+        .arg(&app)
+        .arg("com.acme.Main")
+        .envs(inj.env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("java (adapted)");
+    let ready_ns = crate::clock::now_ns() - t0;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut claimed = Vec::new();
+    let mut unclaimed = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .chain(String::from_utf8_lossy(&out.stderr).lines())
+    {
+        if inj.claims.iter().any(|re| re.is_match(line)) {
+            claimed.push((0, line.to_string()));
+        } else {
+            unclaimed.push(line.to_string());
+        }
+    }
+    assert_eq!(
+        unclaimed,
+        ["sum 65", "ready"],
+        "the switch leaked into the program's output"
+    );
+    assert_eq!(claimed.len(), 1, "{claimed:?}");
+
+    let got = Collected {
+        dir: &dir,
+        claimed: &claimed,
+        ready_ns,
+        t0_mono_ns: t0,
+        trace: None,
+    };
+    let section = Jvm.collect(&got).expect("collect");
+
+    // Independent run: -verbose:class on stdout, parsed here.
+    let out = Command::new(&java)
+        .arg("-verbose:class")
+        .arg("-cp")
+        .arg(&app)
+        .arg("com.acme.Main")
+        .env_remove("JAVA_TOOL_OPTIONS")
+        .output()
+        .expect("java -verbose:class");
+    assert!(out.status.success());
+    let expected = verbose_class_counts(&String::from_utf8_lossy(&out.stdout));
+    let total: usize = expected.values().sum();
+
+    let logs = read_logs(&dir).expect("read logs");
+    assert_eq!(logs.len(), 1);
+    let got_counts: BTreeMap<String, usize> = Summary::new(&logs[0], t0, ready_ns)
+        .packages()
+        .into_iter()
+        .map(|r| (r.package, r.classes))
+        .collect();
+    assert_eq!(got_counts, expected);
+    assert_eq!(expected.get("com.acme.a"), Some(&3));
+    assert_eq!(expected.get("com.acme.b"), Some(&2));
+
+    // The section itself: totals, sorted rows that agree, the jar, phases.
+    let fact = |k: &str| section.facts.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
+    assert_eq!(fact("classes"), Some(total.to_string()));
+    assert_eq!(fact("from jars").as_deref(), Some("6"), "{:?}", section.facts);
+    assert_eq!(fact("  app.jar").as_deref(), Some("6"));
+    assert!(fact("Create VM").is_some(), "{:?}", section.facts);
+    assert!(fact("generated (lambdas, proxies, reflection)").is_some());
+    let counts: Vec<usize> = section
+        .table
+        .rows
+        .iter()
+        .map(|r| r[1].parse().expect("count"))
+        .collect();
+    assert!(
+        counts.windows(2).all(|w| w[0] >= w[1]),
+        "not largest first: {counts:?}"
+    );
+    for row in &section.table.rows {
+        assert_eq!(
+            Some(&row[1].parse::<usize>().expect("count")),
+            expected.get(&row[0])
+        );
+    }
+    assert_eq!(section.table.rows.len() + section.table.omitted, expected.len());
+    // On the run's clock: every span inside spawn → exit.
+    assert!(section.spans.iter().all(|s| s.start_ns + s.dur_ns <= ready_ns));
+    assert_eq!(section.spans[0].name, "Create VM");
+}
