@@ -81,7 +81,8 @@ fn bench_store_compare_reproduces_bench_verdicts() {
             "--export-json",
             bench_json.to_str().unwrap(),
         ]);
-        args.extend(sleeper_variants(&[("fast", 20), ("slow", 30)]));
+        // A wide gap: the verdict must be "slower" even when the shared VM is loaded.
+        args.extend(sleeper_variants(&[("fast", 20), ("slow", 45)]));
         let o = run_s(&args);
         assert!(o.status.success(), "{store}: {}", stderr(&o));
         let id = stored_id(&o);
