@@ -15,6 +15,25 @@ fn explain(args: &[&str]) -> (serde_json::Value, String) {
     (json_file(&json), stdout(&o))
 }
 
+fn section(doc: &serde_json::Value, source: &str) -> serde_json::Value {
+    doc["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == source)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {source} section: {}", doc["sources"]))
+}
+
+/// A fact's leading number ("78", "1148", "6 (…)").
+fn fact_num(section: &serde_json::Value, name: &str) -> u64 {
+    let f = section["facts"].as_array().unwrap().iter().find(|f| f[0] == name);
+    let text = f.unwrap_or_else(|| panic!("no fact {name}: {section}"))[1]
+        .as_str()
+        .unwrap();
+    text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
 fn phase(doc: &serde_json::Value, name: &str) -> Option<(u64, u64)> {
     doc["timeline"]["phases"]
         .as_array()
@@ -84,6 +103,11 @@ fn go_server_listen_ready_and_first_request() {
         "accept → first response seen while the probe asked"
     );
     assert!(out.contains("listen 127.0.0.1:"), "{out}");
+    // The Go adapter was picked from the final exec; its package inits are a section.
+    assert_eq!(doc["adapters"], serde_json::json!(["go"]), "{doc}");
+    let go = section(&doc, "go");
+    assert!(fact_num(&go, "packages initialised") > 10, "{go}");
+    assert!(go["spans"].as_array().unwrap().len() > 10, "{go}");
 
     // Chrome Trace Event format: required fields, monotonic ts per track.
     let chrome = json_file(&trace);
@@ -362,4 +386,44 @@ fn opentelemetry_spans_become_a_nested_section() {
     let ready = doc["adapted_ms"]["max"].as_f64().unwrap() * 1e6;
     assert!((at("connect-db") as f64) < ready, "spans fall inside the run");
     assert!(out.contains("connect-db"), "{out}");
+}
+
+/// A Rust server (std only, dynamically linked against libc): the native adapter
+/// reports its loader; a Node server: the require hook reports node:http.
+#[test]
+fn rust_and_node_servers_get_their_adapters() {
+    let port = free_port().to_string();
+    let url = format!("http://127.0.0.1:{port}/health");
+    let (doc, _) = explain(&[
+        "--runs",
+        "1",
+        "--ready",
+        &url,
+        "--",
+        &example("rust-server"),
+        "--port",
+        &port,
+    ]);
+    assert_eq!(doc["adapters"], serde_json::json!(["native"]), "{doc}");
+    let native = section(&doc, "native");
+    assert!(fact_num(&native, "libraries loaded") >= 1, "{native}");
+
+    let port = free_port().to_string();
+    let url = format!("http://127.0.0.1:{port}/health");
+    let server = root().join("examples/node/server.js");
+    let (doc, _) = explain(&[
+        "--runs",
+        "1",
+        "--ready",
+        &url,
+        "--",
+        "node",
+        server.to_str().unwrap(),
+        "--port",
+        &port,
+    ]);
+    assert_eq!(doc["adapters"], serde_json::json!(["node"]), "{doc}");
+    let node = section(&doc, "node");
+    let rows = node["table"]["rows"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r[0] == "node:http"), "{node}");
 }
