@@ -987,6 +987,7 @@ impl Tracer {
         let ok = !info.is_error;
         let tgid = self.tasks.get(&tid).map_or(tid, |t| t.tgid);
         let start = aw.start_ns;
+        let mut resumed = false;
         match aw.pending {
             Pending::Exec { path } => {
                 // Success is reported by PTRACE_EVENT_EXEC, so this is a failure.
@@ -1030,11 +1031,23 @@ impl Tracer {
                 self.emit(start, tid, Event::Bind { fd, addr, ok, errno });
             }
             Pending::Listen { fd } if ok => {
-                // After a successful listen the socket is in the kernel's
-                // listening table, with its real port even if bound to 0.
-                let addr = procfs::socket_inode(tid, fd)
-                    .and_then(|ino| procfs::socket_local_addr(tid, ino))
-                    .or_else(|| self.procs.get(&tgid).and_then(|p| p.bound.get(&fd).cloned()));
+                // The socket's own name has the real port even if it was bound
+                // to 0. Asked while the tracee is still stopped, so `fd` is
+                // still this socket; that lookup takes microseconds.
+                let inode = procfs::socket_inode(tid, fd);
+                let mut addr = inode.and_then(|ino| procfs::socket_name(tgid, fd, ino));
+                if addr.is_none() {
+                    // Fallback: the /proc/net tables take milliseconds to read
+                    // (the kernel walks its whole TCP hash), which held a Go
+                    // server stopped between listen and accept for ~5-10 ms.
+                    // Let the tracee go first; the inode names the socket even
+                    // if the fd number is reused meanwhile.
+                    self.resume(tid, 0);
+                    resumed = true;
+                    addr = inode
+                        .and_then(|ino| procfs::socket_local_addr(tid, ino))
+                        .or_else(|| self.procs.get(&tgid).and_then(|p| p.bound.get(&fd).cloned()));
+                }
                 self.emit(
                     start,
                     tid,
@@ -1058,7 +1071,9 @@ impl Tracer {
                 }
             }
         }
-        self.resume(tid, 0);
+        if !resumed {
+            self.resume(tid, 0);
+        }
     }
 }
 
