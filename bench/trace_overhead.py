@@ -3,7 +3,8 @@
 
 Usage (from the repository root, after `cargo build --release`):
 
-    bench/trace_overhead.py [--rounds 3] [--runs 20] [--coldstart PATH ...] [-- COMMAND ...]
+    bench/trace_overhead.py [--rounds 3] [--runs 20] [--ready PROBE] [--coldstart PATH ...] [-- COMMAND ...]
+    bench/trace_overhead.py --all      # the issue's four targets: python, Node server, JVM hello, Go server
 
 Default command: the real Python 3.11 interpreter with `-c pass` (not the pyenv
 shim on PATH, which adds its own bash startup). Each round runs, back to back:
@@ -31,13 +32,13 @@ PY = "/root/.pyenv/versions/3.11.7/bin/python3"
 TRACED = "execve,execveat,open,openat,openat2,connect,bind,listen,accept,accept4,clone,clone3,fork,vfork"
 
 
-def bench(cs, cmd, runs, out):
+def bench(cs, cmd, runs, out, ready):
     variants = [
         ("plain", cmd),
         ("strace", ["strace", "-f", "-o", "/dev/null"] + cmd),
         ("strace-seccomp", ["strace", "-f", "--seccomp-bpf", "-e", "trace=" + TRACED, "-o", "/dev/null"] + cmd),
     ]
-    argv = [cs, "bench", "--no-store", "-q", "--runs", str(runs), "--export-json", out]
+    argv = [cs, "bench", "--no-store", "-q", "--runs", str(runs), "--ready", ready, "--export-json", out]
     for name, c in variants:
         argv += ["--name", name, "--"] + c
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
@@ -46,8 +47,10 @@ def bench(cs, cmd, runs, out):
     return {v["name"]: v["stats"]["ready_ms"]["p50"] for v in data["variants"]}
 
 
-def explain(cs, cmd, runs, out):
-    argv = [cs, "explain", "-q", "--runs", str(runs), "--ready", "exit", "--export-json", out, "--"] + cmd
+def explain(cs, cmd, runs, out, ready):
+    # Only untraced vs traced matters here: no adapted runs' switches or receiver.
+    argv = [cs, "explain", "-q", "--runs", str(runs), "--ready", ready, "--adapter", "none", "--no-otlp",
+            "--export-json", out, "--"] + cmd
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
     with open(out) as f:
         data = json.load(f)
@@ -59,11 +62,30 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--coldstart", action="append", help="coldstart binary (repeatable)")
+    ap.add_argument("--ready", default="exit", help="readiness probe, as for coldstart (default exit)")
+    ap.add_argument("--all", action="store_true", help="the four reference targets, one after another")
     ap.add_argument("command", nargs="*")
     args = ap.parse_args()
-    cmd = args.command or [PY, "-c", "pass"]
     builds = args.coldstart or [CS]
-    print(f"command: {' '.join(cmd)}   ({args.rounds} rounds × {args.runs} runs)")
+    if args.all:
+        ex = os.path.join(ROOT, "target", "examples")
+        port = "18931"
+        url = f"http://127.0.0.1:{port}/health"
+        targets = [
+            ("exit", [PY, "-c", "pass"]),
+            (url, ["node", os.path.join(ROOT, "examples", "node", "server.js"), "--port", port]),
+            ("exit", ["java", "-cp", os.path.join(ex, "java"), "Hello"]),
+            (url, [os.path.join(ex, "go-server"), "--port", port]),
+        ]
+    else:
+        targets = [(args.ready, args.command or [PY, "-c", "pass"])]
+    for ready, cmd in targets:
+        run_target(args, builds, cmd, ready)
+        print()
+
+
+def run_target(args, builds, cmd, ready):
+    print(f"command: {' '.join(cmd)}   (ready = {ready}; {args.rounds} rounds × {args.runs} runs)")
     header = f"{'round':>5}  {'plain ms':>9}  {'strace':>7}  {'strace-bpf':>10}"
     for i, _ in enumerate(builds):
         header += f"  {'ours#' + str(i) if len(builds) > 1 else 'ours':>7} ({'untr/tr ms':>13})"
@@ -71,10 +93,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.json")
         for r in range(args.rounds):
-            b = bench(builds[0], cmd, args.runs, out)
+            b = bench(builds[0], cmd, args.runs, out, ready)
             line = f"{r + 1:>5}  {b['plain']:>9.2f}  {b['strace'] / b['plain']:>6.3f}×  {b['strace-seccomp'] / b['plain']:>9.3f}×"
             for cs in builds:
-                u, t, o = explain(cs, cmd, args.runs, out)
+                u, t, o = explain(cs, cmd, args.runs, out, ready)
                 line += f"  {o:>6.3f}× ({u:>6.2f}/{t:>6.2f})"
             print(line, flush=True)
     if len(builds) > 1:

@@ -74,11 +74,11 @@ build_go() {
 # --- Java ---------------------------------------------------------------------
 build_java() {
   if ! have javac; then skip java javac; return; fi
-  if stale "$OUT/java/Server.class" "$EX/java/Server.java"; then
-    javac -d "$OUT/java" "$EX/java/Server.java"
-    record java "ok: built $OUT/java/Server.class (run: java -cp $OUT/java Server)"
+  if stale "$OUT/java/Server.class" "$EX/java/Server.java" || stale "$OUT/java/Hello.class" "$EX/java/Hello.java"; then
+    javac -d "$OUT/java" "$EX/java/Server.java" "$EX/java/Hello.java"
+    record java "ok: built $OUT/java/{Server,Hello}.class (run: java -cp $OUT/java Server)"
   else
-    record java "ok: up to date $OUT/java/Server.class"
+    record java "ok: up to date $OUT/java/{Server,Hello}.class"
   fi
 }
 
