@@ -7,6 +7,7 @@
 use crate::clock::now_ns;
 use crate::launch::output::{tail_of_file, LineBuffer, Stream};
 use crate::launch::spawn::{self, OutputMode};
+use crate::launch::wait::{pollfd, ppoll, TightTimers};
 use crate::launch::{signals, tree, usage};
 use crate::marks::Marks;
 use crate::probe::{self, Probe};
@@ -374,45 +375,6 @@ fn poll_set(child: &spawn::Child, with_pidfd: bool, extra: &[Option<RawFd>]) -> 
         fds.push(pollfd(fd));
     }
     fds
-}
-
-/// Polls sleep ~100 µs at a time; the default 50 µs timer slack would add straight
-/// to the detected ready instant. Slack is inherited by children, so it is made
-/// tight only after the spawn and restored before the next one.
-struct TightTimers;
-
-impl TightTimers {
-    fn on() -> TightTimers {
-        // SAFETY: prctl with constant arguments; affects only this thread's timers.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
-        TightTimers
-    }
-}
-
-impl Drop for TightTimers {
-    fn drop(&mut self) {
-        // SAFETY: as above; 0 restores the thread's default slack.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 0, 0, 0, 0) };
-    }
-}
-
-fn pollfd(fd: RawFd) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
-}
-
-/// ppoll with a nanosecond timeout (poll(2) only has milliseconds).
-fn ppoll(fds: &mut [libc::pollfd], timeout_ns: u64) -> i32 {
-    let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000) as i64,
-        tv_nsec: (timeout_ns % 1_000_000_000) as i64,
-    };
-    // SAFETY: fds is a valid slice of pollfd; ts lives across the call; no sigmask.
-    let r = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
-    r.max(0)
 }
 
 /// Read all available output (seen at `now`); feed lines to the probe and the

@@ -3,6 +3,7 @@
 //! waitpid(-1): a stolen ptrace stop would hang the tracee (see trace::Session).
 
 use crate::clock::now_ns;
+use crate::launch::wait::{pollfd, ppoll, TightTimers};
 use crate::launch::{output::LineBuffer, signals, tree};
 use crate::probe::{self, Probe};
 use crate::target::{Readiness, Target};
@@ -52,7 +53,9 @@ pub fn run(target: &Target, readiness: &Readiness, timeout: Duration) -> Result<
     let session = trace::start(&opts).context("cannot trace the target")?;
     // After the start: the tracer thread (which forks the target) was created
     // from this thread and would have inherited the slack.
-    let _slack = TightSlack::on();
+    // Timer slack of 1 ns while probing, as in the untraced runs: otherwise
+    // every wait stretches and the lag inflates the traced ready time only.
+    let _slack = TightTimers::on();
     let _current = signals::Current::set(session.root_pid());
     let t0 = session.t0_ns();
     let deadline = t0 + timeout.as_nanos() as u64;
@@ -100,49 +103,9 @@ pub fn run(target: &Target, readiness: &Readiness, timeout: Duration) -> Result<
     }
 }
 
-/// Timer slack of 1 ns on this thread while it probes, as in the untraced runs
-/// (run.rs): with the default 50 µs slack every 200 µs wait would stretch, adding
-/// detection lag to the traced ready time only and inflating the overhead ratio.
-struct TightSlack;
-
-impl TightSlack {
-    fn on() -> TightSlack {
-        // SAFETY: prctl with constant arguments; affects only this thread's timers.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
-        TightSlack
-    }
-}
-
-impl Drop for TightSlack {
-    fn drop(&mut self) {
-        // SAFETY: as above; 0 restores the thread's default slack.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 0, 0, 0, 0) };
-    }
-}
-
-/// ppoll(2) for readability on `fds` for at most `timeout` (nanosecond
-/// resolution, unlike poll). The result does not matter: the caller rechecks everything.
+/// ppoll(2) for readability on `fds` for at most `timeout`. The result does not
+/// matter: the caller rechecks everything.
 fn wait(fds: &[Option<RawFd>], timeout: Duration) {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .flatten()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: pfds is a valid slice of pollfd; ts lives across the call; no sigmask.
-    unsafe {
-        libc::ppoll(
-            pfds.as_mut_ptr(),
-            pfds.len() as libc::nfds_t,
-            &ts,
-            std::ptr::null(),
-        )
-    };
+    let mut pfds: Vec<libc::pollfd> = fds.iter().flatten().map(|&fd| pollfd(fd)).collect();
+    ppoll(&mut pfds, timeout.as_nanos() as u64);
 }

@@ -6,10 +6,12 @@
 //!   child-subreaper attribute brings back to us) and kill/reap them.
 //! - `usage`: CPU, memory, faults, processes/threads from rusage or procfs.
 //! - `signals`: Ctrl-C / SIGTERM of coldstart itself kills the running tree.
-//! - `output`: the last lines of the target's stdout+stderr.
+//! - `output`: the target's output lines (per stream), the last few kept, claimed ones set aside.
+//! - `wait`: ppoll with ns timeouts and tight timer slack while probing.
 
 pub mod output;
 pub mod signals;
 pub mod spawn;
 pub mod tree;
 pub mod usage;
+pub mod wait;
