@@ -27,7 +27,8 @@ pub enum Command {
     /// Run the bundled example targets (Python, Node, Go, Java, Rust servers) and show what coldstart does.
     Demo(DemoArgs),
     /// Where a cold start's time goes: a traced timeline (exec chain, loader, init,
-    /// listen, first request), blame, files, network, processes, and the tracer's overhead.
+    /// listen, first request), blame, files, network, processes; inside the runtime,
+    /// imports, classes, package inits, checkpoints and spans; each with its overhead.
     #[command(after_long_help = EXPLAIN_HELP)]
     Explain(ExplainArgs),
     /// List stored experiments, newest first.
@@ -95,14 +96,16 @@ HOW
 EXAMPLES
   coldstart explain --ready exit -- python3 -c pass
   coldstart explain --ready http://127.0.0.1:8080/ --export-trace run.json -- ./server
-  (open run.json in https://ui.perfetto.dev or chrome://tracing)";
+  (open run.json in https://ui.perfetto.dev or chrome://tracing)
+  coldstart explain --ready log:listening -- java -jar app.jar       # classes by package
+  coldstart explain --adapter none --no-otlp --ready exit -- ./tool  # the tracer only";
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
     /// Readiness, as for bench: exit, tcp:[HOST:]PORT, http://…, log:REGEX, file:PATH.
     #[arg(long, value_name = "PROBE")]
     pub ready: Option<String>,
-    /// Untraced and traced runs each (interleaved).
+    /// Untraced, traced and adapted runs each (interleaved).
     #[arg(short, long, default_value_t = 5)]
     pub runs: usize,
     /// Seconds a run may take to become ready.
@@ -114,10 +117,11 @@ pub struct ExplainArgs {
     /// Working directory of the target.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Write the timeline, phases and groupings as JSON.
+    /// Write the timeline, phases, groupings and the runtime's sections as JSON (docs/json-schema.md).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
-    /// Write a Chrome Trace Event file (Perfetto, chrome://tracing): one track per process/thread.
+    /// Write a Chrome Trace Event file (Perfetto, chrome://tracing): one track per
+    /// process/thread, one per source inside the runtime.
     #[arg(long, value_name = "PATH")]
     pub export_trace: Option<PathBuf>,
     /// Runtime adapters for the adapted runs: `auto` (from the program that finally
