@@ -44,7 +44,7 @@ pub fn run(
         dirs.push(dir);
     }
     let receiver = if with_otlp {
-        Some(otlp::Receiver::start().context("starting the OTLP receiver")?)
+        Some(otlp::Receiver::start().context("starting the OTLP receiver (--no-otlp runs without it)")?)
     } else {
         None
     };

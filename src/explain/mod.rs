@@ -136,7 +136,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     let sink = if args.no_otlp {
         None
     } else {
-        Some(otlp::Receiver::start().context("starting the OTLP receiver")?)
+        Some(otlp::Receiver::start().context("starting the OTLP receiver (--no-otlp runs without it)")?)
     };
     let mut target = target;
     if let Some(r) = &sink {
