@@ -83,8 +83,32 @@ impl Adapter for Python {
 
     fn collect(&self, got: &Collected) -> Result<Section> {
         let tree = parse(got.claimed.iter().map(|(_, line)| line.as_str()));
-        Ok(section(&tree))
+        let mut sec = section(&tree);
+        // importtime cannot say which .pth file caused an import; the tracer saw
+        // which ones site read.
+        if let Some(trace) = got.trace {
+            let pth = pth_files(trace);
+            if !pth.is_empty() {
+                sec.facts
+                    .push((".pth files read (traced run)".into(), pth.join(", ")));
+            }
+        }
+        Ok(sec)
     }
+}
+
+/// The `.pth` files the interpreter opened in the traced run, in order.
+fn pth_files(trace: &crate::trace::Trace) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in &trace.events {
+        if let crate::trace::Event::Open { path, ok: true, .. } = &e.event {
+            let name = file_name(path);
+            if name.ends_with(".pth") && !out.iter().any(|p| p == name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
 }
 
 fn file_name(path: &str) -> &str {
@@ -391,6 +415,38 @@ fn lower_bound_spans(tree: &ImportTree) -> Vec<Span> {
 mod tests {
     use super::*;
     use std::process::Command;
+
+    #[test]
+    fn pth_files_are_named_from_the_traced_opens() {
+        use crate::trace::{Event, Outcome, Trace, TraceEvent};
+        let open = |path: &str, ok: bool| TraceEvent {
+            ts_ns: 1,
+            pid: 7,
+            tid: 7,
+            event: Event::Open {
+                path: path.into(),
+                ok,
+                errno: if ok { 0 } else { 2 },
+                flags: 0,
+            },
+        };
+        let trace = Trace {
+            t0_ns: 0,
+            end_ns: 2,
+            root_pid: 7,
+            events: vec![
+                open("/x/site-packages/a.pth", true),
+                open("/x/site-packages/gone.pth", false),
+                open("/x/site-packages/json/__init__.py", true),
+                open("/y/a.pth", true),
+                open("/x/site-packages/b.pth", true),
+            ],
+            killed: false,
+            outcome: Outcome::Reached,
+            warnings: Vec::new(),
+        };
+        assert_eq!(pth_files(&trace), ["a.pth", "b.pth"]);
+    }
 
     const SNIPPET: &str = "\
 import time: self [us] | cumulative | imported package
