@@ -299,6 +299,16 @@ pub(crate) struct Summary<'a> {
 }
 
 impl<'a> Summary<'a> {
+    /// The longest stretch with no class defined: where the JVM or the app did
+    /// something else (I/O, a lock, a sleep, a remote call): the gap engineers
+    /// look for by hand in `-verbose:class` output.
+    fn longest_pause(&self) -> Option<(u64, &Load<'a>, &Load<'a>)> {
+        self.loads
+            .windows(2)
+            .map(|w| (w[1].at_ns.saturating_sub(w[0].at_ns), &w[0], &w[1]))
+            .max_by_key(|(gap, _, _)| *gap)
+    }
+
     pub fn new(log: &'a JvmLog, t0_mono_ns: u64, ready_ns: u64) -> Summary<'a> {
         // The JVM's uptime zero in CLOCK_MONOTONIC; it cannot precede the spawn,
         // so a zero before t0 means the clocks do not match: use uptime.
@@ -418,6 +428,12 @@ impl<'a> Summary<'a> {
         if let Some(z) = self.jvm_start_ns {
             s.facts.push(("JVM start after spawn".into(), ms_cell(z)));
         }
+        if let Some((gap, before, after)) = self.longest_pause() {
+            s.facts.push((
+                "longest pause between loads".into(),
+                format!("{} (after {}, before {})", ms_cell(gap), before.name, after.name),
+            ));
+        }
         if self.after_ready > 0 {
             s.facts.push((
                 "loaded after ready (not counted)".into(),
@@ -446,6 +462,18 @@ impl<'a> Summary<'a> {
                 dur_ns: last.at_ns.saturating_sub(first.at_ns),
                 depth: 0,
                 args: vec![("classes".into(), self.loads.len().to_string())],
+            });
+        }
+        if let Some((gap, before, after)) = self.longest_pause() {
+            s.spans.push(Span {
+                name: "longest pause in class loading".into(),
+                start_ns: before.at_ns,
+                dur_ns: gap,
+                depth: 0,
+                args: vec![
+                    ("after".into(), before.name.into()),
+                    ("before".into(), after.name.into()),
+                ],
             });
         }
         if let Some(app) = self

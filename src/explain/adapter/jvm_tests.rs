@@ -84,6 +84,17 @@ fn aligns_to_the_run_clock_and_nests_phases_under_create_vm() {
         fact("JVM start after spawn").as_deref(),
         Some(ms_cell(10_000_000).as_str())
     );
+    // LauncherHelper$Helper at …060000000 ns, com.acme.Main at …078467738 ns.
+    assert_eq!(
+        fact("longest pause between loads").as_deref(),
+        Some(
+            format!(
+                "{} (after sun.launcher.LauncherHelper$Helper, before com.acme.Main)",
+                ms_cell(18_467_738)
+            )
+            .as_str()
+        )
+    );
     let spans: Vec<(&str, usize)> = s.spans.iter().map(|s| (s.name.as_str(), s.depth)).collect();
     assert_eq!(
         spans,
@@ -91,7 +102,8 @@ fn aligns_to_the_run_clock_and_nests_phases_under_create_vm() {
             ("Create VM", 0),
             ("StubRoutines generation 1", 1),
             ("Initialize java.lang classes", 1),
-            ("class loads", 0)
+            ("class loads", 0),
+            ("longest pause in class loading", 0)
         ]
     );
     // Create VM's line is stamped 7584071482155 ns on CLOCK_MONOTONIC.
