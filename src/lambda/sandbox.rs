@@ -128,9 +128,21 @@ impl Cgroups {
 impl Sandbox {
     /// Move a process (all its threads) in.
     pub fn add(&self, pid: i32) -> Result<()> {
-        write(&self.cpu.join("cgroup.procs"), &pid.to_string())?;
-        if self.memory != self.cpu {
-            write(&self.memory.join("cgroup.procs"), &pid.to_string())?;
+        for dir in [&self.cpu, &self.memory] {
+            if dir == &self.memory && self.memory == self.cpu {
+                break;
+            }
+            if let Err(e) = std::fs::write(dir.join("cgroup.procs"), pid.to_string()) {
+                // ESRCH: the process is already gone (it exited at once, or Ctrl-C
+                // killed the tree): no limit to apply, and not a permission problem.
+                // The run sees the exit or the interrupt on its own path.
+                if e.raw_os_error() == Some(libc::ESRCH) {
+                    return Ok(());
+                }
+                return Err(e).with_context(|| {
+                    format!("writing {pid} to {}: {FIX}", dir.join("cgroup.procs").display())
+                });
+            }
         }
         Ok(())
     }
