@@ -128,10 +128,13 @@ impl Cgroups {
 impl Sandbox {
     /// Move a process (all its threads) in.
     pub fn add(&self, pid: i32) -> Result<()> {
-        for dir in [&self.cpu, &self.memory] {
-            if dir == &self.memory && self.memory == self.cpu {
-                break;
-            }
+        // cgroup v2: one directory holds both controllers.
+        let dirs: &[&PathBuf] = if self.memory == self.cpu {
+            &[&self.cpu]
+        } else {
+            &[&self.cpu, &self.memory]
+        };
+        for dir in dirs {
             if let Err(e) = std::fs::write(dir.join("cgroup.procs"), pid.to_string()) {
                 // ESRCH: the process is already gone (it exited at once, or Ctrl-C
                 // killed the tree): no limit to apply, and not a permission problem.
