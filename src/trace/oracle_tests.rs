@@ -10,8 +10,7 @@
 //! strace's relative paths are matched against our resolved ones by suffix),
 //! connect addresses, and the number of successful listens.
 //!
-//! `overhead_python_pass` (ignored; run with `--ignored --nocapture` in
-//! release mode) prints traced / untraced / strace ratios.
+//! Overhead (traced / untraced / strace ratios) is bench/trace_overhead.py's job.
 
 use super::{start, trace, Event, SockAddr, SocketRole, StopWhen, Trace, TraceOptions};
 use std::collections::BTreeSet;
@@ -868,94 +867,5 @@ fn ptrace_denied_is_reported() {
     assert!(msg.contains("ptrace") && msg.contains("refused"), "{msg}");
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// Wall time of one untraced run (spawn → exit), in ms.
-fn time_cmd(program: &Path, args: &[&str]) -> f64 {
-    let begun = Instant::now();
-    let status = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run");
-    let ms = begun.elapsed().as_secs_f64() * 1e3;
-    assert!(status.success(), "{program:?} {args:?}: {status}");
-    ms
-}
-
-/// Traced vs untraced vs strace medians, interleaved. Run with
-/// `cargo test --release -- --ignored --nocapture overhead`; set
-/// `COLDSTART_OVERHEAD_RUNS` (default 20) and `COLDSTART_OVERHEAD_CMD`
-/// (a command line, default the real python `-c pass`).
-#[test]
-#[ignore]
-fn overhead_python_pass() {
-    let strace = require!(strace_bin(), "strace");
-    let runs: usize = std::env::var("COLDSTART_OVERHEAD_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
-    let cmdline = std::env::var("COLDSTART_OVERHEAD_CMD").unwrap_or_else(|_| format!("{PYTHON} -c pass"));
-    let argv: Vec<&str> = cmdline.split_whitespace().collect();
-    let program = Path::new(argv[0]);
-    let s = strace.to_string_lossy().into_owned();
-    let strace_plain = ["-f", "-qq", "-o", "/dev/null"];
-    let strace_bpf = [
-        "-f",
-        "-qq",
-        "--seccomp-bpf",
-        "-e",
-        "trace=execve,openat,mmap,connect,listen,clone",
-        "-o",
-        "/dev/null",
-    ];
-    let with = |pre: &[&'static str]| -> Vec<String> {
-        pre.iter()
-            .map(|s| s.to_string())
-            .chain(argv.iter().map(|s| s.to_string()))
-            .collect()
-    };
-    let plain_args = with(&strace_plain);
-    let bpf_args = with(&strace_bpf);
-    let (mut untraced, mut ours, mut st, mut st_bpf) = (vec![], vec![], vec![], vec![]);
-    let o = opts(program, &argv);
-    // Warm the page cache and the dynamic loader's caches first.
-    for _ in 0..3 {
-        time_cmd(program, &argv[1..]);
-        trace(&o).expect("trace");
-    }
-    for _ in 0..runs {
-        untraced.push(time_cmd(program, &argv[1..]));
-        let begun = Instant::now();
-        let t = trace(&o).expect("trace");
-        ours.push(begun.elapsed().as_secs_f64() * 1e3);
-        assert_eq!(root_exit(&t), Some((Some(0), None)));
-        let pa: Vec<&str> = plain_args.iter().map(|s| s.as_str()).collect();
-        st.push(time_cmd(Path::new(&s), &pa));
-        let ba: Vec<&str> = bpf_args.iter().map(|s| s.as_str()).collect();
-        st_bpf.push(time_cmd(Path::new(&s), &ba));
-    }
-    let base = median(&mut untraced);
-    let report = |name: &str, v: &mut Vec<f64>| {
-        let m = median(v);
-        eprintln!("{name:<58} median {m:8.2} ms  ratio {:.3}x", m / base);
-    };
-    eprintln!("overhead of tracing `{cmdline}`, {runs} interleaved runs each:");
-    eprintln!("{:<58} median {base:8.2} ms  ratio 1.000x", "untraced");
-    report("coldstart tracer", &mut ours);
-    report("strace -f", &mut st);
-    report(
-        "strace -f --seccomp-bpf -e trace=execve,openat,mmap,connect,listen,clone",
-        &mut st_bpf,
-    );
-}
+// The tracer's overhead next to strace's is measured by bench/trace_overhead.py
+// (through `coldstart explain` and `coldstart bench`, interleaved), not here.
