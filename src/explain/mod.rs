@@ -16,7 +16,7 @@ use crate::run::{run_once, RunId, RunOptions};
 use crate::stats::{self, Summary};
 use crate::target::{parse_env, Readiness, Target};
 use crate::trace::timeline::{self, Phase, Timeline};
-use crate::trace::{chrome, Event, Trace};
+use crate::trace::{Event, Trace};
 use adapter::{Adapter, FinalExec};
 use anyhow::{bail, Context, Result};
 use section::Section;
@@ -252,7 +252,11 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         report::write_atomic(p, (serde_json::to_string_pretty(&explanation)? + "\n").as_bytes())?;
     }
     if let Some(p) = &args.export_trace {
-        let doc = chrome::to_chrome_trace(&explanation.trace, &explanation.timeline, &explanation.sources);
+        let doc = report::chrome_trace::to_chrome_trace(
+            &explanation.trace,
+            &explanation.timeline,
+            &explanation.sources,
+        );
         report::write_atomic(p, serde_json::to_string(&doc)?.as_bytes())?;
     }
     Ok(0)

@@ -1,6 +1,7 @@
 //! Output: the terminal table, exports (JSON, Markdown, CSV) and live progress.
 //! Reports render an Analysis and raw samples; they never spawn or compute stats.
 
+pub mod chrome_trace;
 pub mod csv;
 pub mod explain;
 pub mod format;

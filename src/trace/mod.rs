@@ -30,7 +30,7 @@
 //! accept, first response) while the caller probes it.
 //!
 //! Build a [`timeline::Timeline`] from a [`Trace`] for phases, marks and groupings,
-//! and [`chrome::to_chrome_trace`] for a Perfetto-loadable file.
+//! and `report::chrome_trace::to_chrome_trace` for a Perfetto-loadable file.
 //!
 //! ```ignore
 //! // explain --ready exit -- python3 -c pass
@@ -39,7 +39,7 @@
 //! opts.cwd = target.cwd.clone();
 //! let trace = trace::trace(&opts)?;                  // Outcome::Reached once the tree exited
 //! let timeline = trace::timeline::build(&trace);
-//! let json = trace::chrome::to_chrome_trace(&trace, &timeline, &[]);
+//! let json = report::chrome_trace::to_chrome_trace(&trace, &timeline, &[]);
 //!
 //! // explain --ready http://127.0.0.1:8080/ -- ./server
 //! opts.stop_when = StopWhen::FirstResponse;
@@ -82,7 +82,6 @@
 //! * Non-blocking connects: the syscall returns `EINPROGRESS`; the time until the
 //!   socket was usable is taken as the first write on it (see [`Event::FirstWrite`]).
 
-pub mod chrome;
 mod procfs;
 mod ptrace;
 pub mod seccomp;

@@ -12,9 +12,9 @@
 //! absolute CLOCK_MONOTONIC time zero is in `otherData.t0_ns`. Within a track
 //! events are emitted in non-decreasing `ts` order.
 
-use super::timeline::Timeline;
-use super::{Event, Trace};
 use crate::explain::section::Section;
+use crate::trace::timeline::Timeline;
+use crate::trace::{Event, Trace};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
