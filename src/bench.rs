@@ -265,10 +265,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     if args.explain && code == 0 {
         for v in &plan.variants {
             println!("\n== explain: {}", v.name);
-            print!(
-                "{}",
-                crate::explain::once(&v.target, &v.readiness, plan.run.timeout)?
-            );
+            print!("{}", crate::explain::once(&v.target, &v.readiness, &plan.run)?);
         }
     }
     Ok(code)

@@ -332,8 +332,8 @@ pub struct BenchArgs {
     /// Seconds between SIGTERM and SIGKILL when stopping a target.
     #[arg(long, default_value_t = 2.0)]
     pub grace: f64,
-    /// After the timed runs, one traced run per variant explains where its time went
-    /// (see `coldstart explain`).
+    /// After the timed runs, one traced and one adapted run per variant explain where
+    /// its time went: the timeline, and the runtime's sections (see `coldstart explain`).
     #[arg(long)]
     pub explain: bool,
     /// Turn the first output line matching REGEX into a mark named NAME (repeatable);

@@ -180,6 +180,10 @@ fn bench_explain_adds_one_traced_run_per_variant() {
         "{out}"
     );
     assert_eq!(out.matches("waterfall").count(), 2, "{out}");
+    // Each variant also gets an adapted run: the static no-op has no loader to
+    // report, the dynamically linked sleeper gets the native adapter's section.
+    assert_eq!(out.matches("Dynamic loader (LD_DEBUG").count(), 1, "{out}");
+    assert!(!out.contains("adapted run failed"), "{out}");
 }
 
 /// A C program built with `-z now` that reports checkpoints through the C SDK and

@@ -87,12 +87,30 @@ pub fn explanation(
     })
 }
 
-/// `bench --explain`: one traced run of a variant after its timed runs.
-pub fn once(target: &Target, readiness: &Readiness, timeout: Duration) -> Result<String> {
-    let (ready_ns, trace) = traced::run(target, readiness, timeout)?;
+/// `bench --explain`: after a variant's timed runs, one traced run (the
+/// timeline) and one adapted run (the sections of its auto-detected adapter,
+/// checkpoints and OpenTelemetry spans). One run each: no overheads measured.
+pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result<String> {
+    let (ready_ns, trace) = traced::run(target, readiness, opts.timeout)?;
+    let adapters = choose_adapters("auto", &trace)?;
     let ms = ready_ns as f64 / 1e6;
     let traced = stats::summarize(&[ms]);
-    let e = explanation(target, readiness, None, traced, None, vec![(ms, trace)])?;
+    let mut e = explanation(target, readiness, None, traced, None, vec![(ms, trace)])?;
+    let id = RunId {
+        variant: 0,
+        round: 0,
+        warmup: false,
+    };
+    let a = adapted::run(target, readiness, opts, &adapters, true, id)?;
+    if a.sample.ok() {
+        e.adapters = adapters.iter().map(|a| a.name().to_string()).collect();
+        e.sources = a.sections(&adapters, Some(&e.trace));
+    } else {
+        e.warnings.push(format!(
+            "the adapted run failed, so no sections: {}",
+            report::progress::describe_failure("adapted", &a.sample)
+        ));
+    }
     Ok(report::explain::render(&e))
 }
 
