@@ -11,7 +11,7 @@ use crate::launch::wait::{pollfd, ppoll, TightTimers};
 use crate::launch::{signals, tree, usage};
 use crate::marks::Marks;
 use crate::probe::{self, Probe};
-use crate::sample::{ExitStatus, Outcome, Sample, Usage};
+use crate::sample::{ExitStatus, Outcome, Sample};
 use crate::target::{Readiness, Target};
 use anyhow::{bail, Context, Result};
 use std::io::Read;
@@ -38,12 +38,7 @@ pub struct RunOptions {
     pub claims: Vec<regex::Regex>,
 }
 
-/// Where the run is.
-pub struct RunId {
-    pub variant: usize,
-    pub round: usize,
-    pub warmup: bool,
-}
+pub use crate::sample::RunId;
 
 /// Errors here abort the experiment (bad setup); a target that fails to become
 /// ready is not an error but a Sample with a failed outcome.
@@ -83,23 +78,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     let deadline = t0 + opts.timeout.as_nanos() as u64;
     let mut next_check = t0;
 
-    let mut sample = Sample {
-        variant: id.variant,
-        round: id.round,
-        warmup: id.warmup,
-        t0_mono_ns: t0,
-        outcome: Outcome::Timeout,
-        ready_ns: None,
-        exit_status: None,
-        usage: Usage::default(),
-        captures: Default::default(),
-        requests_ns: Vec::new(),
-        shutdown_ns: None,
-        killed: false,
-        marks: Vec::new(),
-        claimed: Vec::new(),
-        output_tail: Vec::new(),
-    };
+    let mut sample = Sample::begin(&id, t0);
     let mut exited: Option<(ExitStatus, libc::rusage)> = None;
 
     // Set when the main process exited with status 0 while its descendants run
@@ -303,10 +282,6 @@ fn traced_listen(target: &Target, opts: &RunOptions, id: RunId) -> Result<Sample
         .find(|e| e.pid == trace.root_pid && matches!(e.event, Event::Exit { .. }))
         .map(|e| &e.event);
     Ok(Sample {
-        variant: id.variant,
-        round: id.round,
-        warmup: id.warmup,
-        t0_mono_ns: trace.t0_ns,
         outcome: match (listen, exit) {
             (Some(_), _) => Outcome::Ready,
             (None, Some(_)) => Outcome::ExitedEarly,
@@ -321,14 +296,8 @@ fn traced_listen(target: &Target, opts: &RunOptions, id: RunId) -> Result<Sample
             }),
             _ => None,
         },
-        usage: Usage::default(),
-        captures: Default::default(),
-        requests_ns: Vec::new(),
-        shutdown_ns: None,
         killed: true,
-        marks: Vec::new(),
-        claimed: Vec::new(),
-        output_tail: Vec::new(),
+        ..Sample::begin(&id, trace.t0_ns)
     })
 }
 

@@ -148,7 +148,37 @@ pub struct Sample {
     pub output_tail: Vec<String>,
 }
 
+/// Where a run is in its experiment.
+#[derive(Debug, Clone, Copy)]
+pub struct RunId {
+    pub variant: usize,
+    pub round: usize,
+    pub warmup: bool,
+}
+
 impl Sample {
+    /// A run's record at its spawn: nothing measured yet, and a timeout until
+    /// ready, an exit or an interrupt says otherwise.
+    pub fn begin(id: &RunId, t0_mono_ns: u64) -> Sample {
+        Sample {
+            variant: id.variant,
+            round: id.round,
+            warmup: id.warmup,
+            t0_mono_ns,
+            outcome: Outcome::Timeout,
+            ready_ns: None,
+            exit_status: None,
+            usage: Usage::default(),
+            captures: BTreeMap::new(),
+            requests_ns: Vec::new(),
+            shutdown_ns: None,
+            killed: false,
+            marks: Vec::new(),
+            claimed: Vec::new(),
+            output_tail: Vec::new(),
+        }
+    }
+
     pub fn ok(&self) -> bool {
         self.outcome == Outcome::Ready
     }

@@ -6,6 +6,7 @@
 use super::{env, Config, Options};
 use crate::clock::now_ns;
 use crate::launch::spawn::{self, OutputMode};
+use crate::launch::wait::{pollfd, ppoll};
 use crate::launch::{output::tail_of_file, signals, tree};
 use crate::run::RunId;
 use crate::sample::{Outcome, Sample, Usage};
@@ -42,9 +43,8 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
         }
         let mut fds = vec![pollfd(listener.as_raw_fd()), pollfd(child.pidfd.as_raw_fd())];
         fds.extend(conns.iter().map(|(c, _)| pollfd(c.as_raw_fd())));
-        let ms = ((deadline - now) / 1_000_000).clamp(1, 100) as i32;
-        // SAFETY: fds is a valid slice of pollfd for the duration of the call.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        // At most 100 ms, so the interrupt flag is seen promptly.
+        ppoll(&mut fds, (deadline - now).min(100_000_000));
         let woke = now_ns();
         for (i, (conn, buf)) in conns.iter_mut().enumerate() {
             if fds[i + 2].revents == 0 {
@@ -88,28 +88,11 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
         (_, Some(f)) => tail_of_file(f, opts.tail_lines),
     };
     Ok(Sample {
-        variant: id.variant,
-        round: id.round,
-        warmup: id.warmup,
-        t0_mono_ns: t0,
         outcome,
         ready_ns,
-        exit_status: None,
         usage,
-        captures: Default::default(),
-        requests_ns: Vec::new(),
-        shutdown_ns: None,
         killed: true,
-        marks: Vec::new(),
-        claimed: Vec::new(),
         output_tail,
+        ..Sample::begin(&id, t0)
     })
-}
-
-fn pollfd(fd: i32) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    }
 }

@@ -115,21 +115,14 @@ pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id
     }
     let first = rt.block_on(environment(cfg, opts, &id, "init"))?;
     let mut sample = Sample {
-        variant: id.variant,
-        round: id.round,
-        warmup: id.warmup,
-        t0_mono_ns: first.t0,
         outcome: Outcome::Ready,
-        ready_ns: None,
         exit_status: first.exit_status.clone(),
         usage: first.usage.clone(),
         captures: first.captures.clone(),
         requests_ns: first.invoke_ns.into_iter().collect(),
         shutdown_ns: first.shutdown_ns,
         killed: first.killed,
-        marks: Vec::new(),
-        claimed: Vec::new(),
-        output_tail: Vec::new(),
+        ..Sample::begin(&id, first.t0)
     };
     match &first.init {
         _ if first.interrupted => sample.outcome = Outcome::Interrupted,
