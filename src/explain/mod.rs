@@ -16,7 +16,7 @@ use crate::run::{run_once, RunId, RunOptions};
 use crate::stats::{self, Summary};
 use crate::target::{parse_env, Readiness, Target};
 use crate::trace::timeline::{self, Phase, Timeline};
-use crate::trace::{Event, Trace};
+use crate::trace::Trace;
 use adapter::{Adapter, FinalExec};
 use anyhow::{bail, Context, Result};
 use section::Section;
@@ -280,15 +280,9 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// The adapters for `spec`, detected from the root process's last successful
-/// exec in `trace` (the program that finally ran).
+/// The adapters for `spec`, detected from the program that finally ran in `trace`.
 fn choose_adapters(spec: &str, trace: &Trace) -> Result<Vec<Box<dyn Adapter>>> {
-    let last = trace.events.iter().rev().find_map(|e| match &e.event {
-        Event::Exec { path, exe, .. } if e.pid == trace.root_pid => Some((path, exe)),
-        _ => None,
-    });
-    let exec = last.map(|(path, exe)| FinalExec { path, exe });
-    adapter::select(spec, exec.as_ref())
+    adapter::select(spec, FinalExec::of(trace).as_ref())
 }
 
 /// The tracer's timeline ends init at the first listen (or the end of the

@@ -152,15 +152,7 @@ mod tests {
             .collect();
         let opts = TraceOptions::new(argv, erl);
         let t = trace::trace(&opts).expect("trace erl");
-        let beam = t.events.iter().rev().find_map(|e| match &e.event {
-            Event::Exec { path, exe, .. } if e.pid == t.root_pid => Some((path.clone(), exe.clone())),
-            _ => None,
-        });
-        let (path, exe) = beam.expect("an exec");
-        assert!(Beam.detect(&FinalExec {
-            path: &path,
-            exe: &exe
-        }));
+        assert!(Beam.detect(&FinalExec::of(&t).expect("an exec")));
         let sec = section(&t);
         let row = |app: &str| -> usize {
             sec.table

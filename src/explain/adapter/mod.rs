@@ -65,6 +65,19 @@ pub struct FinalExec<'a> {
     pub exe: &'a str,
 }
 
+impl<'a> FinalExec<'a> {
+    /// The root process's last successful exec in `trace`: the program that
+    /// finally ran, after shims and wrappers.
+    pub fn of(trace: &'a Trace) -> Option<FinalExec<'a>> {
+        trace.events.iter().rev().find_map(|e| match &e.event {
+            crate::trace::Event::Exec { path, exe, .. } if e.pid == trace.root_pid => {
+                Some(FinalExec { path, exe })
+            }
+            _ => None,
+        })
+    }
+}
+
 pub trait Adapter {
     /// Stable name, used by `--adapter NAME` and as the section's `source`.
     fn name(&self) -> &'static str;

@@ -59,17 +59,9 @@ impl Adapter for Native {
                 reports.extend(parse(&text));
             }
         }
-        let final_exe = got.trace.and_then(final_exec_path);
-        Ok(section(reports, final_exe.as_deref(), tsc_per_ns()))
+        let final_exe = got.trace.and_then(FinalExec::of).map(|f| f.exe);
+        Ok(section(reports, final_exe, tsc_per_ns()))
     }
-}
-
-/// The root's last exec path in the trace (the program that finally ran).
-fn final_exec_path(trace: &crate::trace::Trace) -> Option<String> {
-    trace.events.iter().rev().find_map(|e| match &e.event {
-        crate::trace::Event::Exec { exe, .. } if e.pid == trace.root_pid => Some(exe.clone()),
-        _ => None,
-    })
 }
 
 /// Parse one LD_DEBUG output file; a process that execs several programs
