@@ -236,7 +236,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         );
     }
     drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, now_ns());
-    lines.finish(|_| {});
+    lines.finish(now_ns(), |_| {});
     sample.marks = marks.finish();
     sample.claimed = lines
         .take_claimed()

@@ -69,14 +69,13 @@ impl LineBuffer {
         }
     }
 
-    /// Flush final unterminated lines.
-    pub fn finish(&mut self, mut on_line: impl FnMut(&str)) {
+    /// Flush final unterminated lines (read by `at_ns`).
+    pub fn finish(&mut self, at_ns: u64, mut on_line: impl FnMut(&str)) {
         for i in 0..self.partial.len() {
             if !self.partial[i].is_empty() {
                 let line = String::from_utf8_lossy(&self.partial[i]).to_string();
                 self.partial[i].clear();
-                let at = self.claimed.last().map_or(0, |c| c.0);
-                self.complete(line, at, &mut on_line);
+                self.complete(line, at_ns, &mut on_line);
             }
         }
     }
@@ -121,7 +120,7 @@ pub fn tail_of_file(file: &mut std::fs::File, keep: usize) -> Vec<String> {
     }
     let mut buf = LineBuffer::new(keep);
     buf.feed(&bytes, |_| {});
-    buf.finish(|_| {});
+    buf.finish(0, |_| {});
     buf.tail()
 }
 
@@ -135,7 +134,7 @@ mod tests {
         let mut seen = Vec::new();
         b.feed(b"one\ntw", |l| seen.push(l.to_string()));
         b.feed(b"o\r\nthree\nfour", |l| seen.push(l.to_string()));
-        b.finish(|l| seen.push(l.to_string()));
+        b.finish(0, |l| seen.push(l.to_string()));
         assert_eq!(seen, ["one", "two", "three", "four"]);
         assert_eq!(b.tail(), ["three", "four"]);
     }
