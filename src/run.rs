@@ -51,15 +51,8 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     let mut marks = Marks::new(&opts.log_marks)?;
     let mut env = marks.before_spawn();
     if matches!(probe, Probe::Listen) {
-        let existing = target
-            .env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "LD_PRELOAD")
-            .map(|(_, v)| v.clone());
-        env.push(probe::listen::preload_env(
-            existing.or_else(|| std::env::var("LD_PRELOAD").ok()).as_deref(),
-        )?);
+        let existing = crate::target::effective_var(&target.env, "LD_PRELOAD");
+        env.push(probe::listen::preload_env(existing.as_deref())?);
     }
     let mode = if probe.needs_pipes() || marks.needs_output() || !opts.claims.is_empty() {
         OutputMode::Pipes

@@ -18,18 +18,23 @@ pub struct Target {
     pub cwd: Option<PathBuf>,
 }
 
+/// The value of `key` the target will see: its own setting (the last one wins),
+/// else the one it inherits from our environment.
+pub fn effective_var(target_env: &[(String, String)], key: &str) -> Option<String> {
+    target_env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(key).ok())
+}
+
 impl Target {
     pub fn new(argv: Vec<String>, env: Vec<(String, String)>, cwd: Option<PathBuf>) -> Result<Self> {
         let first = argv
             .first()
             .ok_or_else(|| anyhow!("no command given: put the program and its arguments after `--`"))?;
-        let path_env = env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var("PATH").ok())
-            .unwrap_or_default();
+        let path_env = effective_var(&env, "PATH").unwrap_or_default();
         let program = resolve_program(first, &path_env, cwd.as_deref())?;
         if let Some(dir) = &cwd {
             if !dir.is_dir() {

@@ -17,7 +17,7 @@
 //! a dozen write(2) calls (937 for go-server's 78 packages), which is why an
 //! adapted run of a small Go server is a millisecond or two slower.
 
-use super::{Adapter, Collected, FinalExec, Injection};
+use super::{append_option, Adapter, Collected, FinalExec, Injection};
 use crate::explain::section::{ms_cell, Section, Span, Table};
 use anyhow::{bail, Context, Result};
 use regex::Regex;
@@ -61,19 +61,7 @@ impl Adapter for Go {
 /// GODEBUG is comma-separated and the last setting of a key wins, so ours goes
 /// at the end of the target's (or our own environment's) value.
 fn godebug(target_env: &[(String, String)]) -> (String, String) {
-    let existing = target_env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "GODEBUG")
-        .map(|(_, v)| v.clone())
-        .or_else(|| std::env::var("GODEBUG").ok())
-        .map(|v| v.trim().trim_end_matches(',').to_string())
-        .filter(|v| !v.is_empty());
-    let value = match existing {
-        Some(v) => format!("{v},inittrace=1"),
-        None => "inittrace=1".to_string(),
-    };
-    ("GODEBUG".to_string(), value)
+    append_option(target_env, "GODEBUG", ',', "inittrace=1")
 }
 
 /// One package's init, times in ns from the runtime's start.

@@ -42,7 +42,7 @@ impl Adapter for Jvm {
     fn inject(&self, dir: &Path, target_env: &[(String, String)]) -> Result<Injection> {
         let option = xlog_option(dir)?;
         Ok(Injection {
-            env: vec![append_option(target_env, "JAVA_TOOL_OPTIONS", &option)],
+            env: vec![append_option(target_env, "JAVA_TOOL_OPTIONS", ' ', &option)],
             claims: vec![Regex::new(r"^Picked up JAVA_TOOL_OPTIONS: ").context("JVM claim regex")?],
         })
     }

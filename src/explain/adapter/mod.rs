@@ -131,18 +131,15 @@ pub fn select(spec: &str, exec: Option<&FinalExec>) -> Result<Vec<Box<dyn Adapte
     Ok(chosen)
 }
 
-/// Append `extra` to a space-separated option variable (NODE_OPTIONS,
-/// JAVA_TOOL_OPTIONS), keeping what the target or our own environment set.
-pub fn append_option(target_env: &[(String, String)], key: &str, extra: &str) -> (String, String) {
-    let existing = target_env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.clone())
-        .or_else(|| std::env::var(key).ok())
-        .filter(|v| !v.trim().is_empty());
+/// Append `extra` to a list-valued variable (NODE_OPTIONS and JAVA_TOOL_OPTIONS
+/// split on spaces, GODEBUG on commas), keeping what the target or our own
+/// environment set: ours goes last, where a repeated setting wins.
+pub fn append_option(target_env: &[(String, String)], key: &str, sep: char, extra: &str) -> (String, String) {
+    let existing = crate::target::effective_var(target_env, key)
+        .map(|v| v.trim().trim_end_matches(sep).to_string())
+        .filter(|v| !v.is_empty());
     let value = match existing {
-        Some(v) => format!("{v} {extra}"),
+        Some(v) => format!("{v}{sep}{extra}"),
         None => extra.to_string(),
     };
     (key.to_string(), value)
@@ -156,7 +153,7 @@ mod tests {
     fn append_option_keeps_the_targets_value() {
         let env = vec![("NODE_OPTIONS".to_string(), "--max-old-space-size=64".to_string())];
         assert_eq!(
-            append_option(&env, "NODE_OPTIONS", "--require /x.js"),
+            append_option(&env, "NODE_OPTIONS", ' ', "--require /x.js"),
             (
                 "NODE_OPTIONS".to_string(),
                 "--max-old-space-size=64 --require /x.js".to_string()

@@ -85,7 +85,7 @@ impl Adapter for Node {
         let require = format!("--require {}", node_options_word(preload));
         Ok(Injection {
             env: vec![
-                append_option(target_env, "NODE_OPTIONS", &require),
+                append_option(target_env, "NODE_OPTIONS", ' ', &require),
                 (OUT_VAR.to_string(), out),
             ],
             claims: Vec::new(),
