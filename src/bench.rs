@@ -111,10 +111,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
         order: args.order,
         stop,
         keep_going: args.common.keep_going,
-        seed: args
-            .common
-            .seed
-            .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id())),
+        seed: args.common.seed(),
         run: RunOptions {
             timeout: Duration::from_secs_f64(timeout),
             poll_interval: Duration::from_micros(args.poll_interval.max(1)),

@@ -170,6 +170,14 @@ pub struct CommonArgs {
     pub no_store: bool,
 }
 
+impl CommonArgs {
+    /// The run-order seed: --seed, else one drawn from the clock and our pid.
+    pub fn seed(&self) -> u64 {
+        self.seed
+            .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id()))
+    }
+}
+
 /// The experiment's export files (bench, lambda, show).
 #[derive(Args, Debug, Clone, Default)]
 pub struct ExportArgs {

@@ -165,10 +165,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         order: args.order,
         stop: StopRule::Fixed { runs: args.runs },
         keep_going: args.common.keep_going,
-        seed: args
-            .common
-            .seed
-            .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id())),
+        seed: args.common.seed(),
         run: RunOptions {
             timeout: opts.init_timeout,
             poll_interval: Duration::ZERO,
