@@ -50,7 +50,12 @@ pub struct Analysis {
     pub variants: Vec<VariantAnalysis>,
 }
 
-pub fn analyze(result: &ExperimentResult) -> Analysis {
+/// `noise`: the practical-significance threshold for the comparisons (0.01 = 1 %).
+pub fn analyze(result: &ExperimentResult, noise: f64) -> Analysis {
+    let options = stats::CompareOptions {
+        design: result.design,
+        noise,
+    };
     let baseline = result.ready_ms(0);
     let variants = result
         .variants
@@ -106,7 +111,7 @@ pub fn analyze(result: &ExperimentResult) -> Analysis {
                 threads: of(&|s| Some(s.usage.threads as f64)),
                 captures,
                 marks,
-                vs_baseline: (i > 0).then(|| stats::compare(&baseline, &ready)),
+                vs_baseline: (i > 0).then(|| stats::compare(&baseline, &ready, options)),
             }
         })
         .collect();

@@ -4,10 +4,10 @@
 use crate::analysis::{analyze, Analysis};
 use crate::cli::{BenchArgs, CommonArgs, ExportArgs, VariantArgs, VariantSpec};
 use crate::config::{self, Config};
-use crate::experiment::{self, ExperimentResult, Observer, Plan, StopRule, Variant};
+use crate::experiment::{self, CiOf, ExperimentResult, Observer, Order, Plan, StopRule, Variant};
 use crate::report::{self, json::Settings, progress::Progress};
 use crate::run::RunOptions;
-use crate::sample::Sample;
+use crate::sample::{ExitPolicy, Sample};
 use crate::store::{self, Store};
 use crate::target::{parse_env, Readiness, Target};
 use anyhow::{anyhow, bail, Context, Result};
@@ -82,11 +82,20 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
                     args.max_runs
                 );
             }
+            if args.target_ci_of == CiOf::Shift {
+                if variants.len() < 2 {
+                    bail!("--target-ci-of shift needs a second variant to compare with the baseline");
+                }
+                if args.order == Order::Sequential {
+                    bail!("--target-ci-of shift needs interleaved runs: drop --order sequential");
+                }
+            }
             StopRule::Adaptive {
                 min_runs: args.min_runs,
                 max_runs: args.max_runs,
                 target,
                 relative,
+                of: args.target_ci_of,
             }
         }
     };
@@ -125,6 +134,12 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
                 .map(|m| crate::marks::parse_log_mark(m))
                 .collect::<Result<_>>()?,
             claims: Vec::new(),
+            exit_policy: match (&args.success_exit_codes, args.ignore_failure) {
+                (Some(_), true) => bail!("give either -i/--ignore-failure or --success-exit-codes, not both"),
+                (Some(codes), false) => ExitPolicy::parse_codes(codes)?,
+                (None, true) => ExitPolicy::Ignore,
+                (None, false) => ExitPolicy::default(),
+            },
         },
     })
 }
@@ -247,7 +262,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let root = config::project_root();
     let config = config::load(&root)?;
     let plan = plan(args, config.as_ref(), &root)?;
-    let settings = settings(&plan);
+    let settings = settings(&plan, args.common.noise.noise);
     let code = measure(
         &plan,
         &settings,
@@ -303,7 +318,7 @@ pub fn measure(
         store.finish(id, &result.stopped)?;
         stored_as = Some((id, store.location.clone()));
     }
-    let analysis = analyze(&result);
+    let analysis = analyze(&result, outputs.noise.noise);
     print!("{}", report::terminal::render(&result, &analysis));
     if let Some((id, location)) = stored_as {
         println!("stored as experiment {id} in {location}");
@@ -315,13 +330,19 @@ pub fn measure(
     Ok(exit_code(&result))
 }
 
-pub fn settings(plan: &Plan) -> Settings {
+pub fn settings(plan: &Plan, noise: f64) -> Settings {
     Settings {
         runs: match plan.stop {
             StopRule::Fixed { runs } => runs.to_string(),
             StopRule::Adaptive {
-                min_runs, max_runs, ..
-            } => format!("{min_runs}..{max_runs} (target CI)"),
+                min_runs,
+                max_runs,
+                of,
+                ..
+            } => format!(
+                "{min_runs}..{max_runs} (target CI of the {})",
+                format!("{of:?}").to_lowercase()
+            ),
         },
         warmup: plan.warmup,
         order: format!("{:?}", plan.order).to_lowercase(),
@@ -329,6 +350,7 @@ pub fn settings(plan: &Plan) -> Settings {
         poll_interval_us: plan.run.poll_interval.as_micros() as u64,
         requests: plan.run.requests,
         seed: plan.seed,
+        noise,
     }
 }
 

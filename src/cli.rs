@@ -1,6 +1,6 @@
 //! Command-line definitions (clap) and the variant grammar of `bench`.
 
-use crate::experiment::Order;
+use crate::experiment::{CiOf, Order};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -38,8 +38,8 @@ pub enum Command {
     /// Compare two stored experiments or variants, with bench's statistics and verdicts.
     #[command(after_long_help = REF_HELP)]
     Compare(CompareArgs),
-    /// Fail (exit 1) on a statistically significant startup regression beyond a threshold;
-    /// prints a Markdown table for a pull request.
+    /// Fail (exit 1) on a startup regression beyond a limit (relative, in ms, or an
+    /// absolute SLO), saying why; prints a Markdown table for a pull request.
     #[command(after_long_help = GATE_HELP)]
     Gate(GateArgs),
     /// Emulate AWS Lambda's init phase locally (Runtime, Extensions and Telemetry APIs,
@@ -59,22 +59,32 @@ REFERENCES
   to pick one variant; without it, variants are matched by name.";
 
 const GATE_HELP: &str = "\
-DECISION (per target, i.e. variant name present in both)
-  fail  the candidate is significantly slower (Mann-Whitney p < 0.05 and the
-        Hodges-Lehmann shift CI above zero) AND the whole 95% CI of the
-        median ratio lies beyond +max-regression
-  warn  significantly slower and the median ratio beyond +warn, but not a fail
-  pass  otherwise (including no significant difference)
-  Exit status: 1 if any target fails, 0 otherwise.
+LIMITS (per target, i.e. variant name present in both; flags or coldstart.toml)
+  --max 12s                 the candidate's median must not exceed 12 s (an SLO)
+  --max-regression 5%|300ms the candidate must not be slower than the baseline by more
+  --warn 2%|100ms           warn beyond this slowdown
+  --warn-margin 5%          warn when an estimate comes within 5% of a limit
+
+DECISION
+  Both sides variants of ONE interleaved experiment (REF:A vs REF:B): the 95% CI of
+  the Hodges-Lehmann shift decides. fail when the whole CI is beyond the limit;
+  warn, saying why it passed, when the estimate is beyond but the CI reaches below.
+  Separate experiments (e.g. master's stored run vs the PR's): no CI can be given
+  for the drift between invocations, so the shift estimate decides, and the table
+  says so; keep such limits wider than that drift (see docs/benchmarks.md).
+  A side that is incomplete (coldstart killed), stopped at a failed run, or has no
+  successful run fails. Comparing an experiment's variant with itself is refused.
+  Exit status: 1 if any target fails, 0 otherwise (warnings included); 2 bad input.
 
 REFERENCES
   An experiment is named by its id, `latest`, `latest~N`, or a git commit prefix.
   Add `:VARIANT` to pick one variant, e.g. compare two variants of one interleaved
   run: --baseline latest:main --candidate latest:pr
 
-EXAMPLE
+EXAMPLES
   coldstart bench --name main -- ./main/server --name pr -- ./pr/server
-  coldstart gate --baseline latest:main --candidate latest:pr --max-regression 5% --warn 2%";
+  coldstart gate --baseline latest:main --candidate latest:pr --max-regression 5% --warn 2%
+  coldstart gate --baseline latest~1 --candidate latest --max-regression 300ms --max 12s";
 
 const EXPLAIN_HELP: &str = "\
 HOW
@@ -168,6 +178,39 @@ pub struct CommonArgs {
     /// Do not record this experiment in the store.
     #[arg(long)]
     pub no_store: bool,
+    #[command(flatten)]
+    pub noise: NoiseArg,
+}
+
+/// The practical-significance threshold of comparisons.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct NoiseArg {
+    /// Differences whose 95% CI is not wholly beyond ±this share of the baseline median
+    /// are reported as `~ (within noise threshold)`, significant or not.
+    #[arg(long = "noise", value_name = "PCT", default_value = "1%", value_parser = parse_fraction)]
+    pub noise: f64,
+}
+
+impl Default for NoiseArg {
+    fn default() -> Self {
+        NoiseArg {
+            noise: crate::stats::DEFAULT_NOISE,
+        }
+    }
+}
+
+/// `5%` or `5` → 0.05 (a percentage ≥ 0 and below 1000 %).
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage: write e.g. 5%"))?;
+    if !(0.0..1000.0).contains(&v) {
+        return Err(format!("'{s}' must be a percentage from 0% to below 1000%"));
+    }
+    Ok(v / 100.0)
 }
 
 impl CommonArgs {
@@ -226,6 +269,9 @@ pub struct ShowArgs {
     /// Also print where and how it ran.
     #[arg(long)]
     pub meta: bool,
+    /// Noise threshold for the comparisons [default: the one the experiment ran with].
+    #[arg(long, value_name = "PCT", value_parser = parse_fraction)]
+    pub noise: Option<f64>,
     #[command(flatten)]
     pub export: ExportArgs,
     #[command(flatten)]
@@ -243,6 +289,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
     #[command(flatten)]
+    pub noise: NoiseArg,
+    #[command(flatten)]
     pub store: StoreArgs,
 }
 
@@ -254,15 +302,25 @@ pub struct GateArgs {
     /// Candidate experiment: REF or REF:VARIANT.
     #[arg(long, default_value = "latest")]
     pub candidate: String,
-    /// Fail beyond this slowdown of the median, e.g. 5%.
-    #[arg(long, value_name = "PCT")]
-    pub max_regression: String,
-    /// Warn beyond this slowdown (must be below --max-regression).
-    #[arg(long, value_name = "PCT")]
+    /// Fail beyond this slowdown of the median: a share (5%) or a duration (300ms)
+    /// [default: the target's `max_regression` in coldstart.toml].
+    #[arg(long, value_name = "PCT|DURATION")]
+    pub max_regression: Option<String>,
+    /// Warn beyond this slowdown (below --max-regression): 2% or 100ms.
+    #[arg(long, value_name = "PCT|DURATION")]
     pub warn: Option<String>,
+    /// Fail when the candidate's median exceeds this, e.g. 12s or 800ms (an SLO)
+    /// [default: the target's `max` in coldstart.toml].
+    #[arg(long, value_name = "DURATION")]
+    pub max: Option<String>,
+    /// Warn when an estimate is within this share of a limit.
+    #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_fraction)]
+    pub warn_margin: f64,
     /// Also write the Markdown table to this file.
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub noise: NoiseArg,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -287,9 +345,23 @@ READINESS (--ready)
 
 STATISTICS
   p50 is shown with its 95% distribution-free confidence interval. Each variant is
-  compared with the baseline by the ratio of medians (bootstrap CI), the
-  Hodges-Lehmann shift (CI) and a Mann-Whitney U test: `faster`/`slower` only when
-  p < 0.05 and the shift's CI excludes zero, else `~` (no significant difference).
+  compared with the baseline by the Hodges-Lehmann shift and its 95% CI (in ms and
+  as a share of the baseline median), with the Mann-Whitney U p-value:
+    faster / slower   the whole CI beyond ±--noise (default 1%) of the baseline median
+    ~ (within noise)  a real difference, but the CI reaches inside the threshold
+    ~                 the CI contains zero: no significant difference
+    no verdict        a side has no successful run, or the runs were not interleaved
+                      (--order sequential): drift could not be told from a difference
+  Under each comparison, the power line: the smallest shift this experiment would
+  have called faster/slower 80% of the time, and the runs a smaller one needs.
+  `--target-ci 1% --target-ci-of shift` runs until the comparison is that precise.
+
+FAILURES
+  A run fails when the target is not ready before --timeout, exits before ready,
+  or (--ready exit) exits non-zero or by a signal: a crash is not a fast start.
+  -i/--ignore-failure counts any exit as success; --success-exit-codes 0,3 names
+  the codes that do. A failed run stops the experiment (exit 1) unless --keep-going;
+  failed runs are listed with their status and the target's last output lines.
 
 EXAMPLES
   coldstart bench --ready exit -- python3 -c 'import json'
@@ -318,6 +390,10 @@ pub struct BenchArgs {
     /// (e.g. `2%` of the median, or `5ms`). Uses --min-runs/--max-runs instead of --runs.
     #[arg(long, value_name = "PCT|MS")]
     pub target_ci: Option<String>,
+    /// With --target-ci: narrow each variant's median CI, or each variant's shift CI
+    /// against the baseline (the comparison; needs interleaved runs).
+    #[arg(long, value_enum, default_value_t = CiOf::Median, value_name = "median|shift")]
+    pub target_ci_of: CiOf,
     /// With --target-ci: runs per variant before stopping is considered.
     #[arg(long, default_value_t = 10)]
     pub min_runs: usize,
@@ -340,6 +416,13 @@ pub struct BenchArgs {
     /// Seconds between SIGTERM and SIGKILL when stopping a target.
     #[arg(long, default_value_t = 2.0)]
     pub grace: f64,
+    /// Count a non-zero exit or a death by signal as a successful run (with --ready
+    /// exit; by default such a run fails: a crash is not a fast start).
+    #[arg(short = 'i', long)]
+    pub ignore_failure: bool,
+    /// Exit codes that count as success, e.g. `0,3` [default: 0].
+    #[arg(long, value_name = "CODES")]
+    pub success_exit_codes: Option<String>,
     /// After the timed runs, one traced and one adapted run per variant explain where
     /// its time went: the timeline, and the runtime's sections (see `coldstart explain`).
     #[arg(long)]

@@ -49,6 +49,12 @@ pub struct TargetConfig {
     pub warmup: Option<usize>,
     pub timeout: Option<f64>,
     pub requests: Option<usize>,
+    /// `coldstart gate`: the median must not exceed this ("12s", "800ms").
+    pub max: Option<String>,
+    /// `coldstart gate`: the slowdown against the baseline must not exceed this ("5%", "300ms").
+    pub max_regression: Option<String>,
+    /// `coldstart gate`: warn beyond this slowdown.
+    pub warn: Option<String>,
 }
 
 /// The project root: the nearest directory upwards holding coldstart.toml, else

@@ -1,7 +1,8 @@
-//! The regression gate's decision: per target, pass / warn / fail from bench's
-//! own comparison statistics. Pure: no store, no output.
+//! The regression gate's decision: per target, pass / warn / fail against absolute
+//! limits (SLO tables) and regressions relative to a baseline, with the reason for
+//! every decision written out. Pure: no store, no output.
 
-use crate::stats::{self, Comparison, Verdict};
+use crate::stats::{self, percent, Comparison, Design, Verdict};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -12,6 +13,89 @@ pub enum Status {
     Fail,
 }
 
+/// A slowdown limit: a share of the baseline median, or milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Regression {
+    Relative(f64),
+    Ms(f64),
+}
+
+impl Regression {
+    /// `5%` → Relative(0.05); `300ms`, `0.3s` → Ms(300).
+    pub fn parse(flag: &str, s: &str) -> anyhow::Result<Regression> {
+        let t = s.trim();
+        if t.ends_with('%') {
+            return crate::cli::parse_fraction(t)
+                .map(Regression::Relative)
+                .map_err(|e| anyhow::anyhow!("bad {flag}: {e}"));
+        }
+        parse_ms(t).map(Regression::Ms).ok_or_else(|| {
+            anyhow::anyhow!("bad {flag} '{s}': write a percentage (5%) or a duration (300ms, 1.5s)")
+        })
+    }
+
+    /// In ms, against a baseline median.
+    pub fn ms(self, baseline_ms: f64) -> f64 {
+        match self {
+            Regression::Relative(f) => f * baseline_ms,
+            Regression::Ms(ms) => ms,
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Regression::Relative(f) => format!("+{}", percent(f)),
+            Regression::Ms(ms) => format!("+{}", crate::report::format::ms(ms)),
+        }
+    }
+}
+
+/// `300ms`, `1.5s`, `2m` → ms. None when not a duration ≥ 0 (a bare number is refused:
+/// ms or s would both be plausible).
+pub fn parse_ms(s: &str) -> Option<f64> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60e3)
+    } else {
+        return None;
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    (v >= 0.0 && v.is_finite() && v * scale < 1e12).then_some(v * scale)
+}
+
+/// What a target is held to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Limits {
+    /// Fail when the candidate is slower than the baseline by more than this.
+    pub max_regression: Option<Regression>,
+    /// Warn when slower by more than this (below max_regression).
+    pub warn: Option<Regression>,
+    /// Fail when the candidate's median exceeds this many ms.
+    pub max_ms: Option<f64>,
+    /// Warn when an estimate comes within this share of a limit (0.05 = 5 %).
+    pub margin: f64,
+}
+
+/// One side of a gate row: what was measured, and whether it can be trusted.
+#[derive(Debug, Clone, Serialize)]
+pub struct Side {
+    pub experiment: i64,
+    /// Ready times of the successful measured runs, ms.
+    #[serde(skip)]
+    pub ready_ms: Vec<f64>,
+    pub runs: usize,
+    pub failed_runs: usize,
+    /// The experiment's `stopped` ("completed", "incomplete", "failure", …).
+    pub stopped: String,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct GateRow {
     pub target: String,
@@ -19,64 +103,198 @@ pub struct GateRow {
     pub candidate_p50_ms: Option<f64>,
     pub baseline_runs: usize,
     pub candidate_runs: usize,
+    pub limits: Limits,
     pub comparison: Comparison,
     pub status: Status,
+    /// Why the status is what it is, one sentence each.
+    pub reasons: Vec<String>,
 }
 
-/// Thresholds as fractions (0.05 = 5 %).
-#[derive(Debug, Clone, Copy)]
-pub struct Thresholds {
-    pub fail: f64,
-    pub warn: Option<f64>,
+fn median(xs: &[f64]) -> Option<f64> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    stats::summarize(&v).map(|s| s.p50)
 }
 
-/// Fail: significantly slower and the whole ratio CI beyond +fail. Warn:
-/// significantly slower and the median ratio beyond +warn. Else pass.
-pub fn decide(c: &Comparison, t: Thresholds) -> Status {
-    if c.verdict != Verdict::Slower {
-        return Status::Pass;
+fn median_ci(xs: &[f64]) -> Option<(f64, f64)> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    stats::summarize(&v).and_then(|s| s.p50_ci)
+}
+
+/// Decide one target. `design`: how the two sides were collected (one interleaved
+/// experiment, or separate invocations), which decides what the CI may claim.
+pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, limits: Limits) -> GateRow {
+    let comparison = stats::compare(
+        &base.ready_ms,
+        &cand.ready_ms,
+        stats::CompareOptions { design, noise },
+    );
+    let mb = median(&base.ready_ms);
+    let mc = median(&cand.ready_ms);
+    let mut fails = Vec::new();
+    let mut warns = Vec::new();
+    let mut notes = Vec::new();
+
+    for (side, s) in [("baseline", base), ("candidate", cand)] {
+        match s.stopped.as_str() {
+            "completed" | "target-ci" | "max-runs" => {}
+            "incomplete" => fails.push(format!(
+                "the {side} (experiment {}) is incomplete: coldstart stopped before it finished (killed?); rerun it",
+                s.experiment
+            )),
+            "failure" => fails.push(format!(
+                "the {side} (experiment {}) stopped at a failed run; fix the failure or rerun with --keep-going",
+                s.experiment
+            )),
+            other => fails.push(format!(
+                "the {side} (experiment {}) did not complete ({other})",
+                s.experiment
+            )),
+        }
+        if s.runs == 0 {
+            fails.push(format!(
+                "the {side} (experiment {}) has no successful run",
+                s.experiment
+            ));
+        } else if s.failed_runs > 0 {
+            notes.push(format!("the {side} had {} failed run(s)", s.failed_runs));
+        }
     }
-    let Some(ratio) = &c.ratio else {
-        return Status::Pass;
-    };
-    if ratio.ci.0 > 1.0 + t.fail {
+
+    if let (Some(max), Some(m)) = (limits.max_ms, mc) {
+        use crate::report::format::ms;
+        let ci = median_ci(&cand.ready_ms);
+        if m > max {
+            let why = match ci {
+                Some((lo, _)) if lo <= max => format!(
+                    " (its 95% CI {}–{} reaches below the limit: the median is near it)",
+                    ms(lo),
+                    ms(ci.map_or(m, |c| c.1))
+                ),
+                _ => String::new(),
+            };
+            fails.push(format!("median {} exceeds --max {}{why}", ms(m), ms(max)));
+        } else if m > max * (1.0 - limits.margin) {
+            warns.push(format!(
+                "median {} is within {} of --max {}",
+                ms(m),
+                percent(limits.margin),
+                ms(max)
+            ));
+        } else if let Some((_, hi)) = ci.filter(|c| c.1 > max) {
+            warns.push(format!(
+                "median {} is under --max {}, but its 95% CI reaches {}",
+                ms(m),
+                ms(max),
+                ms(hi)
+            ));
+        }
+    }
+
+    if let (Some(limit), Some(b)) = (limits.max_regression, mb) {
+        let limit_ms = limit.ms(b);
+        let shown = |x: f64| format!("{} ({})", crate::report::format::signed_ms(x), signed_pct(x / b));
+        match (&comparison.shift, design.supports_verdict()) {
+            (Some(s), true) => match s.ci {
+                Some((lo, hi)) => {
+                    let slower = comparison.verdict == Verdict::Slower;
+                    if slower && lo > limit_ms {
+                        fails.push(format!(
+                            "slower by {} with the whole 95% CI ({} to {}) beyond the {} limit",
+                            shown(s.estimate),
+                            shown(lo),
+                            shown(hi),
+                            limit.describe()
+                        ));
+                    } else if s.estimate > limit_ms {
+                        // Not a fail, and it must say so: the estimate is beyond the limit.
+                        warns.push(format!(
+                            "passed only because the evidence is not conclusive: the shift {} is beyond the {} limit, \
+                             but its 95% CI ({} to {}) reaches below it; rerun with more runs to decide",
+                            shown(s.estimate),
+                            limit.describe(),
+                            shown(lo),
+                            shown(hi)
+                        ));
+                    } else if hi > limit_ms && s.estimate > limit_ms * (1.0 - limits.margin) {
+                        warns.push(format!(
+                            "the shift {} is within {} of the {} limit",
+                            shown(s.estimate),
+                            percent(limits.margin),
+                            limit.describe()
+                        ));
+                    } else if let Some(w) = limits.warn {
+                        if slower && s.estimate > w.ms(b) {
+                            warns.push(format!(
+                                "slower by {}, beyond the {} warning level",
+                                shown(s.estimate),
+                                w.describe()
+                            ));
+                        }
+                    }
+                }
+                None => fails.push(format!(
+                    "too few runs for a 95% CI (baseline {}, candidate {})",
+                    base.runs, cand.runs
+                )),
+            },
+            (Some(s), false) => {
+                // Separate invocations: no interval can be given, so the estimate decides,
+                // and the limit must be wider than the drift between invocations.
+                notes.push(
+                    "separate invocations: decided on the shift estimate; no significance claim (the limit must exceed \
+                     run-to-run drift between invocations; measuring both in one interleaved bench gives a CI)"
+                        .into(),
+                );
+                if s.estimate > limit_ms {
+                    fails.push(format!(
+                        "slower by {}, beyond the {} limit",
+                        shown(s.estimate),
+                        limit.describe()
+                    ));
+                } else if s.estimate > limit_ms * (1.0 - limits.margin) {
+                    warns.push(format!(
+                        "the shift {} is within {} of the {} limit",
+                        shown(s.estimate),
+                        percent(limits.margin),
+                        limit.describe()
+                    ));
+                } else if let Some(w) = limits.warn.filter(|w| s.estimate > w.ms(b)) {
+                    warns.push(format!(
+                        "slower by {}, beyond the {} warning level",
+                        shown(s.estimate),
+                        w.describe()
+                    ));
+                }
+            }
+            (None, _) => {}
+        }
+    }
+
+    let status = if !fails.is_empty() {
         Status::Fail
-    } else if t.warn.is_some_and(|w| ratio.estimate > 1.0 + w) {
+    } else if !warns.is_empty() {
         Status::Warn
     } else {
         Status::Pass
-    }
-}
-
-pub fn row(target: &str, baseline_ms: &[f64], candidate_ms: &[f64], t: Thresholds) -> GateRow {
-    let comparison = stats::compare(baseline_ms, candidate_ms);
-    let median = |xs: &[f64]| {
-        let mut v = xs.to_vec();
-        v.sort_by(f64::total_cmp);
-        stats::summarize(&v).map(|s| s.p50)
     };
+    let reasons = fails.into_iter().chain(warns).chain(notes).collect();
     GateRow {
         target: target.to_string(),
-        baseline_p50_ms: median(baseline_ms),
-        candidate_p50_ms: median(candidate_ms),
-        baseline_runs: baseline_ms.len(),
-        candidate_runs: candidate_ms.len(),
-        status: decide(&comparison, t),
+        baseline_p50_ms: mb,
+        candidate_p50_ms: mc,
+        baseline_runs: base.runs,
+        candidate_runs: cand.runs,
+        limits,
         comparison,
+        status,
+        reasons,
     }
 }
 
-/// `5%` or `5` → 0.05.
-pub fn parse_percent(flag: &str, s: &str) -> anyhow::Result<f64> {
-    let v: f64 = s
-        .trim()
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|_| anyhow::anyhow!("bad {flag} '{s}': write a percentage such as 5%"))?;
-    if !(v >= 0.0 && v.is_finite()) {
-        anyhow::bail!("bad {flag} '{s}': must be a percentage ≥ 0");
-    }
-    Ok(v / 100.0)
+fn signed_pct(x: f64) -> String {
+    crate::report::format::signed_percent(x)
 }
 
 #[cfg(test)]
@@ -90,27 +308,155 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn ten_percent_regression_fails_warns_or_passes_by_threshold() {
-        let a = series(100.0, 30);
-        let b = series(110.0, 30);
-        let t = |fail, warn| Thresholds { fail, warn };
-        assert_eq!(row("x", &a, &b, t(0.05, None)).status, Status::Fail);
-        assert_eq!(row("x", &a, &b, t(0.15, None)).status, Status::Pass);
-        assert_eq!(row("x", &a, &b, t(0.15, Some(0.03))).status, Status::Warn);
-        // A/A passes; so does an improvement.
-        assert_eq!(
-            row("x", &a, &series(100.0, 30), t(0.05, Some(0.0))).status,
-            Status::Pass
-        );
-        assert_eq!(row("x", &b, &a, t(0.0, Some(0.0))).status, Status::Pass);
+    fn side(id: i64, xs: Vec<f64>) -> Side {
+        Side {
+            experiment: id,
+            runs: xs.len(),
+            ready_ms: xs,
+            failed_runs: 0,
+            stopped: "completed".into(),
+        }
+    }
+
+    fn rel(f: f64) -> Option<Regression> {
+        Some(Regression::Relative(f))
+    }
+
+    fn limits(max_regression: Option<Regression>, warn: Option<Regression>) -> Limits {
+        Limits {
+            max_regression,
+            warn,
+            max_ms: None,
+            margin: 0.05,
+        }
+    }
+
+    fn status(b: Vec<f64>, c: Vec<f64>, design: Design, l: Limits) -> GateRow {
+        row("x", &side(1, b), &side(2, c), design, 0.01, l)
     }
 
     #[test]
-    fn percent_parsing() {
-        assert_eq!(parse_percent("--x", "5%").unwrap(), 0.05);
-        assert_eq!(parse_percent("--x", "2.5").unwrap(), 0.025);
-        assert!(parse_percent("--x", "five").is_err());
-        assert!(parse_percent("--x", "-1%").is_err());
+    fn ten_percent_regression_fails_warns_or_passes_by_threshold() {
+        let (a, b) = (series(100.0, 30), series(110.0, 30));
+        let i = Design::Interleaved;
+        assert_eq!(
+            status(a.clone(), b.clone(), i, limits(rel(0.05), None)).status,
+            Status::Fail
+        );
+        assert_eq!(
+            status(a.clone(), b.clone(), i, limits(rel(0.15), None)).status,
+            Status::Pass
+        );
+        assert_eq!(
+            status(a.clone(), b.clone(), i, limits(rel(0.15), rel(0.03))).status,
+            Status::Warn
+        );
+        // A/A passes; so does an improvement.
+        assert_eq!(
+            status(a.clone(), series(100.0, 30), i, limits(rel(0.05), rel(0.0))).status,
+            Status::Pass
+        );
+        assert_eq!(
+            status(b.clone(), a.clone(), i, limits(rel(0.0), rel(0.0))).status,
+            Status::Pass
+        );
+        // Milliseconds work like percentages: +10 ms against a 5 ms and a 15 ms limit.
+        assert_eq!(
+            status(a.clone(), b.clone(), i, limits(Some(Regression::Ms(5.0)), None)).status,
+            Status::Fail
+        );
+        assert_eq!(
+            status(a, b, i, limits(Some(Regression::Ms(15.0)), None)).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
+    fn a_regression_beyond_the_limit_with_a_straddling_ci_says_why_it_passed() {
+        // +25 % median with a wide spread, against a 20 % limit.
+        let a: Vec<f64> = (0..12).map(|i| 100.0 + (i as f64 - 5.5) * 6.0).collect();
+        let b: Vec<f64> = a.iter().map(|x| x * 1.25).collect();
+        let r = status(a, b, Design::Interleaved, limits(rel(0.20), None));
+        assert_eq!(r.status, Status::Warn, "{r:?}");
+        assert!(r.reasons[0].contains("passed only because"), "{:?}", r.reasons);
+    }
+
+    #[test]
+    fn separate_invocations_are_decided_on_the_estimate_and_say_so() {
+        let (a, b) = (series(100.0, 30), series(110.0, 30));
+        let r = status(a.clone(), b, Design::Separate, limits(rel(0.05), None));
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.comparison.shift.as_ref().is_some_and(|s| s.ci.is_none()));
+        assert!(r.reasons.iter().any(|s| s.contains("separate invocations")));
+        let same = status(a.clone(), a, Design::Separate, limits(rel(0.05), None));
+        assert_eq!(same.status, Status::Pass);
+    }
+
+    #[test]
+    fn absolute_limit_and_its_margin() {
+        let a = series(100.0, 30);
+        let max = |m: f64| Limits {
+            max_ms: Some(m),
+            ..limits(None, None)
+        };
+        assert_eq!(
+            status(a.clone(), a.clone(), Design::Separate, max(90.0)).status,
+            Status::Fail
+        );
+        assert_eq!(
+            status(a.clone(), a.clone(), Design::Separate, max(103.0)).status,
+            Status::Warn
+        );
+        assert_eq!(
+            status(a.clone(), a, Design::Separate, max(200.0)).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
+    fn incomplete_failed_or_empty_sides_fail() {
+        let a = series(100.0, 30);
+        let mut killed = side(2, a.clone());
+        killed.stopped = "incomplete".into();
+        let r = row(
+            "x",
+            &side(1, a.clone()),
+            &killed,
+            Design::Separate,
+            0.01,
+            limits(rel(0.5), None),
+        );
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.reasons[0].contains("incomplete"));
+        let empty = side(2, Vec::new());
+        let r = row(
+            "x",
+            &side(1, a),
+            &empty,
+            Design::Interleaved,
+            0.01,
+            limits(rel(0.5), None),
+        );
+        assert_eq!(r.status, Status::Fail);
+        assert!(
+            r.reasons.iter().any(|s| s.contains("no successful run")),
+            "{:?}",
+            r.reasons
+        );
+    }
+
+    #[test]
+    fn limit_parsing() {
+        assert_eq!(
+            Regression::parse("--x", "5%").unwrap(),
+            Regression::Relative(0.05)
+        );
+        assert_eq!(Regression::parse("--x", "300ms").unwrap(), Regression::Ms(300.0));
+        assert_eq!(Regression::parse("--x", "1.5s").unwrap(), Regression::Ms(1500.0));
+        assert!(Regression::parse("--x", "five").is_err());
+        assert!(Regression::parse("--x", "-1%").is_err());
+        assert!(Regression::parse("--x", "12").is_err());
+        assert_eq!(parse_ms("12s"), Some(12000.0));
+        assert_eq!(parse_ms("1e300s"), None);
     }
 }

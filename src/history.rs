@@ -4,8 +4,9 @@ use crate::analysis::analyze;
 use crate::cli::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
 use crate::config;
 use crate::experiment::ExperimentResult;
-use crate::gate::{self, GateRow, Status, Thresholds};
+use crate::gate::{self, Limits, Regression, Side, Status};
 use crate::report::{self, json::Settings};
+use crate::stats::Design;
 use crate::store::{Filter, Store, Stored};
 use anyhow::{bail, Result};
 
@@ -41,7 +42,8 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     let mut store = open(&args.store)?;
     let id = store.resolve(&args.experiment)?;
     let stored = store.load(id)?;
-    let analysis = analyze(&stored.result);
+    let settings: Settings = serde_json::from_str(&stored.settings_json)?;
+    let analysis = analyze(&stored.result, args.noise.unwrap_or(settings.noise));
     println!(
         "experiment {} ({})",
         stored.id,
@@ -51,7 +53,6 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&stored.meta)?);
     }
     print!("{}", report::terminal::render(&stored.result, &analysis));
-    let settings: Settings = serde_json::from_str(&stored.settings_json)?;
     crate::bench::export(&args.export, &stored.result, &analysis, &settings)?;
     Ok(0)
 }
@@ -116,6 +117,28 @@ fn pairs(b: &Stored, bv: Option<&str>, c: &Stored, cv: Option<&str>) -> Result<V
     }
 }
 
+/// Two variants of one experiment share its design; two experiments were separate invocations.
+fn design_of(b: &Stored, c: &Stored) -> Design {
+    if b.id == c.id {
+        b.result.design
+    } else {
+        Design::Separate
+    }
+}
+
+/// Refuse to compare a stored variant with itself: it would always pass.
+fn refuse_self(b: &Stored, bi: usize, c: &Stored, ci: usize) -> Result<()> {
+    if b.id == c.id && bi == ci {
+        bail!(
+            "baseline and candidate are the same runs (experiment {}, variant '{}'): compare two \
+             experiments (e.g. --baseline latest~1 --candidate latest) or two variants (REF:A vs REF:B)",
+            b.id,
+            b.result.variants[bi].name
+        );
+    }
+    Ok(())
+}
+
 /// Two stored variants as one two-variant result, so bench's analysis and
 /// reports apply unchanged.
 fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResult {
@@ -138,6 +161,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
         variants: vec![bv, cv],
         samples: pick(b, bi, 0).chain(pick(c, ci, 1)).collect(),
         stopped: "completed".into(),
+        design: design_of(b, c),
     }
 }
 
@@ -149,9 +173,13 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     let c = store.load_ref(cref)?;
     let mut markdown = String::new();
     let mut docs = Vec::new();
-    for (_, bi, ci) in pairs(&b, bvar, &c, cvar)? {
+    let pairs = pairs(&b, bvar, &c, cvar)?;
+    for (_, bi, ci) in &pairs {
+        refuse_self(&b, *bi, &c, *ci)?;
+    }
+    for (_, bi, ci) in pairs {
         let result = side_by_side(&b, bi, &c, ci);
-        let analysis = analyze(&result);
+        let analysis = analyze(&result, args.noise.noise);
         print!("{}", report::terminal::render(&result, &analysis));
         markdown += &report::markdown::render(&analysis);
         docs.push(serde_json::json!({ "variants": analysis.variants }));
@@ -167,37 +195,111 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
 }
 
 pub fn gate(args: &GateArgs) -> Result<i32> {
-    let fail = gate::parse_percent("--max-regression", &args.max_regression)?;
-    let warn = args
-        .warn
-        .as_deref()
-        .map(|w| gate::parse_percent("--warn", w))
-        .transpose()?;
-    if warn.is_some_and(|w| w >= fail) {
-        bail!(
-            "--warn ({}) must be below --max-regression ({})",
-            args.warn.as_deref().unwrap_or(""),
-            args.max_regression
-        );
-    }
-    let thresholds = Thresholds { fail, warn };
+    let root = config::project_root();
+    let cfg = config::load(&root)?;
+    let flag = |name: &str, v: &Option<String>| -> Result<Option<Regression>> {
+        v.as_deref().map(|s| Regression::parse(name, s)).transpose()
+    };
+    let flag_limits = Limits {
+        max_regression: flag("--max-regression", &args.max_regression)?,
+        warn: flag("--warn", &args.warn)?,
+        max_ms: args
+            .max
+            .as_deref()
+            .map(|s| {
+                gate::parse_ms(s)
+                    .ok_or_else(|| anyhow::anyhow!("bad --max '{s}': write a duration such as 12s or 800ms"))
+            })
+            .transpose()?,
+        margin: args.warn_margin,
+    };
     let mut store = open(&args.store)?;
     let (bref, bvar) = split_ref(&args.baseline);
     let (cref, cvar) = split_ref(&args.candidate);
     let b = store.load_ref(bref)?;
     let c = store.load_ref(cref)?;
-    let rows: Vec<GateRow> = pairs(&b, bvar, &c, cvar)?
-        .into_iter()
-        .map(|(name, bi, ci)| gate::row(&name, &b.result.ready_ms(bi), &c.result.ready_ms(ci), thresholds))
-        .collect();
-    let md = report::gate::render(&rows, thresholds, b.id, c.id);
-    print!("{md}");
+    let pairs = pairs(&b, bvar, &c, cvar)?;
+    let mut rows = Vec::new();
+    for (name, bi, ci) in pairs {
+        refuse_self(&b, bi, &c, ci)?;
+        let limits = target_limits(&name, flag_limits, cfg.as_ref())?;
+        if limits.max_regression.is_none() && limits.max_ms.is_none() {
+            bail!(
+                "no limit for target '{name}': give --max-regression (5% or 300ms) and/or --max (12s), \
+                 or set max_regression / max under [targets.{name}] in coldstart.toml"
+            );
+        }
+        if let (Some(w), Some(f)) = (limits.warn, limits.max_regression) {
+            if w.ms(100.0) >= f.ms(100.0) && std::mem::discriminant(&w) == std::mem::discriminant(&f) {
+                bail!(
+                    "--warn ({}) must be below --max-regression ({})",
+                    w.describe(),
+                    f.describe()
+                );
+            }
+        }
+        rows.push(gate::row(
+            &name,
+            &side(&b, bi),
+            &side(&c, ci),
+            design_of(&b, &c),
+            args.noise.noise,
+            limits,
+        ));
+    }
+    let md = report::gate::render(&rows, b.id, c.id);
     if let Some(p) = &args.markdown {
         report::write_atomic(p, md.as_bytes())?;
     }
+    print!("{md}");
     Ok(if rows.iter().any(|r| r.status == Status::Fail) {
         1
     } else {
         0
+    })
+}
+
+fn side(s: &Stored, v: usize) -> Side {
+    let measured = s
+        .result
+        .samples
+        .iter()
+        .filter(|x| x.variant == v && !x.warmup)
+        .count();
+    let ready_ms = s.result.ready_ms(v);
+    Side {
+        experiment: s.id,
+        runs: ready_ms.len(),
+        failed_runs: measured - ready_ms.len(),
+        ready_ms,
+        stopped: s.result.stopped.clone(),
+    }
+}
+
+/// Flags win; coldstart.toml's [targets.NAME] fills in what they leave out.
+fn target_limits(name: &str, flags: Limits, cfg: Option<&config::Config>) -> Result<Limits> {
+    let Some(t) = cfg.and_then(|c| c.targets.get(name)) else {
+        return Ok(flags);
+    };
+    let file = |what: &str, v: &Option<String>| -> Result<Option<Regression>> {
+        v.as_deref()
+            .map(|s| Regression::parse(&format!("{what} of [targets.{name}] in coldstart.toml"), s))
+            .transpose()
+    };
+    Ok(Limits {
+        max_regression: flags
+            .max_regression
+            .or(file("max_regression", &t.max_regression)?),
+        warn: flags.warn.or(file("warn", &t.warn)?),
+        max_ms: match (flags.max_ms, &t.max) {
+            (Some(m), _) => Some(m),
+            (None, Some(s)) => Some(gate::parse_ms(s).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "bad max '{s}' of [targets.{name}] in coldstart.toml: write a duration such as 12s"
+                )
+            })?),
+            (None, None) => None,
+        },
+        margin: flags.margin,
     })
 }

@@ -36,6 +36,8 @@ pub struct RunOptions {
     /// Output lines a runtime adapter's switch writes: kept out of the probe,
     /// the marks and the tail, and returned in [`Sample::claimed`].
     pub claims: Vec<regex::Regex>,
+    /// Which exit statuses are a success (exit readiness; a daemonizing main process).
+    pub exit_policy: crate::sample::ExitPolicy,
 }
 
 pub use crate::sample::RunId;
@@ -135,12 +137,17 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
             }
             if !main_exited && fds[0].revents != 0 {
                 let (status, ru) = wait_exit(child.pid);
-                let clean = status.code == Some(0);
+                let clean = opts.exit_policy.accepts(&status);
                 sample.exit_status = Some(status.clone());
                 exited = Some((status, ru));
                 if matches!(probe, Probe::Exit) {
-                    sample.outcome = Outcome::Ready;
-                    sample.ready_ns = Some(woke - t0);
+                    // A crash is not a fast start: only a successful exit is ready.
+                    if clean {
+                        sample.outcome = Outcome::Ready;
+                        sample.ready_ns = Some(woke - t0);
+                    } else {
+                        sample.outcome = Outcome::ExitFailure;
+                    }
                     break;
                 }
                 if clean && !tree::nothing_left(child.pid) {

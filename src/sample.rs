@@ -9,6 +9,9 @@ pub enum Outcome {
     Ready,
     /// The target exited before it was ready.
     ExitedEarly,
+    /// `--ready exit`: the target exited with a status that is not success
+    /// (a non-zero code not in --success-exit-codes, or a signal).
+    ExitFailure,
     /// Not ready within --timeout.
     Timeout,
     /// coldstart was interrupted (Ctrl-C / SIGTERM) during the run.
@@ -55,6 +58,48 @@ impl std::fmt::Display for ExitStatus {
             (None, Some(s)) => write!(f, "killed by signal {s}"),
             _ => write!(f, "unknown status"),
         }
+    }
+}
+
+/// Which exit statuses count as success (for `--ready exit`, and for a main process
+/// that exits to leave a daemon behind).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitPolicy {
+    /// These exit codes; death by a signal never succeeds.
+    Codes(Vec<i32>),
+    /// `-i/--ignore-failure`: any status counts.
+    Ignore,
+}
+
+impl Default for ExitPolicy {
+    fn default() -> Self {
+        ExitPolicy::Codes(vec![0])
+    }
+}
+
+impl ExitPolicy {
+    pub fn accepts(&self, status: &ExitStatus) -> bool {
+        match self {
+            ExitPolicy::Ignore => true,
+            ExitPolicy::Codes(codes) => status.code.is_some_and(|c| codes.contains(&c)),
+        }
+    }
+
+    /// `0,3` → Codes([0, 3]).
+    pub fn parse_codes(s: &str) -> anyhow::Result<ExitPolicy> {
+        let codes = s
+            .split(',')
+            .map(|c| {
+                c.trim()
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|c| (0..=255).contains(c))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("bad --success-exit-codes '{s}': write exit codes 0-255 separated by commas, e.g. 0,3")
+                    })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(ExitPolicy::Codes(codes))
     }
 }
 

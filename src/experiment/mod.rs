@@ -5,5 +5,5 @@
 pub mod plan;
 pub mod schedule;
 
-pub use plan::{Order, Plan, StopRule, Variant};
+pub use plan::{CiOf, Order, Plan, StopRule, Variant};
 pub use schedule::{execute_with, ExperimentResult, Observer, Runner};

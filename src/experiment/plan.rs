@@ -21,20 +21,43 @@ pub enum Order {
     Sequential,
 }
 
+impl Order {
+    /// Only shuffled rounds let both variants share every drift.
+    pub fn design(self) -> crate::stats::Design {
+        match self {
+            Order::Shuffled => crate::stats::Design::Interleaved,
+            Order::Sequential => crate::stats::Design::Sequential,
+        }
+    }
+}
+
 /// When to stop measuring.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StopRule {
     /// Exactly this many successful-or-failed runs per variant.
     Fixed { runs: usize },
-    /// Stop when every variant's 95 % CI half-width of the median is at most
-    /// `target` (ms, or a fraction of the median when `relative`), between min and max runs.
+    /// Stop when every 95 % CI half-width (of each variant's median, or of each
+    /// variant's shift against the baseline) is at most `target` (ms, or a fraction of
+    /// the median when `relative`), between min and max runs.
     Adaptive {
         min_runs: usize,
         max_runs: usize,
         target: f64,
         relative: bool,
+        of: CiOf,
     },
+}
+
+/// Which interval adaptive stopping narrows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CiOf {
+    /// Each variant's median.
+    #[default]
+    Median,
+    /// Each variant's Hodges–Lehmann shift against the baseline: the comparison.
+    Shift,
 }
 
 impl StopRule {

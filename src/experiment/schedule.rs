@@ -1,7 +1,7 @@
 //! Executing a plan: warmups, then rounds in shuffled (or sequential) order,
 //! with adaptive stopping on the median's confidence interval.
 
-use super::plan::{Order, Plan, StopRule, Variant};
+use super::plan::{CiOf, Order, Plan, StopRule, Variant};
 use crate::run::RunId;
 use crate::sample::Sample;
 use crate::stats;
@@ -16,6 +16,8 @@ pub struct ExperimentResult {
     pub samples: Vec<Sample>,
     /// Why measuring stopped: "completed", "target-ci", "max-runs", "failure", "interrupted".
     pub stopped: String,
+    /// How the samples were collected: what kind of comparison they support.
+    pub design: crate::stats::Design,
 }
 
 impl ExperimentResult {
@@ -51,6 +53,7 @@ pub fn execute_with(
         variants: plan.variants.clone(),
         samples: Vec::new(),
         stopped: String::new(),
+        design: plan.order.design(),
     };
     let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed);
     observer.planned(n * (plan.warmup + plan.stop.max_runs()));
@@ -141,8 +144,8 @@ fn order_for_round(n: usize, order: Order, rng: &mut rand::rngs::StdRng) -> Vec<
     idx
 }
 
-/// Adaptive stop: every variant in `range` has at least min runs and a median CI
-/// half-width within the target.
+/// Adaptive stop: at least min runs, and every interval asked for (each median in
+/// `range`, or each shift against the baseline) within the target.
 fn should_stop(
     plan: &Plan,
     result: &ExperimentResult,
@@ -153,6 +156,7 @@ fn should_stop(
         min_runs,
         target,
         relative,
+        of,
         ..
     } = plan.stop
     else {
@@ -161,18 +165,33 @@ fn should_stop(
     if runs < min_runs {
         return None;
     }
-    let all_tight = range.into_iter().all(|v| {
+    let median_of = |v: usize| {
         let mut xs = result.ready_ms(v);
         xs.sort_by(f64::total_cmp);
-        let Some(summary) = stats::summarize(&xs) else {
-            return false;
-        };
-        let Some((lo, hi)) = summary.p50_ci else {
-            return false;
-        };
-        let half = (hi - lo) / 2.0;
-        let limit = if relative { target * summary.p50 } else { target };
-        half <= limit
-    });
+        stats::summarize(&xs)
+    };
+    let within = |half: f64, median: f64| half <= if relative { target * median } else { target };
+    let all_tight = match of {
+        CiOf::Median => range.into_iter().all(|v| {
+            let Some(summary) = median_of(v) else {
+                return false;
+            };
+            let Some((lo, hi)) = summary.p50_ci else {
+                return false;
+            };
+            within((hi - lo) / 2.0, summary.p50)
+        }),
+        CiOf::Shift => median_of(0).is_some_and(|base| {
+            let b = result.ready_ms(0);
+            (1..plan.variants.len()).all(|v| {
+                match stats::hodges_lehmann(&b, &result.ready_ms(v), stats::COMPARE_CONFIDENCE)
+                    .and_then(|s| s.ci)
+                {
+                    Some((lo, hi)) => within((hi - lo) / 2.0, base.p50),
+                    None => false,
+                }
+            })
+        }),
+    };
     all_tight.then_some("target-ci")
 }

@@ -139,6 +139,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         tail_lines: 10,
         log_marks: Vec::new(),
         claims: Vec::new(),
+        exit_policy: Default::default(),
     };
     let mut opts = opts;
     opts.log_marks = args

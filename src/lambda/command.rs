@@ -175,6 +175,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             tail_lines: args.common.output_lines,
             log_marks: Vec::new(),
             claims: Vec::new(),
+            exit_policy: Default::default(),
         },
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -199,7 +200,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     }
     let root = config::project_root();
     let cfg = config::load(&root)?;
-    let settings = bench::settings(&plan);
+    let settings = bench::settings(&plan, args.common.noise.noise);
     bench::measure(
         &plan,
         &settings,

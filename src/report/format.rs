@@ -1,6 +1,6 @@
 //! Number formatting shared by the terminal and Markdown reports.
 
-use crate::stats::{Comparison, Verdict};
+use crate::stats::{percent, Comparison, Verdict, POWER};
 
 /// A duration in milliseconds, with a unit and precision that fit its size.
 pub fn ms(x: f64) -> String {
@@ -33,40 +33,60 @@ pub fn p_value(p: f64) -> String {
     }
 }
 
-/// One line saying how a variant compares with the baseline; never a bare delta.
+/// A signed share, `+2.5 %` / `−0.8 %`.
+pub fn signed_percent(x: f64) -> String {
+    let p = x * 100.0;
+    let digits = if p.abs() >= 10.0 { 0 } else { 1 };
+    if p >= 0.0 {
+        format!("+{p:.digits$} %")
+    } else {
+        format!("−{:.digits$} %", -p)
+    }
+}
+
+/// One line saying how a variant compares with the baseline; never a bare delta:
+/// the verdict, the shift with the interval the verdict was decided on, the p-value.
 pub fn comparison(c: &Comparison) -> String {
-    let shift = match &c.shift {
-        Some(s) => match s.ci {
-            Some((lo, hi)) => format!(
-                "shift {} [{}, {}]",
-                signed_ms(s.estimate),
-                signed_ms(lo),
-                signed_ms(hi)
-            ),
-            None => format!("shift {} (too few runs for a CI)", signed_ms(s.estimate)),
-        },
-        None => "too few runs to compare".to_string(),
-    };
-    let ratio = c
-        .ratio
-        .as_ref()
-        .map(|r| format!("×{:.3} [{:.3}, {:.3}]", r.estimate, r.ci.0, r.ci.1))
-        .unwrap_or_default();
-    let p = c
-        .mann_whitney
-        .as_ref()
-        .map(|m| format!("p = {}", p_value(m.p_value)))
-        .unwrap_or_default();
     let head = match c.verdict {
-        Verdict::Faster => "faster",
-        Verdict::Slower => "slower",
-        Verdict::Same => "~ no significant difference",
+        Verdict::Faster => "faster".to_string(),
+        Verdict::Slower => "slower".to_string(),
+        Verdict::Same => "~ no significant difference".to_string(),
+        Verdict::WithinNoise => format!("~ within the ±{} noise threshold", percent(c.noise)),
+        Verdict::None => c.reason.clone().unwrap_or_else(|| "no verdict".to_string()),
     };
-    [head.to_string(), ratio, shift, p]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut parts = vec![head];
+    if let Some(s) = &c.shift {
+        let rel = c
+            .relative
+            .as_ref()
+            .map(|r| format!(" ({})", signed_percent(r.estimate)))
+            .unwrap_or_default();
+        let ci = match c.relative.as_ref().and_then(|r| r.ci) {
+            Some((lo, hi)) => format!(" [95% CI {}, {}]", signed_percent(lo), signed_percent(hi)),
+            None if c.design.supports_verdict() => String::new(),
+            None => " (estimate only)".to_string(),
+        };
+        parts.push(format!("shift {}{rel}{ci}", signed_ms(s.estimate)));
+    }
+    if let Some(m) = &c.mann_whitney {
+        parts.push(format!("p = {}", p_value(m.p_value)));
+    }
+    parts.join(", ")
+}
+
+/// The power statement under a comparison, when it has one.
+pub fn detectable(c: &Comparison) -> Option<String> {
+    let d = c.detectable.as_ref()?;
+    let mut s = format!(
+        "could detect ≥ {} ({}) at {:.0}% power",
+        percent(d.relative),
+        ms(d.shift),
+        POWER * 100.0
+    );
+    if let Some((goal, runs)) = d.goal {
+        s.push_str(&format!("; for {} run ~{runs} per variant", percent(goal)));
+    }
+    Some(s)
 }
 
 #[cfg(test)]

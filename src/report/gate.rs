@@ -1,56 +1,66 @@
-//! The gate's Markdown table, fit for a pull-request comment.
+//! The gate's Markdown table, fit for a pull-request comment: one row per target,
+//! then the reasons behind every status that is not a plain pass.
 
-use super::format::{ms, p_value};
-use crate::gate::{GateRow, Status, Thresholds};
+use super::format::{comparison, ms, signed_percent};
+use crate::gate::{GateRow, Status};
 
-pub fn render(rows: &[GateRow], t: Thresholds, baseline: i64, candidate: i64) -> String {
+pub fn render(rows: &[GateRow], baseline: i64, candidate: i64) -> String {
     let mut out = format!(
         "### coldstart gate: experiment {candidate} vs baseline {baseline}\n\n\
-         | target | baseline p50 | candidate p50 | change [95% CI] | p | verdict | status |\n\
-         |:--|--:|--:|--:|--:|:--|:--|\n"
+         | target | baseline p50 | candidate p50 | change [95% CI] | limits | status |\n\
+         |:--|--:|--:|--:|:--|:--|\n"
     );
     for r in rows {
-        let change = r
-            .comparison
-            .ratio
-            .as_ref()
-            .map(|x| {
-                format!(
-                    "{:+.1}% [{:+.1}%, {:+.1}%]",
-                    (x.estimate - 1.0) * 100.0,
-                    (x.ci.0 - 1.0) * 100.0,
-                    (x.ci.1 - 1.0) * 100.0
-                )
-            })
-            .unwrap_or_else(|| "too few runs".into());
-        let p = r
-            .comparison
-            .mann_whitney
-            .as_ref()
-            .map(|m| p_value(m.p_value))
-            .unwrap_or_default();
+        let c = &r.comparison;
+        let change = match &c.relative {
+            Some(rel) => match rel.ci {
+                Some((lo, hi)) => format!(
+                    "{} [{}, {}]",
+                    signed_percent(rel.estimate),
+                    signed_percent(lo),
+                    signed_percent(hi)
+                ),
+                None => format!("{} (estimate)", signed_percent(rel.estimate)),
+            },
+            None => "—".into(),
+        };
+        let mut limits = Vec::new();
+        if let Some(m) = r.limits.max_regression {
+            limits.push(format!("≤ {}", m.describe()));
+        }
+        if let Some(m) = r.limits.max_ms {
+            limits.push(format!("p50 ≤ {}", ms(m)));
+        }
         let status = match r.status {
             Status::Pass => "✅ pass",
             Status::Warn => "⚠️ warn",
             Status::Fail => "❌ fail",
         };
         out.push_str(&format!(
-            "| {} | {} (n={}) | {} (n={}) | {change} | {p} | {} | {status} |\n",
-            r.target.replace('|', "\\|"),
+            "| {} | {} (n={}) | {} (n={}) | {change} | {} | {status} |\n",
+            escape(&r.target),
             r.baseline_p50_ms.map(ms).unwrap_or_else(|| "—".into()),
             r.baseline_runs,
             r.candidate_p50_ms.map(ms).unwrap_or_else(|| "—".into()),
             r.candidate_runs,
-            r.comparison.verdict,
+            limits.join(", "),
         ));
     }
-    let warn = t
-        .warn
-        .map(|w| format!(", warn beyond +{:.1}%", w * 100.0))
-        .unwrap_or_default();
-    out.push_str(&format!(
-        "\nFail: significantly slower with the whole CI beyond +{:.1}%{warn}. `~`: no significant difference.\n",
-        t.fail * 100.0
-    ));
+    out.push('\n');
+    for r in rows {
+        out.push_str(&format!(
+            "- **{}**: {}",
+            escape(&r.target),
+            comparison(&r.comparison)
+        ));
+        out.push('\n');
+        for reason in &r.reasons {
+            out.push_str(&format!("  - {}\n", escape(reason)));
+        }
+    }
     out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('|', "\\|")
 }

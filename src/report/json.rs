@@ -17,6 +17,13 @@ pub struct Settings {
     pub poll_interval_us: u64,
     pub requests: usize,
     pub seed: u64,
+    /// The noise threshold the comparisons used (fraction of the baseline median).
+    #[serde(default = "default_noise")]
+    pub noise: f64,
+}
+
+fn default_noise() -> f64 {
+    crate::stats::DEFAULT_NOISE
 }
 
 #[derive(Serialize)]

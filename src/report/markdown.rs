@@ -1,6 +1,6 @@
 //! Markdown export: the same table as the terminal, fit for a pull request.
 
-use super::format::{comparison, ms};
+use super::format::{comparison, detectable, ms};
 use super::terminal::{median_with_ci, tail};
 use crate::analysis::Analysis;
 
@@ -37,10 +37,12 @@ pub fn render(analysis: &Analysis) -> String {
         .iter()
         .skip(1)
         .filter_map(|v| {
+            let c = v.vs_baseline.as_ref()?;
+            let power = detectable(c).map(|d| format!(" ({d})")).unwrap_or_default();
             Some(format!(
-                "- **{}** vs {base}: {}",
+                "- **{}** vs {base}: {}{power}",
                 escape(&v.name),
-                comparison(v.vs_baseline.as_ref()?)
+                comparison(c)
             ))
         })
         .collect();

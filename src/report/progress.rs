@@ -87,6 +87,14 @@ pub fn describe_failure(variant: &str, sample: &Sample) -> String {
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "status unknown".into())
         ),
+        Outcome::ExitFailure => format!(
+            "exited with {} (a failure: -i/--ignore-failure or --success-exit-codes accept it)",
+            sample
+                .exit_status
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "an unknown status".into())
+        ),
         Outcome::Interrupted => "interrupted".to_string(),
         Outcome::Failed { error_type } => format!("failed with {error_type}"),
     };

@@ -1,7 +1,7 @@
 //! The terminal report: one row per variant (min p50 [CI] p90 p99 max mean±sd),
 //! a Δ line per variant against the baseline, then resources and requests.
 
-use super::format::{comparison, ms};
+use super::format::{comparison, detectable, ms};
 use crate::analysis::Analysis;
 use crate::experiment::ExperimentResult;
 use crate::stats::Summary;
@@ -61,6 +61,9 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     for v in analysis.variants.iter().skip(1) {
         if let Some(c) = &v.vs_baseline {
             out.push_str(&format!("  Δ {} vs {}: {}\n", v.name, baseline, comparison(c)));
+            if let Some(d) = detectable(c) {
+                out.push_str(&format!("      {d}\n"));
+            }
         }
     }
     out.push('\n');

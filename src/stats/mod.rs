@@ -17,118 +17,34 @@
 //! pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney>
 //! pub struct Shift { estimate: f64, ci: Option<(f64, f64)> }      // candidate - baseline
 //! pub fn hodges_lehmann(baseline: &[f64], candidate: &[f64], confidence: f64) -> Option<Shift>
-//! pub struct Ratio { estimate: f64, ci: (f64, f64) }              // median(candidate)/median(baseline)
-//! pub fn bootstrap_median_ratio(baseline: &[f64], candidate: &[f64], resamples: usize,
-//!                               confidence: f64, seed: u64) -> Option<Ratio>
-//! pub enum Verdict { Faster, Slower, Same }  // serde: "faster"/"slower"/"same"; Display: "faster"/"slower"/"~"
-//! pub struct Comparison { ratio: Option<Ratio>, shift: Option<Shift>,
-//!                         mann_whitney: Option<MannWhitney>, verdict: Verdict }
-//! pub fn compare(baseline: &[f64], candidate: &[f64]) -> Comparison
+//! pub enum Design { Interleaved, Sequential, Separate }       // how the two samples were collected
+//! pub enum Verdict { Faster, Slower, Same, WithinNoise, None }  // Display: faster/slower/~/~ (within noise threshold)/no verdict
+//! pub struct Comparison { design, noise, ratio, shift, relative, mann_whitney, verdict, reason, detectable }
+//! pub fn compare(baseline: &[f64], candidate: &[f64], opts: CompareOptions) -> Comparison
 //! ```
 //!
 //! Inputs are assumed NaN-free; nothing here panics on empty input.
 //!
 //! Files: `summary` (quantile, median CI, summary, outliers), `mann_whitney`,
-//! `hodges_lehmann`, `bootstrap`, and `normal` (private erfc / normal quantile).
+//! `hodges_lehmann`, `compare` (verdicts, noise threshold,
+//! power), and `normal` (private erfc / normal quantile).
 
-use std::fmt;
+// The re-exports are the API contract: not every item is called by the binary yet.
+#![allow(unused_imports)]
 
-use serde::Serialize;
-
-mod bootstrap;
+mod compare;
 mod hodges_lehmann;
 mod mann_whitney;
 mod normal;
 mod summary;
 
-pub use bootstrap::{bootstrap_median_ratio, Ratio};
+pub use compare::{
+    compare, percent, CompareOptions, Comparison, Design, Detectable, Relative, Verdict, COMPARE_CONFIDENCE,
+    DEFAULT_NOISE, POWER,
+};
 pub use hodges_lehmann::{hodges_lehmann, Shift};
 pub use mann_whitney::{mann_whitney, MannWhitney};
-// Part of the API contract even while the binary does not call every item.
-#[allow(unused_imports)]
 pub use summary::{median_ci, quantile, summarize, Summary};
-
-/// Confidence level used by [`compare`].
-pub const COMPARE_CONFIDENCE: f64 = 0.95;
-/// Bootstrap resamples used by [`compare`].
-pub const COMPARE_RESAMPLES: usize = 2000;
-/// Fixed bootstrap seed used by [`compare`], so output is reproducible.
-pub const COMPARE_SEED: u64 = 0x636f_6c64_7374_6172; // "coldstar"
-
-/// Direction of a significant change of candidate relative to baseline
-/// (for times: `Slower` means the candidate takes longer).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Faster,
-    Slower,
-    /// No significant difference; displayed as "~".
-    Same,
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::Same => "~",
-        })
-    }
-}
-
-/// Candidate versus baseline.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Comparison {
-    /// median(candidate) / median(baseline), 95% percentile bootstrap CI.
-    pub ratio: Option<Ratio>,
-    /// Hodges–Lehmann shift candidate - baseline, 95% Moses CI.
-    pub shift: Option<Shift>,
-    /// Mann–Whitney test of candidate against baseline (u is for candidate).
-    pub mann_whitney: Option<MannWhitney>,
-    pub verdict: Verdict,
-}
-
-/// Compare candidate with baseline at 95%.
-///
-/// Verdict: `Slower` if the Mann–Whitney p < 0.05 and the Hodges–Lehmann CI
-/// lies entirely above 0; `Faster` if p < 0.05 and the CI lies entirely below
-/// 0; otherwise `Same` (also when the CI is unavailable). With fewer than two
-/// values in either sample, everything is `None` and the verdict `Same`.
-/// The bootstrap uses [`COMPARE_RESAMPLES`] resamples and the fixed
-/// [`COMPARE_SEED`], so the result is deterministic.
-pub fn compare(baseline: &[f64], candidate: &[f64]) -> Comparison {
-    if baseline.len() < 2 || candidate.len() < 2 {
-        return Comparison {
-            ratio: None,
-            shift: None,
-            mann_whitney: None,
-            verdict: Verdict::Same,
-        };
-    }
-    let alpha = 1.0 - COMPARE_CONFIDENCE;
-    let mw = mann_whitney(candidate, baseline);
-    let shift = hodges_lehmann(baseline, candidate, COMPARE_CONFIDENCE);
-    let ratio = bootstrap_median_ratio(
-        baseline,
-        candidate,
-        COMPARE_RESAMPLES,
-        COMPARE_CONFIDENCE,
-        COMPARE_SEED,
-    );
-    let significant = mw.as_ref().is_some_and(|m| m.p_value < alpha);
-    let ci = shift.as_ref().and_then(|s| s.ci);
-    let verdict = match ci {
-        Some((lo, _)) if significant && lo > 0.0 => Verdict::Slower,
-        Some((_, hi)) if significant && hi < 0.0 => Verdict::Faster,
-        _ => Verdict::Same,
-    };
-    Comparison {
-        ratio,
-        shift,
-        mann_whitney: mw,
-        verdict,
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -149,35 +65,43 @@ mod tests {
             .collect()
     }
 
+    fn cmp(a: &[f64], b: &[f64]) -> Comparison {
+        compare(a, b, CompareOptions::default())
+    }
+
     #[test]
     fn identical_samples_are_same() {
         let a = normal_sample(30, 100.0, 5.0, 1);
-        let c = compare(&a, &a);
+        let c = cmp(&a, &a);
         assert_eq!(c.verdict, Verdict::Same);
         let mw = c.mann_whitney.unwrap_or_else(|| panic!("mw"));
         assert_eq!(mw.u, 450.0);
         assert_eq!(mw.p_value, 1.0);
         assert_eq!(c.shift.map(|s| s.estimate), Some(0.0));
-        assert_eq!(c.ratio.map(|r| r.estimate), Some(1.0));
+        assert_eq!(c.ratio, Some(1.0));
     }
 
     #[test]
     fn clear_shift_is_detected_both_ways() {
         let fast = normal_sample(30, 100.0, 5.0, 11);
         let slow = normal_sample(30, 150.0, 5.0, 12);
-        let c = compare(&fast, &slow);
+        let c = cmp(&fast, &slow);
         assert_eq!(c.verdict, Verdict::Slower);
         let s = c.shift.as_ref().unwrap_or_else(|| panic!("shift"));
         assert!((s.estimate - 50.0).abs() < 6.0, "{s:?}");
-        let r = c.ratio.as_ref().unwrap_or_else(|| panic!("ratio"));
-        assert!(r.ci.0 > 1.3 && r.ci.1 < 1.7, "{r:?}");
+        let r = c
+            .relative
+            .as_ref()
+            .and_then(|r| r.ci)
+            .unwrap_or_else(|| panic!("relative"));
+        assert!(r.0 > 0.3 && r.1 < 0.7, "{r:?}");
         // Complete separation, 30 vs 30, no ties: U = 900 and the exact
         // two-sided p = 2 / C(60, 30) = 2 / 118264581564861424.
         let mw = c.mann_whitney.as_ref().unwrap_or_else(|| panic!("mw"));
         assert_eq!(mw.u, 900.0);
         assert!((mw.p_value / (2.0 / 118_264_581_564_861_424.0) - 1.0).abs() < 1e-12);
 
-        let back = compare(&slow, &fast);
+        let back = cmp(&slow, &fast);
         assert_eq!(back.verdict, Verdict::Faster);
         assert!(back.shift.is_some_and(|s| s.ci.is_some_and(|(_, hi)| hi < 0.0)));
     }
@@ -186,29 +110,143 @@ mod tests {
     fn overlapping_samples_are_same() {
         let a = normal_sample(30, 100.0, 5.0, 21);
         let b = normal_sample(30, 100.0, 5.0, 22);
-        assert_eq!(compare(&a, &b).verdict, Verdict::Same);
+        assert_eq!(cmp(&a, &b).verdict, Verdict::Same);
     }
 
     #[test]
-    fn too_few_values() {
-        let c = compare(&[1.0], &[2.0, 3.0]);
-        assert_eq!(
-            c,
-            Comparison {
-                ratio: None,
-                shift: None,
-                mann_whitney: None,
-                verdict: Verdict::Same
-            }
+    fn too_few_or_no_values_give_no_verdict() {
+        let c = cmp(&[1.0], &[2.0, 3.0]);
+        assert_eq!(c.verdict, Verdict::None);
+        assert!(c.shift.is_none() && c.mann_whitney.is_none());
+        // A variant without a single successful run is not "~": there is nothing to compare.
+        let none = cmp(&[1.0, 2.0, 3.0], &[]);
+        assert_eq!(none.verdict, Verdict::None);
+        assert!(
+            none.reason.as_deref().unwrap_or("").contains("no successful run"),
+            "{none:?}"
         );
-        assert_eq!(compare(&[], &[]).verdict, Verdict::Same);
+        assert_eq!(cmp(&[], &[]).verdict, Verdict::None);
+        // Three a side is too few for a 95 % Moses interval: no verdict, not "~".
+        let three = cmp(&[1.0, 2.0, 3.0], &[11.0, 12.0, 13.0]);
+        assert_eq!(three.verdict, Verdict::None, "{three:?}");
     }
 
     #[test]
     fn deterministic() {
         let a = normal_sample(20, 100.0, 5.0, 31);
         let b = normal_sample(25, 103.0, 5.0, 32);
-        assert_eq!(compare(&a, &b), compare(&a, &b));
+        assert_eq!(cmp(&a, &b), cmp(&a, &b));
+    }
+
+    #[test]
+    fn small_real_shift_is_within_the_noise_threshold() {
+        // A 0.5 % shift with tiny spread: clearly real, practically nothing.
+        let a = normal_sample(60, 100.0, 0.05, 41);
+        let b = normal_sample(60, 100.5, 0.05, 42);
+        let c = cmp(&a, &b);
+        assert_eq!(c.verdict, Verdict::WithinNoise, "{c:?}");
+        assert!(c.reason.is_some());
+        // With a 0.1 % threshold the same data is "slower".
+        let strict = compare(
+            &a,
+            &b,
+            CompareOptions {
+                noise: 0.001,
+                ..Default::default()
+            },
+        );
+        assert_eq!(strict.verdict, Verdict::Slower);
+        // And a 2 % shift is beyond the default threshold.
+        let big = normal_sample(60, 102.0, 0.05, 43);
+        assert_eq!(cmp(&a, &big).verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn verdict_agrees_with_the_printed_interval() {
+        // Many near-threshold experiments: the printed relative CI and the verdict never
+        // disagree on their face.
+        for seed in 0..300u64 {
+            let a = normal_sample(20, 100.0, 3.0, 1000 + seed);
+            let b = normal_sample(20, 100.0 + (seed % 7) as f64 * 0.6, 3.0, 5000 + seed);
+            let c = cmp(&a, &b);
+            let (lo, hi) = c
+                .relative
+                .as_ref()
+                .and_then(|r| r.ci)
+                .unwrap_or_else(|| panic!("ci"));
+            match c.verdict {
+                Verdict::Slower => assert!(lo > c.noise, "{c:?}"),
+                Verdict::Faster => assert!(hi < -c.noise, "{c:?}"),
+                Verdict::WithinNoise => assert!((lo > 0.0 || hi < 0.0) && lo <= c.noise && hi >= -c.noise),
+                Verdict::Same => assert!(lo <= 0.0 && hi >= 0.0, "{c:?}"),
+                Verdict::None => panic!("no verdict with 20 a side"),
+            }
+        }
+    }
+
+    #[test]
+    fn designs_without_interleaving_give_no_verdict() {
+        let a = normal_sample(30, 100.0, 1.0, 51);
+        let b = normal_sample(30, 150.0, 1.0, 52);
+        for design in [Design::Sequential, Design::Separate] {
+            let c = compare(
+                &a,
+                &b,
+                CompareOptions {
+                    design,
+                    ..Default::default()
+                },
+            );
+            assert_eq!(c.verdict, Verdict::None);
+            assert!(c.mann_whitney.is_none() && c.detectable.is_none());
+            // The estimate is still shown, without an interval.
+            let s = c.shift.as_ref().unwrap_or_else(|| panic!("shift"));
+            assert!((s.estimate - 50.0).abs() < 2.0 && s.ci.is_none());
+            assert!(
+                c.reason.as_deref().unwrap_or("").contains("interleaved"),
+                "{:?}",
+                c.reason
+            );
+        }
+    }
+
+    #[test]
+    fn power_statement_is_calibrated() {
+        // The stated detectable shift, injected into fresh samples of the same
+        // distribution, is called "slower" in about POWER of experiments.
+        let mut stated = Vec::new();
+        for seed in 0..200u64 {
+            let a = normal_sample(30, 100.0, 2.0, 7000 + seed);
+            let b = normal_sample(30, 100.0, 2.0, 9000 + seed);
+            let d = cmp(&a, &b).detectable.unwrap_or_else(|| panic!("detectable"));
+            stated.push(d.relative);
+        }
+        stated.sort_by(f64::total_cmp);
+        let delta = stated[stated.len() / 2] * 100.0;
+        let detected = (0..400u64)
+            .filter(|seed| {
+                let a = normal_sample(30, 100.0, 2.0, 20_000 + seed);
+                let b = normal_sample(30, 100.0 + delta, 2.0, 30_000 + seed);
+                cmp(&a, &b).verdict == Verdict::Slower
+            })
+            .count() as f64
+            / 400.0;
+        assert!(
+            (0.72..=0.90).contains(&detected),
+            "stated {delta:.3} detected {detected}"
+        );
+    }
+
+    #[test]
+    fn power_goal_needs_more_runs() {
+        let a = normal_sample(20, 100.0, 5.0, 61);
+        let b = normal_sample(20, 100.0, 5.0, 62);
+        let d = cmp(&a, &b).detectable.unwrap_or_else(|| panic!("detectable"));
+        let (goal, runs) = d.goal.unwrap_or_else(|| panic!("goal"));
+        assert!(goal < d.relative && goal > 0.01, "{d:?}");
+        // se ∝ √(2/n): the runs grow with the square of (detectable − noise) / (goal − noise).
+        let expect = 20.0 * ((d.relative - 0.01) / (goal - 0.01)).powi(2);
+        assert!((runs as f64 - expect).abs() <= 1.0, "{d:?} expected {expect}");
     }
 
     #[test]
@@ -216,9 +254,15 @@ mod tests {
         assert_eq!(Verdict::Faster.to_string(), "faster");
         assert_eq!(Verdict::Slower.to_string(), "slower");
         assert_eq!(Verdict::Same.to_string(), "~");
+        assert_eq!(Verdict::WithinNoise.to_string(), "~ (within noise threshold)");
+        assert_eq!(Verdict::None.to_string(), "no verdict");
         let json = |v: Verdict| serde_json::to_string(&v).unwrap_or_default();
         assert_eq!(json(Verdict::Faster), "\"faster\"");
         assert_eq!(json(Verdict::Slower), "\"slower\"");
         assert_eq!(json(Verdict::Same), "\"same\"");
+        assert_eq!(json(Verdict::WithinNoise), "\"within_noise\"");
+        assert_eq!(json(Verdict::None), "\"none\"");
+        assert_eq!(percent(0.01), "1 %");
+        assert_eq!(percent(0.005), "0.5 %");
     }
 }

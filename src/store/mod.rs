@@ -271,15 +271,27 @@ impl Store {
             .map(|r| serde_json::from_str::<Sample>(&r[0].text().unwrap_or_default()))
             .collect::<std::result::Result<Vec<_>, _>>()
             .with_context(|| format!("experiment {id}: unreadable sample"))?;
+        let settings_json = r[10].text().unwrap_or_default();
+        // The run order decides what comparison the samples support; lambda's
+        // settings and older rows without an order were interleaved.
+        let sequential = serde_json::from_str::<serde_json::Value>(&settings_json)
+            .ok()
+            .and_then(|v| v.get("order")?.as_str().map(|o| o == "sequential"))
+            .unwrap_or(false);
         Ok(Stored {
             id,
             created_unix_s: r[0].int().unwrap_or(0),
             meta,
-            settings_json: r[10].text().unwrap_or_default(),
+            settings_json,
             result: ExperimentResult {
                 variants,
                 samples,
                 stopped: r[11].text().unwrap_or_else(|| "incomplete".into()),
+                design: if sequential {
+                    crate::stats::Design::Sequential
+                } else {
+                    crate::stats::Design::Interleaved
+                },
             },
         })
     }

@@ -1,0 +1,363 @@
+//! No confident wrong answers: a crash is a failed run, not a fast start; designs
+//! that cannot support a verdict give none; the gate refuses what it cannot judge.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn s(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+fn run_v(args: &[String]) -> std::process::Output {
+    coldstart().args(args).output().expect("spawn coldstart")
+}
+
+fn both(o: &std::process::Output) -> String {
+    format!("{}{}", stdout(o), stderr(o))
+}
+
+/// `bench --keep-going` of two shell variants; returns the output and the JSON export.
+fn bench_sh(dir: &Path, extra: &[&str], a: &str, b: &str) -> (std::process::Output, serde_json::Value) {
+    let json = dir.join(format!("r{}.json", rand_name()));
+    let mut args = s(&["bench", "-q", "--no-store", "--runs", "4", "--warmup", "0"]);
+    args.extend(s(extra));
+    args.extend(s(&["--export-json", json.to_str().unwrap()]));
+    args.extend(s(&[
+        "--name", "a", "--", "sh", "-c", a, "--name", "b", "--", "sh", "-c", b,
+    ]));
+    let o = run_v(&args);
+    let doc = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (o, doc)
+}
+
+fn rand_name() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+fn outcomes(doc: &serde_json::Value, v: u64) -> Vec<String> {
+    doc["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["variant"] == v)
+        .map(|x| x["outcome"]["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_crash_is_a_failed_run_not_a_fast_start() {
+    let dir = tempfile::tempdir().unwrap();
+    // Without --keep-going the first failure stops the experiment, with its status and output.
+    let (o, _) = bench_sh(dir.path(), &[], "exit 0", "echo oops >&2; exit 1");
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    let err = stderr(&o);
+    assert!(err.contains("exited with exit code 1"), "{err}");
+    assert!(err.contains("| oops"), "the output tail is shown: {err}");
+
+    // With --keep-going: every run of the crashing variant failed, so it gets no verdict
+    // (not `~`, and certainly not `faster`), and the command still fails.
+    let (o, doc) = bench_sh(dir.path(), &["--keep-going"], "exit 0", "kill -SEGV $$");
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    assert!(outcomes(&doc, 1).iter().all(|k| k == "exit_failure"), "{doc}");
+    assert!(outcomes(&doc, 0).iter().all(|k| k == "ready"), "{doc}");
+    let signal = doc["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["variant"] == 1)
+        .unwrap()["exit_status"]["signal"]
+        .clone();
+    assert_eq!(signal, 11, "death by SIGSEGV is recorded: {doc}");
+    let cmp = &doc["variants"][1]["stats"]["vs_baseline"];
+    assert_eq!(cmp["verdict"], "none", "{cmp}");
+    assert!(
+        stdout(&o).contains("no verdict: this variant has no successful run"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn ignore_failure_and_success_exit_codes_opt_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, doc) = bench_sh(dir.path(), &["-i"], "exit 0", "exit 7");
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+    assert!(outcomes(&doc, 1).iter().all(|k| k == "ready"), "{doc}");
+
+    let (o, doc) = bench_sh(dir.path(), &["--success-exit-codes", "0,3"], "exit 0", "exit 3");
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+    assert!(outcomes(&doc, 1).iter().all(|k| k == "ready"), "{doc}");
+
+    let (o, _) = bench_sh(dir.path(), &["--success-exit-codes", "0,3"], "exit 0", "exit 4");
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+
+    let (o, _) = bench_sh(dir.path(), &["--success-exit-codes", "zero"], "exit 0", "exit 0");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--success-exit-codes"), "{}", stderr(&o));
+}
+
+fn sleeper_bench(
+    extra: &[&str],
+    delays: &[(&str, u32)],
+    store: Option<&str>,
+) -> (std::process::Output, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut args = s(&[
+        "bench",
+        "-q",
+        "--runs",
+        "12",
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    match store {
+        Some(st) => args.extend(s(&["--store", st])),
+        None => args.push("--no-store".into()),
+    }
+    args.extend(s(extra));
+    let sleeper = example("sleeper");
+    for (name, ms) in delays {
+        args.extend(s(&["--name", name, "--env"]));
+        args.push(format!("COLDSTART_EXAMPLE_DELAY_MS={ms}"));
+        args.extend(s(&["--", &sleeper]));
+    }
+    let o = run_v(&args);
+    let doc = json_file(&json);
+    (o, doc)
+}
+
+#[test]
+fn sequential_runs_give_no_verdict_and_say_why() {
+    // A real 40 ms difference: interleaved it is `slower`; sequential gives no verdict.
+    let (o, doc) = sleeper_bench(&["--order", "sequential"], &[("a", 20), ("b", 60)], None);
+    assert!(o.status.success(), "{}", both(&o));
+    let cmp = &doc["variants"][1]["stats"]["vs_baseline"];
+    assert_eq!(cmp["verdict"], "none", "{cmp}");
+    assert_eq!(cmp["design"], "sequential");
+    assert!(
+        cmp["shift"]["ci"].is_null() && cmp["mann_whitney"].is_null(),
+        "{cmp}"
+    );
+    let est = cmp["shift"]["estimate"].as_f64().unwrap();
+    assert!(est > 20.0, "the estimate is still given: {est}");
+    assert!(
+        stdout(&o).contains("no verdict: the runs were sequential"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn noise_threshold_and_power_line() {
+    // A real 10 % difference, judged against a 20 % noise threshold: within noise.
+    let (o, doc) = sleeper_bench(&["--noise", "20%"], &[("a", 50), ("b", 55)], None);
+    assert!(o.status.success(), "{}", both(&o));
+    let cmp = &doc["variants"][1]["stats"]["vs_baseline"];
+    assert_eq!(cmp["verdict"], "within_noise", "{cmp}");
+    assert_eq!(cmp["noise"], 0.2);
+    let out = stdout(&o);
+    assert!(out.contains("~ within the ±20 % noise threshold"), "{out}");
+    assert!(out.contains("could detect ≥"), "the power line: {out}");
+    let d = cmp["detectable"]["relative"].as_f64().unwrap();
+    assert!(d > 0.2, "nothing under the threshold is detectable: {d}");
+}
+
+#[test]
+fn compare_across_invocations_gives_no_verdict_and_gate_refuses_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let store = store.to_str().unwrap();
+    for _ in 0..2 {
+        let (o, _) = sleeper_bench(&[], &[("a", 20)], Some(store));
+        assert!(o.status.success(), "{}", both(&o));
+    }
+    let o = run_v(&s(&["compare", "--store", store, "latest~1", "latest"]));
+    assert!(o.status.success(), "{}", both(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("no verdict: the two sides come from separate invocations"),
+        "{out}"
+    );
+    assert!(out.contains("(estimate only)"), "{out}");
+    assert!(!out.contains("faster") && !out.contains("slower"), "{out}");
+
+    // The same runs on both sides would always pass: refused.
+    for args in [
+        s(&[
+            "gate",
+            "--store",
+            store,
+            "--baseline",
+            "latest",
+            "--max-regression",
+            "5%",
+        ]),
+        s(&["compare", "--store", store, "latest", "latest"]),
+    ] {
+        let o = run_v(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", both(&o));
+        assert!(stderr(&o).contains("the same runs"), "{}", stderr(&o));
+    }
+
+    // Across invocations the gate decides on the estimate and says so.
+    let o = run_v(&s(&[
+        "gate",
+        "--store",
+        store,
+        "--baseline",
+        "latest~1",
+        "--max-regression",
+        "50%",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+    assert!(
+        stdout(&o).contains("separate invocations: decided on the shift estimate"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Absolute limits: a 20 ms start against 1 ms and 10 s.
+    let o = run_v(&s(&[
+        "gate",
+        "--store",
+        store,
+        "--baseline",
+        "latest~1",
+        "--max",
+        "1ms",
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    assert!(stdout(&o).contains("exceeds --max 1.00 ms"), "{}", stdout(&o));
+    let o = run_v(&s(&[
+        "gate",
+        "--store",
+        store,
+        "--baseline",
+        "latest~1",
+        "--max",
+        "10s",
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+
+    // No limit at all is bad input, not a silent pass.
+    let o = run_v(&s(&["gate", "--store", store, "--baseline", "latest~1"]));
+    assert_eq!(o.status.code(), Some(2), "{}", both(&o));
+    assert!(stderr(&o).contains("no limit for target"), "{}", stderr(&o));
+}
+
+#[test]
+fn gate_fails_on_a_variant_without_successful_runs_and_on_ms_regressions() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let store = store.to_str().unwrap();
+    let o = run_v(&s(&[
+        "bench",
+        "-q",
+        "--runs",
+        "6",
+        "--warmup",
+        "0",
+        "--keep-going",
+        "--store",
+        store,
+        "--name",
+        "ok",
+        "--",
+        "sh",
+        "-c",
+        "exit 0",
+        "--name",
+        "broken",
+        "--",
+        "sh",
+        "-c",
+        "exit 1",
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    let o = run_v(&s(&[
+        "gate",
+        "--store",
+        store,
+        "--baseline",
+        "latest:ok",
+        "--candidate",
+        "latest:broken",
+        "--max-regression",
+        "50%",
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    assert!(stdout(&o).contains("has no successful run"), "{}", stdout(&o));
+
+    // +40 ms interleaved: fails a 10 ms limit, passes a 100 ms one.
+    let (o, _) = sleeper_bench(&[], &[("base", 20), ("slow", 60)], Some(store));
+    assert!(o.status.success(), "{}", both(&o));
+    let gate = |limit: &str| {
+        run_v(&s(&[
+            "gate",
+            "--store",
+            store,
+            "--baseline",
+            "latest:base",
+            "--candidate",
+            "latest:slow",
+            "--max-regression",
+            limit,
+        ]))
+    };
+    let o = gate("10ms");
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    assert!(stdout(&o).contains("beyond the +10.0 ms limit"), "{}", stdout(&o));
+    let o = gate("100ms");
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+}
+
+#[test]
+fn gate_says_when_a_side_is_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let store = store.to_str().unwrap();
+    let sleeper = example("sleeper");
+    let mut child = coldstart()
+        .args([
+            "bench", "-q", "--runs", "100", "--warmup", "0", "--store", store, "--name", "sleeper", "--env",
+        ])
+        .arg("COLDSTART_EXAMPLE_DELAY_MS=50")
+        .args(["--", &sleeper])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until two runs are stored, then kill coldstart outright.
+    let start = std::time::Instant::now();
+    loop {
+        let o = run_v(&s(&["history", "--store", store, "--json"]));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        if v[0]["runs"].as_i64().unwrap_or(0) >= 2 {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 60, "runs never reached the store");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (o, _) = sleeper_bench(&[], &[("sleeper", 50)], Some(store));
+    assert!(o.status.success(), "{}", both(&o));
+    let o = run_v(&s(&[
+        "gate",
+        "--store",
+        store,
+        "--baseline",
+        "latest~1",
+        "--max-regression",
+        "50%",
+    ]));
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    assert!(stdout(&o).contains("is incomplete"), "{}", stdout(&o));
+}
