@@ -361,3 +361,49 @@ fn gate_says_when_a_side_is_incomplete() {
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
     assert!(stdout(&o).contains("is incomplete"), "{}", stdout(&o));
 }
+
+#[test]
+fn adaptive_stop_can_target_the_comparison() {
+    // 20 ms vs 60 ms: the shift's CI narrows to ±10 % of the baseline well before 80 runs.
+    let (o, doc) = sleeper_bench(
+        &[
+            "--target-ci",
+            "10%",
+            "--target-ci-of",
+            "shift",
+            "--min-runs",
+            "6",
+            "--max-runs",
+            "80",
+        ],
+        &[("a", 20), ("b", 60)],
+        None,
+    );
+    assert!(o.status.success(), "{}", both(&o));
+    assert_eq!(doc["stopped"], "target-ci", "{}", doc["stopped"]);
+    let (lo, hi) = (
+        doc["variants"][1]["stats"]["vs_baseline"]["relative"]["ci"][0]
+            .as_f64()
+            .unwrap(),
+        doc["variants"][1]["stats"]["vs_baseline"]["relative"]["ci"][1]
+            .as_f64()
+            .unwrap(),
+    );
+    assert!((hi - lo) / 2.0 <= 0.10 + 1e-9, "half-width {}", (hi - lo) / 2.0);
+    // Sequential runs give no CI of the shift to narrow: refused before any run.
+    let (o, _) = bench_sh(
+        tempfile::tempdir().unwrap().path(),
+        &[
+            "--target-ci",
+            "5%",
+            "--target-ci-of",
+            "shift",
+            "--order",
+            "sequential",
+        ],
+        "exit 0",
+        "exit 0",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", both(&o));
+    assert!(stderr(&o).contains("needs interleaved runs"), "{}", stderr(&o));
+}
