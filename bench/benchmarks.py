@@ -20,7 +20,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EX = os.path.join(ROOT, "target", "examples")
-CS = os.path.join(ROOT, "target", "release", "coldstart")
+# COLDSTART_BIN: another build to measure (e.g. an older one, for before/after ratios).
+CS = os.environ.get("COLDSTART_BIN") or os.path.join(ROOT, "target", "release", "coldstart")
 
 
 def median(xs):
