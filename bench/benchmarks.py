@@ -10,6 +10,7 @@ machine is shared and noisy, so absolute figures mean little on their own.
 import argparse
 import json
 import os
+import random
 import shutil
 import socket
 import statistics
@@ -19,7 +20,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EX = os.path.join(ROOT, "target", "examples")
-CS = os.path.join(ROOT, "target", "release", "coldstart")
+# COLDSTART_BIN: another build to measure (e.g. an older one, for before/after ratios).
+CS = os.environ.get("COLDSTART_BIN") or os.path.join(ROOT, "target", "release", "coldstart")
 
 
 def median(xs):
@@ -36,9 +38,17 @@ def pct(xs, q):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port in 20000-32000, below the kernel's ephemeral range
+    (32768-60999), where the probe's own connects could take it."""
+    for _ in range(1000):
+        port = random.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    sys.exit("no free loopback port in 20000-32000")
 
 
 def coldstart_json(args, store=False):

@@ -149,8 +149,7 @@ fn real_python() -> Option<String> {
     (out.status.success() && !path.is_empty()).then_some(path)
 }
 
-/// A port nothing listens on right now (the kernel picks it).
+/// A port nothing listens on right now, outside the ephemeral range.
 fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free loopback port")?;
-    Ok(l.local_addr()?.port())
+    crate::probe::tcp::unused_port()
 }

@@ -1,8 +1,11 @@
 //! One run: spawn → ready → (requests) → stop → cleanup, producing one Sample.
 //!
 //! A single thread waits with ppoll(2) on the target's pidfd, its output pipes and
-//! the probe's event fd, so exit, log lines and file creation are seen the moment
-//! they happen; polling probes (tcp, http) are checked every poll interval.
+//! the probe's descriptor (inotify, or the tcp/http attempt in flight), so exit,
+//! log lines, file creation and the probe's progress are seen the moment they
+//! happen, and a line printed while a GET is outstanding is stamped when it is
+//! read. A new tcp/http attempt starts every poll interval; the `--requests` GETs
+//! after ready are driven the same way.
 
 use crate::clock::now_ns;
 use crate::launch::output::{tail_of_file, LineBuffer, Stream};
@@ -63,6 +66,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     };
     let mut prepared = spawn::prepare(target, mode, &env)?;
     let poll_every = probe.poll_interval(opts.poll_interval);
+    let requests = request_endpoint(readiness, opts)?;
     let mut lines = LineBuffer::new(opts.tail_lines).with_claims(opts.claims.clone());
 
     let t0 = now_ns();
@@ -88,7 +92,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
             break;
         }
         let mut wait_ns = deadline - now;
-        if poll_every.is_some() {
+        if poll_every.is_some() && !probe.in_flight() {
             wait_ns = wait_ns.min(next_check.saturating_sub(now));
         }
         if main_exited {
@@ -102,7 +106,11 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         } else {
             None
         };
-        let mut fds = poll_set(&child, !main_exited, &[live_marks, probe.event_fd()]);
+        let mut fds = poll_set(&child, !main_exited, &[live_marks]);
+        let probe_at = probe.pollfd().map(|p| {
+            fds.push(p);
+            fds.len() - 1
+        });
         let events = ppoll(&mut fds, wait_ns);
         let woke = now_ns();
         if signals::interrupted() {
@@ -126,14 +134,15 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
                 sample.ready_ns = Some(woke - t0);
                 break;
             }
-            if probe
-                .event_fd()
-                .is_some_and(|fd| fds.iter().any(|f| f.fd == fd && f.revents != 0))
-                && probe.check(Duration::ZERO)
-            {
-                sample.outcome = Outcome::Ready;
-                sample.ready_ns = Some(woke - t0);
-                break;
+            if probe_at.is_some_and(|i| fds[i].revents != 0) {
+                if let Some(t) = probe.step(left(deadline)) {
+                    sample.outcome = Outcome::Ready;
+                    sample.ready_ns = Some(t.saturating_sub(t0));
+                    break;
+                }
+                if !probe.in_flight() {
+                    next_check = now_ns() + poll_every.map_or(0, |d| d.as_nanos() as u64);
+                }
             }
             if !main_exited && fds[0].revents != 0 {
                 let (status, ru) = wait_exit(child.pid);
@@ -165,11 +174,10 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
             }
             next_tree_check = now_ns() + TREE_CHECK_NS;
         }
-        if poll_every.is_some() && now_ns() >= next_check {
-            let left = Duration::from_nanos(deadline.saturating_sub(now_ns()));
-            if probe.check(left) {
+        if poll_every.is_some() && !probe.in_flight() && now_ns() >= next_check {
+            if let Some(t) = probe.step(left(deadline)) {
                 sample.outcome = Outcome::Ready;
-                sample.ready_ns = Some(now_ns() - t0);
+                sample.ready_ns = Some(t.saturating_sub(t0));
                 break;
             }
             next_check = now_ns() + poll_every.map_or(0, |d| d.as_nanos() as u64);
@@ -191,19 +199,14 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     };
     if sample.ok() {
         sample.captures = probe.captures();
-        let own_url = match readiness {
-            Readiness::Http { url } => Some(url),
-            _ => None,
-        };
-        if let Some(url) = opts.request_url.as_ref().or(own_url) {
-            let agent = probe::http::agent();
+        if let Some(endpoint) = &requests {
             for _ in 0..opts.requests {
-                let left =
-                    Duration::from_nanos(deadline.saturating_sub(now_ns())).max(Duration::from_secs(5));
-                match probe::http::get(&agent, url.as_str(), left) {
-                    Ok((_, ns)) => sample.requests_ns.push(ns),
-                    Err(_) => break,
-                }
+                let until = now_ns() + left(deadline).max(Duration::from_secs(5)).as_nanos() as u64;
+                let Some(ns) = request(endpoint, &mut child, &mut lines, &mut probe, &mut marks, until)
+                else {
+                    break;
+                };
+                sample.requests_ns.push(ns);
                 drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, now_ns());
             }
         }
@@ -257,6 +260,61 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         }
     }
     Ok(sample)
+}
+
+fn left(deadline: u64) -> Duration {
+    Duration::from_nanos(deadline.saturating_sub(now_ns()))
+}
+
+/// Where `--requests` go (resolved before the spawn): `--request-url`, else the
+/// http readiness URL.
+fn request_endpoint(readiness: &Readiness, opts: &RunOptions) -> Result<Option<probe::http::Endpoint>> {
+    if opts.requests == 0 {
+        return Ok(None);
+    }
+    let own_url = match readiness {
+        Readiness::Http { url } => Some(url),
+        _ => None,
+    };
+    opts.request_url
+        .as_ref()
+        .or(own_url)
+        .map(|url| probe::http::Endpoint::new(url).with_context(|| format!("--requests to {url}")))
+        .transpose()
+}
+
+/// One `--requests` GET, driven in the run loop's way: output is read (and
+/// stamped) while the response is outstanding. Its latency (start → last byte of
+/// the response, whatever the status), or None when it got no response by `until`.
+fn request(
+    endpoint: &probe::http::Endpoint,
+    child: &mut spawn::Child,
+    lines: &mut LineBuffer,
+    probe: &mut Probe,
+    marks: &mut Marks,
+    until: u64,
+) -> Option<u64> {
+    use probe::http::{Answer, Get};
+    let start = now_ns();
+    let (mut get, mut answer) = Get::start(endpoint, Duration::from_nanos(until.saturating_sub(start)));
+    while answer.is_none() {
+        let get = get.as_mut()?;
+        let now = now_ns();
+        if now >= until || signals::interrupted() {
+            return None;
+        }
+        let mut fds = poll_set(child, false, &[]);
+        fds.push(get.pollfd());
+        ppoll(&mut fds, until - now);
+        let woke = now_ns();
+        marks.drain();
+        drain_pipes(child, lines, probe, marks, woke);
+        answer = get.step(endpoint);
+    }
+    match answer? {
+        Answer::Response { end_ns, .. } => Some(end_ns.saturating_sub(start)),
+        Answer::Failed => None,
+    }
 }
 
 /// `--ready listen` for a static or Go program (LD_PRELOAD cannot see its listen):

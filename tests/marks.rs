@@ -97,3 +97,106 @@ fn targets_without_the_sdk_get_an_fd_they_can_ignore() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// A loopback HTTP server that answers every GET with 200, except connection
+/// number SLOW (1 = the first GET it accepts): for that one it prints
+/// "handling slow request", then waits 200 ms before answering.
+const SLOW_SERVER: &str = r#"
+import socket, sys, time
+port, slow = int(sys.argv[1]), int(sys.argv[2])
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port))
+s.listen(64)
+n = 0
+while True:
+    c, _ = s.accept()
+    n += 1
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = c.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    if n == slow:
+        print("handling slow request", flush=True)
+        time.sleep(0.2)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
+    c.close()
+"#;
+
+/// Runs of the slow server with `--mark handling=…`; the samples' JSON.
+fn slow_server_runs(slow: &str, extra: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let port = free_port().to_string();
+    let url = format!("http://127.0.0.1:{port}/");
+    let py = real_python();
+    let mut args = vec![
+        "bench",
+        "--no-store",
+        "-q",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--ready",
+        &url,
+        "--mark",
+        "handling=^handling slow request",
+        "--export-json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", &py, "-c", SLOW_SERVER, &port, slow]);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    json_file(&json)
+}
+
+fn mark_ns(sample: &serde_json::Value, name: &str) -> u64 {
+    sample["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} mark in {sample}"))["t_ns"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn a_line_printed_while_the_http_probe_waits_is_stamped_when_printed() {
+    // The server prints, then answers the probe's GET 200 ms later: the mark must
+    // come ~200 ms before ready, not when the response arrived.
+    let doc = slow_server_runs("1", &[]);
+    for s in doc["samples"].as_array().unwrap() {
+        let ready = s["ready_ns"].as_u64().unwrap();
+        let mark = mark_ns(s, "handling");
+        assert!(mark < ready, "mark {mark} not before ready {ready}");
+        let gap = ready - mark;
+        assert!(
+            (150_000_000..2_000_000_000).contains(&gap),
+            "ready − mark = {gap} ns, expected ≈ 200 ms"
+        );
+    }
+}
+
+#[test]
+fn a_line_printed_while_a_request_waits_is_stamped_before_its_response() {
+    // Connection 1 is the probe's GET (answered at once), connection 2 the first
+    // of --requests: printed at its start, answered 200 ms later.
+    let doc = slow_server_runs("2", &["--requests", "2"]);
+    for s in doc["samples"].as_array().unwrap() {
+        let ready = s["ready_ns"].as_u64().unwrap();
+        let first = s["requests_ns"][0].as_u64().unwrap();
+        let mark = mark_ns(s, "handling");
+        assert!(mark >= ready, "printed after ready: mark {mark}, ready {ready}");
+        // The request starts after ready, so it ends at ready + first or later;
+        // the line was printed ~200 ms before that end.
+        assert!(
+            mark + 150_000_000 <= ready + first,
+            "mark {mark} not ≥ 150 ms before the request's end (ready {ready} + {first})"
+        );
+    }
+}

@@ -244,6 +244,36 @@ fn timeout_fails_with_output_tail_and_leaves_nothing() {
 }
 
 #[test]
+fn tcp_probe_never_takes_its_own_connection_for_a_listener() {
+    // Nothing listens on an even port of the ephemeral range; connecting there
+    // again and again, Linux eventually picks that port as the source and the
+    // socket "connects" to itself. Polled every microsecond for 4 s (several laps
+    // of the range), the run must time out, not become ready.
+    let port = free_ephemeral_port();
+    let o = run(&[
+        "bench",
+        "--no-store",
+        "-q",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--timeout",
+        "4",
+        "--poll-interval",
+        "1",
+        "--ready",
+        &format!("tcp:127.0.0.1:{port}"),
+        "--",
+        "sleep",
+        "30",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "port {port}: {err}");
+    assert!(err.contains("not ready before --timeout"), "port {port}: {err}");
+}
+
+#[test]
 fn early_exit_is_a_failed_run_with_status() {
     let port = free_port();
     let o = run(&[
@@ -298,8 +328,8 @@ fn keep_going_runs_every_round_despite_failures() {
 
 #[test]
 fn port_in_use_is_refused_before_spawn() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let port = free_port();
+    let _listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
     let m = marker("portinuse");
     let o = run(&[
         "bench",

@@ -88,7 +88,7 @@ pub fn run(target: &Target, readiness: &Readiness, timeout: Duration) -> Result<
         }
         // Output and file events wake us at once; otherwise this is the probe's
         // (and the exit check's) cadence.
-        wait(&[Some(out_read.as_raw_fd()), probe.event_fd()], POLL);
+        wait(&[Some(out_read.as_raw_fd()), probe.pollfd().map(|p| p.fd)], POLL);
     };
     let trace = session.finish()?;
     tree::kill_all(trace.root_pid);

@@ -75,8 +75,7 @@ fn opts(program: &Path, argv: &[&str]) -> TraceOptions {
 }
 
 fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
+    crate::probe::tcp::unused_port().expect("a free loopback port")
 }
 
 /// What both tracers saw, in comparable form.

@@ -58,9 +58,38 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
+/// A loopback port nothing listens on, from 20000–32000: below the kernel's
+/// ephemeral range (32768–60999), where a probe's own connect or a client's
+/// source port could take the port from under the test's server. Random, so
+/// tests running in parallel rarely collide; checked free by binding it.
 pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    for _ in 0..1000 {
+        let port = rng.gen_range(20000..32000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in 20000–32000 after 1000 tries")
+}
+
+/// A free even port inside the ephemeral range: only for tests of the
+/// self-connection a connect there can make (nothing may listen on it).
+pub fn free_ephemeral_port() -> u16 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .unwrap_or_else(|_| "32768 60999".into());
+    let mut it = range.split_whitespace().filter_map(|n| n.parse::<u16>().ok());
+    let (lo, hi) = (it.next().unwrap_or(32768), it.next().unwrap_or(60999));
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    for _ in 0..1000 {
+        let port = rng.gen_range(lo..=hi) & !1;
+        if port >= lo && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free even port in the ephemeral range {lo}–{hi}")
 }
 
 /// A unique marker to put in a target's environment.
