@@ -2,6 +2,7 @@
 //! (samples recorded in the store as they come) → analysis → reports.
 
 use crate::analysis::{analyze, Analysis};
+use crate::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
 use crate::cli::{BenchArgs, CommonArgs, ExportArgs, VariantArgs, VariantSpec};
 use crate::config::{self, Config};
 use crate::experiment::{self, ExperimentResult, Observer, Plan, StopRule, Variant};
@@ -31,15 +32,15 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
     let warmup = args.warmup.or(first_cfg.and_then(|c| c.warmup)).unwrap_or(1);
     let timeout = args.timeout.or(first_cfg.and_then(|c| c.timeout)).unwrap_or(30.0);
     let requests = args.requests.or(first_cfg.and_then(|c| c.requests)).unwrap_or(0);
-    if runs == 0 {
-        bail!("--runs must be at least 1");
-    }
-    if !(timeout > 0.0 && timeout.is_finite()) {
-        bail!("--timeout must be a positive number of seconds");
-    }
-    if !(args.grace >= 0.0 && args.grace.is_finite()) {
-        bail!("--grace must be a number of seconds ≥ 0");
-    }
+    // Values from coldstart.toml were bounded when it was loaded; these are the flags'.
+    bounds::runs("--runs", runs, 1)?;
+    bounds::runs("--warmup", warmup, 0)?;
+    bounds::count("--requests", requests, 0, MAX_REQUESTS)?;
+    bounds::count("--output-lines", args.common.output_lines, 0, MAX_OUTPUT_LINES)?;
+    let timeout = bounds::seconds("--timeout", timeout, false)?;
+    let grace = bounds::seconds("--grace", args.grace, true)?;
+    let poll_interval = bounds::count("--poll-interval", args.poll_interval as usize, 1, 10_000_000)
+        .map_err(|e| anyhow!("{e} (microseconds)"))?;
     args.common.export.check_dirs()?;
     let shared_env = args
         .shared
@@ -76,6 +77,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
         None => StopRule::Fixed { runs },
         Some(t) => {
             let (target, relative) = parse_target_ci(t)?;
+            bounds::runs("--max-runs", args.max_runs, 2)?;
             if args.min_runs < 2 || args.min_runs > args.max_runs {
                 bail!(
                     "--min-runs must be at least 2 and at most --max-runs ({})",
@@ -113,11 +115,11 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
         keep_going: args.common.keep_going,
         seed: args.common.seed(),
         run: RunOptions {
-            timeout: Duration::from_secs_f64(timeout),
-            poll_interval: Duration::from_micros(args.poll_interval.max(1)),
+            timeout,
+            poll_interval: Duration::from_micros(poll_interval as u64),
             requests,
             request_url,
-            grace: Duration::from_secs_f64(args.grace),
+            grace,
             tail_lines: args.common.output_lines,
             log_marks: args
                 .marks
@@ -213,7 +215,13 @@ fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
         None => (s.strip_suffix("ms").unwrap_or(s), false),
     };
     let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    if !(v > 0.0 && v.is_finite()) {
+    // Above 100% or a week the stopping rule is meaningless (and from_secs_f64 of it panics).
+    let max = if relative {
+        100.0
+    } else {
+        bounds::MAX_SECONDS * 1e3
+    };
+    if !(v > 0.0 && v <= max) {
         return Err(bad());
     }
     Ok(if relative { (v / 100.0, true) } else { (v, false) })
@@ -371,5 +379,7 @@ mod tests {
         assert_eq!(parse_target_ci("5ms").unwrap(), (5.0, false));
         assert!(parse_target_ci("-1%").is_err());
         assert!(parse_target_ci("fast").is_err());
+        assert!(parse_target_ci("1e300%").is_err());
+        assert!(parse_target_ci("inf").is_err());
     }
 }

@@ -2,6 +2,7 @@
 
 mod analysis;
 mod bench;
+mod bounds;
 mod cli;
 mod clock;
 mod config;

@@ -42,14 +42,22 @@ fn a_clean_repository_is_recorded_clean() {
     git(dir.path(), &["init", "-q"]);
     git(dir.path(), &["add", "app.txt"]);
     git(dir.path(), &["commit", "-q", "-m", "init"]);
-    assert_eq!(bench_dirty_flag(dir.path()), false, "the store itself is not a change");
+    assert_eq!(
+        bench_dirty_flag(dir.path()),
+        false,
+        "the store itself is not a change"
+    );
     let ignore = std::fs::read_to_string(dir.path().join(".coldstart/.gitignore")).expect(".gitignore made");
     assert_eq!(ignore.trim(), "*");
 
     // A store made before .gitignore was written (here: the user's own, which
     // ignores nothing) must not count either.
     std::fs::write(dir.path().join(".coldstart/.gitignore"), "# mine\n").unwrap();
-    assert_eq!(bench_dirty_flag(dir.path()), false, "the exclusion alone keeps it clean");
+    assert_eq!(
+        bench_dirty_flag(dir.path()),
+        false,
+        "the exclusion alone keeps it clean"
+    );
     assert_eq!(
         std::fs::read_to_string(dir.path().join(".coldstart/.gitignore")).unwrap(),
         "# mine\n",
@@ -59,4 +67,79 @@ fn a_clean_repository_is_recorded_clean() {
     // A real change still counts.
     std::fs::write(dir.path().join("app.txt"), "changed").unwrap();
     assert_eq!(bench_dirty_flag(dir.path()), true);
+}
+
+/// One clear line, exit 2, no panic, and the target never ran.
+fn refused(o: &std::process::Output, flag: &str, ran: &Path) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(flag), "names {flag}: {err}");
+    assert!(!ran.exists(), "refused before any run");
+}
+
+#[test]
+fn huge_durations_and_counts_are_refused_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let touch = ["--", "touch", ran.to_str().unwrap()];
+    let cases: &[(&[&str], &str)] = &[
+        (&["bench", "--no-store", "--timeout", "1e20"], "--timeout"),
+        (&["bench", "--no-store", "--timeout", "18446744070"], "--timeout"),
+        (&["bench", "--no-store", "--timeout", "inf"], "--timeout"),
+        (&["bench", "--no-store", "--grace", "1e20"], "--grace"),
+        (
+            &["bench", "--no-store", "--runs", "18446744073709551615"],
+            "--runs",
+        ),
+        (
+            &["bench", "--no-store", "--warmup", "18446744073709551615"],
+            "--warmup",
+        ),
+        (
+            &["bench", "--no-store", "--poll-interval", "18446744073709551615"],
+            "--poll-interval",
+        ),
+        (
+            &[
+                "bench",
+                "--no-store",
+                "--target-ci",
+                "2%",
+                "--max-runs",
+                "18446744073709551615",
+            ],
+            "--max-runs",
+        ),
+        (&["bench", "--no-store", "--target-ci", "1e300ms"], "--target-ci"),
+        (&["explain", "--timeout", "1e20"], "--timeout"),
+        (&["explain", "--runs", "18446744073709551615"], "--runs"),
+    ];
+    for (args, flag) in cases {
+        let o = run(&[args, &touch[..]].concat());
+        refused(&o, flag, &ran);
+    }
+    for (args, flag) in [
+        (["--timeout", "1e20"], "--timeout"),
+        (["--init-timeout", "1e300"], "--init-timeout"),
+        (["--warmup", "18446744073709551615"], "--warmup"),
+    ] {
+        let o = run(&[&["lambda", "--no-store", "--runtime", "/bin/true"][..], &args[..]].concat());
+        refused(&o, flag, &ran);
+    }
+    std::fs::write(
+        dir.path().join("coldstart.toml"),
+        format!(
+            "[targets.t]\ncommand = [\"touch\", \"{}\"]\ntimeout = 1e300\n",
+            ran.display()
+        ),
+    )
+    .unwrap();
+    let o = coldstart()
+        .current_dir(dir.path())
+        .args(["bench", "--no-store", "t"])
+        .output()
+        .unwrap();
+    refused(&o, "[targets.t] timeout", &ran);
 }

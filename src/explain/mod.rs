@@ -129,7 +129,8 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         bail!("explain does not emulate Lambda: use `coldstart lambda` for lambda:init");
     }
     crate::bench::check_export_dirs(&[&args.export_json, &args.export_trace])?;
-    let timeout = Duration::from_secs_f64(args.timeout);
+    let timeout = crate::bounds::seconds("--timeout", args.timeout, false)?;
+    let runs = crate::bounds::runs("--runs", args.runs, 1)?;
     let opts = RunOptions {
         timeout,
         poll_interval: Duration::from_micros(200),
@@ -160,7 +161,6 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     if let Some(r) = &sink {
         target.env.extend(r.env());
     }
-    let runs = args.runs.max(1);
     let id = |round, warmup| RunId {
         variant: 0,
         round,
