@@ -6,6 +6,7 @@ use crate::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
 use crate::cli::{BenchArgs, CommonArgs, ExportArgs, VariantArgs, VariantSpec};
 use crate::config::{self, Config};
 use crate::experiment::{self, ExperimentResult, Observer, Plan, StopRule, Variant};
+use crate::out;
 use crate::report::{self, json::Settings, progress::Progress};
 use crate::run::RunOptions;
 use crate::sample::Sample;
@@ -131,29 +132,11 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
     })
 }
 
-/// Refuse before the first run to export into a directory that does not exist.
 impl ExportArgs {
-    /// Refuse before any run when an export's directory is missing.
+    /// Refuse before any run an export path that cannot be written.
     pub fn check_dirs(&self) -> Result<()> {
-        check_export_dirs(&[&self.export_json, &self.export_markdown, &self.export_csv])
+        report::export::check(&[&self.export_json, &self.export_markdown, &self.export_csv])
     }
-}
-
-pub fn check_export_dirs(paths: &[&Option<std::path::PathBuf>]) -> Result<()> {
-    for path in paths.iter().filter_map(|p| p.as_ref()) {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        if !dir.is_dir() {
-            bail!(
-                "cannot export to {}: directory {} does not exist",
-                path.display(),
-                dir.display()
-            );
-        }
-    }
-    Ok(())
 }
 
 /// Variants for targets named on the command line, from coldstart.toml.
@@ -269,8 +252,8 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     )?;
     if args.explain && code == 0 {
         for v in &plan.variants {
-            println!("\n== explain: {}", v.name);
-            print!("{}", crate::explain::once(&v.target, &v.readiness, &plan.run)?);
+            let explained = crate::explain::once(&v.target, &v.readiness, &plan.run)?;
+            out::out!("\n== explain: {}\n{explained}", v.name)?;
         }
     }
     Ok(code)
@@ -312,11 +295,16 @@ pub fn measure(
         stored_as = Some((id, store.location.clone()));
     }
     let analysis = analyze(&result);
-    print!("{}", report::terminal::render(&result, &analysis));
+    // Exports before printing: a reader that closes stdout early (`| head`) must
+    // not cost the files.
+    export(&outputs.export, &result, &analysis, settings).map_err(|e| match &stored_as {
+        Some((id, location)) => e.context(format!("the runs are stored as experiment {id} in {location}")),
+        None => e,
+    })?;
+    out::out!("{}", report::terminal::render(&result, &analysis))?;
     if let Some((id, location)) = stored_as {
-        println!("stored as experiment {id} in {location}");
+        out::outln!("stored as experiment {id} in {location}")?;
     }
-    export(&outputs.export, &result, &analysis, settings)?;
     if let Some(e) = store_error {
         return Err(e.context("the runs were measured and printed, but storing them failed"));
     }
@@ -347,13 +335,13 @@ pub fn export(
     settings: &Settings,
 ) -> Result<()> {
     if let Some(p) = &to.export_json {
-        report::write_atomic(p, report::json::render(result, analysis, settings)?.as_bytes())?;
+        report::write_export(p, report::json::render(result, analysis, settings)?.as_bytes())?;
     }
     if let Some(p) = &to.export_markdown {
-        report::write_atomic(p, report::markdown::render(analysis).as_bytes())?;
+        report::write_export(p, report::markdown::render(analysis).as_bytes())?;
     }
     if let Some(p) = &to.export_csv {
-        report::write_atomic(p, &report::csv::render(result).context("rendering CSV")?)?;
+        report::write_export(p, &report::csv::render(result).context("rendering CSV")?)?;
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use crate::cli::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
 use crate::config;
 use crate::experiment::ExperimentResult;
 use crate::gate::{self, GateRow, Status, Thresholds};
+use crate::out::{out, outln};
 use crate::report::{self, json::Settings};
 use crate::store::{Filter, Store, Stored};
 use anyhow::{bail, Result};
@@ -28,31 +29,33 @@ pub fn history(args: &HistoryArgs) -> Result<i32> {
         limit: Some(args.limit),
     })?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&listed)?);
+        outln!("{}", serde_json::to_string_pretty(&listed)?)?;
     } else if listed.is_empty() {
-        println!("no stored experiment matches (store: {})", store.location);
+        outln!("no stored experiment matches (store: {})", store.location)?;
     } else {
-        print!("{}", report::history::render(&listed));
+        out!("{}", report::history::render(&listed))?;
     }
     Ok(0)
 }
 
 pub fn show(args: &ShowArgs) -> Result<i32> {
+    args.export.check_dirs()?;
     let mut store = open(&args.store)?;
     let id = store.resolve(&args.experiment)?;
     let stored = store.load(id)?;
     let analysis = analyze(&stored.result);
-    println!(
+    let settings: Settings = serde_json::from_str(&stored.settings_json)?;
+    // Exports first, printing last (see out.rs).
+    crate::bench::export(&args.export, &stored.result, &analysis, &settings)?;
+    outln!(
         "experiment {} ({})",
         stored.id,
         report::history::describe(&stored)
-    );
+    )?;
     if args.meta {
-        println!("{}", serde_json::to_string_pretty(&stored.meta)?);
+        outln!("{}", serde_json::to_string_pretty(&stored.meta)?)?;
     }
-    print!("{}", report::terminal::render(&stored.result, &analysis));
-    let settings: Settings = serde_json::from_str(&stored.settings_json)?;
-    crate::bench::export(&args.export, &stored.result, &analysis, &settings)?;
+    out!("{}", report::terminal::render(&stored.result, &analysis))?;
     Ok(0)
 }
 
@@ -142,6 +145,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
 }
 
 pub fn compare(args: &CompareArgs) -> Result<i32> {
+    report::export::check(&[&args.export_json, &args.export_markdown])?;
     let mut store = open(&args.store)?;
     let (bref, bvar) = split_ref(&args.baseline);
     let (cref, cvar) = split_ref(&args.candidate);
@@ -149,20 +153,22 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     let c = store.load_ref(cref)?;
     let mut markdown = String::new();
     let mut docs = Vec::new();
+    let mut text = String::new();
     for (_, bi, ci) in pairs(&b, bvar, &c, cvar)? {
         let result = side_by_side(&b, bi, &c, ci);
         let analysis = analyze(&result);
-        print!("{}", report::terminal::render(&result, &analysis));
+        text += &report::terminal::render(&result, &analysis);
         markdown += &report::markdown::render(&analysis);
         docs.push(serde_json::json!({ "variants": analysis.variants }));
     }
     if let Some(p) = &args.export_markdown {
-        report::write_atomic(p, markdown.as_bytes())?;
+        report::write_export(p, markdown.as_bytes())?;
     }
     if let Some(p) = &args.export_json {
         let doc = serde_json::json!({ "schema": "coldstart.compare/1", "baseline": b.id, "candidate": c.id, "pairs": docs });
-        report::write_atomic(p, (serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
+        report::write_export(p, (serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
     }
+    out!("{text}")?;
     Ok(0)
 }
 
@@ -181,6 +187,7 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
         );
     }
     let thresholds = Thresholds { fail, warn };
+    report::export::check(&[&args.markdown])?;
     let mut store = open(&args.store)?;
     let (bref, bvar) = split_ref(&args.baseline);
     let (cref, cvar) = split_ref(&args.candidate);
@@ -191,10 +198,10 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
         .map(|(name, bi, ci)| gate::row(&name, &b.result.ready_ms(bi), &c.result.ready_ms(ci), thresholds))
         .collect();
     let md = report::gate::render(&rows, thresholds, b.id, c.id);
-    print!("{md}");
     if let Some(p) = &args.markdown {
-        report::write_atomic(p, md.as_bytes())?;
+        report::write_export(p, md.as_bytes())?;
     }
+    out!("{md}")?;
     Ok(if rows.iter().any(|r| r.status == Status::Fail) {
         1
     } else {

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 fn git(dir: &Path, args: &[&str]) {
     let o = Command::new("git")
@@ -142,4 +142,144 @@ fn huge_durations_and_counts_are_refused_before_any_run() {
         .output()
         .unwrap();
     refused(&o, "[targets.t] timeout", &ran);
+}
+
+/// `bench` of `touch RAN` (one run) with extra arguments.
+fn bench_touch(ran: &Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["bench", "--no-store", "-q", "-r", "1", "-w", "0"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--", "touch", ran.to_str().unwrap()]);
+    run(&all)
+}
+
+fn is_json(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v["schema"].is_string())
+}
+
+#[test]
+fn exports_write_through_devices_symlinks_and_fifos() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+
+    // A character device: our own null device where we may make one (root), else
+    // /dev/null itself (which a non-root coldstart could not replace anyway).
+    let own_null = dir.path().join("null");
+    let dev = match nix::sys::stat::mknod(
+        &own_null,
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+        nix::sys::stat::makedev(1, 3),
+    ) {
+        Ok(()) => own_null,
+        Err(e) => {
+            eprintln!("robust: mknod not permitted ({e}): exporting to /dev/null itself");
+            "/dev/null".into()
+        }
+    };
+    let o = bench_touch(&ran, &["--export-csv", dev.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        std::fs::metadata(&dev).unwrap().file_type().is_char_device(),
+        "{} is still a character device",
+        dev.display()
+    );
+
+    // A symlink stays a symlink; its target gets the export.
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink("real.json", &link).unwrap();
+    let o = bench_touch(&ran, &["--export-json", link.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(is_json(
+        &std::fs::read_to_string(dir.path().join("real.json")).unwrap()
+    ));
+
+    // A FIFO gets the export, read by another thread.
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let o = bench_touch(&ran, &["--export-json", fifo.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Checked before joining: had the FIFO been replaced, the reader would wait forever.
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(is_json(&reader.join().unwrap()), "the reader got the JSON");
+
+    // `-`: stdout carries the JSON alone; the table goes to stderr.
+    let o = bench_touch(&ran, &["--export-json", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(is_json(&stdout(&o)), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("p50"),
+        "the report went to stderr: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn unwritable_export_paths_fail_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let missing = dir.path().join("no/such/dir/r.json");
+    for path in [
+        missing.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
+        // Nobody, root included, creates files in /proc.
+        "/proc/coldstart-export.json",
+    ] {
+        let o = bench_touch(&ran, &["--export-json", path]);
+        refused(&o, path, &ran);
+    }
+    let o = bench_touch(&ran, &["--export-json", "-", "--export-csv", "-"]);
+    refused(&o, "stdout", &ran);
+}
+
+/// A pipe whose read end is already closed, as stdout for a child.
+fn closed_pipe() -> Stdio {
+    let (read, write) = nix::unistd::pipe().unwrap();
+    drop(read);
+    Stdio::from(write)
+}
+
+#[test]
+fn a_closed_stdout_is_a_quiet_exit_and_exports_come_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let json = dir.path().join("r.json");
+    let o = coldstart()
+        .args([
+            "bench",
+            "-q",
+            "-r",
+            "2",
+            "-w",
+            "0",
+            "--store",
+            store.to_str().unwrap(),
+        ])
+        .args(["--export-json", json.to_str().unwrap(), "--", "true"])
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "as if printing had succeeded: {}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).is_empty(), "nothing said: {}", stderr(&o));
+    assert!(is_json(&std::fs::read_to_string(&json).expect("r.json written")));
+    for args in [&["show", "1"][..], &["history"], &["compare", "1", "1"]] {
+        let o = coldstart()
+            .args(args)
+            .args(["--store", store.to_str().unwrap()])
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).is_empty(), "{args:?}: {}", stderr(&o));
+    }
 }
