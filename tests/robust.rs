@@ -283,3 +283,89 @@ fn a_closed_stdout_is_a_quiet_exit_and_exports_come_first() {
         assert!(stderr(&o).is_empty(), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// Bytes held by coldstart's exit-mode output capture, if it has one open.
+fn capture_held(pid: u32) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.flatten() {
+        let link = std::fs::read_link(fd.path()).unwrap_or_default();
+        if link.to_string_lossy().starts_with("/memfd:coldstart-output") {
+            return std::fs::metadata(fd.path()).ok().map(|m| m.blocks() * 512);
+        }
+    }
+    None
+}
+
+#[test]
+fn runaway_exit_mode_output_is_bounded_and_the_drop_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let (written, release, json) = (
+        dir.path().join("written"),
+        dir.path().join("release"),
+        dir.path().join("r.json"),
+    );
+    // 300 MB to stdout, then wait (for the test's look) and exit before ready: a
+    // failed run, whose output tail is exported.
+    let script = format!(
+        "head -c 300000000 /dev/zero; echo; echo the-last-line; : > {w}; while [ ! -e {r} ]; do sleep 0.01; done",
+        w = written.display(),
+        r = release.display()
+    );
+    let never = dir.path().join("never");
+    let mut child = coldstart()
+        .args([
+            "bench",
+            "--no-store",
+            "-q",
+            "-r",
+            "1",
+            "-w",
+            "0",
+            "--timeout",
+            "120",
+        ])
+        .args(["--ready", &format!("file:{}", never.display())])
+        .args(["--export-json", json.to_str().unwrap(), "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !written.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the target never finished writing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The watcher trims within one interval (100 ms); allow far more.
+    let bound = 32 << 20;
+    let mut held = capture_held(pid).expect("coldstart holds the target's output capture");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while held > bound && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        held = capture_held(pid).unwrap_or(0);
+    }
+    std::fs::write(&release, "").unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        held <= bound,
+        "coldstart held {} MiB of the target's 300 MB",
+        held >> 20
+    );
+    assert_eq!(status.code(), Some(1), "the run failed (exited before ready)");
+    let doc = json_file(&json);
+    let tail: Vec<&str> = doc["samples"][0]["output_tail"]
+        .as_array()
+        .expect("the failed run's output tail")
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert!(
+        tail.first()
+            .is_some_and(|l| l.starts_with("[coldstart: the first ") && l.contains("dropped")),
+        "{:?}",
+        tail.iter().map(|l| &l[..l.len().min(120)]).collect::<Vec<_>>()
+    );
+    assert_eq!(tail.last(), Some(&"the-last-line"));
+}
