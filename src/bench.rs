@@ -2,9 +2,11 @@
 //! (samples recorded in the store as they come) → analysis → reports.
 
 use crate::analysis::{analyze, Analysis};
+use crate::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
 use crate::cli::{BenchArgs, CommonArgs, ExportArgs, VariantArgs, VariantSpec};
 use crate::config::{self, Config};
 use crate::experiment::{self, CiOf, ExperimentResult, Observer, Order, Plan, StopRule, Variant};
+use crate::out;
 use crate::report::{self, json::Settings, progress::Progress};
 use crate::run::RunOptions;
 use crate::sample::{ExitPolicy, Sample};
@@ -31,15 +33,15 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
     let warmup = args.warmup.or(first_cfg.and_then(|c| c.warmup)).unwrap_or(1);
     let timeout = args.timeout.or(first_cfg.and_then(|c| c.timeout)).unwrap_or(30.0);
     let requests = args.requests.or(first_cfg.and_then(|c| c.requests)).unwrap_or(0);
-    if runs == 0 {
-        bail!("--runs must be at least 1");
-    }
-    if !(timeout > 0.0 && timeout.is_finite()) {
-        bail!("--timeout must be a positive number of seconds");
-    }
-    if !(args.grace >= 0.0 && args.grace.is_finite()) {
-        bail!("--grace must be a number of seconds ≥ 0");
-    }
+    // Values from coldstart.toml were bounded when it was loaded; these are the flags'.
+    bounds::runs("--runs", runs, 1)?;
+    bounds::runs("--warmup", warmup, 0)?;
+    bounds::count("--requests", requests, 0, MAX_REQUESTS)?;
+    bounds::count("--output-lines", args.common.output_lines, 0, MAX_OUTPUT_LINES)?;
+    let timeout = bounds::seconds("--timeout", timeout, false)?;
+    let grace = bounds::seconds("--grace", args.grace, true)?;
+    let poll_interval = bounds::count("--poll-interval", args.poll_interval as usize, 1, 10_000_000)
+        .map_err(|e| anyhow!("{e} (microseconds)"))?;
     args.common.export.check_dirs()?;
     let shared_env = args
         .shared
@@ -76,6 +78,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
         None => StopRule::Fixed { runs },
         Some(t) => {
             let (target, relative) = parse_target_ci(t)?;
+            bounds::runs("--max-runs", args.max_runs, 2)?;
             if args.min_runs < 2 || args.min_runs > args.max_runs {
                 bail!(
                     "--min-runs must be at least 2 and at most --max-runs ({})",
@@ -122,11 +125,11 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
         keep_going: args.common.keep_going,
         seed: args.common.seed(),
         run: RunOptions {
-            timeout: Duration::from_secs_f64(timeout),
-            poll_interval: Duration::from_micros(args.poll_interval.max(1)),
+            timeout,
+            poll_interval: Duration::from_micros(poll_interval as u64),
             requests,
             request_url,
-            grace: Duration::from_secs_f64(args.grace),
+            grace,
             tail_lines: args.common.output_lines,
             log_marks: args
                 .marks
@@ -144,29 +147,11 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
     })
 }
 
-/// Refuse before the first run to export into a directory that does not exist.
 impl ExportArgs {
-    /// Refuse before any run when an export's directory is missing.
+    /// Refuse before any run an export path that cannot be written.
     pub fn check_dirs(&self) -> Result<()> {
-        check_export_dirs(&[&self.export_json, &self.export_markdown, &self.export_csv])
+        report::export::check(&[&self.export_json, &self.export_markdown, &self.export_csv])
     }
-}
-
-pub fn check_export_dirs(paths: &[&Option<std::path::PathBuf>]) -> Result<()> {
-    for path in paths.iter().filter_map(|p| p.as_ref()) {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        if !dir.is_dir() {
-            bail!(
-                "cannot export to {}: directory {} does not exist",
-                path.display(),
-                dir.display()
-            );
-        }
-    }
-    Ok(())
 }
 
 /// Variants for targets named on the command line, from coldstart.toml.
@@ -228,7 +213,13 @@ fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
         None => (s.strip_suffix("ms").unwrap_or(s), false),
     };
     let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    if !(v > 0.0 && v.is_finite()) {
+    // Above 100% or a week the stopping rule is meaningless (and from_secs_f64 of it panics).
+    let max = if relative {
+        100.0
+    } else {
+        bounds::MAX_SECONDS * 1e3
+    };
+    if !(v > 0.0 && v <= max) {
         return Err(bad());
     }
     Ok(if relative { (v / 100.0, true) } else { (v, false) })
@@ -276,8 +267,8 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     )?;
     if args.explain && code == 0 {
         for v in &plan.variants {
-            println!("\n== explain: {}", v.name);
-            print!("{}", crate::explain::once(&v.target, &v.readiness, &plan.run)?);
+            let explained = crate::explain::once(&v.target, &v.readiness, &plan.run)?;
+            out::out!("\n== explain: {}\n{explained}", v.name)?;
         }
     }
     Ok(code)
@@ -319,11 +310,16 @@ pub fn measure(
         stored_as = Some((id, store.location.clone()));
     }
     let analysis = analyze(&result, outputs.noise.noise);
-    print!("{}", report::terminal::render(&result, &analysis));
+    // Exports before printing: a reader that closes stdout early (`| head`) must
+    // not cost the files.
+    export(&outputs.export, &result, &analysis, settings).map_err(|e| match &stored_as {
+        Some((id, location)) => e.context(format!("the runs are stored as experiment {id} in {location}")),
+        None => e,
+    })?;
+    out::out!("{}", report::terminal::render(&result, &analysis))?;
     if let Some((id, location)) = stored_as {
-        println!("stored as experiment {id} in {location}");
+        out::outln!("stored as experiment {id} in {location}")?;
     }
-    export(&outputs.export, &result, &analysis, settings)?;
     if let Some(e) = store_error {
         return Err(e.context("the runs were measured and printed, but storing them failed"));
     }
@@ -361,13 +357,13 @@ pub fn export(
     settings: &Settings,
 ) -> Result<()> {
     if let Some(p) = &to.export_json {
-        report::write_atomic(p, report::json::render(result, analysis, settings)?.as_bytes())?;
+        report::write_export(p, report::json::render(result, analysis, settings)?.as_bytes())?;
     }
     if let Some(p) = &to.export_markdown {
-        report::write_atomic(p, report::markdown::render(analysis).as_bytes())?;
+        report::write_export(p, report::markdown::render(analysis).as_bytes())?;
     }
     if let Some(p) = &to.export_csv {
-        report::write_atomic(p, &report::csv::render(result).context("rendering CSV")?)?;
+        report::write_export(p, &report::csv::render(result).context("rendering CSV")?)?;
     }
     Ok(())
 }
@@ -393,5 +389,7 @@ mod tests {
         assert_eq!(parse_target_ci("5ms").unwrap(), (5.0, false));
         assert!(parse_target_ci("-1%").is_err());
         assert!(parse_target_ci("fast").is_err());
+        assert!(parse_target_ci("1e300%").is_err());
+        assert!(parse_target_ci("inf").is_err());
     }
 }

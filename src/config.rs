@@ -87,7 +87,34 @@ pub fn load(root: &Path) -> Result<Option<Config>> {
             e.to_string().lines().collect::<Vec<_>>().join(" ")
         )
     })?;
+    config
+        .check()
+        .map_err(|e| anyhow::anyhow!("{}: {e:#}", path.display()))?;
     Ok(Some(config))
+}
+
+impl Config {
+    /// Every target's numbers within coldstart's bounds (a huge `timeout` would
+    /// otherwise panic or wrap once the target is run).
+    fn check(&self) -> Result<()> {
+        use crate::bounds;
+        for (name, t) in &self.targets {
+            let key = |k: &str| format!("[targets.{name}] {k}");
+            if let Some(v) = t.runs {
+                bounds::runs(&key("runs"), v, 1)?;
+            }
+            if let Some(v) = t.warmup {
+                bounds::runs(&key("warmup"), v, 0)?;
+            }
+            if let Some(v) = t.timeout {
+                bounds::seconds(&key("timeout"), v, false)?;
+            }
+            if let Some(v) = t.requests {
+                bounds::count(&key("requests"), v, 0, bounds::MAX_REQUESTS)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Where results go: --store, else COLDSTART_STORE, else the config's [store],
@@ -114,5 +141,14 @@ mod tests {
         assert_eq!(api.runs, Some(5));
         assert_eq!(api.env["A"], "b");
         assert!(toml::from_str::<Config>("[targets.x]\ncommand = [\"a\"]\nrun = 3\n").is_err());
+    }
+
+    #[test]
+    fn huge_numbers_are_refused_naming_the_target_and_key() {
+        let c: Config = toml::from_str("[targets.api]\ncommand = [\"a\"]\ntimeout = 1e300\n").unwrap();
+        let e = format!("{:#}", c.check().unwrap_err());
+        assert!(e.starts_with("[targets.api] timeout "), "{e}");
+        let c: Config = toml::from_str("[targets.api]\ncommand = [\"a\"]\nruns = 0\n").unwrap();
+        assert!(c.check().is_err());
     }
 }

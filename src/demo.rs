@@ -105,8 +105,14 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
 }
 
 fn section(title: &str, bench_args: &[String]) -> Result<i32> {
-    println!("\n== {title}");
-    println!("$ coldstart bench {}\n", crate::target::shell_join(bench_args));
+    crate::out::out!(
+        "\n== {title}\n$ coldstart bench {}\n\n",
+        crate::target::shell_join(bench_args)
+    )?;
+    if crate::out::closed() {
+        // Nobody reads the demo any more (`coldstart demo | head`): stop here.
+        return Ok(0);
+    }
     let (globals, variants) = cli::split_bench_args(bench_args).map_err(anyhow::Error::msg)?;
     let parsed = cli::Cli::try_parse_from(
         ["coldstart".to_string(), "bench".to_string()]

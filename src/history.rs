@@ -5,6 +5,7 @@ use crate::cli::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
 use crate::config;
 use crate::experiment::ExperimentResult;
 use crate::gate::{self, Limits, Regression, Side, Status};
+use crate::out::{out, outln};
 use crate::report::{self, json::Settings};
 use crate::stats::Design;
 use crate::store::{Filter, Store, Stored};
@@ -29,31 +30,33 @@ pub fn history(args: &HistoryArgs) -> Result<i32> {
         limit: Some(args.limit),
     })?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&listed)?);
+        outln!("{}", serde_json::to_string_pretty(&listed)?)?;
     } else if listed.is_empty() {
-        println!("no stored experiment matches (store: {})", store.location);
+        outln!("no stored experiment matches (store: {})", store.location)?;
     } else {
-        print!("{}", report::history::render(&listed));
+        out!("{}", report::history::render(&listed))?;
     }
     Ok(0)
 }
 
 pub fn show(args: &ShowArgs) -> Result<i32> {
+    args.export.check_dirs()?;
     let mut store = open(&args.store)?;
     let id = store.resolve(&args.experiment)?;
     let stored = store.load(id)?;
     let settings: Settings = serde_json::from_str(&stored.settings_json)?;
     let analysis = analyze(&stored.result, args.noise.unwrap_or(settings.noise));
-    println!(
+    // Exports first, printing last (see out.rs).
+    crate::bench::export(&args.export, &stored.result, &analysis, &settings)?;
+    outln!(
         "experiment {} ({})",
         stored.id,
         report::history::describe(&stored)
-    );
+    )?;
     if args.meta {
-        println!("{}", serde_json::to_string_pretty(&stored.meta)?);
+        outln!("{}", serde_json::to_string_pretty(&stored.meta)?)?;
     }
-    print!("{}", report::terminal::render(&stored.result, &analysis));
-    crate::bench::export(&args.export, &stored.result, &analysis, &settings)?;
+    out!("{}", report::terminal::render(&stored.result, &analysis))?;
     Ok(0)
 }
 
@@ -166,6 +169,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
 }
 
 pub fn compare(args: &CompareArgs) -> Result<i32> {
+    report::export::check(&[&args.export_json, &args.export_markdown])?;
     let mut store = open(&args.store)?;
     let (bref, bvar) = split_ref(&args.baseline);
     let (cref, cvar) = split_ref(&args.candidate);
@@ -173,6 +177,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     let c = store.load_ref(cref)?;
     let mut markdown = String::new();
     let mut docs = Vec::new();
+    let mut text = String::new();
     let pairs = pairs(&b, bvar, &c, cvar)?;
     for (_, bi, ci) in &pairs {
         refuse_self(&b, *bi, &c, *ci)?;
@@ -180,17 +185,18 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     for (_, bi, ci) in pairs {
         let result = side_by_side(&b, bi, &c, ci);
         let analysis = analyze(&result, args.noise.noise);
-        print!("{}", report::terminal::render(&result, &analysis));
+        text += &report::terminal::render(&result, &analysis);
         markdown += &report::markdown::render(&analysis);
         docs.push(serde_json::json!({ "variants": analysis.variants }));
     }
     if let Some(p) = &args.export_markdown {
-        report::write_atomic(p, markdown.as_bytes())?;
+        report::write_export(p, markdown.as_bytes())?;
     }
     if let Some(p) = &args.export_json {
         let doc = serde_json::json!({ "schema": "coldstart.compare/1", "baseline": b.id, "candidate": c.id, "pairs": docs });
-        report::write_atomic(p, (serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
+        report::write_export(p, (serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
     }
+    out!("{text}")?;
     Ok(0)
 }
 
@@ -213,6 +219,7 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
             .transpose()?,
         margin: args.warn_margin,
     };
+    report::export::check(&[&args.markdown])?;
     let mut store = open(&args.store)?;
     let (bref, bvar) = split_ref(&args.baseline);
     let (cref, cvar) = split_ref(&args.candidate);
@@ -249,9 +256,9 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
     }
     let md = report::gate::render(&rows, b.id, c.id);
     if let Some(p) = &args.markdown {
-        report::write_atomic(p, md.as_bytes())?;
+        report::write_export(p, md.as_bytes())?;
     }
-    print!("{md}");
+    out!("{md}")?;
     Ok(if rows.iter().any(|r| r.status == Status::Fail) {
         1
     } else {

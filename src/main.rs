@@ -2,6 +2,7 @@
 
 mod analysis;
 mod bench;
+mod bounds;
 mod cli;
 mod clock;
 mod config;
@@ -14,6 +15,7 @@ mod history;
 mod lambda;
 mod launch;
 mod marks;
+mod out;
 mod probe;
 mod report;
 mod run;
@@ -29,7 +31,9 @@ fn main() {
     let code = match real_main() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("coldstart: error: {e:#}");
+            // Not eprintln!: it panics when stderr is closed.
+            use std::io::Write;
+            writeln!(std::io::stderr(), "coldstart: error: {e:#}").ok();
             2
         }
     };

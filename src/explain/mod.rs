@@ -128,8 +128,9 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     if matches!(readiness, Readiness::LambdaInit) {
         bail!("explain does not emulate Lambda: use `coldstart lambda` for lambda:init");
     }
-    crate::bench::check_export_dirs(&[&args.export_json, &args.export_trace])?;
-    let timeout = Duration::from_secs_f64(args.timeout);
+    report::export::check(&[&args.export_json, &args.export_trace])?;
+    let timeout = crate::bounds::seconds("--timeout", args.timeout, false)?;
+    let runs = crate::bounds::runs("--runs", args.runs, 1)?;
     let opts = RunOptions {
         timeout,
         poll_interval: Duration::from_micros(200),
@@ -161,7 +162,6 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     if let Some(r) = &sink {
         target.env.extend(r.env());
     }
-    let runs = args.runs.max(1);
     let id = |round, warmup| RunId {
         variant: 0,
         round,
@@ -266,9 +266,8 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         }
     }
     explanation.adapted_ms = adapted_s;
-    print!("{}", report::explain::render(&explanation));
     if let Some(p) = &args.export_json {
-        report::write_atomic(p, (serde_json::to_string_pretty(&explanation)? + "\n").as_bytes())?;
+        report::write_export(p, (serde_json::to_string_pretty(&explanation)? + "\n").as_bytes())?;
     }
     if let Some(p) = &args.export_trace {
         let doc = report::chrome_trace::to_chrome_trace(
@@ -276,8 +275,10 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
             &explanation.timeline,
             &explanation.sources,
         );
-        report::write_atomic(p, serde_json::to_string(&doc)?.as_bytes())?;
+        report::write_export(p, serde_json::to_string(&doc)?.as_bytes())?;
     }
+    // Printed last: exports survive a reader that closes stdout early.
+    crate::out::out!("{}", report::explain::render(&explanation))?;
     Ok(0)
 }
 

@@ -35,9 +35,29 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
-/// Largest request body accepted on the wire and after decompression. SDKs batch
-/// at most 512 spans per request by default, far below this.
-const MAX_BODY: usize = 64 << 20;
+/// What one receiver keeps, so a chatty (or hostile) local sender cannot grow
+/// coldstart's memory without bound: spans beyond these are counted and dropped,
+/// and the section says so.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Spans kept per run.
+    pub spans: usize,
+    /// Estimated bytes of the spans kept (names, ids, attributes, events).
+    pub bytes: usize,
+    /// Largest request body, on the wire and after decompression (413 beyond).
+    /// SDKs batch at most 512 spans per request by default, far below this.
+    pub body: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            spans: 100_000,
+            bytes: 64 << 20,
+            body: 16 << 20,
+        }
+    }
+}
 /// Rows kept in the section's table.
 const TABLE_ROWS: usize = 20;
 /// Span attributes copied into a span's args (the rest are counted).
@@ -64,6 +84,11 @@ impl Receiver {
     /// its own current-thread tokio runtime. The socket listens before this returns,
     /// so a target spawned afterwards can connect at once.
     pub fn start() -> Result<Receiver> {
+        Self::start_with(Limits::default())
+    }
+
+    /// [`Receiver::start`] with other limits on what is kept.
+    pub fn start_with(limits: Limits) -> Result<Receiver> {
         let offset_start = realtime_offset_ns();
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
             .context("binding the OTLP receiver on 127.0.0.1")?;
@@ -83,12 +108,15 @@ impl Receiver {
             let _inside = rt.enter();
             tokio::net::TcpListener::from_std(listener).context("registering the OTLP receiver's socket")?
         };
-        let received = Arc::new(Mutex::new(Received::default()));
+        let received = Arc::new(Mutex::new(Received {
+            limits,
+            ..Received::default()
+        }));
         let app = axum::Router::new()
             .route("/v1/traces", post(traces))
             .route("/v1/metrics", post(other_signal))
             .route("/v1/logs", post(other_signal))
-            .layer(DefaultBodyLimit::max(MAX_BODY))
+            .layer(DefaultBodyLimit::max(limits.body))
             .with_state(received.clone());
         let (stop, stopped) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -232,9 +260,27 @@ struct Received {
     /// Requests refused (bad body, unknown content type or encoding); the first few reasons.
     refused: usize,
     refusals: Vec<String>,
+    limits: Limits,
+    /// Estimated size of `spans`.
+    kept_bytes: usize,
+    /// Spans that arrived past `limits` and were not kept.
+    dropped: usize,
 }
 
 impl Received {
+    /// Keep spans while within the limits; count the rest.
+    fn keep(&mut self, spans: Vec<Got>) {
+        for g in spans {
+            let size = g.approx_bytes();
+            if self.spans.len() < self.limits.spans && self.kept_bytes + size <= self.limits.bytes {
+                self.kept_bytes += size;
+                self.spans.push(g);
+            } else {
+                self.dropped += 1;
+            }
+        }
+    }
+
     fn refuse(&mut self, why: String) {
         self.refused += 1;
         if self.refusals.len() < 3 {
@@ -256,6 +302,25 @@ struct Got {
     end_unix_ns: u64,
     args: Vec<(String, String)>,
     events: Vec<(String, u64)>,
+}
+
+impl Got {
+    /// Heap and inline bytes, roughly: what keeping this span costs.
+    fn approx_bytes(&self) -> usize {
+        std::mem::size_of::<Got>()
+            + self.trace_id.len()
+            + self.span_id.len()
+            + self.parent_id.len()
+            + self.name.len()
+            + self.service.len()
+            + self.scope.len()
+            + self
+                .args
+                .iter()
+                .map(|(k, v)| 48 + k.len() + v.len())
+                .sum::<usize>()
+            + self.events.iter().map(|(n, _)| 32 + n.len()).sum::<usize>()
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -343,7 +408,8 @@ async fn traces(State(received): State<Arc<Mutex<Received>>>, headers: HeaderMap
             return (StatusCode::UNSUPPORTED_MEDIA_TYPE, why).into_response();
         }
     };
-    let (body, coding) = match decompress(&headers, &body) {
+    let max_body = lock(&received).limits.body;
+    let (body, coding) = match decompress(&headers, &body, max_body) {
         Ok(b) => b,
         Err((status, why)) => {
             lock(&received).refuse(format!("/v1/traces: {why}"));
@@ -359,7 +425,7 @@ async fn traces(State(received): State<Arc<Mutex<Received>>>, headers: HeaderMap
             let mut r = lock(&received);
             r.requests += 1;
             r.encodings.insert(format!("{}{coding}", enc.name()));
-            r.spans.extend(spans);
+            r.keep(spans);
             drop(r);
             ok_empty(enc)
         }
@@ -382,21 +448,25 @@ async fn other_signal(State(received): State<Arc<Mutex<Received>>>, headers: Hea
 }
 
 /// The body after its Content-Encoding (none, gzip or deflate: the encodings OTLP
-/// exporters offer), at most [`MAX_BODY`] bytes, and "+CODING" when it was compressed.
-fn decompress(headers: &HeaderMap, body: &Bytes) -> Result<(Bytes, &'static str), (StatusCode, String)> {
+/// exporters offer), at most `max_body` bytes, and "+CODING" when it was compressed.
+fn decompress(
+    headers: &HeaderMap,
+    body: &Bytes,
+    max_body: usize,
+) -> Result<(Bytes, &'static str), (StatusCode, String)> {
     let coding = headers
         .get(header::CONTENT_ENCODING)
         .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase())
         .unwrap_or_default();
     let inflate = |r: &mut dyn Read| -> Result<Bytes, (StatusCode, String)> {
         let mut out = Vec::new();
-        r.take(MAX_BODY as u64 + 1)
+        r.take(max_body as u64 + 1)
             .read_to_end(&mut out)
             .map_err(|e| (StatusCode::BAD_REQUEST, format!("bad {coding} body: {e}")))?;
-        if out.len() > MAX_BODY {
+        if out.len() > max_body {
             return Err((
                 StatusCode::PAYLOAD_TOO_LARGE,
-                format!("body inflates past {} MiB", MAX_BODY >> 20),
+                format!("body inflates past {max_body} bytes"),
             ));
         }
         Ok(Bytes::from(out))
@@ -724,6 +794,15 @@ fn build_section(received: Received, clock: &Clock) -> Section {
             received.refusals.join("; ")
         ));
     }
+    if received.dropped > 0 {
+        notes.push(format!(
+            "{} spans were dropped: the receiver keeps at most {} spans and {} MiB of them per run \
+             (the first that arrived are shown)",
+            received.dropped,
+            received.limits.spans,
+            received.limits.bytes >> 20
+        ));
+    }
     if received.other_signals > 0 {
         notes.push(format!(
             "{} metrics/logs export requests were accepted and not read",
@@ -740,6 +819,7 @@ fn build_section(received: Received, clock: &Clock) -> Section {
             ("services".into(), services_cell),
             ("requests".into(), received.requests.to_string()),
             ("encoding".into(), encodings_cell),
+            ("dropped".into(), received.dropped.to_string()),
         ],
         table,
         spans: out_spans,

@@ -331,6 +331,64 @@ fn bad_requests_are_refused_in_their_encoding_and_noted() {
     );
 }
 
+fn numbered_spans(from: u64, n: u64, name_len: usize) -> Vec<pb::Span> {
+    let wall = realtime_ns();
+    (from..from + n)
+        .map(|i| pb_span(TRACE_A, i + 1, None, &format!("{i:0name_len$}"), wall, wall + MS))
+        .collect()
+}
+
+#[test]
+fn spans_past_the_limits_are_dropped_counted_and_noted() {
+    let limits = Limits {
+        spans: 50,
+        bytes: 64 << 20,
+        body: 64 << 10,
+    };
+    let r = Receiver::start_with(limits).expect("receiver");
+    for batch in 0..3 {
+        let body = pb_request("svc", numbered_spans(batch * 40, 40, 8)).encode_to_vec();
+        let reply = post(&r, "/v1/traces", &[("Content-Type", PROTOBUF)], &body);
+        assert_eq!(
+            reply.status, 200,
+            "kept or dropped, the sender is not asked to retry"
+        );
+    }
+    // A body over the limit is refused with 413, before it is read.
+    let big = pb_request("svc", numbered_spans(0, 200, 400)).encode_to_vec();
+    assert!(big.len() > limits.body);
+    assert_eq!(
+        post(&r, "/v1/traces", &[("Content-Type", PROTOBUF)], &big).status,
+        413
+    );
+    let s = r.finish(clock::now_ns()).expect("finish");
+    assert_eq!(fact(&s, "spans"), "50", "the first 50 are kept");
+    assert_eq!(fact(&s, "dropped"), "70");
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.starts_with("70 spans were dropped") && n.contains("at most 50 spans")),
+        "{:?}",
+        s.notes
+    );
+
+    // The byte budget binds first when spans are large.
+    let mut probe = Received::default();
+    probe.keep(flatten(pb_request("svc", numbered_spans(0, 1, 1000))));
+    let per_span = probe.kept_bytes;
+    let mut r = Received {
+        limits: Limits {
+            spans: 1000,
+            bytes: per_span * 10,
+            body: 1 << 20,
+        },
+        ..Received::default()
+    };
+    r.keep(flatten(pb_request("svc", numbered_spans(0, 25, 1000))));
+    assert_eq!((r.spans.len(), r.dropped), (10, 15));
+    assert!(r.kept_bytes <= per_span * 10);
+}
+
 fn got(trace: [u8; 16], id: u8, parent: Option<u8>, name: &str, start: u64, end: u64) -> Got {
     Got {
         trace_id: trace.to_vec(),

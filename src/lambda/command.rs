@@ -98,14 +98,16 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<(String, Config)>> {
 }
 
 pub fn run(args: &LambdaArgs) -> Result<i32> {
-    if args.runs == 0 {
-        bail!("--runs must be at least 1");
-    }
-    for (flag, v) in [("--timeout", args.timeout), ("--init-timeout", args.init_timeout)] {
-        if !(v > 0.0 && v.is_finite()) {
-            bail!("{flag} must be a positive number of seconds");
-        }
-    }
+    crate::bounds::runs("--runs", args.runs, 1)?;
+    crate::bounds::runs("--warmup", args.warmup, 0)?;
+    crate::bounds::count(
+        "--output-lines",
+        args.common.output_lines,
+        0,
+        crate::bounds::MAX_OUTPUT_LINES,
+    )?;
+    let init_timeout = crate::bounds::seconds("--init-timeout", args.init_timeout, false)?;
+    let function_timeout = crate::bounds::seconds("--timeout", args.timeout, false)?;
     args.common.export.check_dirs()?;
     let configs = variants(args)?;
     let event = match &args.event {
@@ -138,8 +140,8 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     };
     let opts = Options {
         event,
-        init_timeout: Duration::from_secs_f64(args.init_timeout),
-        function_timeout: Duration::from_secs_f64(args.timeout),
+        init_timeout,
+        function_timeout,
         init_boost: args.init_boost,
         cgroups,
         function_name: args.function_name.clone(),

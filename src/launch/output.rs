@@ -109,8 +109,9 @@ impl LineBuffer {
     }
 }
 
-/// Last `keep` lines of an output file (reads at most the last 64 KiB).
-pub fn tail_of_file(file: &mut std::fs::File, keep: usize) -> Vec<String> {
+/// Last `keep` lines of an output file (reads at most the last 64 KiB), after a
+/// line saying how much of its start [`capture`] dropped, if any.
+pub fn tail_of_file(mut file: &std::fs::File, keep: usize) -> Vec<String> {
     const WINDOW: u64 = 64 * 1024;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let start = len.saturating_sub(WINDOW);
@@ -121,12 +122,193 @@ pub fn tail_of_file(file: &mut std::fs::File, keep: usize) -> Vec<String> {
     let mut buf = LineBuffer::new(keep);
     buf.feed(&bytes, |_| {});
     buf.finish(0, |_| {});
-    buf.tail()
+    let mut tail = buf.tail();
+    let dropped = capture::dropped_bytes(file);
+    if dropped > 0 && keep > 0 {
+        tail.insert(
+            0,
+            format!(
+                "[coldstart: the first {} of this run's output were dropped; the last {} MiB were kept]",
+                mib(dropped),
+                capture::KEEP >> 20
+            ),
+        );
+    }
+    tail
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+/// The exit-mode output file (see `spawn::OutputMode::MemFile`), bounded.
+///
+/// The target writes straight into an in-memory file so that nothing of ours
+/// wakes while it starts; but its pages are memory, and a target that writes
+/// gigabytes would hold gigabytes. A watcher thread checks every capture alive
+/// every [`INTERVAL`] and, past [`LIMIT`] bytes held, punches out all but the last
+/// [`KEEP`] bytes (the file's size and the target's offset stay; the start reads
+/// as a hole). Runs shorter than one interval see no wake-up of ours at all; a
+/// longer one sees one fstat per interval on another thread. What the target
+/// writes faster than LIMIT per interval is held until the next check.
+pub mod capture {
+    use std::fs::File;
+    use std::os::fd::AsRawFd;
+    use std::sync::{Arc, Condvar, Mutex, Weak};
+    use std::time::Duration;
+
+    pub const INTERVAL: Duration = Duration::from_millis(100);
+    /// Bytes held before the watcher trims.
+    pub const LIMIT: u64 = 16 << 20;
+    /// Bytes kept at the end when trimming (the tail reads the last 64 KiB).
+    pub const KEEP: u64 = 1 << 20;
+
+    /// An output file the watcher keeps bounded while this lives.
+    pub struct Capture {
+        file: Arc<File>,
+    }
+
+    impl std::ops::Deref for Capture {
+        type Target = File;
+        fn deref(&self) -> &File {
+            &self.file
+        }
+    }
+
+    struct Watched {
+        files: Mutex<Vec<Weak<File>>>,
+        changed: Condvar,
+    }
+
+    fn watched() -> &'static Watched {
+        static W: std::sync::OnceLock<&'static Watched> = std::sync::OnceLock::new();
+        W.get_or_init(|| {
+            let w: &'static Watched = Box::leak(Box::new(Watched {
+                files: Mutex::new(Vec::new()),
+                changed: Condvar::new(),
+            }));
+            // Without the watcher captures are merely unbounded, as before: not an error.
+            if let Err(e) = std::thread::Builder::new()
+                .name("output-capture".into())
+                .spawn(move || watch(w))
+            {
+                eprintln!(
+                    "coldstart: warning: no output-capture watcher ({e}): target output is not bounded"
+                );
+            }
+            w
+        })
+    }
+
+    fn watch(w: &Watched) {
+        let mut files = w.files.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            files.retain(|f| f.strong_count() > 0);
+            if files.is_empty() {
+                files = w.changed.wait(files).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            files = w
+                .changed
+                .wait_timeout(files, INTERVAL)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+            for f in files.iter().filter_map(Weak::upgrade) {
+                trim(&f);
+            }
+        }
+    }
+
+    /// Punch out all but the last KEEP bytes once more than LIMIT are held.
+    fn trim(f: &File) {
+        let fd = f.as_raw_fd();
+        // SAFETY: fstat into a zeroed stat we own, on a descriptor `f` keeps open.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return;
+        }
+        let held = st.st_blocks as u64 * 512;
+        let size = st.st_size as u64;
+        if held <= LIMIT {
+            return;
+        }
+        let end = size.saturating_sub(KEEP) & !4095;
+        // SAFETY: fallocate on our descriptor; KEEP_SIZE leaves the size and so the
+        // target's write offset unchanged.
+        unsafe {
+            libc::fallocate(
+                fd,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                0,
+                end as libc::off_t,
+            )
+        };
+    }
+
+    /// Watch `file` (the target's output) until the Capture is dropped.
+    pub fn watch_file(file: File) -> Capture {
+        let file = Arc::new(file);
+        let w = watched();
+        w.files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Arc::downgrade(&file));
+        w.changed.notify_one();
+        Capture { file }
+    }
+
+    /// Bytes at the start of `f` that were punched out: where its data begins.
+    pub fn dropped_bytes(f: &File) -> u64 {
+        // SAFETY: lseek on a descriptor `f` keeps open; SEEK_DATA only reports.
+        let first = unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_DATA) };
+        u64::try_from(first).unwrap_or(0)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_capture_past_its_limit_keeps_only_its_end_and_says_so() {
+        use std::io::Write;
+        use std::os::fd::FromRawFd;
+        let name = std::ffi::CString::new("coldstart-capture-test").expect("name");
+        // SAFETY: valid name; the fd is fresh and owned by the File.
+        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
+        let cap = capture::watch_file(unsafe { std::fs::File::from_raw_fd(fd) });
+        let chunk = vec![b'x'; 1 << 20];
+        let mut writer = &*cap;
+        for _ in 0..40 {
+            writer.write_all(&chunk).expect("write");
+        }
+        writer.write_all(b"\nlast line\n").expect("write");
+        // Wait for the watcher's trim (it checks every INTERVAL).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while capture::dropped_bytes(&cap) == 0 {
+            assert!(std::time::Instant::now() < deadline, "never trimmed");
+            std::thread::sleep(capture::INTERVAL / 4);
+        }
+        let held = cap
+            .metadata()
+            .map(|m| std::os::unix::fs::MetadataExt::blocks(&m) * 512)
+            .expect("stat");
+        assert!(held <= capture::KEEP + 4096, "held {held} bytes");
+        assert_eq!(
+            cap.metadata().expect("stat").len(),
+            (40 << 20) + 11,
+            "size unchanged"
+        );
+        let tail = tail_of_file(&cap, 1);
+        assert_eq!(tail.len(), 2);
+        assert!(
+            tail[0].starts_with("[coldstart: the first 39.0 MiB"),
+            "{}",
+            tail[0]
+        );
+        assert_eq!(tail[1], "last line");
+    }
 
     #[test]
     fn splits_lines_across_chunks_and_keeps_tail() {

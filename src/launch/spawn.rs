@@ -20,8 +20,8 @@ pub enum OutputMode {
 
 pub struct Prepared {
     command: Command,
-    /// Our handle on the in-memory output file (MemFile mode).
-    pub output_file: Option<File>,
+    /// Our handle on the in-memory output file (MemFile mode), kept bounded.
+    pub output_file: Option<super::output::capture::Capture>,
 }
 
 pub struct Child {
@@ -53,7 +53,7 @@ pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]
             let file = memfd("coldstart-output")?;
             command.stdout(Stdio::from(file.try_clone().context("duplicating output fd")?));
             command.stderr(Stdio::from(file.try_clone().context("duplicating output fd")?));
-            Some(file)
+            Some(super::output::capture::watch_file(file))
         }
         OutputMode::Pipes => {
             command.stdout(Stdio::piped());

@@ -17,6 +17,11 @@ pub struct Metadata {
     pub coldstart_version: String,
 }
 
+/// coldstart's own store directories (`.coldstart/` anywhere in the work tree) are
+/// not the project's changes: stores made before `.coldstart/.gitignore` existed
+/// would otherwise mark every clean checkout dirty.
+const STORE_DIRS: &str = ":(top,exclude,glob)**/.coldstart/**";
+
 pub fn collect() -> Metadata {
     let read = |p: &str| {
         std::fs::read_to_string(p)
@@ -34,7 +39,7 @@ pub fn collect() -> Metadata {
     let git_commit = git(&["rev-parse", "HEAD"]);
     let git_dirty = git_commit
         .as_ref()
-        .and_then(|_| git(&["status", "--porcelain"]))
+        .and_then(|_| git(&["status", "--porcelain", "--", ":(top)", STORE_DIRS]))
         .map(|s| !s.is_empty());
     Metadata {
         command_line: crate::target::shell_join(&std::env::args().collect::<Vec<_>>()),

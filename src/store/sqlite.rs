@@ -16,6 +16,7 @@ impl Sqlite {
     pub fn open(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            ignore_store_dir(dir)?;
         }
         let conn = rusqlite::Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
         conn.busy_timeout(Duration::from_secs(30))?;
@@ -41,6 +42,20 @@ impl Sqlite {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         Ok(Sqlite { conn })
     }
+}
+
+/// A project's `.coldstart/` holds only coldstart's database: a `.gitignore` of `*`
+/// keeps it out of `git status` (and so out of the git-dirty flag) and out of commits.
+/// An existing `.gitignore` is the user's and is left alone.
+fn ignore_store_dir(dir: &Path) -> Result<()> {
+    if dir.file_name() != Some(std::ffi::OsStr::new(".coldstart")) {
+        return Ok(());
+    }
+    let ignore = dir.join(".gitignore");
+    if ignore.exists() {
+        return Ok(());
+    }
+    std::fs::write(&ignore, "*\n").with_context(|| format!("creating {}", ignore.display()))
 }
 
 /// `$1` → `?1` (SQLite reads `$1` as a named parameter).

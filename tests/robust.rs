@@ -1,0 +1,388 @@
+//! Trust at the edges: the git-dirty flag, exports to special paths, a closed
+//! stdout, huge numbers and runaway output (issue 10, items 6, 7, 8, 10, 11).
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn git(dir: &Path, args: &[&str]) {
+    let o = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .output()
+        .expect("git on PATH");
+    assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+}
+
+/// `bench` in `dir` with the project's default store, then its git_dirty flag.
+fn bench_dirty_flag(dir: &Path) -> serde_json::Value {
+    let o = coldstart()
+        .env_remove("COLDSTART_STORE")
+        .current_dir(dir)
+        .args(["bench", "-q", "-r", "1", "-w", "0", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = coldstart()
+        .env_remove("COLDSTART_STORE")
+        .current_dir(dir)
+        .args(["history", "--json", "-n", "1"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("history JSON");
+    v[0]["git_dirty"].clone()
+}
+
+#[test]
+fn a_clean_repository_is_recorded_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("app.txt"), "x").unwrap();
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "app.txt"]);
+    git(dir.path(), &["commit", "-q", "-m", "init"]);
+    assert_eq!(
+        bench_dirty_flag(dir.path()),
+        false,
+        "the store itself is not a change"
+    );
+    let ignore = std::fs::read_to_string(dir.path().join(".coldstart/.gitignore")).expect(".gitignore made");
+    assert_eq!(ignore.trim(), "*");
+
+    // A store made before .gitignore was written (here: the user's own, which
+    // ignores nothing) must not count either.
+    std::fs::write(dir.path().join(".coldstart/.gitignore"), "# mine\n").unwrap();
+    assert_eq!(
+        bench_dirty_flag(dir.path()),
+        false,
+        "the exclusion alone keeps it clean"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".coldstart/.gitignore")).unwrap(),
+        "# mine\n",
+        "a user's .gitignore is left alone"
+    );
+
+    // A real change still counts.
+    std::fs::write(dir.path().join("app.txt"), "changed").unwrap();
+    assert_eq!(bench_dirty_flag(dir.path()), true);
+}
+
+/// One clear line, exit 2, no panic, and the target never ran.
+fn refused(o: &std::process::Output, flag: &str, ran: &Path) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(flag), "names {flag}: {err}");
+    assert!(!ran.exists(), "refused before any run");
+}
+
+#[test]
+fn huge_durations_and_counts_are_refused_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let touch = ["--", "touch", ran.to_str().unwrap()];
+    let cases: &[(&[&str], &str)] = &[
+        (&["bench", "--no-store", "--timeout", "1e20"], "--timeout"),
+        (&["bench", "--no-store", "--timeout", "18446744070"], "--timeout"),
+        (&["bench", "--no-store", "--timeout", "inf"], "--timeout"),
+        (&["bench", "--no-store", "--grace", "1e20"], "--grace"),
+        (
+            &["bench", "--no-store", "--runs", "18446744073709551615"],
+            "--runs",
+        ),
+        (
+            &["bench", "--no-store", "--warmup", "18446744073709551615"],
+            "--warmup",
+        ),
+        (
+            &["bench", "--no-store", "--poll-interval", "18446744073709551615"],
+            "--poll-interval",
+        ),
+        (
+            &[
+                "bench",
+                "--no-store",
+                "--target-ci",
+                "2%",
+                "--max-runs",
+                "18446744073709551615",
+            ],
+            "--max-runs",
+        ),
+        (&["bench", "--no-store", "--target-ci", "1e300ms"], "--target-ci"),
+        (&["explain", "--timeout", "1e20"], "--timeout"),
+        (&["explain", "--runs", "18446744073709551615"], "--runs"),
+    ];
+    for (args, flag) in cases {
+        let o = run(&[args, &touch[..]].concat());
+        refused(&o, flag, &ran);
+    }
+    for (args, flag) in [
+        (["--timeout", "1e20"], "--timeout"),
+        (["--init-timeout", "1e300"], "--init-timeout"),
+        (["--warmup", "18446744073709551615"], "--warmup"),
+    ] {
+        let o = run(&[&["lambda", "--no-store", "--runtime", "/bin/true"][..], &args[..]].concat());
+        refused(&o, flag, &ran);
+    }
+    std::fs::write(
+        dir.path().join("coldstart.toml"),
+        format!(
+            "[targets.t]\ncommand = [\"touch\", \"{}\"]\ntimeout = 1e300\n",
+            ran.display()
+        ),
+    )
+    .unwrap();
+    let o = coldstart()
+        .current_dir(dir.path())
+        .args(["bench", "--no-store", "t"])
+        .output()
+        .unwrap();
+    refused(&o, "[targets.t] timeout", &ran);
+}
+
+/// `bench` of `touch RAN` (one run) with extra arguments.
+fn bench_touch(ran: &Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["bench", "--no-store", "-q", "-r", "1", "-w", "0"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--", "touch", ran.to_str().unwrap()]);
+    run(&all)
+}
+
+fn is_json(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v["schema"].is_string())
+}
+
+#[test]
+fn exports_write_through_devices_symlinks_and_fifos() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+
+    // A character device: our own null device where we may make one (root), else
+    // /dev/null itself (which a non-root coldstart could not replace anyway).
+    let own_null = dir.path().join("null");
+    let dev = match nix::sys::stat::mknod(
+        &own_null,
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+        nix::sys::stat::makedev(1, 3),
+    ) {
+        Ok(()) => own_null,
+        Err(e) => {
+            eprintln!("robust: mknod not permitted ({e}): exporting to /dev/null itself");
+            "/dev/null".into()
+        }
+    };
+    let o = bench_touch(&ran, &["--export-csv", dev.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        std::fs::metadata(&dev).unwrap().file_type().is_char_device(),
+        "{} is still a character device",
+        dev.display()
+    );
+
+    // A symlink stays a symlink; its target gets the export.
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink("real.json", &link).unwrap();
+    let o = bench_touch(&ran, &["--export-json", link.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(is_json(
+        &std::fs::read_to_string(dir.path().join("real.json")).unwrap()
+    ));
+
+    // A FIFO gets the export, read by another thread.
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let o = bench_touch(&ran, &["--export-json", fifo.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Checked before joining: had the FIFO been replaced, the reader would wait forever.
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(is_json(&reader.join().unwrap()), "the reader got the JSON");
+
+    // `-`: stdout carries the JSON alone; the table goes to stderr.
+    let o = bench_touch(&ran, &["--export-json", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(is_json(&stdout(&o)), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("p50"),
+        "the report went to stderr: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn unwritable_export_paths_fail_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let missing = dir.path().join("no/such/dir/r.json");
+    for path in [
+        missing.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
+        // Nobody, root included, creates files in /proc.
+        "/proc/coldstart-export.json",
+    ] {
+        let o = bench_touch(&ran, &["--export-json", path]);
+        refused(&o, path, &ran);
+    }
+    let o = bench_touch(&ran, &["--export-json", "-", "--export-csv", "-"]);
+    refused(&o, "stdout", &ran);
+}
+
+/// A pipe whose read end is already closed, as stdout for a child.
+fn closed_pipe() -> Stdio {
+    let (read, write) = nix::unistd::pipe().unwrap();
+    drop(read);
+    Stdio::from(write)
+}
+
+#[test]
+fn a_closed_stdout_is_a_quiet_exit_and_exports_come_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let json = dir.path().join("r.json");
+    let o = coldstart()
+        .args([
+            "bench",
+            "-q",
+            "-r",
+            "2",
+            "-w",
+            "0",
+            "--store",
+            store.to_str().unwrap(),
+        ])
+        .args(["--export-json", json.to_str().unwrap(), "--", "true"])
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "as if printing had succeeded: {}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).is_empty(), "nothing said: {}", stderr(&o));
+    assert!(is_json(&std::fs::read_to_string(&json).expect("r.json written")));
+    // A second experiment for `compare` (comparing one with itself is refused).
+    let o = coldstart()
+        .args([
+            "bench",
+            "-q",
+            "-r",
+            "2",
+            "-w",
+            "0",
+            "--store",
+            store.to_str().unwrap(),
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for args in [&["show", "1"][..], &["history"], &["compare", "1", "2"]] {
+        let o = coldstart()
+            .args(args)
+            .args(["--store", store.to_str().unwrap()])
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).is_empty(), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// Bytes held by coldstart's exit-mode output capture, if it has one open.
+fn capture_held(pid: u32) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.flatten() {
+        let link = std::fs::read_link(fd.path()).unwrap_or_default();
+        if link.to_string_lossy().starts_with("/memfd:coldstart-output") {
+            return std::fs::metadata(fd.path()).ok().map(|m| m.blocks() * 512);
+        }
+    }
+    None
+}
+
+#[test]
+fn runaway_exit_mode_output_is_bounded_and_the_drop_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let (written, release, json) = (
+        dir.path().join("written"),
+        dir.path().join("release"),
+        dir.path().join("r.json"),
+    );
+    // 300 MB to stdout, then wait (for the test's look) and exit before ready: a
+    // failed run, whose output tail is exported.
+    let script = format!(
+        "head -c 300000000 /dev/zero; echo; echo the-last-line; : > {w}; while [ ! -e {r} ]; do sleep 0.01; done",
+        w = written.display(),
+        r = release.display()
+    );
+    let never = dir.path().join("never");
+    let mut child = coldstart()
+        .args([
+            "bench",
+            "--no-store",
+            "-q",
+            "-r",
+            "1",
+            "-w",
+            "0",
+            "--timeout",
+            "120",
+        ])
+        .args(["--ready", &format!("file:{}", never.display())])
+        .args(["--export-json", json.to_str().unwrap(), "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !written.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the target never finished writing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The watcher trims within one interval (100 ms); allow far more.
+    let bound = 32 << 20;
+    let mut held = capture_held(pid).expect("coldstart holds the target's output capture");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while held > bound && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        held = capture_held(pid).unwrap_or(0);
+    }
+    std::fs::write(&release, "").unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        held <= bound,
+        "coldstart held {} MiB of the target's 300 MB",
+        held >> 20
+    );
+    assert_eq!(status.code(), Some(1), "the run failed (exited before ready)");
+    let doc = json_file(&json);
+    let tail: Vec<&str> = doc["samples"][0]["output_tail"]
+        .as_array()
+        .expect("the failed run's output tail")
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert!(
+        tail.first()
+            .is_some_and(|l| l.starts_with("[coldstart: the first ") && l.contains("dropped")),
+        "{:?}",
+        tail.iter().map(|l| &l[..l.len().min(120)]).collect::<Vec<_>>()
+    );
+    assert_eq!(tail.last(), Some(&"the-last-line"));
+}
