@@ -60,7 +60,8 @@ def compare_json(store, a, b):
 
 def gate_status(store, a, b, limit):
     r = subprocess.run([CS, "gate", "--store", store, "--baseline", a, "--candidate", b,
-                        "--max-regression", limit], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        "--max-regression", limit, "--across-invocations"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
     return r.returncode
 
 

@@ -236,6 +236,19 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
                  or set max_regression / max under [targets.{name}] in coldstart.toml"
             );
         }
+        if design_of(&b, &c) == Design::Separate
+            && limits.max_regression.is_some()
+            && !args.across_invocations
+        {
+            bail!(
+                "--max-regression across two separate invocations (experiments {} and {}) cannot be judged: the drift \
+                 between invocations is not in either's spread. Measure both in one interleaved bench \
+                 (`coldstart bench --name base -- … --name pr -- …`, then --baseline latest:base --candidate latest:pr), \
+                 use --max for an absolute limit, or pass --across-invocations to decide on the estimate alone",
+                b.id,
+                c.id
+            );
+        }
         if let (Some(w), Some(f)) = (limits.warn, limits.max_regression) {
             if w.ms(100.0) >= f.ms(100.0) && std::mem::discriminant(&w) == std::mem::discriminant(&f) {
                 bail!(

@@ -207,7 +207,8 @@ fn compare_across_invocations_gives_no_verdict_and_gate_refuses_itself() {
         assert!(stderr(&o).contains("the same runs"), "{}", stderr(&o));
     }
 
-    // Across invocations the gate decides on the estimate and says so.
+    // Across invocations a relative limit is refused by default; opted in, the gate
+    // decides on the estimate and says so.
     let o = run_v(&s(&[
         "gate",
         "--store",
@@ -216,6 +217,18 @@ fn compare_across_invocations_gives_no_verdict_and_gate_refuses_itself() {
         "latest~1",
         "--max-regression",
         "50%",
+    ]));
+    assert_eq!(o.status.code(), Some(2), "{}", both(&o));
+    assert!(stderr(&o).contains("cannot be judged"), "{}", stderr(&o));
+    let o = run_v(&s(&[
+        "gate",
+        "--store",
+        store,
+        "--baseline",
+        "latest~1",
+        "--max-regression",
+        "50%",
+        "--across-invocations",
     ]));
     assert_eq!(o.status.code(), Some(0), "{}", both(&o));
     assert!(
@@ -355,8 +368,8 @@ fn gate_says_when_a_side_is_incomplete() {
         store,
         "--baseline",
         "latest~1",
-        "--max-regression",
-        "50%",
+        "--max",
+        "10s",
     ]));
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
     assert!(stdout(&o).contains("is incomplete"), "{}", stdout(&o));

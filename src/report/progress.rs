@@ -106,8 +106,32 @@ pub fn describe_failure(variant: &str, sample: &Sample) -> String {
         s.push_str("; last output:");
         for line in &sample.output_tail {
             s.push_str("\n  | ");
-            s.push_str(line);
+            s.push_str(&clip(line));
         }
     }
     s
+}
+
+/// A tail line as shown: a runaway line (a megabyte without a newline) is cut.
+fn clip(line: &str) -> String {
+    const MAX: usize = 400;
+    if line.len() <= MAX {
+        return line.to_string();
+    }
+    let mut end = MAX;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes)", &line[..end], line.len() - end)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_lines_are_clipped_on_a_char_boundary() {
+        assert_eq!(super::clip("short"), "short");
+        let long = "é".repeat(300);
+        let c = super::clip(&long);
+        assert!(c.ends_with("… (200 more bytes)"), "{c}");
+    }
 }
