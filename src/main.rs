@@ -21,6 +21,8 @@ mod sample;
 mod stats;
 mod store;
 mod target;
+#[cfg(test)]
+mod testkit;
 mod trace;
 
 use clap::Parser;

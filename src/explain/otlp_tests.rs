@@ -454,33 +454,25 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Whether a missing SDK is a skip (printed) or, with COLDSTART_REQUIRE_OTEL set
-/// (as CI sets it), a failure.
+/// A missing SDK: a visible skip or, with COLDSTART_REQUIRE_OTEL set (as CI sets
+/// it), a failure.
 fn missing(what: &str, why: &str) {
-    let hint = "install with `bash tests/fixtures/otel-setup.sh`";
-    if std::env::var_os("COLDSTART_REQUIRE_OTEL").is_some() {
-        panic!("{what}: {why}, and COLDSTART_REQUIRE_OTEL is set; {hint}");
-    }
-    eprintln!("SKIPPED {what}: {why}; {hint} (COLDSTART_REQUIRE_OTEL=1 turns this into a failure)");
+    crate::testkit::skip(
+        "OTEL",
+        &format!("{what}: {why}; install with `bash tests/fixtures/otel-setup.sh`"),
+    );
 }
 
-/// The interpreter itself: pyenv's `python3` shim is a slow bash script.
-fn python() -> String {
-    let real = "/root/.pyenv/versions/3.11.7/bin/python3";
-    if Path::new(real).is_file() {
-        real.into()
-    } else {
-        "python3".into()
-    }
-}
-
-fn python_sdk() -> Option<PathBuf> {
+/// The SDK's site directory and the real interpreter (pyenv's `python3` shim is a
+/// slow bash script).
+fn python_sdk() -> Option<(PathBuf, PathBuf)> {
+    let python = crate::testkit::python()?;
     let site = repo().join("target/otel/python");
     if site
         .join("opentelemetry/exporter/otlp/proto/http/trace_exporter")
         .is_dir()
     {
-        return Some(site);
+        return Some((site, python));
     }
     missing(
         "the OpenTelemetry Python SDK test",
@@ -491,14 +483,7 @@ fn python_sdk() -> Option<PathBuf> {
 
 fn node_fixture() -> Option<PathBuf> {
     let dir = repo().join("tests/fixtures/otel-node");
-    let have_node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have_node {
-        missing("the OpenTelemetry JS SDK test", "node is not on PATH");
-        return None;
-    }
+    crate::testkit::tool("NODE", "node")?;
     for pkg in [
         "exporter-trace-otlp-http",
         "exporter-trace-otlp-proto",
@@ -599,8 +584,8 @@ fn check_nested(s: &Section, exited_ns: u64, encoding: &str) {
     );
 }
 
-fn python_fixture(site: &Path) -> Command {
-    let mut cmd = Command::new(python());
+fn python_fixture((site, python): &(PathBuf, PathBuf)) -> Command {
+    let mut cmd = Command::new(python);
     cmd.arg(repo().join("tests/fixtures/otel-python/nested_spans.py"))
         .env("PYTHONPATH", site)
         .env("OTEL_SERVICE_NAME", "py-fixture");
@@ -609,18 +594,18 @@ fn python_fixture(site: &Path) -> Command {
 
 #[test]
 fn python_sdk_exports_protobuf() {
-    let Some(site) = python_sdk() else { return };
-    let (s, exited) = run_fixture(python_fixture(&site), &[], &[]);
+    let Some(sdk) = python_sdk() else { return };
+    let (s, exited) = run_fixture(python_fixture(&sdk), &[], &[]);
     check_nested(&s, exited, "protobuf");
     assert_eq!(fact(&s, "services"), "py-fixture");
 }
 
 #[test]
 fn python_sdk_exports_deflated_protobuf_to_the_base_endpoint() {
-    let Some(site) = python_sdk() else { return };
+    let Some(sdk) = python_sdk() else { return };
     // Only the base endpoint: the SDK must append /v1/traces itself, per the spec.
     let (s, exited) = run_fixture(
-        python_fixture(&site),
+        python_fixture(&sdk),
         &["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],
         &[("OTEL_EXPORTER_OTLP_COMPRESSION", "deflate")],
     );
