@@ -240,6 +240,25 @@ fn write_script(path: &Path, text: &str) {
 mod tests {
     use super::*;
 
+    /// CI must turn every skip into a failure: each switch is exported by .ci/run.
+    #[test]
+    fn ci_sets_every_switch() {
+        let ci = std::fs::read_to_string(repo().join(".ci/run")).expect("read .ci/run");
+        let line = ci
+            .lines()
+            .find(|l| l.trim_start().starts_with("for switch in "))
+            .expect(".ci/run exports the switches in a `for switch in …` loop");
+        let set: Vec<&str> = line
+            .split_whitespace()
+            .skip(3)
+            .take_while(|w| *w != "do")
+            .map(|w| w.trim_end_matches(';'))
+            .collect();
+        for s in SWITCHES {
+            assert!(set.contains(&s), "{s} is not set by .ci/run: {line}");
+        }
+    }
+
     #[test]
     fn which_finds_only_executables_on_path() {
         let sh = which("sh").expect("sh is on every PATH");

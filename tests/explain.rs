@@ -194,6 +194,9 @@ fn bench_explain_adds_one_traced_run_per_variant() {
 /// (BIND_NOW seen), the checkpoints in time order, and the adapters' overhead.
 #[test]
 fn adapted_runs_give_native_loader_and_checkpoint_sections() {
+    let Some(gcc) = testkit::tool("GCC", "gcc") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("app.c");
     std::fs::write(
@@ -206,7 +209,7 @@ fn adapted_runs_give_native_loader_and_checkpoint_sections() {
     .unwrap();
     let sdk = root().join("sdk/c");
     let exe = dir.path().join("app");
-    let ok = std::process::Command::new("gcc")
+    let ok = std::process::Command::new(gcc)
         .arg("-Wl,-z,now")
         .arg("-I")
         .arg(&sdk)
@@ -414,6 +417,9 @@ fn rust_and_node_servers_get_their_adapters() {
     let native = section(&doc, "native");
     assert!(fact_num(&native, "libraries loaded") >= 1, "{native}");
 
+    if testkit::tool("NODE", "node").is_none() {
+        return;
+    }
     let port = free_port().to_string();
     let url = format!("http://127.0.0.1:{port}/health");
     let server = root().join("examples/node/server.js");

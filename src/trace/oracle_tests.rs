@@ -403,7 +403,7 @@ fn oracle_python_import() {
 }
 
 #[test]
-fn oracle_pyenv_shim_chain() {
+fn oracle_shim_chain() {
     require!(strace_bin());
     let python = require!(testkit::python());
     // A shim chain of our own (bash script → bash script → interpreter), as pyenv's is.
