@@ -13,6 +13,8 @@ mod demo;
 mod elf;
 mod experiment;
 mod explain;
+#[cfg(test)]
+mod fuzz_tests;
 mod gate;
 mod history;
 mod lambda;
