@@ -107,8 +107,10 @@ build_lambda() {
     for pair in "rust-runtime:cs-rust-runtime:rust-bootstrap" "rust-extension:cs-rust-extension:rust-telemetry-extension"; do
       IFS=: read -r src crate bin <<<"$pair"
       if stale "$dir/$bin" "$lx/$src/Cargo.toml" "$lx/$src/src/main.rs"; then
-        cargo build --quiet --release --manifest-path "$lx/$src/Cargo.toml" --target-dir "$tdir"
-        cp "$tdir/release/$crate" "$dir/$bin"
+        # errexit is off inside a function called from `if`: fail the step explicitly,
+        # or a failed build would be reported as ok (and tests/lambda.rs would skip).
+        cargo build --quiet --release --manifest-path "$lx/$src/Cargo.toml" --target-dir "$tdir" || return 1
+        cp "$tdir/release/$crate" "$dir/$bin" || return 1
         built+=("$bin")
       fi
     done
@@ -119,7 +121,7 @@ build_lambda() {
   if have go; then
     if stale "$dir/go-bootstrap" "$lx/go-runtime/main.go" "$lx/go-runtime/go.mod"; then
       (cd "$lx/go-runtime" && GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
-        go build -tags lambda.norpc -o "$dir/go-bootstrap" .)
+        go build -tags lambda.norpc -o "$dir/go-bootstrap" .) || return 1
       record lambda-go "ok: built $dir/go-bootstrap"
     else
       record lambda-go "ok: up to date $dir/go-bootstrap"

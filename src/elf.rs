@@ -120,11 +120,10 @@ mod tests {
     /// The same C program linked lazily and with `-z now`: only the second binds now.
     #[test]
     fn sees_bind_now_from_the_linker_flag() {
-        if Command::new("gcc").arg("--version").output().is_err() {
-            eprintln!("skipped: gcc not found");
+        let Some(gcc) = crate::testkit::tool("GCC", "gcc") else {
             return;
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
+        };
+        let dir = tempfile::tempdir_in(crate::testkit::fixtures_dir()).expect("tempdir");
         let src = dir.path().join("m.c");
         std::fs::write(
             &src,
@@ -132,7 +131,7 @@ mod tests {
         )
         .expect("write");
         let build = |out: &str, flags: &[&str]| {
-            let ok = Command::new("gcc")
+            let ok = Command::new(&gcc)
                 .args(flags)
                 .arg("-o")
                 .arg(dir.path().join(out))

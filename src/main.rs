@@ -1,6 +1,10 @@
 //! coldstart: a cold-start lab for programs on Linux.
 
 mod analysis;
+// Beside analysis.rs, not inside it: the verdict code there changes independently.
+#[cfg(test)]
+#[path = "analysis_tests.rs"]
+mod analysis_tests;
 mod bench;
 mod bounds;
 mod cli;
@@ -10,6 +14,8 @@ mod demo;
 mod elf;
 mod experiment;
 mod explain;
+#[cfg(test)]
+mod fuzz_tests;
 mod gate;
 mod history;
 mod lambda;
@@ -18,11 +24,16 @@ mod marks;
 mod out;
 mod probe;
 mod report;
+#[cfg(test)]
+#[path = "report/report_tests.rs"]
+mod report_tests;
 mod run;
 mod sample;
 mod stats;
 mod store;
 mod target;
+#[cfg(test)]
+mod testkit;
 mod trace;
 
 use clap::Parser;

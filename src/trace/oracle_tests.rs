@@ -1,7 +1,7 @@
 //! Tests of the tracer on real programs, with strace as the oracle.
 //!
-//! Each test skips (with a note on stderr) when strace or its target program is
-//! missing. Every traced run has a timeout, and strace runs are killed (as a
+//! Each test skips (visibly, or fails under its COLDSTART_REQUIRE_* switch; see
+//! testkit) when strace or its target program is missing. Every traced run has a timeout, and strace runs are killed (as a
 //! process group) at a deadline, so a hang fails the test instead of blocking it.
 //!
 //! What is compared with strace (`strace -ff -qq -e trace=execve,...`):
@@ -13,6 +13,7 @@
 //! Overhead (traced / untraced / strace ratios) is bench/trace_overhead.py's job.
 
 use super::{start, trace, Event, SockAddr, SocketRole, StopWhen, Trace, TraceOptions};
+use crate::testkit;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt as _;
@@ -20,49 +21,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PYTHON: &str = "/root/.pyenv/versions/3.11.7/bin/python3";
-const PYENV_SHIM: &str = "/root/.pyenv/shims/python3";
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-fn strace_bin() -> Option<PathBuf> {
-    ["/usr/bin/strace", "/bin/strace", "/usr/local/bin/strace"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var("PATH").ok()?;
-    path.split(':')
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file())
-}
-
-fn go_server() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/examples/go-server");
-    let p = if p.exists() {
-        p
-    } else {
-        PathBuf::from("/work/main/target/examples/go-server")
-    };
-    p.exists().then_some(p)
-}
-
-fn forker() -> Option<PathBuf> {
-    let p = PathBuf::from("/work/main/target/examples/forker");
-    p.exists().then_some(p)
-}
-
+/// The test's own skip (visible, or a failure under its COLDSTART_REQUIRE_* switch)
+/// has been reported when this returns early.
 macro_rules! require {
-    ($e:expr, $what:expr) => {
+    ($e:expr) => {
         match $e {
             Some(v) => v,
-            None => {
-                eprintln!("skipped: {} not available", $what);
-                return;
-            }
+            None => return,
         }
     };
+}
+
+fn strace_bin() -> Option<PathBuf> {
+    testkit::tool("STRACE", "strace")
 }
 
 fn opts(program: &Path, argv: &[&str]) -> TraceOptions {
@@ -393,7 +366,7 @@ fn root_exit(t: &Trace) -> Option<(Option<i32>, Option<i32>)> {
 
 #[test]
 fn oracle_shell_exec() {
-    require!(strace_bin(), "strace");
+    require!(strace_bin());
     let t = oracle(
         "sh-exec",
         Path::new("/bin/sh"),
@@ -416,13 +389,10 @@ fn oracle_shell_exec() {
 
 #[test]
 fn oracle_python_import() {
-    require!(strace_bin(), "strace");
-    require!(Path::new(PYTHON).exists().then_some(()), PYTHON);
-    let t = oracle(
-        "python-import-json",
-        Path::new(PYTHON),
-        &[PYTHON, "-c", "import json"],
-    );
+    require!(strace_bin());
+    let python = require!(testkit::python());
+    let py = python.to_str().expect("a UTF-8 interpreter path");
+    let t = oracle("python-import-json", &python, &[py, "-c", "import json"]);
     let tl = super::timeline::build(&t);
     assert!(tl.counts.libraries_mapped >= 1, "python maps libraries");
     assert!(tl
@@ -432,19 +402,22 @@ fn oracle_python_import() {
 }
 
 #[test]
-fn oracle_pyenv_shim_chain() {
-    require!(strace_bin(), "strace");
-    require!(Path::new(PYENV_SHIM).exists().then_some(()), PYENV_SHIM);
-    let t = oracle("pyenv-shim", Path::new(PYENV_SHIM), &["python3", "-c", "pass"]);
+fn oracle_shim_chain() {
+    require!(strace_bin());
+    let python = require!(testkit::python());
+    // A shim chain of our own (bash script → bash script → interpreter), as pyenv's is.
+    let shim = testkit::shim_chain(&python);
+    let t = oracle("shim-chain", &shim, &["python3", "-c", "pass"]);
     let tl = super::timeline::build(&t);
     let final_step = tl.exec_chain.last().expect("an exec chain");
-    assert!(
-        final_step.exe.contains("/versions/"),
+    assert_eq!(
+        std::fs::canonicalize(&final_step.exe).ok(),
+        std::fs::canonicalize(&python).ok(),
         "final program: {final_step:?}"
     );
     assert!(
         tl.exec_chain.len() >= 3,
-        "shim → pyenv → ... → python: {:?}",
+        "shim → shim-exec → python: {:?}",
         tl.exec_chain
     );
     // Everything before the real interpreter's exec is the exec-chain phase,
@@ -467,8 +440,8 @@ fn oracle_pyenv_shim_chain() {
 
 #[test]
 fn oracle_node_require() {
-    require!(strace_bin(), "strace");
-    let node = require!(which("node"), "node");
+    require!(strace_bin());
+    let node = require!(testkit::tool("NODE", "node"));
     let t = oracle("node-require-http", &node, &["node", "-e", "require('http')"]);
     let threads = t
         .events
@@ -480,8 +453,8 @@ fn oracle_node_require() {
 
 #[test]
 fn oracle_jvm_threads() {
-    require!(strace_bin(), "strace");
-    let java = require!(which("java"), "java");
+    require!(strace_bin());
+    let java = require!(testkit::tool("JAVA", "java"));
     let java = std::fs::canonicalize(&java).unwrap_or(java);
     let t = oracle("java-version", &java, &["java", "-version"]);
     let tl = super::timeline::build(&t);
@@ -514,8 +487,9 @@ fn oracle_jvm_threads() {
 
 #[test]
 fn oracle_python_sockets() {
-    require!(strace_bin(), "strace");
-    require!(Path::new(PYTHON).exists().then_some(()), PYTHON);
+    require!(strace_bin());
+    let python = require!(testkit::python());
+    let py = python.to_str().expect("a UTF-8 interpreter path");
     // Bind to port 0, listen, blocking connect + a non-blocking one, an AF_UNIX
     // connect that fails, a server-side accept and reply.
     let script = "import socket\n\
@@ -527,7 +501,7 @@ fn oracle_python_sockets() {
         try: u.connect('/nonexistent/coldstart.sock')\n\
         except OSError: pass\n\
         print(s.getsockname()[1])\n";
-    let t = oracle("python-sockets", Path::new(PYTHON), &[PYTHON, "-c", script]);
+    let t = oracle("python-sockets", &python, &[py, "-c", script]);
     let listen = t
         .events
         .iter()
@@ -585,8 +559,8 @@ fn oracle_python_sockets() {
 
 #[test]
 fn oracle_go_server_until_listen() {
-    require!(strace_bin(), "strace");
-    let server = require!(go_server(), "target/examples/go-server (run examples/build.sh)");
+    require!(strace_bin());
+    let server = require!(testkit::go_server());
     let port = free_port();
     let port_s = port.to_string();
     let argv = ["go-server", "--port", port_s.as_str()];
@@ -627,7 +601,7 @@ fn oracle_go_server_until_listen() {
 /// to its first response.
 #[test]
 fn go_server_first_response() {
-    let server = require!(go_server(), "target/examples/go-server");
+    let server = require!(testkit::go_server());
     let port = free_port();
     let port_s = port.to_string();
     let mut o = opts(&server, &["go-server", "--port", &port_s]);
@@ -678,15 +652,18 @@ fn go_server_first_response() {
 /// and, at the timeout, killed completely.
 #[test]
 fn forker_tree_is_followed_and_killed() {
-    let forker = require!(forker(), "target/examples/forker");
+    let forker = require!(testkit::c_example("forker", &["-O2", "-pthread"]));
     let mut o = opts(&forker, &["forker"]);
     o.timeout = Duration::from_millis(1500);
     let begun = Instant::now();
     let t = trace(&o).expect("trace forker");
+    // Waited for the whole timeout, then stopped: a hang guard relative to it.
+    let took = begun.elapsed();
+    assert!(took >= o.timeout, "stopped before its timeout: {took:?}");
     assert!(
-        begun.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        begun.elapsed()
+        took < o.timeout * 20,
+        "took {took:?} for a {:?} timeout",
+        o.timeout
     );
     assert_eq!(t.outcome, super::Outcome::TimedOut);
     assert!(t.killed);
@@ -709,12 +686,13 @@ fn forker_tree_is_followed_and_killed() {
 /// thread that execs (the exec'ing thread takes over the leader's tid).
 #[test]
 fn vfork_and_exec_from_a_thread() {
-    require!(Path::new(PYTHON).exists().then_some(()), PYTHON);
+    let python = require!(testkit::python());
+    let py = python.to_str().expect("a UTF-8 interpreter path");
     let script = "import os, threading, time\n\
         pid = os.posix_spawn('/bin/true', ['true'], {}); os.waitpid(pid, 0)\n\
         threading.Thread(target=lambda: os.execv('/bin/echo', ['echo'])).start()\n\
         time.sleep(20)\n";
-    let t = trace(&opts(Path::new(PYTHON), &[PYTHON, "-c", script])).expect("trace");
+    let t = trace(&opts(&python, &[py, "-c", script])).expect("trace");
     assert_eq!(
         t.outcome,
         super::Outcome::Reached,

@@ -149,9 +149,12 @@ pub fn ready_ns(doc: &serde_json::Value, v: u64) -> Vec<u64> {
 /// The real Python interpreter behind `python3` (on this machine `python3` is a
 /// pyenv shim, a bash script that adds ~200 ms before Python starts).
 pub fn real_python() -> String {
-    let o = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    String::from_utf8(o.stdout).unwrap().trim().to_string()
+    testkit::real_python()
+        .expect("python3 on PATH (COLDSTART_REQUIRE_PYTHON)")
+        .display()
+        .to_string()
 }
+
+/// Optional toolchains, fixtures and the one way to skip (shared with the unit tests).
+#[path = "../../src/testkit.rs"]
+pub mod testkit;

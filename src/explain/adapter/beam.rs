@@ -133,17 +133,12 @@ fn section(trace: &Trace) -> Section {
 mod tests {
     use super::*;
     use crate::trace::{self, TraceOptions};
-    use std::path::PathBuf;
 
     /// A real Erlang node booting and halting: its kernel and stdlib modules are
     /// counted by application, matching the .beam files strace sees opened.
     #[test]
     fn counts_a_real_erlang_boot_by_application() {
-        let Ok(erl) = which("erl") else {
-            if std::env::var_os("COLDSTART_REQUIRE_ERLANG").is_some() {
-                panic!("erl not found and COLDSTART_REQUIRE_ERLANG is set");
-            }
-            eprintln!("skipped: erl not found (CI installs erlang-base)");
+        let Some(erl) = crate::testkit::tool("ERLANG", "erl") else {
             return;
         };
         let argv: Vec<String> = ["erl", "-noshell", "-eval", "lists:sum([1]), halt()."]
@@ -176,15 +171,5 @@ mod tests {
             counts.windows(2).all(|w| w[0] >= w[1]),
             "largest first: {counts:?}"
         );
-    }
-
-    fn which(name: &str) -> Result<PathBuf, ()> {
-        std::env::var_os("PATH")
-            .and_then(|p| {
-                std::env::split_paths(&p)
-                    .map(|d| d.join(name))
-                    .find(|p| p.is_file())
-            })
-            .ok_or(())
     }
 }

@@ -1,14 +1,8 @@
 use super::*;
 use std::io::BufRead;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var("PATH").ok()?;
-    path.split(':')
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file())
-}
+use crate::testkit;
 
 fn lines(v: &[(u64, &str)]) -> Vec<(u64, String)> {
     v.iter().map(|(t, l)| (*t, l.to_string())).collect()
@@ -127,11 +121,10 @@ func build() []uint64 {
 
 #[test]
 fn a_real_go_program_reports_its_package_inits() {
-    let Some(go) = which("go") else {
-        eprintln!("skipped: go not on PATH");
+    let Some(go) = testkit::tool("GO", "go") else {
         return;
     };
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = tempfile::tempdir_in(testkit::fixtures_dir()).expect("tempdir");
     let src = tmp.path();
     std::fs::write(src.join("go.mod"), "module example.com/app\n\ngo 1.22\n").expect("go.mod");
     std::fs::write(src.join("main.go"), MAIN).expect("main.go");

@@ -2,12 +2,7 @@ use super::*;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var("PATH").ok()?;
-    path.split(':')
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file())
-}
+use crate::testkit;
 
 const SAMPLE: &str = "\
 [7583979977004ns][2614554ns][startuptime] StubRoutines generation 1, 0.0001745 secs
@@ -192,11 +187,14 @@ public class Main {
 
 #[test]
 fn counts_by_package_match_verbose_class() {
-    let (Some(java), Some(javac), Some(jar)) = (which("java"), which("javac"), which("jar")) else {
-        eprintln!("skipped: java, javac or jar not on PATH");
+    let (Some(java), Some(javac), Some(jar)) = (
+        testkit::tool("JAVA", "java"),
+        testkit::tool("JAVA", "javac"),
+        testkit::tool("JAVA", "jar"),
+    ) else {
         return;
     };
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = tempfile::tempdir_in(testkit::fixtures_dir()).expect("tempdir");
     let src = tmp.path().join("src");
     for (path, text) in SOURCES {
         let p = src.join(path);

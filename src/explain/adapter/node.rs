@@ -481,8 +481,8 @@ mod tests {
         dir
     }
 
-    fn command(app: &Path, injection: &Injection) -> Command {
-        let mut cmd = Command::new("node");
+    fn command(node: &Path, app: &Path, injection: &Injection) -> Command {
+        let mut cmd = Command::new(node);
         cmd.arg(app.join("app.js"))
             .current_dir(app)
             .env_remove("NODE_OPTIONS")
@@ -573,6 +573,9 @@ mod tests {
 
     #[test]
     fn real_node_requires_are_recorded() {
+        let Some(node) = crate::testkit::tool("NODE", "node") else {
+            return;
+        };
         let app = app("const http = require('http');\n\
              require('fs'); require('node:path'); require('zlib');\n\
              const beta = require('beta');\n\
@@ -583,7 +586,7 @@ mod tests {
         let dir = adapter_dir(app.path());
         let injection = Node.inject(&dir, &[]).expect("inject");
         let t0 = crate::clock::now_ns();
-        let out = command(app.path(), &injection).output().expect("run node");
+        let out = command(&node, app.path(), &injection).output().expect("run node");
         let end = crate::clock::now_ns() - t0;
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(String::from_utf8_lossy(&out.stdout), "done true\n");
@@ -633,6 +636,9 @@ mod tests {
 
     #[test]
     fn a_server_killed_after_ready_has_written_its_requires() {
+        let Some(node) = crate::testkit::tool("NODE", "node") else {
+            return;
+        };
         let app = app("const http = require('http');\n\
              const beta = require('beta');\n\
              const server = http.createServer((q, r) => r.end(beta.name));\n\
@@ -640,7 +646,7 @@ mod tests {
         let dir = adapter_dir(app.path());
         let injection = Node.inject(&dir, &[]).expect("inject");
         let t0 = crate::clock::now_ns();
-        let mut child = command(app.path(), &injection)
+        let mut child = command(&node, app.path(), &injection)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

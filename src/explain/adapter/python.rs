@@ -560,20 +560,14 @@ import time:       400 |       1200 | json
         assert_eq!(s.spans[0].depth, 0);
     }
 
-    fn interpreter() -> String {
-        let real = "/root/.pyenv/versions/3.11.7/bin/python3";
-        if Path::new(real).exists() {
-            real.to_string()
-        } else {
-            "python3".to_string()
-        }
-    }
-
     #[test]
     fn real_interpreter_imports_are_parsed() {
+        let Some(python) = crate::testkit::python() else {
+            return;
+        };
         let dir = tempfile::tempdir().expect("tempdir");
         let injection = Python.inject(dir.path(), &[]).expect("inject");
-        let out = Command::new(interpreter())
+        let out = Command::new(python)
             .args([
                 "-c",
                 "import json, email.parser, http.client, sys; print('app ready', file=sys.stderr)",

@@ -1,0 +1,262 @@
+//! The renderers on one small experiment: terminal and Markdown tables keep their
+//! columns, CSV has one row per run, and the JSON export carries every field
+//! docs/json-schema.md documents.
+
+use crate::analysis::analyze;
+use crate::analysis_tests::{result, sample};
+use crate::experiment::ExperimentResult;
+use crate::report::{csv, json, markdown, terminal};
+use crate::sample::{ExitStatus, Mark, MarkSource};
+use std::collections::BTreeSet;
+
+/// base: warmup + 12 ok runs + 1 timeout (exit code 3); cand ("c|d", a name with a
+/// Markdown pipe): warmup + 12 ok runs, with a mark, a capture, requests, a shutdown.
+fn experiment() -> ExperimentResult {
+    let mut samples = vec![sample(0, 0, true, Some(90.0)), sample(1, 0, true, Some(90.0))];
+    for round in 0..12 {
+        samples.push(sample(0, round, false, Some(20.0 + round as f64)));
+        let mut c = sample(1, round, false, Some(10.0 + round as f64 / 2.0));
+        c.marks = vec![Mark {
+            name: "config".into(),
+            source: MarkSource::Checkpoint,
+            t_ns: 4_000_000,
+        }];
+        c.captures.insert("port".into(), "8080".into());
+        c.requests_ns = vec![3_000_000, 1_000_000];
+        c.shutdown_ns = Some(2_000_000);
+        samples.push(c);
+    }
+    let mut failed = sample(0, 12, false, None);
+    failed.exit_status = Some(ExitStatus {
+        code: Some(3),
+        signal: None,
+    });
+    failed.output_tail = vec!["boom".into()];
+    samples.push(failed);
+    let mut r = result(samples);
+    r.variants[1].name = "c|d".into();
+    r
+}
+
+fn settings() -> json::Settings {
+    json::Settings {
+        runs: "12".into(),
+        warmup: 1,
+        order: "shuffled".into(),
+        timeout_ms: 30_000,
+        poll_interval_us: 200,
+        requests: 2,
+        seed: 42,
+        noise: 0.01,
+    }
+}
+
+#[test]
+fn terminal_table_has_a_row_per_variant_and_a_delta_line() {
+    let r = experiment();
+    let out = terminal::render(&r, &analyze(&r, 0.01));
+    let header = out
+        .lines()
+        .find(|l| l.contains("p50 [95% CI]"))
+        .expect("the ready table's header");
+    for col in [
+        "variant",
+        "runs",
+        "min",
+        "p90",
+        "p99",
+        "max",
+        "mean ± sd",
+        "outliers",
+    ] {
+        assert!(header.contains(col), "{col} missing: {header}");
+    }
+    assert!(
+        out.lines()
+            .any(|l| l.contains("base") && l.contains("12 (1 failed)")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("c|d") && l.contains("10.0 ms")),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("Δ ").count(),
+        1,
+        "one comparison per non-baseline variant: {out}"
+    );
+    assert!(out.contains("Δ c|d vs base: "), "{out}");
+    assert!(
+        out.contains("config") && out.contains("12/12"),
+        "the marks table: {out}"
+    );
+    assert!(out.contains("captured port: median 8080 (n = 12)"), "{out}");
+    assert!(out.contains("1st request") && out.contains("shutdown"), "{out}");
+    assert!(
+        !out.contains("stopped:"),
+        "a completed experiment says nothing: {out}"
+    );
+    let mut stopped = r.clone();
+    stopped.stopped = "interrupted".into();
+    assert!(terminal::render(&stopped, &analyze(&stopped, 0.01)).contains("stopped: interrupted"));
+}
+
+#[test]
+fn markdown_rows_keep_nine_columns_with_pipes_escaped() {
+    let r = experiment();
+    let md = markdown::render(&analyze(&r, 0.01));
+    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+    assert_eq!(rows.len(), 4, "header, alignment, two variants: {md}");
+    for row in &rows {
+        // Cells are separated by unescaped pipes.
+        let cells = row.replace("\\|", "").matches('|').count() - 1;
+        assert_eq!(cells, 9, "{row}");
+    }
+    assert!(rows[3].starts_with("| c\\|d | 12 |"), "{}", rows[3]);
+    assert!(md.contains("- **c\\|d** vs base: "), "{md}");
+    let none = markdown::render(&analyze(&result(vec![sample(0, 0, false, None)]), 0.01));
+    assert!(none.contains("| base | 0 | no successful run |"), "{none}");
+}
+
+#[test]
+fn csv_has_one_row_per_run_including_warmups_and_failures() {
+    let r = experiment();
+    let bytes = csv::render(&r).expect("csv");
+    let mut reader = ::csv::Reader::from_reader(bytes.as_slice());
+    let header: Vec<String> = reader
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    let rows: Vec<::csv::StringRecord> = reader.records().map(|r| r.expect("a well-formed row")).collect();
+    assert_eq!(rows.len(), r.samples.len(), "one row per run");
+    assert!(rows.iter().all(|row| row.len() == header.len()));
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no {name} column"))
+    };
+    assert_eq!(rows.iter().filter(|row| &row[col("warmup")] == "true").count(), 2);
+    let failed: Vec<&::csv::StringRecord> = rows
+        .iter()
+        .filter(|row| &row[col("outcome")] == "timeout")
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(&failed[0][col("exit_code")], "3");
+    assert_eq!(&failed[0][col("ready_ns")], "", "no ready time for a failed run");
+    let cand = rows
+        .iter()
+        .find(|row| &row[col("variant")] == "c|d" && &row[col("warmup")] == "false")
+        .expect("a measured cand row");
+    assert_eq!(&cand[col("marks")], "config=4000000");
+    assert_eq!(&cand[col("captures")], "port=8080");
+    assert_eq!(&cand[col("first_request_ns")], "3000000");
+}
+
+/// Every key in the documented example object (the ```jsonc block) and every
+/// field of the Sample table.
+fn documented() -> (BTreeSet<String>, BTreeSet<String>) {
+    let doc = std::fs::read_to_string(crate::testkit::repo().join("docs/json-schema.md"))
+        .expect("read docs/json-schema.md");
+    let block = doc
+        .split("```jsonc")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the jsonc example");
+    let key = regex::Regex::new(r#""([a-z_0-9]+)"\s*:"#).expect("regex");
+    let keys = key.captures_iter(block).map(|c| c[1].to_string()).collect();
+    let sample_table = doc
+        .split("**Sample**")
+        .nth(1)
+        .and_then(|t| t.split("\n\n").find(|p| p.contains("| field |")))
+        .expect("the Sample table");
+    let field = regex::Regex::new(r"`([a-z_0-9]+)(?:\.[a-z_]+)?`").expect("regex");
+    let fields = sample_table
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split('|').nth(1))
+        .flat_map(|cell| {
+            field
+                .captures_iter(cell)
+                .map(|c| c[1].to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    (keys, fields)
+}
+
+fn keys_of(v: &serde_json::Value, into: &mut BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                into.insert(k.clone());
+                keys_of(v, into);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| keys_of(v, into)),
+        _ => {}
+    }
+}
+
+#[test]
+fn json_export_has_every_documented_field() {
+    let r = experiment();
+    let text = json::render(&r, &analyze(&r, 0.01), &settings()).expect("json");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(doc["schema"], json::SCHEMA);
+    assert_eq!(doc["settings"]["seed"], 42);
+    assert_eq!(doc["samples"].as_array().map(Vec::len), Some(r.samples.len()));
+    assert_eq!(doc["variants"].as_array().map(Vec::len), Some(2));
+    let mut present = BTreeSet::new();
+    keys_of(&doc, &mut present);
+    let (keys, sample_fields) = documented();
+    assert!(keys.len() > 30, "the example was read: {keys:?}");
+    let missing: Vec<&String> = keys.difference(&present).collect();
+    // `port` is the example's capture name; ours is named the same on purpose.
+    assert!(missing.is_empty(), "documented but not exported: {missing:?}");
+    let failed = doc["samples"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["outcome"]["kind"] == "timeout"))
+        .expect("the failed sample");
+    let marked = doc["samples"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s.get("marks").is_some()))
+        .expect("a sample with marks");
+    for f in &sample_fields {
+        assert!(
+            failed.get(f).is_some() || marked.get(f).is_some(),
+            "Sample field {f} is documented but not exported"
+        );
+    }
+    assert!(
+        sample_fields.len() >= 12,
+        "the Sample table was read: {sample_fields:?}"
+    );
+    let stats = &doc["variants"][1]["stats"];
+    for summary in ["ready_ms", "cpu_ms"] {
+        for f in [
+            "n",
+            "min",
+            "max",
+            "mean",
+            "sd",
+            "p50",
+            "p50_ci",
+            "p90",
+            "p99",
+            "p90_reliable",
+            "p99_reliable",
+            "outliers",
+            "outliers_low",
+            "outliers_high",
+        ] {
+            assert!(stats[summary].get(f).is_some(), "Summary {summary}.{f}");
+        }
+    }
+    for f in ["ratio", "shift", "mann_whitney", "verdict"] {
+        assert!(stats["vs_baseline"].get(f).is_some(), "Comparison.{f}");
+    }
+}
