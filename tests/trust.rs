@@ -420,3 +420,35 @@ fn adaptive_stop_can_target_the_comparison() {
     assert_eq!(o.status.code(), Some(2), "{}", both(&o));
     assert!(stderr(&o).contains("needs interleaved runs"), "{}", stderr(&o));
 }
+
+#[test]
+fn gate_takes_per_target_limits_from_coldstart_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let store = store.to_str().unwrap();
+    let sleeper = example("sleeper");
+    std::fs::write(
+        dir.path().join("coldstart.toml"),
+        format!("[targets.sleeper]\ncommand = [\"{sleeper}\"]\nmax = \"1ms\"\n"),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let (o, _) = sleeper_bench(&[], &[("sleeper", 20)], Some(store));
+        assert!(o.status.success(), "{}", both(&o));
+    }
+    let gate = |extra: &[&str]| {
+        coldstart()
+            .current_dir(dir.path())
+            .args(["gate", "--store", store, "--baseline", "latest~1"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The file's limit applies: a 20 ms start against max = "1ms".
+    let o = gate(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", both(&o));
+    assert!(stdout(&o).contains("exceeds --max 1.00 ms"), "{}", stdout(&o));
+    // A flag wins over the file.
+    let o = gate(&["--max", "10s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", both(&o));
+}
