@@ -27,6 +27,8 @@ use clap::Parser;
 
 fn main() {
     let code = match real_main() {
+        // 130 is "interrupted"; SIGQUIT's conventional code is 131.
+        Ok(130) => launch::signals::exit_code(),
         Ok(code) => code,
         Err(e) => {
             eprintln!("coldstart: error: {e:#}");
