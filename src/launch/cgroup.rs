@@ -63,8 +63,10 @@ pub fn unavailable_reason() -> Option<&'static str> {
 
 fn make_parent() -> Result<Parent, String> {
     let forced = std::env::var("COLDSTART_CGROUP").unwrap_or_default();
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| format!("reading mountinfo: {e}"))?;
-    let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| format!("reading /proc/self/cgroup: {e}"))?;
+    let mountinfo =
+        std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| format!("reading mountinfo: {e}"))?;
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("reading /proc/self/cgroup: {e}"))?;
     let name = format!("{PREFIX}{}", std::process::id());
     let mut errors = Vec::new();
     let candidates: &[Kind] = match forced.as_str() {
@@ -107,7 +109,9 @@ fn kind_name(kind: Kind) -> &'static str {
 /// Our own cgroup's directory in the hierarchy of `kind`.
 fn own_dir(kind: Kind, mountinfo: &str, own: &str) -> Option<PathBuf> {
     for line in mountinfo.lines() {
-        let Some((pre, post)) = line.split_once(" - ") else { continue };
+        let Some((pre, post)) = line.split_once(" - ") else {
+            continue;
+        };
         let pre: Vec<&str> = pre.split_whitespace().collect();
         let post: Vec<&str> = post.split_whitespace().collect();
         let (Some(root), Some(mp), Some(fs)) = (pre.get(3), pre.get(4), post.first()) else {
@@ -115,7 +119,9 @@ fn own_dir(kind: Kind, mountinfo: &str, own: &str) -> Option<PathBuf> {
         };
         let path = match (kind, *fs) {
             (Kind::V2, "cgroup2") => own.lines().find_map(|l| l.strip_prefix("0::"))?,
-            (Kind::V1Freezer, "cgroup") if post.get(2).is_some_and(|o| o.split(',').any(|c| c == "freezer")) => {
+            (Kind::V1Freezer, "cgroup")
+                if post.get(2).is_some_and(|o| o.split(',').any(|c| c == "freezer")) =>
+            {
                 own.lines().find_map(|l| {
                     let mut parts = l.splitn(3, ':');
                     let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
@@ -149,7 +155,10 @@ impl RunCgroup {
         if std::fs::create_dir(&dir).is_err() {
             return None;
         }
-        let procs = match std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")) {
+        let procs = match std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("cgroup.procs"))
+        {
             Ok(f) => OwnedFd::from(f),
             Err(_) => {
                 std::fs::remove_dir(&dir).ok();
@@ -257,9 +266,7 @@ fn freeze_kill_thaw(dir: &Path) {
     // The parent's own processes (none, normally) and descendants freeze too.
     if std::fs::write(&state, "FROZEN").is_ok() {
         let until = Instant::now() + Duration::from_millis(500);
-        while Instant::now() < until
-            && std::fs::read_to_string(&state).is_ok_and(|s| s.trim() != "FROZEN")
-        {
+        while Instant::now() < until && std::fs::read_to_string(&state).is_ok_and(|s| s.trim() != "FROZEN") {
             std::thread::sleep(Duration::from_micros(200));
         }
     }
@@ -319,10 +326,15 @@ pub fn destroy_parent(parent: &Parent) {
 /// or the machine's OOM killer): killed and removed. Looks beside our own.
 pub fn remove_stale(parent: &Parent) {
     let Some(base) = parent.dir.parent() else { return };
-    let Ok(entries) = std::fs::read_dir(base) else { return };
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)).and_then(|p| p.parse::<i32>().ok())
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|p| p.parse::<i32>().ok())
         else {
             continue;
         };

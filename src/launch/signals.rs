@@ -29,7 +29,9 @@ pub fn install() -> Result<()> {
     let dog = match watchdog::start(parent) {
         Ok(fd) => Some(fd),
         Err(e) => {
-            eprintln!("coldstart: warning: no watchdog ({e}): if coldstart is SIGKILLed, its targets survive");
+            eprintln!(
+                "coldstart: warning: no watchdog ({e}): if coldstart is SIGKILLed, its targets survive"
+            );
             None
         }
     };
@@ -100,7 +102,10 @@ fn handle_signals(pipe: OwnedFd) {
             let clean = cgroup::kill_live_runs();
             super::tree::kill_descendants();
             if !clean {
-                eprintln!("coldstart: some target processes may survive: check `ps -o pid,stat,cmd --ppid {}`", std::process::id());
+                eprintln!(
+                    "coldstart: some target processes may survive: check `ps -o pid,stat,cmd --ppid {}`",
+                    std::process::id()
+                );
             }
             std::process::exit(exit_code());
         }

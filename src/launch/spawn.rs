@@ -140,7 +140,11 @@ impl Prepared {
 }
 
 fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
-    strings.iter().map(|s| s.as_ptr()).chain([std::ptr::null()]).collect()
+    strings
+        .iter()
+        .map(|s| s.as_ptr())
+        .chain([std::ptr::null()])
+        .collect()
 }
 
 /// What the child reads (and, on failure, writes) in our memory: CLONE_VM
@@ -221,7 +225,11 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
         let what = match ctx.failed_stage {
             STAGE_CHDIR => format!(
                 "cannot enter the working directory {}",
-                target.cwd.as_deref().unwrap_or(std::path::Path::new("?")).display()
+                target
+                    .cwd
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new("?"))
+                    .display()
             ),
             STAGE_SETUP => "cannot set up the target's stdio".to_string(),
             _ => format!("cannot start {}", target.program.display()),

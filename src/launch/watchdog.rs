@@ -87,7 +87,13 @@ fn watch(pipe: OwnedFd, parent: Option<&'static Parent>, slots: &[AtomicI32; SLO
     // SAFETY: plain process-attribute and descriptor calls on ourselves.
     unsafe {
         libc::setsid();
-        for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+        for sig in [
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGPIPE,
+        ] {
             libc::signal(sig, libc::SIG_IGN);
         }
         // Hold none of coldstart's descriptors but the pipe (a pipe to `head`
