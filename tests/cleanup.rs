@@ -460,3 +460,56 @@ fn lambda_sigkill_leaves_nothing() {
     ];
     stop_mid_run(&args, &[], &m, 2, Stop::Signal(libc::SIGKILL));
 }
+
+/// A parent cgroup left by a coldstart that died together with its watchdog
+/// (here: made by hand, with a live process in it, owner pid long gone) is
+/// killed and removed by the next coldstart's watchdog.
+#[test]
+fn stale_run_cgroups_are_removed_at_next_start() {
+    if !cgroups_available("stale_run_cgroups_are_removed_at_next_start") {
+        return;
+    }
+    // Our own cgroup v2 directory: coldstart (our child) starts in the same one.
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let Some(mount) = mountinfo.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        let pre: Vec<&str> = pre.split_whitespace().collect();
+        (post.starts_with("cgroup2 ") && pre.get(3) == Some(&"/")).then(|| pre[4].to_string())
+    }) else {
+        eprintln!("skipping stale_run_cgroups_are_removed_at_next_start: no cgroup v2 mount (v1 only)");
+        return;
+    };
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let own = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap()
+        .trim_start_matches('/')
+        .to_string();
+    // A pid that is certainly not a live coldstart: a finished child of ours.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let stale = std::path::Path::new(&mount)
+        .join(&own)
+        .join(format!("coldstart-runs-{dead}-1"));
+    let run = stale.join("run-0");
+    std::fs::create_dir_all(&run).unwrap();
+    let mut victim = std::process::Command::new(example("sleeper"))
+        .env("COLDSTART_EXAMPLE_DELAY_MS", "600000")
+        .spawn()
+        .unwrap();
+    std::fs::write(run.join("cgroup.procs"), victim.id().to_string()).unwrap();
+    let o = run(&["bench", "--no-store", "-q", "-r", "1", "-w", "0", "--", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The victim is our child: once killed it is a zombie until reaped here.
+    let killed = wait_until(Duration::from_secs(10), || {
+        matches!(victim.try_wait(), Ok(Some(_)))
+    });
+    if !killed {
+        victim.kill().ok();
+    }
+    let removed = wait_until(Duration::from_secs(10), || !stale.exists());
+    assert!(killed, "the process in the stale cgroup survived");
+    assert!(removed, "{} was not removed", stale.display());
+}

@@ -2,7 +2,8 @@
 //! of the run — setsid'd and double-forked ones included — can be found and
 //! killed by the kernel, even after coldstart itself died.
 //!
-//! Layout: one parent per coldstart invocation, `<own cgroup>/coldstart-runs-<pid>`,
+//! Layout: one parent per coldstart invocation,
+//! `<own cgroup>/coldstart-runs-<pid>-<its start time>`,
 //! made at startup, and one child `run-<n>` per spawned target, made before time
 //! zero and removed after the run's cleanup. The watchdog (see `watchdog`) kills
 //! and removes the parent when coldstart dies by any means.
@@ -36,7 +37,7 @@ pub enum Kind {
 #[derive(Debug, Clone)]
 pub struct Parent {
     pub kind: Kind,
-    /// `<own cgroup>/coldstart-runs-<pid>`.
+    /// `<own cgroup>/coldstart-runs-<pid>-<start time>`.
     pub dir: PathBuf,
 }
 
@@ -67,7 +68,8 @@ fn make_parent() -> Result<Parent, String> {
         std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| format!("reading mountinfo: {e}"))?;
     let own = std::fs::read_to_string("/proc/self/cgroup")
         .map_err(|e| format!("reading /proc/self/cgroup: {e}"))?;
-    let name = format!("{PREFIX}{}", std::process::id());
+    let pid = std::process::id() as i32;
+    let name = format!("{PREFIX}{pid}-{}", start_time(pid).unwrap_or(0));
     let mut errors = Vec::new();
     let candidates: &[Kind] = match forced.as_str() {
         "none" => return Err("COLDSTART_CGROUP=none".into()),
@@ -331,15 +333,16 @@ pub fn remove_stale(parent: &Parent) {
     };
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(pid) = name
+        let Some((pid, started)) = name
             .to_str()
             .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|p| p.parse::<i32>().ok())
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(p, t)| Some((p.parse::<i32>().ok()?, t.parse::<u64>().ok()?)))
         else {
             continue;
         };
-        if owner_alive(pid) {
-            continue;
+        if start_time(pid) == Some(started) {
+            continue; // its coldstart still runs
         }
         destroy_parent(&Parent {
             kind: parent.kind,
@@ -348,9 +351,13 @@ pub fn remove_stale(parent: &Parent) {
     }
 }
 
-/// A live coldstart (not a reused pid) owns `coldstart-runs-<pid>`.
-fn owner_alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "coldstart")
+/// When `pid` started (clock ticks after boot): with the pid it names one
+/// process for good, so a reused pid does not pass for the dead owner.
+fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, fields) = super::tree::parse_stat(&stat)?;
+    // Field 22 of proc_pid_stat(5); `fields` starts at field 3.
+    fields.get(19)?.parse().ok()
 }
 
 #[cfg(test)]

@@ -71,6 +71,10 @@ pub fn install() -> Result<()> {
 }
 
 extern "C" fn on_signal(sig: libc::c_int) {
+    // Set here, not in the thread: a run loop woken by this very signal (EINTR)
+    // must already see it.
+    let _ = FIRST_SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    INTERRUPTED.store(true, Ordering::SeqCst);
     let fd: RawFd = SELF_PIPE.load(Ordering::Relaxed);
     let b = sig as u8;
     // SAFETY: write(2) is async-signal-safe; errno is saved and restored.
@@ -83,6 +87,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 
 fn handle_signals(pipe: OwnedFd) {
     let mut b = [0u8; 1];
+    let mut seen = 0;
     loop {
         // SAFETY: reading one byte into a local.
         let r = unsafe { libc::read(pipe.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
@@ -92,11 +97,9 @@ fn handle_signals(pipe: OwnedFd) {
             }
             return;
         }
-        let sig = b[0] as i32;
-        let _ = FIRST_SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
-        let again = INTERRUPTED.swap(true, Ordering::SeqCst);
+        seen += 1;
         kill_current();
-        if again {
+        if seen > 1 {
             // The run loop may be stuck in its cleanup: finish the job here.
             eprintln!("coldstart: interrupted again, killing every target process and exiting");
             let clean = cgroup::kill_live_runs();
