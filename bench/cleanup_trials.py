@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Nothing left behind, counted: stop a running `coldstart bench` N times per way
-(SIGKILL, SIGQUIT, a second SIGINT during the first's cleanup, SIGTERM) and
+(SIGKILL, SIGQUIT, a second SIGINT once the first's cleanup has begun, SIGTERM) and
 count the target processes that survive it.
 
 Usage: bench/cleanup_trials.py [--trials 100] [--binary PATH] [--env K=V ...]
@@ -65,8 +65,12 @@ def trial(binary, how, n, extra_env):
             p.wait()
             raise SystemExit(f"{how} trial {n}: target never started")
         if how == "SIGINT x2":
+            # The second one once the first's cleanup is under way (processes
+            # dying), not back to back: two pending SIGINTs would merge into one.
             p.send_signal(signal.SIGINT)
-            p.send_signal(signal.SIGINT)
+            wait_until(10, lambda: p.poll() is not None or len(marked(marker)) < 5)
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
         else:
             p.send_signal(getattr(signal, how))
         p.wait()

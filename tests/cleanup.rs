@@ -152,7 +152,7 @@ fn sigterm_mid_run_leaves_nothing() {
 #[derive(Clone, Copy, Debug)]
 enum Stop {
     Signal(i32),
-    /// Two SIGINTs back to back: the second lands while the first's cleanup runs.
+    /// A second SIGINT once the first's cleanup has begun.
     DoubleInt,
 }
 
@@ -227,10 +227,19 @@ fn stop_mid_run(
         Stop::Signal(sig) => unsafe {
             libc::kill(pid, sig);
         },
-        Stop::DoubleInt => unsafe {
-            libc::kill(pid, libc::SIGINT);
-            libc::kill(pid, libc::SIGINT);
-        },
+        Stop::DoubleInt => {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            // The second once the first's cleanup is under way (processes dying);
+            // sent back to back, two pending SIGINTs would merge into one.
+            wait_until(Duration::from_secs(10), || {
+                processes_with(m).len() < expect || !matches!(child.try_wait(), Ok(None))
+            });
+            if matches!(child.try_wait(), Ok(None)) {
+                // SAFETY: still our unreaped child.
+                unsafe { libc::kill(pid, libc::SIGINT) };
+            }
+        }
     }
     let out = child.wait_with_output().unwrap();
     let gone = wait_until(Duration::from_secs(10), || processes_with(m).is_empty());
@@ -493,13 +502,13 @@ fn stale_run_cgroups_are_removed_at_next_start() {
     let stale = std::path::Path::new(&mount)
         .join(&own)
         .join(format!("coldstart-runs-{dead}-1"));
-    let run = stale.join("run-0");
-    std::fs::create_dir_all(&run).unwrap();
+    let run_dir = stale.join("run-0");
+    std::fs::create_dir_all(&run_dir).unwrap();
     let mut victim = std::process::Command::new(example("sleeper"))
         .env("COLDSTART_EXAMPLE_DELAY_MS", "600000")
         .spawn()
         .unwrap();
-    std::fs::write(run.join("cgroup.procs"), victim.id().to_string()).unwrap();
+    std::fs::write(run_dir.join("cgroup.procs"), victim.id().to_string()).unwrap();
     let o = run(&["bench", "--no-store", "-q", "-r", "1", "-w", "0", "--", "true"]);
     assert!(o.status.success(), "{}", stderr(&o));
     // The victim is our child: once killed it is a zombie until reaped here.
