@@ -40,6 +40,8 @@ use clap::Parser;
 
 fn main() {
     let code = match real_main() {
+        // 130 is "interrupted"; SIGQUIT's conventional code is 131.
+        Ok(130) => launch::signals::exit_code(),
         Ok(code) => code,
         Err(e) => {
             // Not eprintln!: it panics when stderr is closed.

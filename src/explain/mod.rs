@@ -190,10 +190,11 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
             bail!("{}", report::progress::describe_failure("untraced", &s));
         }
         untraced.push(s.ready_ns.unwrap_or(0) as f64 / 1e6);
-        let (ready_ns, trace) = traced::run(&target, &readiness, timeout)?;
+        let traced = traced::run(&target, &readiness, timeout);
         if signals::interrupted() {
             return Ok(130);
         }
+        let (ready_ns, trace) = traced?;
         if adapters.is_none() {
             let chosen = choose_adapters(&args.adapter, &trace)?;
             if !args.quiet {

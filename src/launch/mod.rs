@@ -1,17 +1,21 @@
 //! Starting a target and making sure nothing of it outlives its run.
 //!
-//! - `spawn`: build the command outside the timed region, spawn it in its own
-//!   process group (std's posix_spawn path), capture its output.
+//! - `spawn`: build the command outside the timed region, spawn it (clone + exec) in its own
+//!   process group and run cgroup, capture its output.
 //! - `tree`: find every descendant (including double-forked daemons, which the
 //!   child-subreaper attribute brings back to us) and kill/reap them.
 //! - `usage`: CPU, memory, faults, processes/threads from rusage or procfs.
-//! - `signals`: Ctrl-C / SIGTERM of coldstart itself kills the running tree.
+//! - `signals`: Ctrl-C / SIGTERM / SIGHUP / SIGQUIT of coldstart itself kills the running tree.
+//! - `cgroup`: a cgroup per run, entered by the child before exec; killed as a whole.
+//! - `watchdog`: a process that kills the runs' cgroups (and groups) when coldstart dies.
 //! - `output`: the target's output lines (per stream), the last few kept, claimed ones set aside.
 //! - `wait`: ppoll with ns timeouts and tight timer slack while probing.
 
+pub mod cgroup;
 pub mod output;
 pub mod signals;
 pub mod spawn;
 pub mod tree;
 pub mod usage;
 pub mod wait;
+pub mod watchdog;

@@ -1,51 +1,154 @@
-//! Ctrl-C / SIGTERM / SIGHUP of coldstart itself: the running target's group is
-//! killed at once and the run loop is told to clean up and stop.
+//! Ctrl-C, SIGTERM, SIGHUP and SIGQUIT of coldstart itself: the running targets
+//! are killed at once and the run loop is told to clean up and stop (exit 130,
+//! 131 for SIGQUIT). A second signal kills everything again, waits until it is
+//! gone and exits without waiting for the run loop. What coldstart cannot catch
+//! (SIGKILL) is covered by the watchdog and the per-run cgroups.
 
+use super::{cgroup, watchdog};
 use anyhow::{Context, Result};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::OnceLock;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// Process groups of the current run (a Lambda run has one per extension plus the
-/// runtime); 0 marks a free slot.
-static CURRENT_PGIDS: [AtomicI32; 16] = [const { AtomicI32::new(0) }; 16];
+/// The first signal received (for the exit code).
+static FIRST_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// Write end of the self-pipe the handler writes the signal number to.
+static SELF_PIPE: AtomicI32 = AtomicI32::new(-1);
+/// Write end of the watchdog's pipe: kept open for coldstart's whole life.
+static WATCHDOG: OnceLock<Option<OwnedFd>> = OnceLock::new();
 
-/// Install once at startup: the handler, and the child-subreaper attribute that
-/// brings double-forked daemons back to us for cleanup.
+pub const HANDLED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Install once at startup, before any thread: the per-invocation cgroup, the
+/// watchdog, the child-subreaper attribute (brings double-forked daemons back
+/// to us for cleanup) and the handlers.
 pub fn install() -> Result<()> {
+    let parent = cgroup::init();
+    // The watchdog must be forked before we become a subreaper (see watchdog).
+    let dog = match watchdog::start(parent) {
+        Ok(fd) => Some(fd),
+        Err(e) => {
+            eprintln!(
+                "coldstart: warning: no watchdog ({e}): if coldstart is SIGKILLed, its targets survive"
+            );
+            None
+        }
+    };
+    WATCHDOG.get_or_init(|| dog);
     // SAFETY: prctl with constant arguments.
     let r = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     if r != 0 {
         return Err(std::io::Error::last_os_error()).context("prctl(PR_SET_CHILD_SUBREAPER)");
     }
-    ctrlc::set_handler(|| {
-        let again = INTERRUPTED.swap(true, Ordering::SeqCst);
-        for slot in &CURRENT_PGIDS {
-            let pgid = slot.load(Ordering::SeqCst);
-            if pgid > 0 {
-                // SAFETY: signalling a process group we created for the current run.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two fds into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("creating the signal pipe");
+    }
+    // SAFETY: fresh descriptors we own.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    SELF_PIPE.store(write.as_raw_fd(), Ordering::SeqCst);
+    std::mem::forget(write); // lives as long as the process
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || handle_signals(read))
+        .context("starting the signal thread")?;
+    for sig in HANDLED {
+        // SAFETY: a zeroed sigaction is valid; the handler is async-signal-safe
+        // (one write(2)); SA_RESTART keeps other threads' syscalls going.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigfillset(&mut sa.sa_mask);
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error()).context("installing the signal handlers");
             }
         }
-        if again {
-            eprintln!("coldstart: interrupted twice, exiting now");
-            std::process::exit(130);
+    }
+    Ok(())
+}
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // Set here, not in the thread: a run loop woken by this very signal (EINTR)
+    // must already see it.
+    let _ = FIRST_SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    let fd: RawFd = SELF_PIPE.load(Ordering::Relaxed);
+    let b = sig as u8;
+    // SAFETY: write(2) is async-signal-safe; errno is saved and restored.
+    unsafe {
+        let saved = *libc::__errno_location();
+        libc::write(fd, (&b as *const u8).cast(), 1);
+        *libc::__errno_location() = saved;
+    }
+}
+
+fn handle_signals(pipe: OwnedFd) {
+    let mut b = [0u8; 1];
+    let mut seen = 0;
+    loop {
+        // SAFETY: reading one byte into a local.
+        let r = unsafe { libc::read(pipe.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
+        if r != 1 {
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return;
         }
-    })
-    .context("installing the Ctrl-C handler")
+        seen += 1;
+        kill_current();
+        if seen > 1 {
+            // The run loop may be stuck in its cleanup: finish the job here.
+            eprintln!("coldstart: interrupted again, killing every target process and exiting");
+            let clean = cgroup::kill_live_runs();
+            super::tree::kill_descendants();
+            if !clean {
+                eprintln!(
+                    "coldstart: some target processes may survive: check `ps -o pid,stat,cmd --ppid {}`",
+                    std::process::id()
+                );
+            }
+            std::process::exit(exit_code());
+        }
+    }
+}
+
+/// SIGKILL every run's process group and, where there are cgroups, every
+/// process of every run.
+fn kill_current() {
+    cgroup::kill_all_runs_now();
+    for slot in watchdog::groups() {
+        let pgid = slot.load(Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: signalling a process group we created for the current run.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+    }
 }
 
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// Guard that registers one of the current run's process groups for the handler.
+/// The exit code after an interrupt: 131 for SIGQUIT, else 130.
+pub fn exit_code() -> i32 {
+    match FIRST_SIGNAL.load(Ordering::SeqCst) {
+        libc::SIGQUIT => 131,
+        _ => 130,
+    }
+}
+
+/// Guard that registers one of the current run's process groups for the
+/// handler and the watchdog.
 pub struct Current {
     slot: Option<usize>,
 }
 
 impl Current {
     pub fn set(pgid: i32) -> Current {
-        let slot = CURRENT_PGIDS.iter().position(|s| {
+        let slot = watchdog::groups().iter().position(|s| {
             s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
         });
@@ -60,7 +163,7 @@ impl Current {
 impl Drop for Current {
     fn drop(&mut self) {
         if let Some(i) = self.slot {
-            CURRENT_PGIDS[i].store(0, Ordering::SeqCst);
+            watchdog::groups()[i].store(0, Ordering::SeqCst);
         }
     }
 }

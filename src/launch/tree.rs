@@ -87,7 +87,48 @@ pub fn reap_children() {
 
 /// SIGKILL everything of the run and reap it, until `nothing_left` holds.
 /// Returns false if something survived every attempt (reported by the caller).
+/// With per-run cgroups the kernel kills every process of every live run first
+/// (like the process-group and procfs search below, that covers all of
+/// coldstart's current targets, not only `root`'s).
 pub fn kill_all(root: i32) -> bool {
+    let cgroups_emptied = super::cgroup::kill_live_runs();
+    let tree_gone = kill_tree(root);
+    cgroups_emptied && tree_gone
+}
+
+/// Every descendant of coldstart (its targets and, through the subreaper
+/// attribute, their orphans), SIGKILLed until none is alive or ~2 s passed.
+pub fn kill_descendants() {
+    for _ in 0..400 {
+        let live = members_of_self();
+        if live.is_empty() {
+            return;
+        }
+        for pid in live {
+            // SAFETY: descendants of coldstart are target processes (the watchdog
+            // is not one: it was double-forked before the subreaper attribute).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn members_of_self() -> Vec<i32> {
+    let mut stack = children_of("self");
+    let mut live = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(pid) = stack.pop() {
+        if seen.insert(pid) {
+            if alive(pid) {
+                live.push(pid);
+            }
+            stack.extend(children_of(&pid.to_string()));
+        }
+    }
+    live
+}
+
+fn kill_tree(root: i32) -> bool {
     for attempt in 0..400 {
         if nothing_left(root) {
             return true;

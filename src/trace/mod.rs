@@ -160,6 +160,8 @@ pub enum Outcome {
     Exited,
     /// The timeout passed first.
     TimedOut,
+    /// coldstart was interrupted (Ctrl-C, SIGTERM, …) first.
+    Interrupted,
     /// Nobody waited (the caller went straight to [`Session::finish`]).
     NotWaited,
 }
@@ -412,6 +414,13 @@ impl Session {
             if state.status.exited {
                 break Outcome::Exited;
             }
+            // The tree may outlive its root (children in other process groups):
+            // an interrupt must end the wait by itself, not only through the
+            // tree's exit. Checked every 20 ms; the trace's times come from the
+            // tracer's own clock, so this cadence does not touch any figure.
+            if crate::launch::signals::interrupted() {
+                break Outcome::Interrupted;
+            }
             let now = Instant::now();
             if now >= self.deadline {
                 break Outcome::TimedOut;
@@ -419,7 +428,7 @@ impl Session {
             state = self
                 .shared
                 .changed
-                .wait_timeout(state, self.deadline - now)
+                .wait_timeout(state, (self.deadline - now).min(Duration::from_millis(20)))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         };

@@ -81,6 +81,8 @@ pub(super) struct Prepared {
     filter: Vec<libc::sock_filter>,
     devnull: OwnedFd,
     output: Option<OwnedFd>,
+    /// The run's cgroup (see launch::cgroup), entered before the exec.
+    cgroup: Option<crate::launch::cgroup::RunCgroup>,
 }
 
 // SAFETY: the raw pointers point into the CStrings owned by the same struct
@@ -153,6 +155,7 @@ impl Prepared {
             filter: seccomp::build(opts.stop_when != StopWhen::Listen),
             devnull,
             output,
+            cgroup: crate::launch::cgroup::RunCgroup::create(),
         })
     }
 }
@@ -303,6 +306,11 @@ unsafe fn child(p: &Prepared, go: RawFd, err: RawFd) -> ! {
             continue;
         }
         libc::_exit(127); // the tracer gave up (EOF)
+    }
+    // Into the run's cgroup, so nothing of the tree escapes the cleanup even if
+    // coldstart dies (a failed move only loses that guarantee).
+    if let Some(cg) = &p.cgroup {
+        libc::write(cg.procs_fd(), b"0".as_ptr().cast(), 1);
     }
     // Own process group: terminal Ctrl-C reaches coldstart only, and the tree
     // can be signalled as a group.

@@ -1,0 +1,141 @@
+//! A process that outlives coldstart to kill what coldstart started.
+//!
+//! Forked once per invocation, at startup: it blocks reading a pipe whose only
+//! write end coldstart holds (close-on-exec, so no target inherits it). When
+//! coldstart dies — exit, panic, SIGKILL, OOM kill — the kernel closes that end,
+//! the read returns end-of-file, and the watchdog kills and removes this
+//! invocation's run cgroups and SIGKILLs the process groups listed in a page of
+//! memory it shares with coldstart (the fallback when there are no cgroups).
+//!
+//! It is double-forked before coldstart becomes a child subreaper, so it is not
+//! coldstart's child (the run cleanup's "no child left" test stays true), and it
+//! is in its own session, so a signal to coldstart's process group or terminal
+//! does not take it down with coldstart.
+
+use super::cgroup::{self, Parent};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// Process groups of the current runs; 0 marks a free slot.
+pub const SLOTS: usize = 16;
+
+/// Shared with the watchdog (MAP_SHARED survives the fork), else private memory.
+pub fn groups() -> &'static [AtomicI32; SLOTS] {
+    static FALLBACK: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
+    static SHARED: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let addr = *SHARED.get_or_init(|| {
+        // SAFETY: an anonymous shared mapping; the result is checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                std::mem::size_of::<[AtomicI32; SLOTS]>(),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            0
+        } else {
+            p as usize
+        }
+    });
+    if addr == 0 {
+        return &FALLBACK;
+    }
+    // SAFETY: the mapping is zero-filled (a valid [AtomicI32; SLOTS]), page
+    // aligned, never unmapped, and only ever accessed through atomics.
+    unsafe { &*(addr as *const [AtomicI32; SLOTS]) }
+}
+
+/// Start the watchdog. Call once, before any thread exists and before
+/// PR_SET_CHILD_SUBREAPER. The returned fd must stay open for coldstart's life.
+pub fn start(parent: Option<&'static Parent>) -> std::io::Result<OwnedFd> {
+    let slots = groups();
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two fds into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors we own.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: no other thread exists yet (see above), so the child may run
+    // ordinary Rust code; it never returns into coldstart's main.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        drop(write);
+        // SAFETY: as above; the intermediate process only forks and exits.
+        let grandchild = unsafe { libc::fork() };
+        if grandchild != 0 {
+            // SAFETY: leave at once without running coldstart's exit handlers.
+            unsafe { libc::_exit(0) };
+        }
+        watch(read, parent, slots);
+    }
+    drop(read);
+    // SAFETY: reap the intermediate child, which exits at once.
+    unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+    Ok(write)
+}
+
+fn watch(pipe: OwnedFd, parent: Option<&'static Parent>, slots: &[AtomicI32; SLOTS]) -> ! {
+    const PIPE: i32 = 3;
+    // SAFETY: plain process-attribute and descriptor calls on ourselves.
+    unsafe {
+        libc::setsid();
+        for sig in [
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        // Hold none of coldstart's descriptors but the pipe (a pipe to `head`
+        // or to a test's output reader would otherwise stay open until we exit).
+        if pipe.as_raw_fd() != PIPE && libc::dup2(pipe.as_raw_fd(), PIPE) != PIPE {
+            libc::_exit(1);
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        for fd in 0..3 {
+            libc::dup2(null, fd);
+        }
+        libc::close_range(PIPE as u32 + 1, u32::MAX, 0);
+    }
+    std::mem::forget(pipe); // its number may be closed already; PIPE is the copy
+    if let Some(p) = parent {
+        cgroup::remove_stale(p);
+    }
+    wait_eof(PIPE);
+    for slot in slots {
+        let pgid = slot.load(Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: a process group coldstart created for a run.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+    }
+    if let Some(p) = parent {
+        cgroup::destroy_parent(p);
+    }
+    // SAFETY: leave without running coldstart's exit handlers.
+    unsafe { libc::_exit(0) }
+}
+
+fn wait_eof(fd: i32) {
+    let mut b = [0u8; 16];
+    loop {
+        // SAFETY: reading into a local buffer.
+        let r = unsafe { libc::read(fd, b.as_mut_ptr().cast(), b.len()) };
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        if r <= 0 {
+            return;
+        }
+    }
+}
