@@ -3,7 +3,7 @@
 (SIGKILL, SIGQUIT, a second SIGINT once the first's cleanup has begun, SIGTERM) and
 count the target processes that survive it.
 
-Usage: bench/cleanup_trials.py [--trials 100] [--binary PATH] [--env K=V ...]
+Usage: bench/cleanup_trials.py [--trials 100] [--binary PATH] [--ways LIST] [--env K=V ...]
 (from the repository root, after `cargo build --release` and examples/build.sh)
 
 The target is `sh -c 'daemon && exec forker'`: a double-forked, setsid'd daemon
@@ -88,12 +88,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "coldstart"))
+    ap.add_argument("--ways", default="SIGKILL,SIGQUIT,SIGINT x2,SIGTERM",
+                    help="comma-separated subset of: SIGKILL,SIGQUIT,SIGINT x2,SIGTERM")
     ap.add_argument("--env", action="append", default=[], help="K=V for coldstart (e.g. COLDSTART_CGROUP=none)")
     a = ap.parse_args()
     extra = dict(kv.split("=", 1) for kv in a.env)
     print(f"{a.binary}  {' '.join(a.env)}  {a.trials} trials each")
     print(f"{'stopped by':<12} {'trials with survivors':>22} {'survivors':>10}  exit codes")
-    for how in ["SIGKILL", "SIGQUIT", "SIGINT x2", "SIGTERM"]:
+    for how in a.ways.split(","):
         bad = total = 0
         codes = {}
         for n in range(a.trials):
