@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 10] = [
+pub const SWITCHES: [&str; 11] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -29,6 +29,7 @@ pub const SWITCHES: [&str; 10] = [
     "OTEL",
     "POSTGRES",
     "LAMBDA_CLIENTS",
+    "CGROUP",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").
