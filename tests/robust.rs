@@ -386,3 +386,33 @@ fn runaway_exit_mode_output_is_bounded_and_the_drop_is_said() {
     );
     assert_eq!(tail.last(), Some(&"the-last-line"));
 }
+
+#[test]
+fn export_to_dev_stdout_through_a_pipe_writes_into_the_pipe() {
+    // /dev/stdout → /proc/self/fd/1 → "pipe:[…]": a magic link, not a path to resolve.
+    let o = coldstart()
+        .args([
+            "bench",
+            "-q",
+            "--no-store",
+            "-r",
+            "2",
+            "-w",
+            "0",
+            "--export-json",
+            "/dev/stdout",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let end = out.find("spawn →").unwrap_or(out.len());
+    let doc: serde_json::Value = serde_json::from_str(&out[..end]).expect("the export comes first, whole");
+    assert_eq!(doc["schema"], "coldstart.bench/1");
+    assert!(std::fs::symlink_metadata("/dev/stdout")
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}

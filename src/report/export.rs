@@ -34,6 +34,15 @@ fn dest(path: &Path) -> Result<Dest> {
     if is_stdout(path) {
         return Ok(Dest::Stdout);
     }
+    // Devices and FIFOs first, through the kernel's own lookup: /dev/stdout is a
+    // chain ending in /proc/self/fd/1, a magic link whose text ("pipe:[…]") names
+    // no path, yet opening it reaches the pipe.
+    if let Ok(m) = fs::metadata(path) {
+        let ft = m.file_type();
+        if ft.is_char_device() || ft.is_fifo() {
+            return Ok(Dest::Stream(path.to_path_buf()));
+        }
+    }
     let resolved = resolve(path)?;
     let meta = match fs::metadata(&resolved) {
         Ok(m) => m,
