@@ -151,7 +151,7 @@ def main():
 
     print(f"\n## A/A: {n} experiments per design, {runs} runs per variant, sleeper sleeping {base} us")
     print(f"  false verdicts (faster/slower), interleaved bench        {rate(verdict['interleaved'])}   (goal <= 5 %)")
-    print(f"    of which '~ (within noise threshold)' instead           {rate(within_noise)}")
+    print(f"    significant but within the noise threshold (~, no verdict) {rate(within_noise)}")
     print(f"  false verdicts, sequential bench (no verdict by design)   {rate(verdict['sequential'])}")
     print(f"  false verdicts, compare of two invocations (no verdict)   {rate(verdict['separate'])}")
     print(f"  false gate failures, two invocations, --max-regression 5% --across-invocations "

@@ -38,11 +38,13 @@ def main():
         pair = [(a.old, old), (a.new, new)] if i % 2 == 0 else [(a.new, new), (a.old, old)]
         for binary, into in pair:
             into.append(block(binary, a.runs))
-    ratios = [n / o for n, o in zip(new, old)]
+    ratios = sorted(n / o for n, o in zip(new, old))
     print(f"## Harness floor, static no-op, {a.blocks} alternating blocks x {a.runs} runs")
     print(f"  old p50 of block medians {statistics.median(old):8.1f} us")
     print(f"  new p50 of block medians {statistics.median(new):8.1f} us   new/old {statistics.median(new) / statistics.median(old):.3f}")
-    print(f"  per-block ratios {', '.join(f'{r:.3f}' for r in ratios)}")
+    q = lambda p: ratios[min(len(ratios) - 1, int(p * len(ratios)))]
+    print(f"  per-block new/old ratios: median {statistics.median(ratios):.3f}, p10 {q(0.1):.3f}, p90 {q(0.9):.3f}"
+          f" (n = {len(ratios)})")
 
 
 if __name__ == "__main__":
