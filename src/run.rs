@@ -71,6 +71,9 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
 
     let t0 = now_ns();
     let mut child = spawn::spawn(&mut prepared, target)?;
+    // The kernel's wait while the child entered its run cgroup is coldstart's, not
+    // the target's: time zero moves past it (see spawn::Child::placement_ns).
+    let t0 = t0 + child.placement_ns;
     marks.spawned(t0);
     let _current = signals::Current::set(child.pid);
     let _slack = poll_every.map(|_| TightTimers::on());

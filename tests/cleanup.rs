@@ -520,3 +520,53 @@ fn stale_run_cgroups_are_removed_at_next_start() {
     assert!(killed, "the process in the stale cgroup survived");
     assert!(removed, "{} was not removed", stale.display());
 }
+
+/// Entering the run cgroup waits in the kernel for an RCU grace period (measured
+/// 8–19 ms on a server's runs here): coldstart's time, which must not show up in
+/// the target's. A ~1 ms server must measure about the same with and without cgroups.
+#[test]
+fn the_cgroup_placement_is_not_in_the_measured_time() {
+    if !cgroups_available("the_cgroup_placement_is_not_in_the_measured_time") {
+        return;
+    }
+    let server = example("rust-server");
+    let port = free_port().to_string();
+    let ready = format!("tcp:{port}");
+    let median = |env: &[(&str, &str)]| {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let mut c = coldstart();
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        // Interleaved with a server that idles 50 ms first: after idle CPUs the grace
+        // period is slow (back-to-back fast runs alone often do not show it).
+        let o = c
+            .args([
+                "bench",
+                "-q",
+                "--no-store",
+                "-r",
+                "10",
+                "--ready",
+                &ready,
+                "--export-json",
+            ])
+            .arg(&json)
+            .args(["--name", "fast", "--", &server, "--port", &port])
+            .args(["--name", "idle-first", "--env", "COLDSTART_EXAMPLE_DELAY_MS=50"])
+            .args(["--", &server, "--port", &port])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut ns = ready_ns(&json_file(&json), 0);
+        ns.sort();
+        ns[ns.len() / 2] as f64
+    };
+    let with = median(&[]);
+    let without = median(&[("COLDSTART_CGROUP", "none")]);
+    assert!(
+        with < without * 3.0,
+        "with a run cgroup {with} ns, without {without} ns: the placement leaked into the figure"
+    );
+}

@@ -29,6 +29,8 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
 
     let t0 = now_ns();
     let child = spawn::spawn(&mut prepared, &cfg.runtime)?;
+    let t0 = t0 + child.placement_ns; // the cgroup placement's kernel wait is not the runtime's
+
     let _group = signals::Current::set(child.pid);
     let mut conns: Vec<(TcpStream, Vec<u8>)> = Vec::new();
     let mut outcome = Outcome::Timeout;

@@ -61,6 +61,7 @@ pub struct Prepared {
 /// Build the command (exactly `env`, nothing inherited) before time zero.
 pub fn prepare(role: Role, target: &Target, env: &[(String, String)]) -> Result<Prepared> {
     let mut p = spawn::prepare(target, OutputMode::Pipes, &[])?;
+    p.without_run_cgroup();
     p.replace_env(env);
     Ok(Prepared {
         role,

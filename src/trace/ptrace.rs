@@ -307,11 +307,6 @@ unsafe fn child(p: &Prepared, go: RawFd, err: RawFd) -> ! {
         }
         libc::_exit(127); // the tracer gave up (EOF)
     }
-    // Into the run's cgroup, so nothing of the tree escapes the cleanup even if
-    // coldstart dies (a failed move only loses that guarantee).
-    if let Some(cg) = &p.cgroup {
-        libc::write(cg.procs_fd(), b"0".as_ptr().cast(), 1);
-    }
     // Own process group: terminal Ctrl-C reaches coldstart only, and the tree
     // can be signalled as a group.
     libc::setpgid(0, 0);
@@ -506,6 +501,18 @@ fn spawn(p: &Prepared) -> Result<(i32, u64, OwnedFd)> {
     }
     drop(go_r);
     drop(err_w);
+    // Into the run's cgroup while it still waits for `go`, so nothing of the tree
+    // escapes the cleanup even if coldstart dies (a failed move only loses that
+    // guarantee). The move waits in the kernel for an RCU grace period (up to
+    // ~20 ms): coldstart's time, not the target's, so time zero moves past it.
+    let mut t0 = t0;
+    if let Some(cg) = &p.cgroup {
+        let before = now_ns();
+        let text = pid.to_string();
+        // SAFETY: writing a local buffer to a descriptor we own.
+        unsafe { libc::write(cg.procs_fd(), text.as_ptr().cast(), text.len()) };
+        t0 += now_ns() - before;
+    }
     // SEIZE (not TRACEME): options are set atomically with the attach, new
     // children start with PTRACE_EVENT_STOP instead of an ambiguous SIGSTOP,
     // and group-stops can be handled with PTRACE_LISTEN.
