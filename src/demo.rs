@@ -11,7 +11,7 @@ use std::process::Command;
 pub fn run(args: &DemoArgs) -> Result<i32> {
     let root = repo_root()?;
     let out = root.join("target/examples");
-    eprintln!("coldstart demo: building examples (examples/build.sh)…");
+    crate::out::errln!("coldstart demo: building examples (examples/build.sh)…");
     let status = Command::new("bash")
         .arg(root.join("examples/build.sh"))
         .arg(&out)

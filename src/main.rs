@@ -64,14 +64,14 @@ fn real_main() -> anyhow::Result<i32> {
                 (raw[..2].iter().cloned().chain(globals).collect(), Vec::new())
             }
             Err(msg) => {
-                eprintln!("coldstart: error: {msg}");
+                crate::out::errln!("coldstart: error: {msg}");
                 return Ok(2);
             }
         },
         Some("bench") => match cli::split_bench_args(&raw[2..]) {
             Ok((globals, variants)) => (raw[..2].iter().cloned().chain(globals).collect(), variants),
             Err(msg) => {
-                eprintln!("coldstart: error: {msg}");
+                crate::out::errln!("coldstart: error: {msg}");
                 return Ok(2);
             }
         },

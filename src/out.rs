@@ -64,4 +64,18 @@ macro_rules! outln {
     ($($t:tt)*) => { $crate::out::text(&(format!($($t)*) + "\n")) };
 }
 
-pub(crate) use {out, outln};
+/// A line on stderr (progress, notes, warnings) that never panics: `eprintln!`
+/// panics when stderr is a pipe whose reader has gone (`coldstart … 2>&1 | head`).
+pub fn err_line(s: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr
+        .write_all(s.as_bytes())
+        .and_then(|()| stderr.write_all(b"\n"));
+}
+
+/// `eprintln!` through [`err_line`].
+macro_rules! errln {
+    ($($t:tt)*) => { $crate::out::err_line(&format!($($t)*)) };
+}
+
+pub(crate) use {errln, out, outln};

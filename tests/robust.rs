@@ -416,3 +416,15 @@ fn export_to_dev_stdout_through_a_pipe_writes_into_the_pipe() {
         .file_type()
         .is_symlink());
 }
+
+#[test]
+fn progress_into_a_closed_pipe_is_not_a_panic() {
+    // `coldstart bench … 2>&1 | head -1`: stderr's reader is gone too.
+    let o = coldstart()
+        .args(["bench", "--no-store", "-r", "30", "-w", "0", "--", "true"])
+        .stdout(closed_pipe())
+        .stderr(closed_pipe())
+        .status()
+        .unwrap();
+    assert_eq!(o.code(), Some(0), "a panic exits 101");
+}

@@ -168,7 +168,9 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         warmup,
     };
     if !args.quiet {
-        eprintln!("coldstart explain: {runs} untraced, {runs} traced and {runs} adapted runs, interleaved…");
+        crate::out::errln!(
+            "coldstart explain: {runs} untraced, {runs} traced and {runs} adapted runs, interleaved…"
+        );
     }
     // One untraced warmup puts the program's files in the page cache for every kind.
     let warm = run_once(&target, &readiness, &opts, id(0, true))?;
@@ -199,7 +201,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
             let chosen = choose_adapters(&args.adapter, &trace)?;
             if !args.quiet {
                 let names: Vec<&str> = chosen.iter().map(|a| a.name()).collect();
-                eprintln!(
+                crate::out::errln!(
                     "coldstart explain: adapters: {}",
                     if names.is_empty() {
                         "none".to_string()
@@ -231,7 +233,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         }
         adapted_runs.push((a.sample.ready_ns.unwrap_or(0) as f64 / 1e6, a));
         if !args.quiet {
-            eprintln!("coldstart explain: {}/{runs}", round + 1);
+            crate::out::errln!("coldstart explain: {}/{runs}", round + 1);
         }
     }
     let summary = |xs: &[f64]| {

@@ -129,7 +129,7 @@ impl Receiver {
                             drained.await.ok();
                         });
                         if let Err(e) = serve.await {
-                            eprintln!("coldstart: OTLP receiver stopped: {e}");
+                            crate::out::errln!("coldstart: OTLP receiver stopped: {e}");
                         }
                     });
                     // Stopped by `finish`, or by the Receiver being dropped.

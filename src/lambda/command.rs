@@ -198,7 +198,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             ),
             None => "no cgroup: no memory or CPU limit".into(),
         };
-        eprintln!("coldstart lambda: {} variant(s), {limits}", configs.len());
+        crate::out::errln!("coldstart lambda: {} variant(s), {limits}", configs.len());
     }
     let root = config::project_root();
     let cfg = config::load(&root)?;

@@ -772,7 +772,7 @@ async fn cleanup(
             .await
             .unwrap_or(false);
         if !ok {
-            eprintln!(
+            crate::out::errln!(
                 "coldstart: could not kill every process of the Lambda environment: check `ps -o pid,stat,cmd --ppid {}`",
                 std::process::id()
             );

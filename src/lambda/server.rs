@@ -55,7 +55,7 @@ impl Server {
                 stopped.await.ok();
             });
             if let Err(e) = serve.await {
-                eprintln!("coldstart: Lambda API server stopped: {e}");
+                crate::out::errln!("coldstart: Lambda API server stopped: {e}");
             }
         });
         Ok(Server {

@@ -181,7 +181,7 @@ impl RunCgroup {
 pub fn note_unavailable() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        eprintln!(
+        crate::out::errln!(
             "coldstart: note: no per-run cgroup ({}); cleanup uses process groups and the subreaper, so a SIGKILLed coldstart can leave setsid'd target processes behind",
             unavailable_reason().unwrap_or("not set up")
         );
@@ -193,7 +193,7 @@ pub fn note_unavailable() {
 pub fn note_not_entered(errno: i32) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        eprintln!(
+        crate::out::errln!(
             "coldstart: note: a target could not enter its run cgroup ({}); cleanup of that run falls back to process groups and the subreaper",
             std::io::Error::from_raw_os_error(errno)
         );

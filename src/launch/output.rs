@@ -192,7 +192,7 @@ pub mod capture {
                 .name("output-capture".into())
                 .spawn(move || watch(w))
             {
-                eprintln!(
+                crate::out::errln!(
                     "coldstart: warning: no output-capture watcher ({e}): target output is not bounded"
                 );
             }

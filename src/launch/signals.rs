@@ -29,7 +29,7 @@ pub fn install() -> Result<()> {
     let dog = match watchdog::start(parent) {
         Ok(fd) => Some(fd),
         Err(e) => {
-            eprintln!(
+            crate::out::errln!(
                 "coldstart: warning: no watchdog ({e}): if coldstart is SIGKILLed, its targets survive"
             );
             None
@@ -101,11 +101,11 @@ fn handle_signals(pipe: OwnedFd) {
         kill_current();
         if seen > 1 {
             // The run loop may be stuck in its cleanup: finish the job here.
-            eprintln!("coldstart: interrupted again, killing every target process and exiting");
+            crate::out::errln!("coldstart: interrupted again, killing every target process and exiting");
             let clean = cgroup::kill_live_runs();
             super::tree::kill_descendants();
             if !clean {
-                eprintln!(
+                crate::out::errln!(
                     "coldstart: some target processes may survive: check `ps -o pid,stat,cmd --ppid {}`",
                     std::process::id()
                 );

@@ -35,7 +35,7 @@ impl Progress {
     fn say(&self, line: &str) {
         match &self.bar {
             Some(bar) => bar.println(line),
-            None => eprintln!("{line}"),
+            None => crate::out::errln!("{line}"),
         }
     }
 }
@@ -68,7 +68,7 @@ impl Observer for Progress {
                 .unwrap_or_else(|| "failed".into());
             bar.set_message(format!("{}: {what} {}", variant.name, last));
         } else if !self.quiet && self.done >= self.next_plain {
-            eprintln!("coldstart: {}/{} runs", self.done, self.total);
+            crate::out::errln!("coldstart: {}/{} runs", self.done, self.total);
             self.next_plain = self.done + (self.total / 4).max(1);
         }
     }
