@@ -76,25 +76,17 @@ impl Observer for Progress {
 
 /// What went wrong in one run, with the target's last output lines.
 pub fn describe_failure(variant: &str, sample: &Sample) -> String {
+    let status = sample
+        .exit_status
+        .as_ref()
+        .map_or_else(|| "an unknown status".to_string(), |s| s.to_string());
     let what = match &sample.outcome {
         Outcome::Ready => return String::new(),
         Outcome::Timeout => "not ready before --timeout".to_string(),
-        Outcome::ExitedEarly => format!(
-            "exited before ready ({})",
-            sample
-                .exit_status
-                .as_ref()
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "status unknown".into())
-        ),
-        Outcome::ExitFailure => format!(
-            "exited with {} (a failure: -i/--ignore-failure or --success-exit-codes accept it)",
-            sample
-                .exit_status
-                .as_ref()
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "an unknown status".into())
-        ),
+        Outcome::ExitedEarly => format!("exited before ready ({status})"),
+        Outcome::ExitFailure => {
+            format!("exited with {status} (a failure: -i/--ignore-failure or --success-exit-codes accept it)")
+        }
         Outcome::Interrupted => "interrupted".to_string(),
         Outcome::Failed { error_type } => format!("failed with {error_type}"),
     };
