@@ -188,8 +188,9 @@ pub struct CommonArgs {
 /// The practical-significance threshold of comparisons.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct NoiseArg {
-    /// Differences whose 95% CI is not wholly beyond ±this share of the baseline median
-    /// are reported as `~ (within noise threshold)`, significant or not.
+    /// A difference is `faster`/`slower` only when its 95% CI lies wholly beyond ±this
+    /// share of the baseline median; a significant one that does not is `~ (within noise
+    /// threshold)`.
     #[arg(long = "noise", value_name = "PCT", default_value = "1%", value_parser = parse_fraction)]
     pub noise: f64,
 }
