@@ -19,7 +19,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CS = os.path.join(ROOT, "target", "release", "coldstart")
 EX = os.path.join(ROOT, "target", "examples")
-PY = "/root/.pyenv/versions/3.11.7/bin/python3"
+# The real interpreter behind `python3` (on PATH it may be a shim, e.g. pyenv's).
+PY = subprocess.run(["python3", "-c", "import sys; print(sys.executable)"], capture_output=True,
+                    text=True, check=True).stdout.strip()
 PORT = "18932"
 URL = f"http://127.0.0.1:{PORT}/health"
 

@@ -27,7 +27,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CS = os.path.join(ROOT, "target", "release", "coldstart")
-PY = "/root/.pyenv/versions/3.11.7/bin/python3"
+# The real interpreter behind `python3` (on PATH it may be a shim, e.g. pyenv's).
+PY = subprocess.run(["python3", "-c", "import sys; print(sys.executable)"], capture_output=True,
+                    text=True, check=True).stdout.strip()
 # What our seccomp filter stops on (strace can only filter by name).
 TRACED = "execve,execveat,open,openat,openat2,connect,bind,listen,accept,accept4,clone,clone3,fork,vfork"
 

@@ -624,11 +624,11 @@ mod tests {
     /// interpreter's library mapping to loader, its imports to init.
     #[test]
     fn pyenv_shim_chain_loader_and_init() {
-        let py = "/root/.pyenv/versions/3.11.7/bin/python3.11";
-        let lib = "/root/.pyenv/versions/3.11.7/lib/python3.11";
+        let py = "/home/dev/.pyenv/versions/3.11.7/bin/python3.11";
+        let lib = "/home/dev/.pyenv/versions/3.11.7/lib/python3.11";
         let events = vec![
-            exec(1, 100, "/root/.pyenv/shims/python3"),
-            exec(4, 100, "/root/.pyenv/libexec/pyenv"),
+            exec(1, 100, "/home/dev/.pyenv/shims/python3"),
+            exec(4, 100, "/home/dev/.pyenv/libexec/pyenv"),
             ev(
                 5,
                 100,
@@ -646,14 +646,19 @@ mod tests {
                     signal: None,
                 },
             ),
-            exec(20, 100, "/root/.pyenv/libexec/pyenv-exec"),
+            exec(20, 100, "/home/dev/.pyenv/libexec/pyenv-exec"),
             exec(30, 100, py),
             open(31, 100, "/etc/ld.so.cache", true),
             open(31, 100, "/usr/lib/x86_64-linux-gnu/libm.so.6", true),
             mmap(32, 100, "/usr/lib/x86_64-linux-gnu/libm.so.6"),
             mmap(33, 100, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
             open(34, 100, &format!("{lib}/pyvenv.cfg"), false), // failed: not the end
-            open(35, 100, "/root/.pyenv/versions/3.11.7/bin/pybuilddir.txt", true),
+            open(
+                35,
+                100,
+                "/home/dev/.pyenv/versions/3.11.7/bin/pybuilddir.txt",
+                true,
+            ),
             mmap(36, 100, "/usr/lib/x86_64-linux-gnu/libz.so.1"), // after: init
             open(
                 37,
