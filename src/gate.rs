@@ -110,16 +110,10 @@ pub struct GateRow {
     pub reasons: Vec<String>,
 }
 
-fn median(xs: &[f64]) -> Option<f64> {
+fn summary(xs: &[f64]) -> Option<stats::Summary> {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
-    stats::summarize(&v).map(|s| s.p50)
-}
-
-fn median_ci(xs: &[f64]) -> Option<(f64, f64)> {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    stats::summarize(&v).and_then(|s| s.p50_ci)
+    stats::summarize(&v)
 }
 
 /// Decide one target. `design`: how the two sides were collected (one interleaved
@@ -130,8 +124,9 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
         &cand.ready_ms,
         stats::CompareOptions { design, noise },
     );
-    let mb = median(&base.ready_ms);
-    let mc = median(&cand.ready_ms);
+    let cand_summary = summary(&cand.ready_ms);
+    let mb = summary(&base.ready_ms).map(|s| s.p50);
+    let mc = cand_summary.as_ref().map(|s| s.p50);
     let mut fails = Vec::new();
     let mut warns = Vec::new();
     let mut notes = Vec::new();
@@ -164,7 +159,7 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
 
     if let (Some(max), Some(m)) = (limits.max_ms, mc) {
         use crate::report::format::ms;
-        let ci = median_ci(&cand.ready_ms);
+        let ci = cand_summary.as_ref().and_then(|s| s.p50_ci);
         if m > max {
             let why = match ci {
                 Some((lo, _)) if lo <= max => format!(
@@ -194,7 +189,13 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
 
     if let (Some(limit), Some(b)) = (limits.max_regression, mb) {
         let limit_ms = limit.ms(b);
-        let shown = |x: f64| format!("{} ({})", crate::report::format::signed_ms(x), signed_pct(x / b));
+        let shown = |x: f64| {
+            format!(
+                "{} ({})",
+                crate::report::format::signed_ms(x),
+                crate::report::format::signed_percent(x / b)
+            )
+        };
         match (&comparison.shift, design.supports_verdict()) {
             (Some(s), true) => match s.ci {
                 Some((lo, hi)) => {
@@ -291,10 +292,6 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
         status,
         reasons,
     }
-}
-
-fn signed_pct(x: f64) -> String {
-    crate::report::format::signed_percent(x)
 }
 
 #[cfg(test)]
