@@ -41,11 +41,7 @@ pub(crate) fn result(samples: Vec<Sample>) -> ExperimentResult {
 }
 
 fn mark(name: &str, ms: u64, source: MarkSource) -> Mark {
-    Mark {
-        name: name.into(),
-        source,
-        t_ns: ms * 1_000_000,
-    }
+    Mark::new(name, source, ms * 1_000_000)
 }
 
 /// base: a 1000 ms warmup, ok runs of 10/20/30 ms, one timeout; cand: 5/7 ms.

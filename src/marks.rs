@@ -163,11 +163,11 @@ impl Marks {
         for (name, regex, seen) in self.log.iter_mut().filter(|(_, _, seen)| !*seen) {
             if regex.is_match(line) {
                 *seen = true;
-                self.marks.push(Mark {
-                    name: name.clone(),
-                    source: MarkSource::Log,
-                    t_ns: now.saturating_sub(self.t0),
-                });
+                self.marks.push(Mark::new(
+                    name.clone(),
+                    MarkSource::Log,
+                    now.saturating_sub(self.t0),
+                ));
             }
         }
     }
@@ -190,11 +190,7 @@ fn parse_checkpoint(line: &str, t0: u64) -> Option<Mark> {
     let rest = line.strip_prefix("cs1 ")?;
     let (ns, name) = rest.split_once(' ')?;
     let ns: u64 = ns.parse().ok()?;
-    (!name.is_empty()).then(|| Mark {
-        name: name.to_string(),
-        source: MarkSource::Checkpoint,
-        t_ns: ns.saturating_sub(t0),
-    })
+    (!name.is_empty()).then(|| Mark::new(name, MarkSource::Checkpoint, ns.saturating_sub(t0)))
 }
 
 /// `NAME=REGEX` (for --mark).

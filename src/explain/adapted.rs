@@ -4,9 +4,9 @@
 
 use super::adapter::{Adapter, Collected};
 use super::otlp;
-use super::section::{ms_cell, Section, SectionMark, Table};
 use crate::run::{run_once, RunId, RunOptions};
-use crate::sample::{MarkSource, Sample};
+use crate::sample::section::{ms_cell, Section, SectionMark, Table};
+use crate::sample::Sample;
 use crate::target::{Readiness, Target};
 use crate::trace::Trace;
 use anyhow::{Context, Result};
@@ -107,10 +107,7 @@ fn checkpoints(sample: &Sample) -> Option<Section> {
     for m in &marks {
         let delta = m.t_ns.saturating_sub(prev);
         prev = m.t_ns;
-        let source = match m.source {
-            MarkSource::Checkpoint => "sdk",
-            MarkSource::Log => "log",
-        };
+        let source = m.source.label();
         rows.push((
             delta,
             vec![m.name.clone(), source.into(), ms_cell(m.t_ns), ms_cell(delta)],

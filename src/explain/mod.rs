@@ -6,20 +6,20 @@
 pub mod adapted;
 pub mod adapter;
 pub mod otlp;
-pub mod section;
+
 pub mod traced;
 
 use crate::cli::ExplainArgs;
 use crate::launch::signals;
 use crate::report;
 use crate::run::{run_once, RunId, RunOptions};
+use crate::sample::Section;
 use crate::stats::{self, Summary};
 use crate::target::{parse_env, Readiness, Target};
 use crate::trace::timeline::{self, Phase, Timeline};
 use crate::trace::Trace;
 use adapter::{Adapter, FinalExec};
 use anyhow::{bail, Context, Result};
-use section::Section;
 use serde::Serialize;
 use std::time::Duration;
 

@@ -17,8 +17,8 @@
 
 // Until explain wires sources into its runs, only the tests use the receiver.
 
-use super::section::{ms_cell, Section, SectionMark, Span, Table};
 use crate::clock;
+use crate::sample::section::{ms_cell, Section, SectionMark, Span, Table};
 use anyhow::{anyhow, Context, Result};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};

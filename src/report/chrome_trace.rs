@@ -12,7 +12,7 @@
 //! absolute CLOCK_MONOTONIC time zero is in `otherData.t0_ns`. Within a track
 //! events are emitted in non-decreasing `ts` order.
 
-use crate::explain::section::Section;
+use crate::sample::section::Section;
 use crate::trace::timeline::Timeline;
 use crate::trace::{Event, Trace};
 use serde::Serialize;

@@ -2,8 +2,8 @@
 //! first, like systemd-analyze blame), exec chain, files, network, processes.
 
 use super::format::ms;
-use crate::explain::section::Section;
 use crate::explain::Explanation;
+use crate::sample::section::Section;
 use crate::trace::timeline::OpenGroup;
 
 const WIDTH: usize = 48;

@@ -16,11 +16,7 @@ fn experiment() -> ExperimentResult {
     for round in 0..12 {
         samples.push(sample(0, round, false, Some(20.0 + round as f64)));
         let mut c = sample(1, round, false, Some(10.0 + round as f64 / 2.0));
-        c.marks = vec![Mark {
-            name: "config".into(),
-            source: MarkSource::Checkpoint,
-            t_ns: 4_000_000,
-        }];
+        c.marks = vec![Mark::new("config", MarkSource::Checkpoint, 4_000_000)];
         c.captures.insert("port".into(), "8080".into());
         c.requests_ns = vec![3_000_000, 1_000_000];
         c.shutdown_ns = Some(2_000_000);

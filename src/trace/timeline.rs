@@ -22,25 +22,7 @@ use super::{Event, SockAddr, SocketRole, Trace, TraceEvent};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Phase {
-    pub name: String,
-    pub start_ns: u64,
-    pub end_ns: u64,
-    pub dur_ns: u64,
-}
-
-impl Phase {
-    pub fn new(name: &str, start_ns: u64, end_ns: u64) -> Phase {
-        let end_ns = end_ns.max(start_ns);
-        Phase {
-            name: name.to_string(),
-            start_ns,
-            end_ns,
-            dur_ns: end_ns - start_ns,
-        }
-    }
-}
+pub use crate::sample::Phase;
 
 /// A named instant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

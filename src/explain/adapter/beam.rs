@@ -4,7 +4,7 @@
 //! its cost is the tracer's.
 
 use super::{Adapter, Collected, FinalExec, Injection};
-use crate::explain::section::{ms_cell, Section, Span, Table};
+use crate::sample::section::{ms_cell, Section, Span, Table};
 use crate::trace::{timeline::package_key, Event, Trace};
 use anyhow::Result;
 use std::collections::BTreeMap;

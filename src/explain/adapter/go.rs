@@ -18,7 +18,7 @@
 //! adapted run of a small Go server is a millisecond or two slower.
 
 use super::{append_option, Adapter, Collected, FinalExec, Injection};
-use crate::explain::section::{ms_cell, Section, Span, Table};
+use crate::sample::section::{ms_cell, Section, Span, Table};
 use anyhow::{bail, Context, Result};
 use regex::Regex;
 use std::collections::HashSet;

@@ -12,7 +12,7 @@
 //! it the section falls back to uptime and says so.
 
 use super::{append_option, Adapter, Collected, FinalExec, Injection};
-use crate::explain::section::{ms_cell, Section, SectionMark, Span, Table};
+use crate::sample::section::{ms_cell, Section, SectionMark, Span, Table};
 use anyhow::{bail, Context, Result};
 use regex::Regex;
 use std::collections::HashMap;

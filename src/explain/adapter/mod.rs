@@ -24,7 +24,7 @@ pub mod native;
 pub mod node;
 pub mod python;
 
-use super::section::Section;
+use crate::sample::section::Section;
 use crate::trace::Trace;
 use anyhow::Result;
 use regex::Regex;

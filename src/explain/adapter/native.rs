@@ -6,7 +6,7 @@
 //! with a TSC rate calibrated here against CLOCK_MONOTONIC.
 
 use super::{Adapter, Collected, FinalExec, Injection};
-use crate::explain::section::{ms_cell, Section, Table};
+use crate::sample::section::{ms_cell, Section, Table};
 use anyhow::Result;
 use std::collections::BTreeSet;
 use std::path::Path;

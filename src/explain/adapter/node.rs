@@ -10,7 +10,7 @@
 //! so that a server killed after ready has already written what it loaded.
 
 use super::{append_option, Adapter, Collected, FinalExec, Injection};
-use crate::explain::section::{ms_cell, Section, Span, Table};
+use crate::sample::section::{ms_cell, Section, Span, Table};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use std::collections::HashMap;

@@ -13,7 +13,7 @@
 //! microseconds of the interpreter's monotonic clock; there are no instants.
 
 use super::{Adapter, Collected, FinalExec, Injection};
-use crate::explain::section::{ms_cell, Section, Span, Table};
+use crate::sample::section::{ms_cell, Section, Span, Table};
 use anyhow::{Context, Result};
 use regex::Regex;
 use std::collections::HashMap;

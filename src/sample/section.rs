@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Section {
     /// Stable machine name: "python", "jvm", "node", "go", "native", "beam",
     /// "checkpoints", "otlp".
@@ -28,7 +28,7 @@ pub struct Section {
 
 /// A table whose rows are already sorted, largest first. Cells are text so that
 /// each source formats its own units; `key` columns stay machine-readable in JSON.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Table {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
@@ -37,7 +37,7 @@ pub struct Table {
 }
 
 /// An interval, ns since the run's time zero (spawn).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Span {
     pub name: String,
     pub start_ns: u64,
@@ -50,7 +50,7 @@ pub struct Span {
 }
 
 /// An instant, ns since the run's time zero.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SectionMark {
     pub name: String,
     pub at_ns: u64,

@@ -3,6 +3,14 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod mark;
+pub mod phase;
+pub mod section;
+
+pub use mark::{Mark, MarkSource};
+pub use phase::Phase;
+pub use section::Section;
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
@@ -138,24 +146,6 @@ impl Usage {
         self.processes += other.processes;
         self.threads += other.threads;
     }
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum MarkSource {
-    /// An SDK's checkpoint("name") on COLDSTART_FD.
-    Checkpoint,
-    /// The first output line matching a --mark regex.
-    Log,
-}
-
-/// A named instant inside a run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Mark {
-    pub name: String,
-    pub source: MarkSource,
-    /// Since time zero (the spawn), ns.
-    pub t_ns: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
