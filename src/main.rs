@@ -34,6 +34,7 @@ mod store;
 mod target;
 #[cfg(test)]
 mod testkit;
+mod timeline;
 mod trace;
 
 use clap::Parser;

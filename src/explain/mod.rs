@@ -16,7 +16,7 @@ use crate::run::{run_once, RunId, RunOptions};
 use crate::sample::Section;
 use crate::stats::{self, Summary};
 use crate::target::{parse_env, Readiness, Target};
-use crate::trace::timeline::{self, Phase, Timeline};
+use crate::timeline::{self, Phase, Timeline};
 use crate::trace::Trace;
 use adapter::{Adapter, FinalExec};
 use anyhow::{bail, Context, Result};

@@ -13,7 +13,7 @@
 //! events are emitted in non-decreasing `ts` order.
 
 use crate::sample::section::Section;
-use crate::trace::timeline::Timeline;
+use crate::timeline::Timeline;
 use crate::trace::{Event, Trace};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -375,7 +375,7 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::timeline;
+    use crate::timeline;
     use crate::trace::{Outcome, SockAddr, TraceEvent};
 
     fn sample() -> Trace {

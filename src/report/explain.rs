@@ -4,7 +4,7 @@
 use super::format::ms;
 use crate::explain::Explanation;
 use crate::sample::section::Section;
-use crate::trace::timeline::OpenGroup;
+use crate::timeline::OpenGroup;
 
 const WIDTH: usize = 48;
 

@@ -29,7 +29,7 @@
 //! stays attached until the tree is gone; a server stays usable (and observed:
 //! accept, first response) while the caller probes it.
 //!
-//! Build a [`timeline::Timeline`] from a [`Trace`] for phases, marks and groupings,
+//! Build a `timeline::Timeline` (src/timeline) from a [`Trace`] for phases, marks and groupings,
 //! and `report::chrome_trace::to_chrome_trace` for a Perfetto-loadable file.
 //!
 //! ```ignore
@@ -38,7 +38,7 @@
 //! opts.env = target.env.clone();
 //! opts.cwd = target.cwd.clone();
 //! let trace = trace::trace(&opts)?;                  // Outcome::Reached once the tree exited
-//! let timeline = trace::timeline::build(&trace);
+//! let timeline = coldstart::timeline::build(&trace);
 //! let json = report::chrome_trace::to_chrome_trace(&trace, &timeline, &[]);
 //!
 //! // explain --ready http://127.0.0.1:8080/ -- ./server
@@ -85,7 +85,6 @@
 mod procfs;
 mod ptrace;
 pub mod seccomp;
-pub mod timeline;
 
 #[cfg(test)]
 mod oracle_tests;

@@ -393,7 +393,7 @@ fn oracle_python_import() {
     let python = require!(testkit::python());
     let py = python.to_str().expect("a UTF-8 interpreter path");
     let t = oracle("python-import-json", &python, &[py, "-c", "import json"]);
-    let tl = super::timeline::build(&t);
+    let tl = crate::timeline::build(&t);
     assert!(tl.counts.libraries_mapped >= 1, "python maps libraries");
     assert!(tl
         .opens_by_kind
@@ -408,7 +408,7 @@ fn oracle_shim_chain() {
     // A shim chain of our own (bash script → bash script → interpreter), as pyenv's is.
     let shim = testkit::shim_chain(&python);
     let t = oracle("shim-chain", &shim, &["python3", "-c", "pass"]);
-    let tl = super::timeline::build(&t);
+    let tl = crate::timeline::build(&t);
     let final_step = tl.exec_chain.last().expect("an exec chain");
     assert_eq!(
         std::fs::canonicalize(&final_step.exe).ok(),
@@ -457,7 +457,7 @@ fn oracle_jvm_threads() {
     let java = require!(testkit::tool("JAVA", "java"));
     let java = std::fs::canonicalize(&java).unwrap_or(java);
     let t = oracle("java-version", &java, &["java", "-version"]);
-    let tl = super::timeline::build(&t);
+    let tl = crate::timeline::build(&t);
     assert!(
         tl.counts.threads >= 8,
         "a JVM starts many threads: {}",
@@ -533,7 +533,7 @@ fn oracle_python_sockets() {
         }) => *port,
         _ => 0,
     };
-    let tl = super::timeline::build(&t);
+    let tl = crate::timeline::build(&t);
     assert_eq!(tl.connects.len(), 3);
     let inet: Vec<String> = tl
         .connects
@@ -644,7 +644,7 @@ fn go_server_first_response() {
         })
         .expect("first response");
     assert!(listen < accept && accept < write);
-    let tl = super::timeline::build(&t);
+    let tl = crate::timeline::build(&t);
     assert!(tl.marks.iter().any(|m| m.name == "first-response"));
 }
 
@@ -667,7 +667,7 @@ fn forker_tree_is_followed_and_killed() {
     );
     assert_eq!(t.outcome, super::Outcome::TimedOut);
     assert!(t.killed);
-    let tl = super::timeline::build(&t);
+    let tl = crate::timeline::build(&t);
     assert_eq!(tl.counts.processes, 4, "{:?}", tl.processes);
     assert_eq!(tl.counts.threads, 2);
     for p in &tl.processes {

@@ -5,7 +5,8 @@
 
 use super::{Adapter, Collected, FinalExec, Injection};
 use crate::sample::section::{ms_cell, Section, Span, Table};
-use crate::trace::{timeline::package_key, Event, Trace};
+use crate::timeline::package_key;
+use crate::trace::{Event, Trace};
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -18,7 +18,7 @@
 //!
 //! `listen → ready` and `first request` come from the probe, not the tracer.
 
-use super::{Event, SockAddr, SocketRole, Trace, TraceEvent};
+use crate::trace::{Event, SockAddr, SocketRole, Trace, TraceEvent};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
