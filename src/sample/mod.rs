@@ -163,8 +163,12 @@ pub struct Sample {
     /// The target's exit status, when it exited on its own (exit readiness or early exit).
     pub exit_status: Option<ExitStatus>,
     pub usage: Usage,
-    /// Named groups of the log readiness regex, per run.
+    /// Named groups of the log readiness regex, per run (text, as the target printed it).
     pub captures: BTreeMap<String, String>,
+    /// Numbers a source measured in this run, by name, with the unit in the name
+    /// (`billed_ms`, `max_memory_mb`): summarised per variant by analysis.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, f64>,
     /// Latencies of the requests sent after ready (first = cold handler).
     pub requests_ns: Vec<u64>,
     /// SIGTERM → exit of the main process, ns (None if it had already exited or was killed).
@@ -205,6 +209,7 @@ impl Sample {
             exit_status: None,
             usage: Usage::default(),
             captures: BTreeMap::new(),
+            metrics: BTreeMap::new(),
             requests_ns: Vec::new(),
             shutdown_ns: None,
             killed: false,
