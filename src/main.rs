@@ -8,7 +8,8 @@ mod analysis_tests;
 mod bench;
 mod bounds;
 mod cli;
-mod clock;
+/// The one clock (crates/sys).
+use coldstart_sys::clock;
 mod config;
 mod demo;
 mod elf;
@@ -36,7 +37,8 @@ mod target;
 #[cfg(test)]
 mod testkit;
 mod timeline;
-mod trace;
+/// The syscall tracer: its own crate (crates/trace).
+use coldstart_trace as trace;
 
 use clap::Parser;
 

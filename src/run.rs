@@ -324,10 +324,8 @@ fn request(
 /// run it under the syscall tracer until its first listen(2). The tracer adds a
 /// little time per traced syscall, and procfs usage is not collected.
 fn traced_listen(target: &Target, opts: &RunOptions, id: RunId) -> Result<Sample> {
-    use crate::trace::{self, Event, StopWhen, TraceOptions};
-    let mut topts = TraceOptions::new(target.argv.clone(), target.program.clone());
-    topts.env = target.env.clone();
-    topts.cwd = target.cwd.clone();
+    use crate::trace::{self, Event, StopWhen};
+    let mut topts = crate::launch::traced::options(target);
     topts.timeout = opts.timeout;
     topts.stop_when = StopWhen::Listen;
     let trace = trace::trace(&topts).context("--ready listen on a static executable needs the tracer")?;

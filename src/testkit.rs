@@ -162,9 +162,29 @@ pub fn built(name: &str, sources: &[&Path], build: impl FnOnce(&Path) -> Command
     dest
 }
 
-/// The repository (the crate's manifest directory).
+/// The repository root: the nearest directory above the crate's manifest that
+/// holds `.ci/` (the workspace's crates include this file from crates/*).
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .find(|d| d.join(".ci").is_dir())
+        .map(Path::to_path_buf)
+        .unwrap_or(manifest)
+}
+
+/// A loopback port nothing listens on, from 20000–32000 (below the ephemeral
+/// range, so no outgoing connection can be holding it or take it meanwhile).
+pub fn free_port() -> u16 {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    for _ in 0..1000 {
+        let port = rng.gen_range(20000..32000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in 20000–32000 after 1000 tries")
 }
 
 /// A C example (examples/c/NAME.c) compiled with gcc, or a skip under GCC.

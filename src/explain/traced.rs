@@ -7,7 +7,7 @@ use crate::launch::wait::{pollfd, ppoll, TightTimers};
 use crate::launch::{output::LineBuffer, signals, tree};
 use crate::probe::{self, Probe};
 use crate::target::{Readiness, Target};
-use crate::trace::{self, Event, StopWhen, Trace, TraceOptions};
+use crate::trace::{self, Event, StopWhen, Trace};
 use anyhow::{bail, Context, Result};
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -18,9 +18,7 @@ const POLL: Duration = Duration::from_micros(200);
 /// Spawn → ready under the tracer; returns ready (ns since t0) and the trace.
 pub fn run(target: &Target, readiness: &Readiness, timeout: Duration) -> Result<(u64, Trace)> {
     probe::refuse_if_port_taken(readiness)?;
-    let mut opts = TraceOptions::new(target.argv.clone(), target.program.clone());
-    opts.env = target.env.clone();
-    opts.cwd = target.cwd.clone();
+    let mut opts = crate::launch::traced::options(target);
     opts.timeout = timeout;
     if matches!(readiness, Readiness::Exit) {
         opts.stop_when = StopWhen::Exit;

@@ -175,6 +175,12 @@ impl RunCgroup {
     pub fn procs_fd(&self) -> RawFd {
         self.procs.as_raw_fd()
     }
+
+    /// The open `cgroup.procs` (the cgroup itself is killed and removed through
+    /// the invocation's parent, so this handle is all a launcher needs).
+    pub fn into_procs(self) -> OwnedFd {
+        self.procs
+    }
 }
 
 /// Say once that runs go without a cgroup, and what that costs.

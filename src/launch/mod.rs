@@ -10,11 +10,14 @@
 //! - `watchdog`: a process that kills the runs' cgroups (and groups) when coldstart dies.
 //! - `output`: the target's output lines (per stream), the last few kept, claimed ones set aside.
 //! - `wait`: ppoll with ns timeouts and tight timer slack while probing.
+//! - `traced`: options for starting a target under the tracer (crates/trace) with the
+//!   same cleanup guarantees as a plain spawn.
 
 pub mod cgroup;
 pub mod output;
 pub mod signals;
 pub mod spawn;
+pub mod traced;
 pub mod tree;
 pub mod usage;
 pub mod wait;

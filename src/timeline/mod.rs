@@ -893,3 +893,6 @@ mod tests {
         assert_eq!(package_key("/x"), "/");
     }
 }
+
+#[cfg(test)]
+mod traced_tests;

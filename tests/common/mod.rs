@@ -62,17 +62,8 @@ pub fn stdout(o: &Output) -> String {
 /// ephemeral range (32768–60999), where a probe's own connect or a client's
 /// source port could take the port from under the test's server. Random, so
 /// tests running in parallel rarely collide; checked free by binding it.
-pub fn free_port() -> u16 {
-    use rand::Rng;
-    let mut rng = rand::thread_rng();
-    for _ in 0..1000 {
-        let port = rng.gen_range(20000..32000);
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no free loopback port in 20000–32000 after 1000 tries")
-}
+#[allow(unused_imports)] // not every test binary starts a server
+pub use testkit::free_port;
 
 /// A free even port inside the ephemeral range: only for tests of the
 /// self-connection a connect there can make (nothing may listen on it).

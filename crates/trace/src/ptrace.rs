@@ -24,11 +24,11 @@
 use super::procfs;
 use super::seccomp;
 use super::{Event, Shared, SockAddr, SocketRole, StopWhen, TraceEvent, TraceOptions};
-use crate::clock::now_ns;
 use anyhow::{anyhow, bail, Context, Result};
+use coldstart_sys::clock::now_ns;
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::SyncSender;
@@ -81,8 +81,8 @@ pub(super) struct Prepared {
     filter: Vec<libc::sock_filter>,
     devnull: OwnedFd,
     output: Option<OwnedFd>,
-    /// The run's cgroup (see launch::cgroup), entered before the exec.
-    cgroup: Option<crate::launch::cgroup::RunCgroup>,
+    /// The run cgroup's `cgroup.procs`, entered before the exec.
+    cgroup_procs: Option<OwnedFd>,
 }
 
 // SAFETY: the raw pointers point into the CStrings owned by the same struct
@@ -155,7 +155,10 @@ impl Prepared {
             filter: seccomp::build(opts.stop_when != StopWhen::Listen),
             devnull,
             output,
-            cgroup: crate::launch::cgroup::RunCgroup::create(),
+            cgroup_procs: match &opts.cgroup_procs {
+                Some(fd) => Some(fd.try_clone().context("duplicating the cgroup.procs fd")?),
+                None => None,
+            },
         })
     }
 }
@@ -259,13 +262,7 @@ const STAGE_EXEC: u32 = 4;
 const STAGE_SETUP: u32 = 5;
 
 fn pipe_cloexec() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two fds into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("pipe2");
-    }
-    // SAFETY: both fds are fresh and ours.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    coldstart_sys::pipe::pipe(false).context("pipe2")
 }
 
 /// Report `stage` and errno on `err_fd` and exit. Async-signal-safe.
@@ -506,11 +503,11 @@ fn spawn(p: &Prepared) -> Result<(i32, u64, OwnedFd)> {
     // guarantee). The move waits in the kernel for an RCU grace period (up to
     // ~20 ms): coldstart's time, not the target's, so time zero moves past it.
     let mut t0 = t0;
-    if let Some(cg) = &p.cgroup {
+    if let Some(procs) = &p.cgroup_procs {
         let before = now_ns();
         let text = pid.to_string();
         // SAFETY: writing a local buffer to a descriptor we own.
-        unsafe { libc::write(cg.procs_fd(), text.as_ptr().cast(), text.len()) };
+        unsafe { libc::write(procs.as_raw_fd(), text.as_ptr().cast(), text.len()) };
         t0 += now_ns() - before;
     }
     // SEIZE (not TRACEME): options are set atomically with the attach, new

@@ -88,6 +88,9 @@ pub mod seccomp;
 
 #[cfg(test)]
 mod oracle_tests;
+#[cfg(test)]
+#[path = "../../../src/testkit.rs"]
+mod testkit;
 
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
@@ -117,6 +120,13 @@ pub struct TraceOptions {
     /// Where the target's stdout and stderr go (a memfd, a pipe, a file);
     /// `None` sends them to /dev/null. Stdin is always /dev/null.
     pub output: Option<OwnedFd>,
+    /// A cgroup's `cgroup.procs`, opened for writing: the child is moved into it
+    /// before it is released to exec, so its whole tree is there. The kernel's
+    /// wait during the move is taken out of time zero.
+    pub cgroup_procs: Option<OwnedFd>,
+    /// Asked while waiting: true ends [`Session::wait`] with `Interrupted`
+    /// (the embedder's Ctrl-C, say). The tracer installs no signal handler.
+    pub interrupted: fn() -> bool,
 }
 
 impl TraceOptions {
@@ -130,6 +140,8 @@ impl TraceOptions {
             timeout: Duration::from_secs(60),
             stop_when: StopWhen::Exit,
             output: None,
+            cgroup_procs: None,
+            interrupted: || false,
         }
     }
 }
@@ -337,6 +349,7 @@ pub struct Session {
     t0_ns: u64,
     deadline: Instant,
     stop_when: StopWhen,
+    interrupted: fn() -> bool,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<Result<ptrace::Collected>>>,
     outcome: Outcome,
@@ -366,6 +379,7 @@ pub fn start(opts: &TraceOptions) -> Result<Session> {
             t0_ns: started.t0_ns,
             deadline: started_at + opts.timeout,
             stop_when: opts.stop_when,
+            interrupted: opts.interrupted,
             shared,
             thread: Some(thread),
             outcome: Outcome::NotWaited,
@@ -417,7 +431,7 @@ impl Session {
             // an interrupt must end the wait by itself, not only through the
             // tree's exit. Checked every 20 ms; the trace's times come from the
             // tracer's own clock, so this cadence does not touch any figure.
-            if crate::launch::signals::interrupted() {
+            if (self.interrupted)() {
                 break Outcome::Interrupted;
             }
             let now = Instant::now();
