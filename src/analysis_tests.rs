@@ -3,13 +3,20 @@
 //! module's and the verdict's tests' business.)
 
 use crate::analysis::{analyze, Analysis};
-use crate::experiment::schedule::tests::plan_of;
 use crate::experiment::ExperimentResult;
 use crate::sample::{Mark, MarkSource, Outcome, RunId, Sample};
 
 /// Two variants, `base` and `cand`, running `true`.
 pub(crate) fn variants() -> Vec<crate::experiment::Variant> {
-    plan_of(&["--name", "base", "--", "true", "--name", "cand", "--", "true"]).variants
+    ["base", "cand"]
+        .iter()
+        .map(|name| crate::experiment::Variant {
+            name: name.to_string(),
+            target: crate::target::Target::new(vec!["true".into()], Vec::new(), None)
+                .expect("true is on PATH"),
+            readiness: crate::target::Readiness::Exit,
+        })
+        .collect()
 }
 
 pub(crate) fn sample(variant: usize, round: usize, warmup: bool, ready_ms: Option<f64>) -> Sample {

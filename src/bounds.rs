@@ -48,6 +48,20 @@ pub fn runs(flag: &str, v: usize, min: usize) -> Result<usize> {
     count(flag, v, min, MAX_RUNS)
 }
 
+/// `5%` or `5` → 0.05 (a percentage ≥ 0 and below 1000 %).
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage: write e.g. 5%"))?;
+    if !(0.0..1000.0).contains(&v) {
+        return Err(format!("'{s}' must be a percentage from 0% to below 1000%"));
+    }
+    Ok(v / 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

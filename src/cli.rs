@@ -1,7 +1,7 @@
 //! Command-line definitions (clap) and the variant grammar of `bench`.
 
-use crate::experiment::{CiOf, Order};
 use clap::{Args, Parser, Subcommand};
+use coldstart::experiment::{CiOf, Order};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -198,30 +198,33 @@ pub struct NoiseArg {
 impl Default for NoiseArg {
     fn default() -> Self {
         NoiseArg {
-            noise: crate::stats::DEFAULT_NOISE,
+            noise: coldstart::stats::DEFAULT_NOISE,
         }
     }
 }
 
-/// `5%` or `5` → 0.05 (a percentage ≥ 0 and below 1000 %).
-pub fn parse_fraction(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .trim_end_matches('%')
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a percentage: write e.g. 5%"))?;
-    if !(0.0..1000.0).contains(&v) {
-        return Err(format!("'{s}' must be a percentage from 0% to below 1000%"));
-    }
-    Ok(v / 100.0)
-}
+pub use coldstart::bounds::parse_fraction;
 
 impl CommonArgs {
+    /// Where a command's results go.
+    pub fn outputs(
+        &self,
+        config: Option<&coldstart::config::Config>,
+        root: &std::path::Path,
+    ) -> coldstart::session::Outputs {
+        coldstart::session::Outputs {
+            store: (!self.no_store)
+                .then(|| coldstart::config::store_spec(self.store.store.as_deref(), config, root)),
+            quiet: self.quiet,
+            noise: self.noise.noise,
+            exports: self.export.exports(),
+        }
+    }
+
     /// The run-order seed: --seed, else one drawn from the clock and our pid.
     pub fn seed(&self) -> u64 {
         self.seed
-            .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id()))
+            .unwrap_or_else(|| coldstart::clock::now_ns() ^ u64::from(std::process::id()))
     }
 }
 
@@ -393,16 +396,16 @@ pub struct BenchArgs {
     #[arg(short, long)]
     pub warmup: Option<usize>,
     /// Run order: shuffled rounds (each round runs every variant once, in random order) or sequential.
-    #[arg(long, value_enum, default_value_t = Order::Shuffled)]
-    pub order: Order,
+    #[arg(long, value_enum, default_value_t = OrderArg::Shuffled)]
+    pub order: OrderArg,
     /// Stop adaptively once every variant's median 95% CI half-width is within this
     /// (e.g. `2%` of the median, or `5ms`). Uses --min-runs/--max-runs instead of --runs.
     #[arg(long, value_name = "PCT|MS")]
     pub target_ci: Option<String>,
     /// With --target-ci: narrow each variant's median CI, or each variant's shift CI
     /// against the baseline (the comparison; needs interleaved runs).
-    #[arg(long, value_enum, default_value_t = CiOf::Median, value_name = "median|shift")]
-    pub target_ci_of: CiOf,
+    #[arg(long, value_enum, default_value_t = CiOfArg::Median, value_name = "median|shift")]
+    pub target_ci_of: CiOfArg,
     /// With --target-ci: runs per variant before stopping is considered.
     #[arg(long, default_value_t = 10)]
     pub min_runs: usize,
@@ -525,8 +528,8 @@ pub struct LambdaArgs {
     /// Unmeasured runs per variant first (page cache warm-up).
     #[arg(short, long, default_value_t = 1)]
     pub warmup: usize,
-    #[arg(long, value_enum, default_value_t = Order::Shuffled)]
-    pub order: Order,
+    #[arg(long, value_enum, default_value_t = OrderArg::Shuffled)]
+    pub order: OrderArg,
     /// The event to invoke the function with (JSON file) [default: {}].
     #[arg(long, value_name = "PATH")]
     pub event: Option<PathBuf>,
@@ -745,5 +748,58 @@ mod tests {
         assert!(e.contains("no `--`"), "{e}");
         let e = split_bench_args(&s(&["--name", "a", "--"])).unwrap_err();
         assert!(e.contains("no command"), "{e}");
+    }
+}
+
+impl ExportArgs {
+    pub fn exports(&self) -> coldstart::report::export::Exports {
+        coldstart::report::export::Exports {
+            json: self.export_json.clone(),
+            markdown: self.export_markdown.clone(),
+            csv: self.export_csv.clone(),
+            trace: None,
+        }
+    }
+
+    /// Refuse before any run an export path that cannot be written.
+    pub fn check_dirs(&self) -> anyhow::Result<()> {
+        self.exports().check()
+    }
+}
+
+/// `--order` (the library's [`Order`] knows nothing of the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OrderArg {
+    /// Each round runs every variant once, in a fresh random order, so drift
+    /// (thermal, other load, page cache) hits all variants alike.
+    Shuffled,
+    /// All runs of the first variant, then all of the next (hyperfine's order).
+    Sequential,
+}
+
+impl From<OrderArg> for Order {
+    fn from(o: OrderArg) -> Order {
+        match o {
+            OrderArg::Shuffled => Order::Shuffled,
+            OrderArg::Sequential => Order::Sequential,
+        }
+    }
+}
+
+/// `--target-ci-of`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CiOfArg {
+    /// Each variant's median.
+    Median,
+    /// Each variant's Hodges–Lehmann shift against the baseline: the comparison.
+    Shift,
+}
+
+impl From<CiOfArg> for CiOf {
+    fn from(o: CiOfArg) -> CiOf {
+        match o {
+            CiOfArg::Median => CiOf::Median,
+            CiOfArg::Shift => CiOf::Shift,
+        }
     }
 }

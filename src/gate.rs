@@ -26,7 +26,7 @@ impl Regression {
     pub fn parse(flag: &str, s: &str) -> anyhow::Result<Regression> {
         let t = s.trim();
         if t.ends_with('%') {
-            return crate::cli::parse_fraction(t)
+            return crate::bounds::parse_fraction(t)
                 .map(Regression::Relative)
                 .map_err(|e| anyhow::anyhow!("bad {flag}: {e}"));
         }

@@ -1,46 +1,14 @@
-//! coldstart: a cold-start lab for programs on Linux.
+//! coldstart: a cold-start lab for programs on Linux. The command line over the
+//! `coldstart` library: argument parsing (cli.rs) and one module per command (cmd/).
 
-mod analysis;
-// Beside analysis.rs, not inside it: the verdict code there changes independently.
-#[cfg(test)]
-#[path = "analysis_tests.rs"]
-mod analysis_tests;
-mod bench;
-mod bounds;
 mod cli;
-/// The one clock (crates/sys).
-use coldstart_sys::clock;
-mod config;
-mod demo;
-mod elf;
-mod experiment;
-mod explain;
+mod cmd;
 #[cfg(test)]
-mod fuzz_tests;
-mod gate;
-mod history;
-mod lambda;
-mod launch;
-mod marks;
-mod out;
-mod probe;
-mod report;
-#[cfg(test)]
-#[path = "report/report_tests.rs"]
-mod report_tests;
-mod run;
-mod sample;
-/// Pure statistics: its own crate (crates/stats), named here as before.
-use coldstart_stats as stats;
-mod store;
-mod target;
-#[cfg(test)]
+#[path = "testkit.rs"]
 mod testkit;
-mod timeline;
-/// The syscall tracer: its own crate (crates/trace).
-use coldstart_trace as trace;
 
 use clap::Parser;
+use coldstart::{launch, marks};
 
 fn main() {
     let code = match real_main() {
@@ -68,14 +36,14 @@ fn real_main() -> anyhow::Result<i32> {
                 (raw[..2].iter().cloned().chain(globals).collect(), Vec::new())
             }
             Err(msg) => {
-                crate::out::errln!("coldstart: error: {msg}");
+                coldstart::out::errln!("coldstart: error: {msg}");
                 return Ok(2);
             }
         },
         Some("bench") => match cli::split_bench_args(&raw[2..]) {
             Ok((globals, variants)) => (raw[..2].iter().cloned().chain(globals).collect(), variants),
             Err(msg) => {
-                crate::out::errln!("coldstart: error: {msg}");
+                coldstart::out::errln!("coldstart: error: {msg}");
                 return Ok(2);
             }
         },
@@ -87,17 +55,17 @@ fn real_main() -> anyhow::Result<i32> {
     match &mut cli.command {
         cli::Command::Bench(b) => {
             b.variants = variants;
-            bench::run(b)
+            cmd::bench::run(b)
         }
-        cli::Command::Demo(d) => demo::run(d),
-        cli::Command::Explain(a) => explain::run(a),
-        cli::Command::History(a) => history::history(a),
-        cli::Command::Show(a) => history::show(a),
-        cli::Command::Compare(a) => history::compare(a),
-        cli::Command::Gate(a) => history::gate(a),
+        cli::Command::Demo(d) => cmd::demo::run(d),
+        cli::Command::Explain(a) => cmd::explain::run(a),
+        cli::Command::History(a) => cmd::history::history(a),
+        cli::Command::Show(a) => cmd::history::show(a),
+        cli::Command::Compare(a) => cmd::history::compare(a),
+        cli::Command::Gate(a) => cmd::history::gate(a),
         cli::Command::Lambda(a) => {
             a.variants = lambda_variants;
-            lambda::command::run(a)
+            cmd::lambda::run(a)
         }
     }
 }

@@ -54,11 +54,13 @@ pub fn text(s: &str) -> Result<()> {
 }
 
 /// `print!` through [`text`]; evaluates to `anyhow::Result<()>`.
+#[macro_export]
 macro_rules! out {
     ($($t:tt)*) => { $crate::out::text(&format!($($t)*)) };
 }
 
 /// `println!` through [`text`]; evaluates to `anyhow::Result<()>`.
+#[macro_export]
 macro_rules! outln {
     () => { $crate::out::text("\n") };
     ($($t:tt)*) => { $crate::out::text(&(format!($($t)*) + "\n")) };
@@ -74,8 +76,11 @@ pub fn err_line(s: &str) {
 }
 
 /// `eprintln!` through [`err_line`].
+#[macro_export]
 macro_rules! errln {
     ($($t:tt)*) => { $crate::out::err_line(&format!($($t)*)) };
 }
 
-pub(crate) use {errln, out, outln};
+// Exported at the crate root by #[macro_export]; named here too so callers
+// write `out::outln!` as before.
+pub use crate::{errln, out, outln};

@@ -11,7 +11,7 @@ pub struct Variant {
     pub readiness: Readiness,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Order {
     /// Each round runs every variant once, in a fresh random order, so drift
@@ -50,7 +50,7 @@ pub enum StopRule {
 }
 
 /// Which interval adaptive stopping narrows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum CiOf {
     /// Each variant's median.

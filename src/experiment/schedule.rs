@@ -195,7 +195,3 @@ fn should_stop(
     };
     all_tight.then_some("target-ci")
 }
-
-#[cfg(test)]
-#[path = "schedule_tests.rs"]
-pub(crate) mod tests;

@@ -12,7 +12,7 @@
 //! lines), `bare` (the no-emulator baseline).
 
 pub mod bare;
-pub mod command;
+
 pub mod env;
 pub mod extensions_api;
 pub mod processes;
@@ -40,7 +40,7 @@ use std::time::Duration;
 
 /// Shutdown budget with external extensions ([DG]): 2,000 ms, of which the runtime
 /// gets 300 ms after SIGTERM (500 ms with an internal extension).
-const SHUTDOWN_MS: u64 = 2_000;
+pub const SHUTDOWN_MS: u64 = 2_000;
 const RUNTIME_GRACE_MS: u64 = 300;
 const RUNTIME_GRACE_INTERNAL_MS: u64 = 500;
 

@@ -227,3 +227,41 @@ mod tests {
         assert_eq!(left.len(), 1, "no temp file left behind");
     }
 }
+
+/// Every export a command was asked for, checked together before the first run
+/// and written together after the last (hyperfine's ExportManager). A format
+/// a command does not produce is simply never set.
+#[derive(Debug, Clone, Default)]
+pub struct Exports {
+    pub json: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
+    /// Chrome Trace Event JSON (explain).
+    pub trace: Option<PathBuf>,
+}
+
+impl Exports {
+    /// Refuse, before anything runs, a path that cannot be written.
+    pub fn check(&self) -> Result<()> {
+        check(&[&self.json, &self.markdown, &self.csv, &self.trace])
+    }
+
+    /// An experiment's results in every format asked for.
+    pub fn write_experiment(
+        &self,
+        result: &crate::experiment::ExperimentResult,
+        analysis: &crate::analysis::Analysis,
+        settings: &super::json::Settings,
+    ) -> Result<()> {
+        if let Some(p) = &self.json {
+            write(p, super::json::render(result, analysis, settings)?.as_bytes())?;
+        }
+        if let Some(p) = &self.markdown {
+            write(p, super::markdown::render(analysis).as_bytes())?;
+        }
+        if let Some(p) = &self.csv {
+            write(p, &super::csv::render(result).context("rendering CSV")?)?;
+        }
+        Ok(())
+    }
+}

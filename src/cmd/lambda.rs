@@ -2,14 +2,13 @@
 //! variant per size) → bench's `measure` (schedule, store, statistics, reports),
 //! with an emulated cold start as the runner.
 
-use super::{cold_start, discover_extensions, env, sandbox, Config, Options};
-use crate::bench;
 use crate::cli::{LambdaArgs, LambdaVariantArgs, LambdaVariantSpec};
-use crate::config;
-use crate::experiment::{Plan, StopRule, Variant};
-use crate::run::RunOptions;
-use crate::target::{parse_env, Readiness, Target};
 use anyhow::{anyhow, bail, Context, Result};
+use coldstart::config;
+use coldstart::experiment::{Plan, StopRule, Variant};
+use coldstart::lambda::{cold_start, discover_extensions, env, sandbox, Config, Options};
+use coldstart::run::RunOptions;
+use coldstart::target::{parse_env, Readiness, Target};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -98,16 +97,16 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<(String, Config)>> {
 }
 
 pub fn run(args: &LambdaArgs) -> Result<i32> {
-    crate::bounds::runs("--runs", args.runs, 1)?;
-    crate::bounds::runs("--warmup", args.warmup, 0)?;
-    crate::bounds::count(
+    coldstart::bounds::runs("--runs", args.runs, 1)?;
+    coldstart::bounds::runs("--warmup", args.warmup, 0)?;
+    coldstart::bounds::count(
         "--output-lines",
         args.common.output_lines,
         0,
-        crate::bounds::MAX_OUTPUT_LINES,
+        coldstart::bounds::MAX_OUTPUT_LINES,
     )?;
-    let init_timeout = crate::bounds::seconds("--init-timeout", args.init_timeout, false)?;
-    let function_timeout = crate::bounds::seconds("--timeout", args.timeout, false)?;
+    let init_timeout = coldstart::bounds::seconds("--init-timeout", args.init_timeout, false)?;
+    let function_timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
     args.common.export.check_dirs()?;
     let configs = variants(args)?;
     let event = match &args.event {
@@ -164,7 +163,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             })
             .collect(),
         warmup: args.warmup,
-        order: args.order,
+        order: args.order.into(),
         stop: StopRule::Fixed { runs: args.runs },
         keep_going: args.common.keep_going,
         seed: args.common.seed(),
@@ -173,7 +172,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             poll_interval: Duration::ZERO,
             requests: 1,
             request_url: None,
-            grace: Duration::from_millis(super::SHUTDOWN_MS),
+            grace: Duration::from_millis(coldstart::lambda::SHUTDOWN_MS),
             tail_lines: args.common.output_lines,
             log_marks: Vec::new(),
             claims: Vec::new(),
@@ -198,17 +197,15 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             ),
             None => "no cgroup: no memory or CPU limit".into(),
         };
-        crate::out::errln!("coldstart lambda: {} variant(s), {limits}", configs.len());
+        coldstart::out::errln!("coldstart lambda: {} variant(s), {limits}", configs.len());
     }
     let root = config::project_root();
     let cfg = config::load(&root)?;
-    let settings = bench::settings(&plan, args.common.noise.noise);
-    bench::measure(
+    let settings = coldstart::session::settings(&plan, args.common.noise.noise);
+    coldstart::session::measure(
         &plan,
         &settings,
-        &args.common,
-        cfg.as_ref(),
-        &root,
+        &args.common.outputs(cfg.as_ref(), &root),
         &mut |v, id| cold_start(&rt, &configs[v].1, &opts, id),
     )
 }

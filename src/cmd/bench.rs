@@ -1,18 +1,16 @@
 //! The `bench` command: arguments (+ coldstart.toml) → plan → experiment
 //! (samples recorded in the store as they come) → analysis → reports.
 
-use crate::analysis::{analyze, Analysis};
-use crate::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
-use crate::cli::{BenchArgs, CommonArgs, ExportArgs, VariantArgs, VariantSpec};
-use crate::config::{self, Config};
-use crate::experiment::{self, CiOf, ExperimentResult, Observer, Order, Plan, StopRule, Variant};
-use crate::out;
-use crate::report::{self, json::Settings, progress::Progress};
-use crate::run::RunOptions;
-use crate::sample::{ExitPolicy, Sample};
-use crate::store::{self, Store};
-use crate::target::{parse_env, Readiness, Target};
-use anyhow::{anyhow, bail, Context, Result};
+use crate::cli::{BenchArgs, VariantArgs, VariantSpec};
+use anyhow::{anyhow, bail, Result};
+use coldstart::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
+use coldstart::config::{self, Config};
+use coldstart::experiment::{CiOf, Order, Plan, StopRule, Variant};
+use coldstart::out;
+use coldstart::run::RunOptions;
+use coldstart::sample::ExitPolicy;
+use coldstart::session;
+use coldstart::target::{parse_env, Readiness, Target};
 use std::path::Path;
 use std::time::Duration;
 
@@ -85,11 +83,11 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
                     args.max_runs
                 );
             }
-            if args.target_ci_of == CiOf::Shift {
+            if CiOf::from(args.target_ci_of) == CiOf::Shift {
                 if variants.len() < 2 {
                     bail!("--target-ci-of shift needs a second variant to compare with the baseline");
                 }
-                if args.order == Order::Sequential {
+                if Order::from(args.order) == Order::Sequential {
                     bail!("--target-ci-of shift needs interleaved runs: drop --order sequential");
                 }
             }
@@ -98,7 +96,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
                 max_runs: args.max_runs,
                 target,
                 relative,
-                of: args.target_ci_of,
+                of: args.target_ci_of.into(),
             }
         }
     };
@@ -120,7 +118,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
     Ok(Plan {
         variants,
         warmup,
-        order: args.order,
+        order: args.order.into(),
         stop,
         keep_going: args.common.keep_going,
         seed: args.common.seed(),
@@ -134,7 +132,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
             log_marks: args
                 .marks
                 .iter()
-                .map(|m| crate::marks::parse_log_mark(m))
+                .map(|m| coldstart::marks::parse_log_mark(m))
                 .collect::<Result<_>>()?,
             claims: Vec::new(),
             exit_policy: match (&args.success_exit_codes, args.ignore_failure) {
@@ -145,13 +143,6 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
             },
         },
     })
-}
-
-impl ExportArgs {
-    /// Refuse before any run an export path that cannot be written.
-    pub fn check_dirs(&self) -> Result<()> {
-        report::export::check(&[&self.export_json, &self.export_markdown, &self.export_csv])
-    }
 }
 
 /// Variants for targets named on the command line, from coldstart.toml.
@@ -225,158 +216,27 @@ fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
     Ok(if relative { (v / 100.0, true) } else { (v, false) })
 }
 
-/// Progress on screen, and each finished run committed to the store.
-struct Recorder<'a> {
-    progress: &'a mut Progress,
-    store: Option<(Store, i64)>,
-    error: Option<anyhow::Error>,
-}
-
-impl Observer for Recorder<'_> {
-    fn planned(&mut self, total_runs: usize) {
-        self.progress.planned(total_runs);
-    }
-
-    fn finished(&mut self, variant: &Variant, sample: &Sample) {
-        self.progress.finished(variant, sample);
-        if let Some((store, id)) = self.store.as_mut() {
-            if let Err(e) = store.add_sample(*id, sample) {
-                // Keep measuring; the failure is reported (and fails the command) at the end.
-                self.error = Some(e);
-                self.store = None;
-            }
-        }
-    }
-}
-
 pub fn run(args: &BenchArgs) -> Result<i32> {
     let root = config::project_root();
     let config = config::load(&root)?;
     let plan = plan(args, config.as_ref(), &root)?;
-    let settings = settings(&plan, args.common.noise.noise);
-    let code = measure(
+    let settings = session::settings(&plan, args.common.noise.noise);
+    let code = session::measure(
         &plan,
         &settings,
-        &args.common,
-        config.as_ref(),
-        &root,
+        &args.common.outputs(config.as_ref(), &root),
         &mut |v, id| {
             let variant = &plan.variants[v];
-            crate::run::run_once(&variant.target, &variant.readiness, &plan.run, id)
+            coldstart::run::run_once(&variant.target, &variant.readiness, &plan.run, id)
         },
     )?;
     if args.explain && code == 0 {
         for v in &plan.variants {
-            let explained = crate::explain::once(&v.target, &v.readiness, &plan.run)?;
+            let explained = coldstart::explain::once(&v.target, &v.readiness, &plan.run)?;
             out::out!("\n== explain: {}\n{explained}", v.name)?;
         }
     }
     Ok(code)
-}
-
-/// Execute a plan with `runner` (one run → one Sample), recording every finished
-/// run in the store as it comes, then print and export bench's reports. Shared by
-/// `bench` and `lambda`; returns the command's exit code.
-pub fn measure(
-    plan: &Plan,
-    settings: &Settings,
-    outputs: &CommonArgs,
-    config: Option<&Config>,
-    root: &Path,
-    runner: &mut experiment::Runner,
-) -> Result<i32> {
-    let settings_json = serde_json::to_string(settings)?;
-    let store = if outputs.no_store {
-        None
-    } else {
-        let spec = config::store_spec(outputs.store.store.as_deref(), config, root);
-        let mut store = Store::open(&spec)?;
-        let id = store.begin(&store::meta::collect(), &settings_json, &plan.variants)?;
-        Some((store, id))
-    };
-    let mut progress = Progress::new(outputs.quiet);
-    let mut recorder = Recorder {
-        progress: &mut progress,
-        store,
-        error: None,
-    };
-    let executed = experiment::execute_with(plan, &mut recorder, runner);
-    let (store, store_error) = (recorder.store.take(), recorder.error.take());
-    progress.finish();
-    let result = executed?;
-    let mut stored_as = None;
-    if let Some((mut store, id)) = store {
-        store.finish(id, &result.stopped)?;
-        stored_as = Some((id, store.location.clone()));
-    }
-    let analysis = analyze(&result, outputs.noise.noise);
-    // Exports before printing: a reader that closes stdout early (`| head`) must
-    // not cost the files.
-    export(&outputs.export, &result, &analysis, settings).map_err(|e| match &stored_as {
-        Some((id, location)) => e.context(format!("the runs are stored as experiment {id} in {location}")),
-        None => e,
-    })?;
-    out::out!("{}", report::terminal::render(&result, &analysis))?;
-    if let Some((id, location)) = stored_as {
-        out::outln!("stored as experiment {id} in {location}")?;
-    }
-    if let Some(e) = store_error {
-        return Err(e.context("the runs were measured and printed, but storing them failed"));
-    }
-    Ok(exit_code(&result))
-}
-
-pub fn settings(plan: &Plan, noise: f64) -> Settings {
-    Settings {
-        runs: match plan.stop {
-            StopRule::Fixed { runs } => runs.to_string(),
-            StopRule::Adaptive {
-                min_runs,
-                max_runs,
-                of,
-                ..
-            } => format!(
-                "{min_runs}..{max_runs} (target CI of the {})",
-                format!("{of:?}").to_lowercase()
-            ),
-        },
-        warmup: plan.warmup,
-        order: format!("{:?}", plan.order).to_lowercase(),
-        timeout_ms: plan.run.timeout.as_millis() as u64,
-        poll_interval_us: plan.run.poll_interval.as_micros() as u64,
-        requests: plan.run.requests,
-        seed: plan.seed,
-        noise,
-    }
-}
-
-pub fn export(
-    to: &ExportArgs,
-    result: &ExperimentResult,
-    analysis: &Analysis,
-    settings: &Settings,
-) -> Result<()> {
-    if let Some(p) = &to.export_json {
-        report::write_export(p, report::json::render(result, analysis, settings)?.as_bytes())?;
-    }
-    if let Some(p) = &to.export_markdown {
-        report::write_export(p, report::markdown::render(analysis).as_bytes())?;
-    }
-    if let Some(p) = &to.export_csv {
-        report::write_export(p, &report::csv::render(result).context("rendering CSV")?)?;
-    }
-    Ok(())
-}
-
-/// 0 when every measured run succeeded (or failures were tolerated with
-/// --keep-going and some runs succeeded); 1 on a stopping failure; 130 on interrupt.
-pub fn exit_code(result: &ExperimentResult) -> i32 {
-    match result.stopped.as_str() {
-        "interrupted" => 130,
-        "failure" => 1,
-        _ if (0..result.variants.len()).any(|v| result.ready_ms(v).is_empty()) => 1,
-        _ => 0,
-    }
 }
 
 #[cfg(test)]

@@ -2,9 +2,10 @@
 //! measuring stops. Plans come from real `bench` argument lists (the CLI grammar
 //! and bench::plan), so the tests follow the flags users type.
 
-use super::*;
-use crate::sample::{Outcome, Sample};
 use clap::Parser;
+use coldstart::experiment::*;
+use coldstart::sample::RunId;
+use coldstart::sample::{Outcome, Sample};
 use std::collections::BTreeSet;
 
 /// The plan `coldstart bench ARGS` would execute.
@@ -20,7 +21,7 @@ pub(crate) fn plan_of(args: &[&str]) -> Plan {
         panic!("not a bench command");
     };
     b.variants = variants;
-    crate::bench::plan(b, None, std::path::Path::new(".")).expect("a valid plan")
+    crate::cmd::bench::plan(b, None, std::path::Path::new(".")).expect("a valid plan")
 }
 
 /// Three variants running `true`.

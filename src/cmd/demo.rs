@@ -11,7 +11,7 @@ use std::process::Command;
 pub fn run(args: &DemoArgs) -> Result<i32> {
     let root = repo_root()?;
     let out = root.join("target/examples");
-    crate::out::errln!("coldstart demo: building examples (examples/build.sh)…");
+    coldstart::out::errln!("coldstart demo: building examples (examples/build.sh)…");
     let status = Command::new("bash")
         .arg(root.join("examples/build.sh"))
         .arg(&out)
@@ -105,11 +105,11 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
 }
 
 fn section(title: &str, bench_args: &[String]) -> Result<i32> {
-    crate::out::out!(
+    coldstart::out::out!(
         "\n== {title}\n$ coldstart bench {}\n\n",
-        crate::target::shell_join(bench_args)
+        coldstart::target::shell_join(bench_args)
     )?;
-    if crate::out::closed() {
+    if coldstart::out::closed() {
         // Nobody reads the demo any more (`coldstart demo | head`): stop here.
         return Ok(0);
     }
@@ -123,7 +123,7 @@ fn section(title: &str, bench_args: &[String]) -> Result<i32> {
         bail!("internal: demo built a non-bench command")
     };
     b.variants = variants;
-    crate::bench::run(&b)
+    crate::cmd::bench::run(&b)
 }
 
 /// The repository this binary was built from (the examples live there), or the
@@ -157,5 +157,5 @@ fn real_python() -> Option<String> {
 
 /// A port nothing listens on right now, outside the ephemeral range.
 fn free_port() -> Result<u16> {
-    crate::probe::tcp::unused_port()
+    coldstart::probe::tcp::unused_port()
 }

@@ -1,15 +1,15 @@
 //! The commands over stored experiments: history, show, compare, gate.
 
-use crate::analysis::analyze;
 use crate::cli::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
-use crate::config;
-use crate::experiment::ExperimentResult;
-use crate::gate::{self, Limits, Regression, Side, Status};
-use crate::out::{out, outln};
-use crate::report::{self, json::Settings};
-use crate::stats::Design;
-use crate::store::{Filter, Store, Stored};
 use anyhow::{bail, Result};
+use coldstart::analysis::analyze;
+use coldstart::config;
+use coldstart::experiment::ExperimentResult;
+use coldstart::gate::{self, Limits, Regression, Side, Status};
+use coldstart::out::{out, outln};
+use coldstart::report::{self, json::Settings};
+use coldstart::stats::Design;
+use coldstart::store::{Filter, Store, Stored};
 
 fn open(args: &StoreArgs) -> Result<Store> {
     let root = config::project_root();
@@ -47,7 +47,9 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     let settings: Settings = serde_json::from_str(&stored.settings_json)?;
     let analysis = analyze(&stored.result, args.noise.unwrap_or(settings.noise));
     // Exports first, printing last (see out.rs).
-    crate::bench::export(&args.export, &stored.result, &analysis, &settings)?;
+    args.export
+        .exports()
+        .write_experiment(&stored.result, &analysis, &settings)?;
     outln!(
         "experiment {} ({})",
         stored.id,
@@ -149,7 +151,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
     let mut cv = c.result.variants[ci].clone();
     bv.name = format!("{}@{}", bv.name, b.id);
     cv.name = format!("{}@{}", cv.name, c.id);
-    fn pick(s: &Stored, i: usize, as_idx: usize) -> impl Iterator<Item = crate::sample::Sample> + '_ {
+    fn pick(s: &Stored, i: usize, as_idx: usize) -> impl Iterator<Item = coldstart::sample::Sample> + '_ {
         s.result
             .samples
             .iter()

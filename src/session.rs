@@ -1,0 +1,165 @@
+//! A measuring session: what every command that runs an experiment shares.
+//! The plan's runs are executed by the scheduler with a runner the command
+//! gives; each finished run is committed to the store as it comes (one
+//! transaction per run) while progress is shown; then analysis, exports and the
+//! terminal report, in that order (exports survive a reader that closes stdout).
+
+use crate::analysis::{analyze, Analysis};
+use crate::experiment::{self, ExperimentResult, Observer, Plan, Variant};
+use crate::out;
+use crate::report::{self, export::Exports, json::Settings, progress::Progress};
+use crate::sample::Sample;
+use crate::store::{self, Store};
+use anyhow::Result;
+
+/// Where a session's results go.
+#[derive(Debug, Clone)]
+pub struct Outputs {
+    /// The store to record in (a path or a postgres:// URL); None: not stored.
+    pub store: Option<String>,
+    pub quiet: bool,
+    /// The noise threshold of verdicts (a fraction of the baseline median).
+    pub noise: f64,
+    pub exports: Exports,
+}
+
+/// What a session measured, where it was stored, and its analysis.
+pub struct Measured {
+    pub result: ExperimentResult,
+    pub analysis: Analysis,
+    /// (experiment id, store location) when stored.
+    pub stored_as: Option<(i64, String)>,
+}
+
+/// Execute `plan` with `runner`, recording every finished run, and analyse it.
+/// A failure to store does not stop the measuring: it is returned after the
+/// runs (with the results) so nothing measured is lost.
+pub fn run(
+    plan: &Plan,
+    settings: &Settings,
+    outputs: &Outputs,
+    runner: &mut experiment::Runner,
+) -> Result<(Measured, Option<anyhow::Error>)> {
+    let settings_json = serde_json::to_string(settings)?;
+    let store = match &outputs.store {
+        None => None,
+        Some(spec) => {
+            let mut store = Store::open(spec)?;
+            let id = store.begin(&store::meta::collect(), &settings_json, &plan.variants)?;
+            Some((store, id))
+        }
+    };
+    let mut progress = Progress::new(outputs.quiet);
+    let mut recorder = Recorder {
+        progress: &mut progress,
+        store,
+        error: None,
+    };
+    let executed = experiment::execute_with(plan, &mut recorder, runner);
+    let (store, store_error) = (recorder.store.take(), recorder.error.take());
+    progress.finish();
+    let result = executed?;
+    let mut stored_as = None;
+    if let Some((mut store, id)) = store {
+        store.finish(id, &result.stopped)?;
+        stored_as = Some((id, store.location.clone()));
+    }
+    let analysis = analyze(&result, outputs.noise);
+    Ok((
+        Measured {
+            result,
+            analysis,
+            stored_as,
+        },
+        store_error,
+    ))
+}
+
+/// bench's and lambda's tail: run, export, print the terminal report; the
+/// command's exit code.
+pub fn measure(
+    plan: &Plan,
+    settings: &Settings,
+    outputs: &Outputs,
+    runner: &mut experiment::Runner,
+) -> Result<i32> {
+    let (m, store_error) = run(plan, settings, outputs, runner)?;
+    outputs
+        .exports
+        .write_experiment(&m.result, &m.analysis, settings)
+        .map_err(|e| match &m.stored_as {
+            Some((id, location)) => {
+                e.context(format!("the runs are stored as experiment {id} in {location}"))
+            }
+            None => e,
+        })?;
+    out::out!("{}", report::terminal::render(&m.result, &m.analysis))?;
+    if let Some((id, location)) = &m.stored_as {
+        out::outln!("stored as experiment {id} in {location}")?;
+    }
+    if let Some(e) = store_error {
+        return Err(e.context("the runs were measured and printed, but storing them failed"));
+    }
+    Ok(exit_code(&m.result))
+}
+
+/// Progress on screen, and each finished run committed to the store.
+struct Recorder<'a> {
+    progress: &'a mut Progress,
+    store: Option<(Store, i64)>,
+    error: Option<anyhow::Error>,
+}
+
+impl Observer for Recorder<'_> {
+    fn planned(&mut self, total_runs: usize) {
+        self.progress.planned(total_runs);
+    }
+
+    fn finished(&mut self, variant: &Variant, sample: &Sample) {
+        self.progress.finished(variant, sample);
+        if let Some((store, id)) = self.store.as_mut() {
+            if let Err(e) = store.add_sample(*id, sample) {
+                // Keep measuring; the failure is reported (and fails the command) at the end.
+                self.error = Some(e);
+                self.store = None;
+            }
+        }
+    }
+}
+
+/// 0 when every measured run succeeded (or failures were tolerated with
+/// --keep-going and some runs succeeded); 1 on a stopping failure; 130 on interrupt.
+pub fn exit_code(result: &ExperimentResult) -> i32 {
+    match result.stopped.as_str() {
+        "interrupted" => 130,
+        "failure" => 1,
+        _ if (0..result.variants.len()).any(|v| result.ready_ms(v).is_empty()) => 1,
+        _ => 0,
+    }
+}
+
+/// The settings recorded with an experiment (and in its JSON export).
+pub fn settings(plan: &Plan, noise: f64) -> Settings {
+    use crate::experiment::StopRule;
+    Settings {
+        runs: match plan.stop {
+            StopRule::Fixed { runs } => runs.to_string(),
+            StopRule::Adaptive {
+                min_runs,
+                max_runs,
+                of,
+                ..
+            } => format!(
+                "{min_runs}..{max_runs} (target CI of the {})",
+                format!("{of:?}").to_lowercase()
+            ),
+        },
+        warmup: plan.warmup,
+        order: format!("{:?}", plan.order).to_lowercase(),
+        timeout_ms: plan.run.timeout.as_millis() as u64,
+        poll_interval_us: plan.run.poll_interval.as_micros() as u64,
+        requests: plan.run.requests,
+        seed: plan.seed,
+        noise,
+    }
+}
