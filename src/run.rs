@@ -265,6 +265,18 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     Ok(sample)
 }
 
+/// One run under the syscall tracer: the same Sample as [`run_once`] (ready
+/// time, outcome), with the trace attached. A target that is not ready is a
+/// failed Sample, not an error.
+pub fn run_traced(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
+    let (ready_ns, trace) = crate::explain::traced::run(target, readiness, opts.timeout)?;
+    let mut sample = Sample::begin(&id, trace.t0_ns);
+    sample.outcome = Outcome::Ready;
+    sample.ready_ns = Some(ready_ns);
+    sample.trace = Some(Box::new(trace));
+    Ok(sample)
+}
+
 fn left(deadline: u64) -> Duration {
     Duration::from_nanos(deadline.saturating_sub(now_ns()))
 }

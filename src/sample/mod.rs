@@ -182,6 +182,10 @@ pub struct Sample {
     /// explain's adapted runs only, never stored.
     #[serde(skip)]
     pub claimed: Vec<(u64, String)>,
+    /// The syscall trace of a run made under the tracer (explain's traced arm).
+    /// Raw events are large: kept in memory for the timeline, never stored.
+    #[serde(skip)]
+    pub trace: Option<Box<coldstart_trace::Trace>>,
     /// Last lines of the target's stdout+stderr, kept for failed runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output_tail: Vec<String>,
@@ -215,6 +219,7 @@ impl Sample {
             killed: false,
             marks: Vec::new(),
             claimed: Vec::new(),
+            trace: None,
             output_tail: Vec::new(),
         }
     }
