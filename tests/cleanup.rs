@@ -362,11 +362,13 @@ fn without_cgroups_signals_and_sigkill_still_clean_up() {
 }
 
 /// explain's tracer forks its own tracee: SIGKILL of coldstart mid-trace, and a
-/// Ctrl-C while the root has exited but its daemon lives on (that wait used to
-/// last until --timeout).
+/// Ctrl-C mid-trace while a daemon the target started lives on (a traced wait
+/// used to last until --timeout). The target's root runs on for a while after
+/// starting the daemon, so the traced run is live when the signal comes.
 #[test]
 fn explain_sigkill_and_ctrl_c_with_a_daemon() {
     let daemon = example("daemon");
+    let script = format!("'{daemon}' && exec sleep 4");
     for (tag, stop) in [("explain-kill", libc::SIGKILL), ("explain-int", libc::SIGINT)] {
         if stop == libc::SIGKILL && !cgroups_available("explain sigkill") {
             continue;
@@ -387,7 +389,9 @@ fn explain_sigkill_and_ctrl_c_with_a_daemon() {
             "--ready",
             "exit",
             "--",
-            &daemon,
+            "sh",
+            "-c",
+            &script,
         ];
         let mut child = coldstart()
             .args(args)

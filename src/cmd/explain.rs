@@ -3,7 +3,7 @@
 use crate::cli::ExplainArgs;
 use adapter::Adapter;
 use anyhow::{bail, Context, Result};
-use coldstart::explain::{self, adapted, adapter, explanation, otlp, traced};
+use coldstart::explain::{self, adapted, adapter, explanation, otlp};
 use coldstart::launch::signals;
 use coldstart::report;
 use coldstart::run::{run_once, RunId, RunOptions};
@@ -90,7 +90,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
             bail!("{}", report::progress::describe_failure("untraced", &s));
         }
         untraced.push(s.ready_ns.unwrap_or(0) as f64 / 1e6);
-        let traced = traced::run(&target, &readiness, timeout);
+        let traced = explain::traced_run(&target, &readiness, &opts, round);
         if signals::interrupted() {
             return Ok(130);
         }

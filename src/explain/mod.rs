@@ -7,8 +7,6 @@ pub mod adapted;
 pub mod adapter;
 pub mod otlp;
 
-pub mod traced;
-
 use crate::report;
 use crate::run::{RunId, RunOptions};
 use crate::sample::Section;
@@ -88,7 +86,7 @@ pub fn explanation(
 /// timeline) and one adapted run (the sections of its auto-detected adapter,
 /// checkpoints and OpenTelemetry spans). One run each: no overheads measured.
 pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result<String> {
-    let (ready_ns, trace) = traced::run(target, readiness, opts.timeout)?;
+    let (ready_ns, trace) = traced_run(target, readiness, opts, 0)?;
     let adapters = choose_adapters("auto", &trace)?;
     let ms = ready_ns as f64 / 1e6;
     let traced = stats::summarize(&[ms]);
@@ -109,6 +107,28 @@ pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result
         ));
     }
     Ok(report::explain::render(&e))
+}
+
+/// One traced run that must become ready: its ready time (ns since spawn) and trace.
+pub fn traced_run(
+    target: &Target,
+    readiness: &Readiness,
+    opts: &RunOptions,
+    round: usize,
+) -> Result<(u64, Trace)> {
+    let id = RunId {
+        variant: 0,
+        round,
+        warmup: false,
+    };
+    let mut s = crate::run::run_traced(target, readiness, opts, id)?;
+    match (s.ready_ns, s.trace.take()) {
+        (Some(ns), Some(trace)) if s.ok() => Ok((ns, *trace)),
+        _ => bail!(
+            "{} (under the tracer)",
+            report::progress::describe_failure("traced", &s)
+        ),
+    }
 }
 
 /// The adapters for `spec`, detected from the program that finally ran in `trace`.

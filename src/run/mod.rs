@@ -1,15 +1,23 @@
-//! One run: spawn → ready → (requests) → stop → cleanup, producing one Sample.
+//! The run engine: one run of one target, spawn → ready → (requests) → stop →
+//! cleanup, producing one Sample. The same loop serves every kind of run: a
+//! launcher (plain, or under the tracer: `launcher.rs`) starts the target, and
+//! instruments — the readiness probe, checkpoint and log marks, the adapters'
+//! claimed lines — are driven from one ppoll(2).
 //!
-//! A single thread waits with ppoll(2) on the target's pidfd, its output pipes and
-//! the probe's descriptor (inotify, or the tcp/http attempt in flight), so exit,
-//! log lines, file creation and the probe's progress are seen the moment they
-//! happen, and a line printed while a GET is outstanding is stamped when it is
-//! read. A new tcp/http attempt starts every poll interval; the `--requests` GETs
-//! after ready are driven the same way.
+//! A single thread waits on the target's pidfd, its output pipes and the probe's
+//! descriptor (inotify, or the tcp/http attempt in flight), so exit, log lines,
+//! file creation and the probe's progress are seen the moment they happen, and a
+//! line printed while a GET is outstanding is stamped when it is read. A new
+//! tcp/http attempt starts every poll interval; the `--requests` GETs after ready
+//! are driven the same way. A traced run returns the same Sample with its trace.
+
+mod launcher;
+
+pub use launcher::Launch;
+use launcher::{How, Launched};
 
 use crate::clock::now_ns;
 use crate::launch::output::{tail_of_file, LineBuffer, Stream};
-use crate::launch::spawn::{self, OutputMode};
 use crate::launch::wait::{pollfd, ppoll, TightTimers};
 use crate::launch::{signals, tree, usage};
 use crate::marks::Marks;
@@ -23,6 +31,8 @@ use std::time::Duration;
 
 /// How often a daemonized tree (main process gone) is checked for survivors.
 const TREE_CHECK_NS: u64 = 10_000_000;
+/// How often a traced run looks at the tracer's status (first listen, tree exit).
+const TRACER_STATUS_NS: u64 = 200_000;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -45,47 +55,82 @@ pub struct RunOptions {
 
 pub use crate::sample::RunId;
 
-/// Errors here abort the experiment (bad setup); a target that fails to become
-/// ready is not an error but a Sample with a failed outcome.
+/// One plain run. Errors here abort the experiment (bad setup); a target that
+/// fails to become ready is not an error but a Sample with a failed outcome.
 pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
+    // LD_PRELOAD cannot see a static or Go program's listen: the tracer can.
+    let launch = if matches!(readiness, Readiness::Listen) && probe::listen::needs_tracer(&target.program) {
+        Launch::Traced { listen: true }
+    } else {
+        Launch::Plain
+    };
+    let mut sample = run(target, readiness, opts, id, launch)?;
+    // The tracer was only the listen probe here.
+    sample.trace = None;
+    Ok(sample)
+}
+
+/// One run under the syscall tracer: the same Sample as [`run_once`], with the
+/// trace attached.
+pub fn run_traced(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
+    run(target, readiness, opts, id, Launch::Traced { listen: false })
+}
+
+/// The engine: one run with the given launcher.
+pub fn run(
+    target: &Target,
+    readiness: &Readiness,
+    opts: &RunOptions,
+    id: RunId,
+    launch: Launch,
+) -> Result<Sample> {
     probe::refuse_if_port_taken(readiness)?;
-    let mut probe = Probe::new(readiness)?;
-    if matches!(probe, Probe::Listen) && probe::listen::needs_tracer(&target.program) {
-        return traced_listen(target, opts, id);
-    }
+    let traced_listen = launch == Launch::Traced { listen: true };
+    let mut probe = if traced_listen {
+        // The tracer's first listen is the ready instant; nothing to probe.
+        Probe::Exit
+    } else {
+        Probe::new(readiness)?
+    };
     let mut marks = Marks::new(&opts.log_marks)?;
     let mut env = marks.before_spawn();
-    if matches!(probe, Probe::Listen) {
+    if matches!(probe, Probe::Listen) && launch == Launch::Plain {
         let existing = crate::target::effective_var(&target.env, "LD_PRELOAD");
         env.push(probe::listen::preload_env(existing.as_deref())?);
     }
-    let mode = if probe.needs_pipes() || marks.needs_output() || !opts.claims.is_empty() {
-        OutputMode::Pipes
-    } else {
-        OutputMode::MemFile
-    };
-    let mut prepared = spawn::prepare(target, mode, &env)?;
+    let pipes = probe.needs_pipes() || marks.needs_output() || !opts.claims.is_empty();
     let poll_every = probe.poll_interval(opts.poll_interval);
     let requests = request_endpoint(readiness, opts)?;
     let mut lines = LineBuffer::new(opts.tail_lines).with_claims(opts.claims.clone());
 
-    let t0 = now_ns();
-    let mut child = spawn::spawn(&mut prepared, target)?;
-    // The kernel's wait while the child entered its run cgroup is coldstart's, not
-    // the target's: time zero moves past it (see spawn::Child::placement_ns).
-    let t0 = t0 + child.placement_ns;
+    let mut child = match launch {
+        Launch::Plain => {
+            let prepared = launcher::prepare_plain(target, pipes, &env)?;
+            launcher::spawn_plain(prepared, target)?
+        }
+        Launch::Traced { listen } => launcher::spawn_traced(target, &env, listen, opts.timeout)?,
+    };
+    let t0 = child.t0;
     marks.spawned(t0);
     let _current = signals::Current::set(child.pid);
-    let _slack = poll_every.map(|_| TightTimers::on());
+    // After the spawn: the tracer thread (created by a traced spawn) must not
+    // inherit the 1 ns slack, and children inherit it too.
+    let _slack = (poll_every.is_some() || traced_listen).then(TightTimers::on);
+    // How often the tracer's status is looked at (its instants are its own, so
+    // this cadence does not touch any figure).
+    let status_every = child.traced().then_some(TRACER_STATUS_NS);
     let deadline = t0 + opts.timeout.as_nanos() as u64;
     let mut next_check = t0;
+    let mut next_status = t0;
 
     let mut sample = Sample::begin(&id, t0);
-    let mut exited: Option<(ExitStatus, libc::rusage)> = None;
+    // The root's exit status and rusage once it was reaped (a traced root is
+    // reaped by the tracer: its status comes from the trace, no rusage).
+    let mut exited: Option<(Option<ExitStatus>, Option<libc::rusage>)> = None;
 
     // Set when the main process exited with status 0 while its descendants run
     // on (a daemonizing target): readiness is still awaited from them.
-    let mut main_exited = false;
+    let mut main_exited = child.pidfd.is_none();
     let mut next_tree_check: u64 = 0;
 
     loop {
@@ -100,6 +145,9 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         }
         if main_exited {
             wait_ns = wait_ns.min(next_tree_check.saturating_sub(now));
+        }
+        if status_every.is_some() {
+            wait_ns = wait_ns.min(next_status.saturating_sub(now));
         }
         // Checkpoints are watched live only when one makes the run ready; otherwise
         // they wait in the pipe (its end-of-file at exit would cost the exit
@@ -119,6 +167,15 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         if signals::interrupted() {
             sample.outcome = Outcome::Interrupted;
             break;
+        }
+        if let Some(every) = status_every.filter(|_| woke >= next_status) {
+            next_status = woke + every;
+            let first_listen = child.trace_status().and_then(|s| s.first_listen);
+            if let Some((t, _)) = first_listen.filter(|_| traced_listen) {
+                sample.outcome = Outcome::Ready;
+                sample.ready_ns = Some(t.saturating_sub(t0));
+                break;
+            }
         }
         if events > 0 {
             marks.drain();
@@ -148,10 +205,22 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
                 }
             }
             if !main_exited && fds[0].revents != 0 {
+                if child.traced() {
+                    // The tracer thread reaps its tracees; the status is read
+                    // from the trace at the end.
+                    main_exited = true;
+                    if matches!(probe, Probe::Exit) && !traced_listen {
+                        exited = Some((None, None));
+                        sample.outcome = Outcome::Ready;
+                        sample.ready_ns = Some(woke - t0);
+                        break;
+                    }
+                    continue;
+                }
                 let (status, ru) = wait_exit(child.pid);
                 let clean = opts.exit_policy.accepts(&status);
                 sample.exit_status = Some(status.clone());
-                exited = Some((status, ru));
+                exited = Some((Some(status), Some(ru)));
                 if matches!(probe, Probe::Exit) {
                     // A crash is not a fast start: only a successful exit is ready.
                     if clean {
@@ -171,7 +240,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
             }
         }
         if main_exited && now_ns() >= next_tree_check {
-            if tree::nothing_left(child.pid) {
+            if tree_gone(&child) {
                 sample.outcome = Outcome::ExitedEarly;
                 break;
             }
@@ -188,9 +257,10 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     }
 
     // Resource use up to ready: the main process's rusage once it was reaped
-    // (covering the children it waited for), plus whatever still runs.
+    // (covering the children it waited for), plus whatever still runs. A traced
+    // root's rusage went to the tracer thread: only what still runs is counted.
     sample.usage = match &exited {
-        Some((_, ru)) => {
+        Some((_, Some(ru))) => {
             let mut u = usage::from_rusage(ru);
             // Skip the procfs scan when the cheap check says nothing was left behind.
             if !tree::nothing_left(child.pid) {
@@ -198,10 +268,13 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
             }
             u
         }
+        Some((_, None)) => Default::default(),
         None => usage::snapshot(&tree::members(child.pid)),
     };
     if sample.ok() {
         sample.captures = probe.captures();
+    }
+    if sample.ok() && !child.traced() {
         if let Some(endpoint) = &requests {
             for _ in 0..opts.requests {
                 let until = now_ns() + left(deadline).max(Duration::from_secs(5)).as_nanos() as u64;
@@ -215,8 +288,26 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         }
     }
 
-    // Stop: SIGTERM to the group, grace, then SIGKILL for whatever is left.
-    if exited.is_none() {
+    if child.traced() {
+        // No graceful stop under the tracer: the session kills the tree.
+        if let Some(trace) = child.finish_trace()? {
+            let status = launcher::traced_exit(&trace);
+            let root_exit_was_ready = exited.is_some() && matches!(probe, Probe::Exit) && !traced_listen;
+            if let Some(s) = status.as_ref().filter(|_| root_exit_was_ready) {
+                // As in a plain run: a crash is not a fast start.
+                if !opts.exit_policy.accepts(s) {
+                    sample.outcome = Outcome::ExitFailure;
+                    sample.ready_ns = None;
+                }
+            }
+            if exited.is_some() || !sample.ok() {
+                sample.exit_status = status;
+            }
+            sample.trace = Some(Box::new(trace));
+        }
+        sample.killed = exited.is_none();
+    } else if exited.is_none() {
+        // Stop: SIGTERM to the group, grace, then SIGKILL for whatever is left.
         let t_term = now_ns();
         // SAFETY: signalling the process group we created.
         unsafe { libc::kill(-child.pid, libc::SIGTERM) };
@@ -251,9 +342,12 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
         .collect();
 
     if !sample.ok() {
-        sample.output_tail = match prepared.output_file.as_mut() {
-            Some(file) => tail_of_file(file, opts.tail_lines),
-            None => lines.tail(),
+        sample.output_tail = match &mut child.how {
+            How::Plain(prepared) => match prepared.output_file.as_mut() {
+                Some(file) => tail_of_file(file, opts.tail_lines),
+                None => lines.tail(),
+            },
+            How::Traced(_) => lines.tail(),
         };
     }
     if let Probe::File(f) = &probe {
@@ -265,16 +359,13 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     Ok(sample)
 }
 
-/// One run under the syscall tracer: the same Sample as [`run_once`] (ready
-/// time, outcome), with the trace attached. A target that is not ready is a
-/// failed Sample, not an error.
-pub fn run_traced(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
-    let (ready_ns, trace) = crate::explain::traced::run(target, readiness, opts.timeout)?;
-    let mut sample = Sample::begin(&id, trace.t0_ns);
-    sample.outcome = Outcome::Ready;
-    sample.ready_ns = Some(ready_ns);
-    sample.trace = Some(Box::new(trace));
-    Ok(sample)
+/// Whether nothing of the run's tree is left. Under the tracer no waitpid(-1)
+/// may run (a stolen ptrace stop would hang a tracee): the tracer knows.
+fn tree_gone(child: &Launched) -> bool {
+    match child.trace_status() {
+        Some(status) => status.exited,
+        None => tree::nothing_left(child.pid),
+    }
 }
 
 fn left(deadline: u64) -> Duration {
@@ -303,7 +394,7 @@ fn request_endpoint(readiness: &Readiness, opts: &RunOptions) -> Result<Option<p
 /// the response, whatever the status), or None when it got no response by `until`.
 fn request(
     endpoint: &probe::http::Endpoint,
-    child: &mut spawn::Child,
+    child: &mut Launched,
     lines: &mut LineBuffer,
     probe: &mut Probe,
     marks: &mut Marks,
@@ -332,50 +423,10 @@ fn request(
     }
 }
 
-/// `--ready listen` for a static or Go program (LD_PRELOAD cannot see its listen):
-/// run it under the syscall tracer until its first listen(2). The tracer adds a
-/// little time per traced syscall, and procfs usage is not collected.
-fn traced_listen(target: &Target, opts: &RunOptions, id: RunId) -> Result<Sample> {
-    use crate::trace::{self, Event, StopWhen};
-    let mut topts = crate::launch::traced::options(target);
-    topts.timeout = opts.timeout;
-    topts.stop_when = StopWhen::Listen;
-    let trace = trace::trace(&topts).context("--ready listen on a static executable needs the tracer")?;
-    tree::kill_all(trace.root_pid);
-    let listen = trace
-        .events
-        .iter()
-        .find(|e| matches!(e.event, Event::Listen { .. }))
-        .map(|e| e.ts_ns);
-    let exit = trace
-        .events
-        .iter()
-        .find(|e| e.pid == trace.root_pid && matches!(e.event, Event::Exit { .. }))
-        .map(|e| &e.event);
-    Ok(Sample {
-        outcome: match (listen, exit) {
-            (Some(_), _) => Outcome::Ready,
-            (None, Some(_)) => Outcome::ExitedEarly,
-            (None, None) if signals::interrupted() => Outcome::Interrupted,
-            (None, None) => Outcome::Timeout,
-        },
-        ready_ns: listen.map(|t| t.saturating_sub(trace.t0_ns)),
-        exit_status: match exit {
-            Some(Event::Exit { code, signal }) => Some(ExitStatus {
-                code: *code,
-                signal: *signal,
-            }),
-            _ => None,
-        },
-        killed: true,
-        ..Sample::begin(&id, trace.t0_ns)
-    })
-}
-
 /// Wait (draining output) until the main process exits or `until` passes;
 /// returns when it exited and its status.
 fn wait_for_exit(
-    child: &mut spawn::Child,
+    child: &mut Launched,
     lines: &mut LineBuffer,
     probe: &mut Probe,
     marks: &mut Marks,
@@ -399,10 +450,12 @@ fn wait_for_exit(
 
 /// The pidfd first (unless the main process is gone), then the output pipes
 /// still open, then the other descriptors given (checkpoints, probe events).
-fn poll_set(child: &spawn::Child, with_pidfd: bool, extra: &[Option<RawFd>]) -> Vec<libc::pollfd> {
+fn poll_set(child: &Launched, with_pidfd: bool, extra: &[Option<RawFd>]) -> Vec<libc::pollfd> {
     let mut fds = Vec::with_capacity(5);
     if with_pidfd {
-        fds.push(pollfd(child.pidfd.as_raw_fd()));
+        if let Some(pidfd) = &child.pidfd {
+            fds.push(pollfd(pidfd.as_raw_fd()));
+        }
     }
     for fd in [
         child.stdout.as_ref().map(|s| s.as_raw_fd()),
@@ -421,7 +474,7 @@ fn poll_set(child: &spawn::Child, with_pidfd: bool, extra: &[Option<RawFd>]) -> 
 /// log marks. True if a line made it ready. A stream at end-of-file is dropped
 /// so poll does not keep reporting it.
 fn drain_pipes(
-    child: &mut spawn::Child,
+    child: &mut Launched,
     lines: &mut LineBuffer,
     probe: &mut Probe,
     marks: &mut Marks,

@@ -1,0 +1,155 @@
+//! How a run's target is started: plainly (clone + exec in its own process group
+//! and run cgroup) or under the syscall tracer. Either way the engine gets the
+//! same handle: the root pid, time zero, a pidfd that becomes readable at exit,
+//! and the output streams it must read.
+
+use crate::clock::now_ns;
+use crate::launch::spawn::{self, OutputMode};
+use crate::sample::ExitStatus;
+use crate::target::Target;
+use crate::trace::{self, Event, StopWhen, Trace};
+use anyhow::{Context, Result};
+use std::fs::File;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+/// Which launcher a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    Plain,
+    /// Under the tracer: the Sample gets the trace. `listen` ends the traced
+    /// readiness at the tracer's first listen(2) (for programs LD_PRELOAD
+    /// cannot see).
+    Traced {
+        listen: bool,
+    },
+}
+
+/// A started target.
+pub struct Launched {
+    pub pid: i32,
+    /// CLOCK_MONOTONIC ns right before the spawn, moved past coldstart's own
+    /// cgroup placement wait.
+    pub t0: u64,
+    /// Readable once the root process has exited. None: a traced root that was
+    /// already gone (and reaped by the tracer) when it was opened.
+    pub pidfd: Option<OwnedFd>,
+    pub stdout: Option<File>,
+    pub stderr: Option<File>,
+    pub how: How,
+}
+
+pub enum How {
+    Plain(spawn::Prepared),
+    /// The live session; taken by [`Launched::finish_trace`].
+    Traced(Option<trace::Session>),
+}
+
+/// Everything a plain spawn needs, prepared outside the timed window.
+pub fn prepare_plain(target: &Target, pipes: bool, env: &[(String, String)]) -> Result<spawn::Prepared> {
+    let mode = if pipes {
+        OutputMode::Pipes
+    } else {
+        OutputMode::MemFile
+    };
+    spawn::prepare(target, mode, env)
+}
+
+/// Spawn what `prepare_plain` prepared. Time zero is taken right before it.
+pub fn spawn_plain(mut prepared: spawn::Prepared, target: &Target) -> Result<Launched> {
+    let t0 = now_ns();
+    let child = spawn::spawn(&mut prepared, target)?;
+    // The kernel's wait while the child entered its run cgroup is coldstart's, not
+    // the target's: time zero moves past it (see spawn::Child::placement_ns).
+    let t0 = t0 + child.placement_ns;
+    Ok(Launched {
+        pid: child.pid,
+        t0,
+        pidfd: Some(child.pidfd),
+        stdout: child.stdout.map(|s| File::from(OwnedFd::from(s))),
+        stderr: child.stderr.map(|s| File::from(OwnedFd::from(s))),
+        how: How::Plain(prepared),
+    })
+}
+
+/// Start `target` under the tracer, output (stdout and stderr together) into a
+/// pipe the engine reads. The tracer takes time zero itself (before its fork)
+/// and moves it past the cgroup placement the same way.
+pub fn spawn_traced(
+    target: &Target,
+    env: &[(String, String)],
+    listen: bool,
+    timeout: std::time::Duration,
+) -> Result<Launched> {
+    let (read, write) = coldstart_sys::pipe::pipe(true).context("creating the output pipe")?;
+    let mut opts = crate::launch::traced::options(target);
+    opts.env.extend(env.iter().cloned());
+    opts.timeout = timeout;
+    opts.output = Some(write);
+    if listen {
+        // Writes are not traced when the run ends at the first listen.
+        opts.stop_when = StopWhen::Listen;
+    }
+    let session = trace::start(&opts).context("cannot trace the target")?;
+    let pid = session.root_pid();
+    Ok(Launched {
+        pid,
+        t0: session.t0_ns(),
+        pidfd: pidfd_open(pid),
+        stdout: Some(File::from(read)),
+        stderr: None,
+        how: How::Traced(Some(session)),
+    })
+}
+
+/// pidfd_open(2); None when the process is already gone (a traced root that
+/// exited and was reaped by the tracer thread before this call).
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a fresh descriptor owned by nothing else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+impl Launched {
+    pub fn traced(&self) -> bool {
+        matches!(self.how, How::Traced(_))
+    }
+
+    /// The live trace session's view (None for plain runs).
+    pub fn trace_status(&self) -> Option<trace::Status> {
+        match &self.how {
+            How::Traced(Some(s)) => Some(s.status()),
+            _ => None,
+        }
+    }
+
+    /// End the trace session (killing what is left of the tree) and return the
+    /// trace. After this, reaping with waitpid(-1) is safe again.
+    pub fn finish_trace(&mut self) -> Result<Option<Trace>> {
+        match &mut self.how {
+            How::Traced(session) => match session.take() {
+                Some(s) => Ok(Some(s.finish()?)),
+                None => Ok(None),
+            },
+            How::Plain(_) => Ok(None),
+        }
+    }
+}
+
+/// The root's exit status as the tracer saw it.
+pub fn traced_exit(trace: &Trace) -> Option<ExitStatus> {
+    let exits = || {
+        trace.events.iter().filter_map(|e| match e.event {
+            Event::Exit { code, signal } if e.pid == trace.root_pid => {
+                Some((e.tid, ExitStatus { code, signal }))
+            }
+            _ => None,
+        })
+    };
+    // The leader's own exit; a leader that exec'd from a thread has a new tid,
+    // and then the root process's last exit is the one.
+    exits()
+        .find(|(tid, _)| *tid == trace.root_pid)
+        .or_else(|| exits().next_back())
+        .map(|(_, status)| status)
+}
