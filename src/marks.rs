@@ -34,6 +34,11 @@ pub fn install() -> Result<()> {
     Ok(())
 }
 
+/// The reserved fd number, once `install` ran.
+pub fn reserved_fd() -> Option<RawFd> {
+    RESERVED_FD.get().copied()
+}
+
 pub struct Marks {
     /// Our end of the checkpoint pipe.
     read: Option<File>,
@@ -186,7 +191,7 @@ impl Marks {
 }
 
 /// `cs1 <ns> <name>`; anything else is ignored (an app may share the fd by mistake).
-fn parse_checkpoint(line: &str, t0: u64) -> Option<Mark> {
+pub fn parse_checkpoint(line: &str, t0: u64) -> Option<Mark> {
     let rest = line.strip_prefix("cs1 ")?;
     let (ns, name) = rest.split_once(' ')?;
     let ns: u64 = ns.parse().ok()?;
