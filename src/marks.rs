@@ -108,6 +108,16 @@ impl Marks {
         }
     }
 
+    /// For a child spawned with `spawn::Prepared::pass_fd` instead of the reserved
+    /// fd (no process-wide rewiring, so safe beside other threads that spawn): the
+    /// write end and the number to give it there (the reserved one when installed),
+    /// which COLDSTART_FD in the child's environment must name.
+    pub fn for_child(&mut self) -> Option<(OwnedFd, RawFd)> {
+        let write = self.write.take()?;
+        let at = reserved_fd().unwrap_or(write.as_raw_fd());
+        Some((write, at))
+    }
+
     /// Right after the spawn: note time zero. Our copies of the target's end are
     /// only dropped in `finish`, keeping syscalls out of the timed window (no
     /// other process is started during a run, so nothing else inherits them).

@@ -421,6 +421,60 @@ fn runtime_and_extension_checkpoints_become_marks() {
     );
 }
 
+/// --bare (no emulator) passes COLDSTART_FD too, so its checkpoints compare with
+/// an emulated run's.
+#[test]
+fn bare_runtime_checkpoints_become_marks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    std::fs::create_dir(&ready).unwrap();
+    let json = dir.path().join("out.json");
+    let m = marker("lambda-bare-checkpoints");
+    let rt = python_client("raw_runtime.py");
+    let o = run(&[
+        "lambda",
+        "-q",
+        "--no-store",
+        "--bare",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--runtime",
+        rt.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--env",
+        &m,
+        "--env",
+        &format!("CS_READY_DIR={}", ready.display()),
+        "--env",
+        &format!("CS_CHECKPOINT_SDK={}", root().join("sdk/python/src").display()),
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let doc = json_file(&json);
+    let sample = &doc["samples"][0];
+    let t0 = sample["t0_mono_ns"].as_u64().unwrap();
+    let at = |name: &str| mark(sample, name)["t_ns"].as_u64().unwrap();
+    let own: u64 = std::fs::read_to_string(ready.join("runtime"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(at("rt.start") < at("rt.before-next"));
+    assert!(t0 + at("rt.before-next") <= own);
+    assert!(at("rt.before-next") <= sample["ready_ns"].as_u64().unwrap());
+    assert_eq!(
+        mark(sample, "rt.start")["pid"],
+        mark(sample, "rt.before-next")["pid"]
+    );
+    assert!(
+        processes_with(&m).is_empty(),
+        "left behind: {:?}",
+        processes_with(&m)
+    );
+}
+
 /// Run the raw Python runtime in a failing mode; returns (output, log lines, sample).
 fn failing(
     runtime_mode: &str,
