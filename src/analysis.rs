@@ -30,7 +30,10 @@ pub struct VariantAnalysis {
     pub threads: Option<Summary>,
     /// Numeric log captures (e.g. a self-reported "ready in N ms"), by group name.
     pub captures: BTreeMap<String, Summary>,
-    /// Marks (checkpoints, log marks): time since spawn, per name, in order of median.
+    /// Numbers a source measured per run (lambda's `billed_ms`, `max_memory_mb`, …), by name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, Summary>,
+    /// Marks (checkpoints, log marks, lambda's instants): time since spawn, per name, in order of median.
     pub marks: Vec<MarkSummary>,
     /// This variant vs the baseline (None for the baseline itself).
     pub vs_baseline: Option<Comparison>,
@@ -82,6 +85,16 @@ pub fn analyze(result: &ExperimentResult, noise: f64) -> Analysis {
                     Some((name.clone(), summarize(vals)?))
                 })
                 .collect();
+            let mut names: Vec<&String> = ok.iter().flat_map(|s| s.metrics.keys()).collect();
+            names.sort();
+            names.dedup();
+            let metrics = names
+                .into_iter()
+                .filter_map(|name| {
+                    let vals = ok.iter().filter_map(|s| s.metrics.get(name).copied());
+                    Some((name.clone(), summarize(vals)?))
+                })
+                .collect();
             let ready = result.ready_ms(i);
             let marks = mark_summaries(&ok);
             VariantAnalysis {
@@ -110,6 +123,7 @@ pub fn analyze(result: &ExperimentResult, noise: f64) -> Analysis {
                 processes: of(&|s| Some(s.usage.processes as f64)),
                 threads: of(&|s| Some(s.usage.threads as f64)),
                 captures,
+                metrics,
                 marks,
                 vs_baseline: (i > 0).then(|| stats::compare(&baseline, &ready, options)),
             }

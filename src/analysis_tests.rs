@@ -219,3 +219,36 @@ fn captures_keep_numeric_values_only() {
         "a non-number is skipped"
     );
 }
+
+#[test]
+fn metrics_are_summarised_per_variant_from_successful_runs() {
+    let mut samples = Vec::new();
+    for round in 0..3 {
+        let mut s = sample(0, round, false, Some(10.0));
+        s.metrics.insert("billed_ms".into(), 10.0 + round as f64);
+        // A run that did not measure it leaves it out; n says so.
+        if round != 1 {
+            s.metrics.insert("throttled_ms".into(), 0.25);
+        }
+        samples.push(s);
+        let mut c = sample(1, round, false, Some(10.0));
+        c.metrics.insert("billed_ms".into(), 100.0);
+        samples.push(c);
+    }
+    let mut failed = sample(0, 3, false, None);
+    failed.metrics.insert("billed_ms".into(), 1e6);
+    samples.push(failed);
+    let mut warm = sample(0, 0, true, Some(10.0));
+    warm.metrics.insert("billed_ms".into(), 1e6);
+    samples.push(warm);
+    let a = analyze(&result(samples), crate::stats::DEFAULT_NOISE);
+    let m = &a.variants[0].metrics;
+    assert_eq!(
+        (m["billed_ms"].n, m["billed_ms"].p50, m["billed_ms"].max),
+        (3, 11.0, 12.0),
+        "failed runs and warmups are left out"
+    );
+    assert_eq!((m["throttled_ms"].n, m["throttled_ms"].p50), (2, 0.25));
+    assert_eq!(a.variants[1].metrics["billed_ms"].p50, 100.0, "per variant");
+    assert!(a.variants[0].captures.is_empty(), "metrics are not captures");
+}

@@ -504,9 +504,9 @@ WHAT A RUN IS
   (AWS_LAMBDA_RUNTIME_API), every file of --extensions started at once, the runtime
   started once they registered; Init Duration = T0 → the last of the runtime's and
   the extensions' first /next. Then one invoke of --event and Lambda's shutdown.
-  Per run: Init Duration (the table), and captures: runtime_ready_ms,
-  ext.NAME.register_ms, ext.NAME.ready_ms, invoke_ms, post_runtime_ms,
-  max_memory_mb, billed_ms, throttled_ms.
+  Per run: Init Duration (the table); marks runtime_ready, ext.NAME.register,
+  ext.NAME.ready and the SDK checkpoints of every process (COLDSTART_FD); metrics
+  invoke_ms, post_runtime_ms, max_memory_mb, billed_ms, throttled_ms.
 
 LIMITS
   A cgroup per run (v2, or v1 cpu + memory) holds memory at --memory and CPU at

@@ -34,6 +34,11 @@ pub fn install() -> Result<()> {
     Ok(())
 }
 
+/// The reserved fd number, once `install` ran.
+pub fn reserved_fd() -> Option<RawFd> {
+    RESERVED_FD.get().copied()
+}
+
 pub struct Marks {
     /// Our end of the checkpoint pipe.
     read: Option<File>,
@@ -101,6 +106,16 @@ impl Marks {
                 vec![(FD_ENV.to_string(), write.as_raw_fd().to_string())]
             }
         }
+    }
+
+    /// For a child spawned with `spawn::Prepared::pass_fd` instead of the reserved
+    /// fd (no process-wide rewiring, so safe beside other threads that spawn): the
+    /// write end and the number to give it there (the reserved one when installed),
+    /// which COLDSTART_FD in the child's environment must name.
+    pub fn for_child(&mut self) -> Option<(OwnedFd, RawFd)> {
+        let write = self.write.take()?;
+        let at = reserved_fd().unwrap_or(write.as_raw_fd());
+        Some((write, at))
     }
 
     /// Right after the spawn: note time zero. Our copies of the target's end are
@@ -186,7 +201,7 @@ impl Marks {
 }
 
 /// `cs1 <ns> <name>`; anything else is ignored (an app may share the fd by mistake).
-fn parse_checkpoint(line: &str, t0: u64) -> Option<Mark> {
+pub fn parse_checkpoint(line: &str, t0: u64) -> Option<Mark> {
     let rest = line.strip_prefix("cs1 ")?;
     let (ns, name) = rest.split_once(' ')?;
     let ns: u64 = ns.parse().ok()?;

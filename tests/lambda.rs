@@ -67,6 +67,14 @@ fn ms_field(fields: &[(String, String)], key: &str) -> f64 {
         .unwrap()
 }
 
+/// The mark of this name in an exported sample.
+fn mark<'a>(sample: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    sample["marks"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["name"] == name))
+        .unwrap_or_else(|| panic!("no mark {name}: {}", sample["marks"]))
+}
+
 #[test]
 fn go_runtime_with_two_extensions_init_invoke_shutdown() {
     let (Some(go), Some(telemetry_ext)) = (client("go-bootstrap"), client("rust-telemetry-extension")) else {
@@ -214,11 +222,10 @@ fn go_runtime_with_two_extensions_init_invoke_shutdown() {
             .unwrap();
         assert!(at > t0, "{name} was ready before T0");
         slowest = slowest.max(at);
-        let captured = sample["captures"][format!("ext.{name}.ready_ms")]
-            .as_str()
-            .unwrap();
+        let seen = mark(sample, &format!("ext.{name}.ready"));
+        assert_eq!(seen["source"], "lambda");
         assert!(
-            captured.parse::<f64>().unwrap() * 1e6 >= (at - t0) as f64 - 1e3,
+            seen["t_ns"].as_u64().unwrap() as f64 >= (at - t0) as f64 - 1e3,
             "{name}"
         );
     }
@@ -230,14 +237,11 @@ fn go_runtime_with_two_extensions_init_invoke_shutdown() {
         (init - init_ns as f64 / 1e6).abs() < 0.01,
         "REPORT and sample agree"
     );
-    for key in [
-        "runtime_ready_ms",
-        "invoke_ms",
-        "post_runtime_ms",
-        "max_memory_mb",
-    ] {
-        assert!(sample["captures"][key].is_string(), "capture {key}");
+    assert!(mark(sample, "runtime_ready")["t_ns"].as_u64().unwrap() <= init_ns);
+    for key in ["invoke_ms", "post_runtime_ms", "max_memory_mb", "billed_ms"] {
+        assert!(sample["metrics"][key].is_number(), "metric {key}");
     }
+    assert_eq!(sample["metrics"]["billed_ms"].as_f64().unwrap(), billed);
     assert!(
         processes_with(&m).is_empty(),
         "left behind: {:?}",
@@ -300,6 +304,170 @@ fn rust_runtime_invoke_and_memory_sweep() {
         .collect();
     assert_eq!(names, ["256MB", "1024MB"]);
     assert!(stdout(&o).contains("Δ 1024MB vs 256MB"), "{}", stdout(&o));
+    assert!(
+        processes_with(&m).is_empty(),
+        "left behind: {:?}",
+        processes_with(&m)
+    );
+}
+
+/// The runtime and each extension get COLDSTART_FD (a pipe each); the Python SDK's
+/// checkpoints come back as marks in the process that wrote them, ordered with the
+/// APIs' instants and with the clock instants the processes record themselves.
+#[test]
+fn runtime_and_extension_checkpoints_become_marks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ext_py = python_client("raw_extension.py");
+    let ext = extensions_dir(dir.path(), &[("py-a", &ext_py), ("py-b", &ext_py)]);
+    let ready = dir.path().join("ready");
+    std::fs::create_dir(&ready).unwrap();
+    let json = dir.path().join("out.json");
+    let m = marker("lambda-checkpoints");
+    let rt = python_client("raw_runtime.py");
+    let o = run(&[
+        "lambda",
+        "-q",
+        "--no-store",
+        "--no-cgroup",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--runtime",
+        rt.to_str().unwrap(),
+        "--extensions",
+        ext.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--env",
+        &m,
+        "--env",
+        &format!("CS_READY_DIR={}", ready.display()),
+        "--env",
+        &format!("CS_CHECKPOINT_SDK={}", root().join("sdk/python/src").display()),
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let doc = json_file(&json);
+    let sample = &doc["samples"][0];
+    let t0 = sample["t0_mono_ns"].as_u64().unwrap();
+    let init_ns = sample["ready_ns"].as_u64().unwrap();
+    let at = |name: &str| mark(sample, name)["t_ns"].as_u64().unwrap();
+    let pid = |name: &str| {
+        mark(sample, name)["pid"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{name}: no pid"))
+    };
+    let own_clock = |file: &str| -> u64 {
+        std::fs::read_to_string(ready.join(file))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let times: Vec<u64> = sample["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["t_ns"].as_u64().unwrap())
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "marks in time order: {times:?}"
+    );
+
+    // The runtime: started after every extension registered, its checkpoints
+    // before its own clock's instant, before its first /next, inside Init Duration.
+    for name in ["rt.start", "rt.before-next"] {
+        assert_eq!(mark(sample, name)["source"], "checkpoint");
+        assert_eq!(
+            pid(name),
+            pid("runtime_ready"),
+            "{name} came through the runtime's pipe"
+        );
+    }
+    assert!(at("rt.start") < at("rt.before-next"));
+    assert!(t0 + at("rt.before-next") <= own_clock("runtime"));
+    assert!(at("rt.before-next") <= at("runtime_ready"));
+    assert!(at("runtime_ready") <= init_ns);
+    for x in ["py-a", "py-b"] {
+        let (start, before) = (format!("{x}.start"), format!("{x}.before-next"));
+        let (register, ready) = (format!("ext.{x}.register"), format!("ext.{x}.ready"));
+        assert_eq!(mark(sample, &register)["source"], "lambda");
+        // Each extension's checkpoints came through its own pipe.
+        assert_eq!(pid(&start), pid(&register), "{x}");
+        assert_eq!(pid(&before), pid(&register), "{x}");
+        assert_ne!(pid(&start), pid("runtime_ready"), "{x}");
+        // Emitted before registering; the runtime starts only after registration.
+        assert!(at(&start) < at(&register), "{x}");
+        assert!(at(&register) < at("rt.start"), "{x}");
+        assert!(at(&before) < at(&ready), "{x}");
+        assert!(
+            t0 + at(&before) <= own_clock(x),
+            "{x}: after its own clock's instant"
+        );
+        assert!(at(&ready) <= init_ns, "{x}");
+    }
+    assert_ne!(pid("py-a.start"), pid("py-b.start"));
+    // The marks table shows both kinds.
+    let out = stdout(&o);
+    assert!(
+        out.contains("rt.before-next") && out.contains("runtime_ready"),
+        "{out}"
+    );
+    assert!(
+        processes_with(&m).is_empty(),
+        "left behind: {:?}",
+        processes_with(&m)
+    );
+}
+
+/// --bare (no emulator) passes COLDSTART_FD too, so its checkpoints compare with
+/// an emulated run's.
+#[test]
+fn bare_runtime_checkpoints_become_marks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().join("ready");
+    std::fs::create_dir(&ready).unwrap();
+    let json = dir.path().join("out.json");
+    let m = marker("lambda-bare-checkpoints");
+    let rt = python_client("raw_runtime.py");
+    let o = run(&[
+        "lambda",
+        "-q",
+        "--no-store",
+        "--bare",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--runtime",
+        rt.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--env",
+        &m,
+        "--env",
+        &format!("CS_READY_DIR={}", ready.display()),
+        "--env",
+        &format!("CS_CHECKPOINT_SDK={}", root().join("sdk/python/src").display()),
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let doc = json_file(&json);
+    let sample = &doc["samples"][0];
+    let t0 = sample["t0_mono_ns"].as_u64().unwrap();
+    let at = |name: &str| mark(sample, name)["t_ns"].as_u64().unwrap();
+    let own: u64 = std::fs::read_to_string(ready.join("runtime"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(at("rt.start") < at("rt.before-next"));
+    assert!(t0 + at("rt.before-next") <= own);
+    assert!(at("rt.before-next") <= sample["ready_ns"].as_u64().unwrap());
+    assert_eq!(
+        mark(sample, "rt.start")["pid"],
+        mark(sample, "rt.before-next")["pid"]
+    );
     assert!(
         processes_with(&m).is_empty(),
         "left behind: {:?}",

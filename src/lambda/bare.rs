@@ -8,6 +8,7 @@ use crate::clock::now_ns;
 use crate::launch::spawn::{self, OutputMode};
 use crate::launch::wait::{pollfd, ppoll};
 use crate::launch::{output::tail_of_file, signals, tree};
+use crate::marks::Marks;
 use crate::run::RunId;
 use crate::sample::{Outcome, Sample, Usage};
 use anyhow::{bail, Context, Result};
@@ -22,14 +23,22 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
     listener.set_nonblocking(true).context("non-blocking listener")?;
     let addr = listener.local_addr().context("listener address")?;
     let function = cfg.function(opts, "coldstart/[$LATEST]bare");
-    let vars = env::runtime_env(&function, &addr.to_string(), &cfg.env);
+    let mut vars = env::runtime_env(&function, &addr.to_string(), &cfg.env);
     let mut prepared = spawn::prepare(&cfg.runtime, OutputMode::MemFile, &[])?;
+    // Checkpoints as in an emulated run, so --bare compares like with like.
+    let mut marks = Marks::new(&[])?;
+    if let Some((write, at)) = marks.for_child() {
+        vars.retain(|(k, _)| k != crate::marks::FD_ENV);
+        vars.push((crate::marks::FD_ENV.to_string(), at.to_string()));
+        prepared.pass_fd(write, at);
+    }
     prepared.replace_env(&vars);
     let deadline = now_ns() + opts.init_timeout.as_nanos() as u64;
 
     let t0 = now_ns();
     let child = spawn::spawn(&mut prepared, &cfg.runtime)?;
     let t0 = t0 + child.placement_ns; // the cgroup placement's kernel wait is not the runtime's
+    marks.spawned(t0);
 
     let _group = signals::Current::set(child.pid);
     let mut conns: Vec<(TcpStream, Vec<u8>)> = Vec::new();
@@ -89,12 +98,15 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
         (Outcome::Ready, _) | (_, None) => Vec::new(),
         (_, Some(f)) => tail_of_file(f, opts.tail_lines),
     };
+    // Every writer is dead: the pipe is read to its end.
+    let marks = marks.finish().into_iter().map(|m| m.in_pid(child.pid)).collect();
     Ok(Sample {
         outcome,
         ready_ns,
         usage,
         killed: true,
         output_tail,
+        marks,
         ..Sample::begin(&id, t0)
     })
 }

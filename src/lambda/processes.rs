@@ -1,18 +1,23 @@
 //! The runtime and extension processes of one environment, started with
 //! `launch::spawn` (own process group each, registered for Ctrl-C), watched for
 //! exit through their pidfd (reaped with wait4 the moment they exit), their output
-//! read line by line into the function's log and the Telemetry API.
+//! read line by line into the function's log and the Telemetry API. Each process
+//! gets its own checkpoint pipe (COLDSTART_FD, the SDKs' `cs1` protocol), placed in
+//! its descriptor table by the spawn itself, so processes started concurrently from
+//! worker threads never share a descriptor number in ours; its lines become Marks
+//! carrying the pid of the process whose pipe they came from.
 
 use super::state::{Exit, Role, Shared};
 use super::telemetry::Bus;
 use crate::launch::output::LineBuffer;
 use crate::launch::signals;
 use crate::launch::spawn::{self, OutputMode};
-use crate::sample::ExitStatus;
+use crate::marks;
+use crate::sample::{ExitStatus, Mark};
 use crate::target::Target;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::io::Write;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinHandle;
@@ -56,17 +61,28 @@ pub struct Prepared {
     role: Role,
     target: Target,
     spawn: spawn::Prepared,
+    /// Our end of the process's checkpoint pipe.
+    checkpoints: OwnedFd,
 }
 
-/// Build the command (exactly `env`, nothing inherited) before time zero.
+/// Build the command (exactly `env` plus COLDSTART_FD, nothing inherited) before
+/// time zero.
 pub fn prepare(role: Role, target: &Target, env: &[(String, String)]) -> Result<Prepared> {
     let mut p = spawn::prepare(target, OutputMode::Pipes, &[])?;
     p.without_run_cgroup();
-    p.replace_env(env);
+    let (read, write) = std::io::pipe().context("creating a checkpoint pipe")?;
+    let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
+    // The number bench's targets see too, when reserved; in the child only.
+    let at = marks::reserved_fd().unwrap_or(write.as_raw_fd());
+    let mut env: Vec<(String, String)> = env.iter().filter(|(k, _)| k != marks::FD_ENV).cloned().collect();
+    env.push((marks::FD_ENV.to_string(), at.to_string()));
+    p.replace_env(&env);
+    p.pass_fd(write, at);
     Ok(Prepared {
         role,
         target: target.clone(),
         spawn: p,
+        checkpoints: read,
     })
 }
 
@@ -75,18 +91,27 @@ pub struct Process {
     pub pid: i32,
     _group: signals::Current,
     tasks: Vec<JoinHandle<()>>,
+    /// Reads the checkpoint pipe to its end-of-file.
+    checkpoints: Option<JoinHandle<()>>,
 }
 
 impl Drop for Process {
     fn drop(&mut self) {
-        for t in &self.tasks {
+        for t in self.tasks.iter().chain(&self.checkpoints) {
             t.abort();
         }
     }
 }
 
-/// Spawn a prepared process and start watching it. Call inside the tokio runtime.
-pub fn start(mut p: Prepared, shared: &Arc<Shared>, bus: &Arc<Bus>, logs: &Arc<Logs>) -> Result<Process> {
+/// Spawn a prepared process and start watching it. Call inside the tokio runtime,
+/// after taking time zero (`t0`, what checkpoints are measured from).
+pub fn start(
+    mut p: Prepared,
+    t0: u64,
+    shared: &Arc<Shared>,
+    bus: &Arc<Bus>,
+    logs: &Arc<Logs>,
+) -> Result<Process> {
     let child = spawn::spawn(&mut p.spawn, &p.target)?;
     let group = signals::Current::set(child.pid);
     let pid = child.pid;
@@ -111,7 +136,7 @@ pub fn start(mut p: Prepared, shared: &Arc<Shared>, bus: &Arc<Bus>, logs: &Arc<L
             }
         }));
     }
-    let (shared, role) = (shared.clone(), p.role.clone());
+    let (state, role) = (shared.clone(), p.role.clone());
     let pidfd = child.pidfd;
     tasks.push(tokio::spawn(async move {
         // SAFETY: the AsyncFd owns the OwnedFd, so the descriptor stays open and the
@@ -123,14 +148,50 @@ pub fn start(mut p: Prepared, shared: &Arc<Shared>, bus: &Arc<Bus>, logs: &Arc<L
             let _ = fd.readable().await;
         }
         let status = reap(pid);
-        shared.update(|s| s.exits.push(Exit { role, pid, status }));
+        state.update(|s| s.exits.push(Exit { role, pid, status }));
     }));
+    let checkpoints = tokio::net::unix::pipe::Receiver::from_owned_fd(p.checkpoints)
+        .ok()
+        .map(|rx| {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(rx).split(b'\n');
+                while let Ok(Some(line)) = lines.next_segment().await {
+                    let line = String::from_utf8_lossy(&line);
+                    if let Some(m) = marks::parse_checkpoint(&line, t0) {
+                        // Not a state change anyone waits on: no wake-up.
+                        shared.lock().checkpoints.push(m.in_pid(pid));
+                    }
+                }
+            })
+        });
     Ok(Process {
         role: p.role,
         pid,
         _group: group,
         tasks,
+        checkpoints,
     })
+}
+
+impl Process {
+    /// Wait (until `within` passes) for the checkpoint pipe's end-of-file: every
+    /// holder of its write end gone, every line read. Call once the process tree is
+    /// dead.
+    pub async fn checkpoints_read(&mut self, within: std::time::Duration) {
+        if let Some(reader) = self.checkpoints.as_mut() {
+            // A descendant that escaped the kill keeps the pipe open: what it
+            // wrote so far is read, later lines are lost.
+            tokio::time::timeout(within, reader).await.ok();
+        }
+    }
+}
+
+/// The checkpoints read so far, in time order.
+pub fn checkpoint_marks(shared: &Shared) -> Vec<Mark> {
+    let mut marks = shared.lock().checkpoints.clone();
+    marks.sort_by_key(|m| m.t_ns);
+    marks
 }
 
 /// Reap an exited child; the status is unknown if something else reaped it first.

@@ -83,6 +83,8 @@ pub struct State {
     pub extension_error: Option<(String, String, String)>,
     pub exits: Vec<Exit>,
     pub interrupted: bool,
+    /// SDK checkpoints of every process, as read (pid: whose pipe).
+    pub checkpoints: Vec<crate::sample::Mark>,
 }
 
 impl State {

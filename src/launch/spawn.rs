@@ -48,6 +48,8 @@ pub struct Prepared {
     stack: Vec<u8>,
     /// A `replace_env` variable that cannot be passed (NUL byte), reported at spawn.
     env_error: Option<anyhow::Error>,
+    /// A descriptor the child gets at a chosen number, inheritable (`pass_fd`).
+    passed: Option<(OwnedFd, RawFd)>,
 }
 
 // SAFETY: the raw pointers point into the CStrings owned by the same struct
@@ -112,6 +114,7 @@ pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]
         out: Some(out),
         pipes,
         env_error: None,
+        passed: None,
         output_file,
         cgroup: RunCgroup::create(),
         stack: vec![0u8; STACK_SIZE],
@@ -125,6 +128,15 @@ impl Prepared {
     /// time zero, where a placement's kernel wait cannot be taken out of the figure).
     pub fn without_run_cgroup(&mut self) {
         self.cgroup = None;
+    }
+
+    /// Give the child `fd` as descriptor number `at` (> 2), inheritable across its
+    /// exec. Placed in the child's own descriptor table between clone and exec, so
+    /// it is race-free when several threads spawn at once: no shared fd number is
+    /// ever rewired in coldstart's table, and ours stays close-on-exec, so no other
+    /// child inherits it. Our copy is closed after the spawn.
+    pub fn pass_fd(&mut self, fd: OwnedFd, at: RawFd) {
+        self.passed = Some((fd, at));
     }
 
     /// Give the process exactly this environment (nothing inherited from coldstart).
@@ -163,6 +175,8 @@ fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
 struct ChildCtx<'a> {
     p: &'a Prepared,
     out: (RawFd, RawFd),
+    /// (source, number in the child) of a passed descriptor; -1 for none.
+    passed: (RawFd, RawFd),
     cgroup_procs: RawFd,
     /// The spawning thread is the main thread: PR_SET_PDEATHSIG fires when the
     /// *thread* that forked exits, so it is only safe from one that lives as
@@ -188,12 +202,14 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
         return Err(anyhow!("internal: a prepared command was spawned twice"));
     };
     let pipes = prepared.pipes.take();
+    let passed = prepared.passed.take();
     let stack_top = {
         let end = prepared.stack.as_mut_ptr() as usize + prepared.stack.len();
         (end & !15) as *mut libc::c_void
     };
     let mut ctx = ChildCtx {
         out: (out.0.as_raw_fd(), out.1.as_raw_fd()),
+        passed: passed.as_ref().map_or((-1, -1), |(fd, at)| (fd.as_raw_fd(), *at)),
         p: prepared,
         cgroup_procs: prepared.cgroup.as_ref().map_or(-1, |c| c.procs_fd()),
         // SAFETY: plain syscalls without arguments.
@@ -265,6 +281,7 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
     // The child's copies of its stdout/stderr ends are all that should keep the
     // pipes open: ours close here, or we would never see end-of-file.
     drop(out);
+    drop(passed);
     Ok(Child {
         pid,
         pidfd,
@@ -306,6 +323,19 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             || libc::dup2(ctx.out.1, 2) != 2
         {
             fail(ctx, STAGE_SETUP);
+        }
+        // After the stdio dup2s (the number may be one of their sources). The
+        // child's table is its own (no CLONE_FILES): this changes nothing of ours.
+        let (src, at) = ctx.passed;
+        if src >= 0 {
+            let placed = if src == at {
+                libc::fcntl(at, libc::F_SETFD, 0) == 0
+            } else {
+                libc::dup2(src, at) == at
+            };
+            if !placed {
+                fail(ctx, STAGE_SETUP);
+            }
         }
         if let Some(cwd) = &p.cwd {
             if libc::chdir(cwd.as_ptr()) != 0 {

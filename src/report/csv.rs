@@ -27,6 +27,7 @@ pub fn render(result: &ExperimentResult) -> Result<Vec<u8>> {
         "killed",
         "captures",
         "marks",
+        "metrics",
     ])?;
     for s in &result.samples {
         let opt = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_default();
@@ -71,6 +72,11 @@ pub fn render(result: &ExperimentResult) -> Result<Vec<u8>> {
             s.marks
                 .iter()
                 .map(|m| format!("{}={}", m.name, m.t_ns))
+                .collect::<Vec<_>>()
+                .join(";"),
+            s.metrics
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
                 .join(";"),
         ])?;

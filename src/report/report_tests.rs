@@ -10,7 +10,8 @@ use crate::sample::{ExitStatus, Mark, MarkSource};
 use std::collections::BTreeSet;
 
 /// base: warmup + 12 ok runs + 1 timeout (exit code 3); cand ("c|d", a name with a
-/// Markdown pipe): warmup + 12 ok runs, with a mark, a capture, requests, a shutdown.
+/// Markdown pipe): warmup + 12 ok runs, with a mark, a capture, a metric,
+/// requests, a shutdown.
 fn experiment() -> ExperimentResult {
     let mut samples = vec![sample(0, 0, true, Some(90.0)), sample(1, 0, true, Some(90.0))];
     for round in 0..12 {
@@ -18,6 +19,7 @@ fn experiment() -> ExperimentResult {
         let mut c = sample(1, round, false, Some(10.0 + round as f64 / 2.0));
         c.marks = vec![Mark::new("config", MarkSource::Checkpoint, 4_000_000)];
         c.captures.insert("port".into(), "8080".into());
+        c.metrics.insert("billed_ms".into(), 40.0 + (round % 2) as f64);
         c.requests_ns = vec![3_000_000, 1_000_000];
         c.shutdown_ns = Some(2_000_000);
         samples.push(c);
@@ -88,6 +90,7 @@ fn terminal_table_has_a_row_per_variant_and_a_delta_line() {
         "the marks table: {out}"
     );
     assert!(out.contains("captured port: median 8080 (n = 12)"), "{out}");
+    assert!(out.contains("  c|d: billed_ms: median 40.500 (n = 12)"), "{out}");
     assert!(out.contains("1st request") && out.contains("shutdown"), "{out}");
     assert!(
         !out.contains("stopped:"),
@@ -149,6 +152,11 @@ fn csv_has_one_row_per_run_including_warmups_and_failures() {
         .expect("a measured cand row");
     assert_eq!(&cand[col("marks")], "config=4000000");
     assert_eq!(&cand[col("captures")], "port=8080");
+    assert!(
+        ["billed_ms=40", "billed_ms=41"].contains(&&cand[col("metrics")]),
+        "{:?}",
+        &cand[col("metrics")]
+    );
     assert_eq!(&cand[col("first_request_ns")], "3000000");
 }
 
@@ -252,6 +260,11 @@ fn json_export_has_every_documented_field() {
             assert!(stats[summary].get(f).is_some(), "Summary {summary}.{f}");
         }
     }
+    assert_eq!(stats["metrics"]["billed_ms"]["n"], 12, "{stats}");
+    assert!(
+        doc["variants"][0]["stats"].get("metrics").is_none(),
+        "omitted when no run measured any"
+    );
     for f in ["ratio", "shift", "mann_whitney", "verdict"] {
         assert!(stats["vs_baseline"].get(f).is_some(), "Comparison.{f}");
     }

@@ -70,6 +70,14 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     out.push_str(&resources(analysis));
     out.push_str(&marks(analysis));
     for v in &analysis.variants {
+        for (name, s) in &v.metrics {
+            out.push_str(&format!(
+                "  {}: {name}: median {} (n = {})\n",
+                v.name,
+                trim(s.p50),
+                s.n
+            ));
+        }
         for (name, s) in &v.captures {
             out.push_str(&format!(
                 "  {}: captured {name}: median {} (n = {})\n",

@@ -8,6 +8,8 @@ Environment (all optional):
   CS_EXT_DELAY_MS   extra init work before that instant
   CS_EXT_MODE       init-error: report /extension/init/error instead of getting ready
                     exit: exit(3) right after registering
+  CS_CHECKPOINT_SDK sdk/python/src: checkpoints NAME.start (first thing) and
+                    NAME.before-next (right before the CS_READY_DIR instant)
 """
 import json
 import os
@@ -17,6 +19,16 @@ import urllib.request
 
 API = "http://" + os.environ["AWS_LAMBDA_RUNTIME_API"] + "/2020-01-01/extension"
 NAME = os.path.basename(sys.argv[0])
+if os.environ.get("CS_CHECKPOINT_SDK"):
+    sys.path.insert(0, os.environ["CS_CHECKPOINT_SDK"])
+    from coldstart_checkpoint import checkpoint
+else:
+
+    def checkpoint(name):
+        pass
+
+
+checkpoint(NAME + ".start")
 
 
 def call(method, path, body=None, headers=None):
@@ -42,6 +54,7 @@ if mode == "exit":
 delay = int(os.environ.get("CS_EXT_DELAY_MS", "0") or 0)
 if delay:
     time.sleep(delay / 1000)
+checkpoint(NAME + ".before-next")
 ready_dir = os.environ.get("CS_READY_DIR")
 if ready_dir:
     with open(os.path.join(ready_dir, NAME), "w") as f:

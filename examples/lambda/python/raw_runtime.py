@@ -6,6 +6,9 @@ CS_RT_MODE (optional):
   hang        never call /next (for the init timeout)
   exit        exit(7) during init
   (default)   echo each event as the response
+CS_CHECKPOINT_SDK (optional): sdk/python/src; then checkpoints rt.start (first
+  thing) and rt.before-next (right before the first /next), and with CS_READY_DIR
+  the file `runtime` holds the CLOCK_MONOTONIC ns instant right after rt.before-next
 """
 import json
 import os
@@ -13,6 +16,16 @@ import sys
 import time
 import urllib.request
 
+if os.environ.get("CS_CHECKPOINT_SDK"):
+    sys.path.insert(0, os.environ["CS_CHECKPOINT_SDK"])
+    from coldstart_checkpoint import checkpoint
+else:
+
+    def checkpoint(name):
+        pass
+
+
+checkpoint("rt.start")
 API = "http://" + os.environ["AWS_LAMBDA_RUNTIME_API"] + "/2018-06-01/runtime"
 
 
@@ -37,6 +50,10 @@ if mode == "hang":
         time.sleep(3600)
 if mode == "exit":
     sys.exit(7)
+checkpoint("rt.before-next")
+if os.environ.get("CS_CHECKPOINT_SDK") and os.environ.get("CS_READY_DIR"):
+    with open(os.path.join(os.environ["CS_READY_DIR"], "runtime"), "w") as f:
+        f.write(str(time.clock_gettime_ns(time.CLOCK_MONOTONIC)))
 while True:
     headers, body = call("GET", "/invocation/next")
     request_id = headers["Lambda-Runtime-Aws-Request-Id"]

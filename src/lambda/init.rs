@@ -1,0 +1,335 @@
+//! Lambda's init phase. Before T0: the APIs' server, every process's command, the
+//! sandbox. From T0: external extensions start (all at once) and register → the
+//! runtime starts → its first /next → registration closes → every extension's
+//! /next → Init Duration (T0 to the last of these). Then `platform.extension` per
+//! extension and `platform.initReport` (with INIT_REPORT in the log on failure).
+
+use super::processes::{self, Logs, Process};
+use super::report::{self, Failure};
+use super::state::{self, Role, Shared, State};
+use super::{round2, sandbox, server, telemetry, Config, Environment, Options};
+use crate::clock::now_ns;
+use crate::launch::{tree, usage};
+use crate::run::RunId;
+use crate::sample::{ExitStatus, Mark, MarkSource, Usage};
+use crate::target::Target;
+use anyhow::Result;
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The processes of an environment, prepared but not started.
+pub(super) struct Pending {
+    /// External extensions: (name, command), in name order.
+    extensions: Vec<(String, processes::Prepared)>,
+    runtime: processes::Prepared,
+}
+
+/// How init ended.
+pub(super) struct Init {
+    /// Init Duration (ns) or why init failed.
+    pub result: std::result::Result<u64, Failure>,
+    /// The Init Duration the platform lines show (up to the deadline on failure).
+    pub ms: f64,
+    pub exit_status: Option<ExitStatus>,
+    pub interrupted: bool,
+    /// The runtime's first /next, each extension's /register and first /next.
+    pub marks: Vec<Mark>,
+    /// Of the first process's tree, at the end of init.
+    pub usage: Usage,
+}
+
+/// Everything that can be prepared is prepared before T0. `phase`: "init", or
+/// "invoke" for the retry of a failed init inside the first invoke.
+pub(super) async fn prepare(
+    cfg: &Config,
+    opts: &Options,
+    id: &RunId,
+    phase: &'static str,
+) -> Result<(Environment, Pending)> {
+    let ext_names: Vec<String> = cfg
+        .extensions
+        .iter()
+        .map(|p| {
+            p.file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    let function = cfg.function(
+        opts,
+        &format!("coldstart/[$LATEST]{}", state::uuid().replace('-', "")),
+    );
+    let bus = Arc::new(telemetry::Bus::default());
+    let env = Arc::new(server::Env {
+        shared: Arc::new(Shared::default()),
+        telemetry: bus.clone(),
+        function: function.clone(),
+        external_names: ext_names.clone(),
+    });
+    let srv = server::Server::start(env.clone()).await?;
+    let api = srv.addr.to_string();
+    let rt_env = super::env::runtime_env(&function, &api, &cfg.env);
+    let ext_env = super::env::extension_env(&rt_env);
+    let mut extensions = Vec::new();
+    for (path, name) in cfg.extensions.iter().zip(&ext_names) {
+        let target = Target::new(
+            vec![path.display().to_string()],
+            Vec::new(),
+            path.parent().map(PathBuf::from),
+        )?;
+        let prep = processes::prepare(Role::Extension(name.clone()), &target, &ext_env)?;
+        extensions.push((name.clone(), prep));
+    }
+    let runtime = processes::prepare(Role::Runtime, &cfg.runtime, &rt_env)?;
+    let sandbox = match &opts.cgroups {
+        Some(c) => {
+            let tag = format!("{}-{}-{}", id.variant, id.round, u8::from(id.warmup));
+            let sb = c.create(&tag, cfg.memory_mb)?;
+            if !opts.init_boost {
+                sb.set_cpu(Some(sandbox::vcpus(cfg.memory_mb)))?;
+            }
+            Some(sb)
+        }
+        None => None,
+    };
+    let environment = Environment {
+        env,
+        bus,
+        logs: Arc::new(Logs::new(opts.tail_lines, opts.log.clone())),
+        srv,
+        sandbox,
+        procs: Vec::new(),
+        t0: 0,
+        phase,
+    };
+    Ok((environment, Pending { extensions, runtime }))
+}
+
+/// Has init failed (or been interrupted) in a way that ends the wait?
+fn init_broken(s: &State) -> bool {
+    s.interrupted || s.init_error.is_some() || s.extension_error.is_some() || !s.exits.is_empty()
+}
+
+/// T0 → Init Duration or a failure, then init's platform events. Err: a process
+/// could not be started (or put in its cgroup); the caller cleans up.
+pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opts: &Options) -> Result<Init> {
+    let ext_names: Vec<String> = pending.extensions.iter().map(|(n, _)| n.clone()).collect();
+    e.t0 = now_ns();
+    let (t0, phase) = (e.t0, e.phase);
+    let function = &e.env.function;
+    e.logs.line(&report::init_start(&opts.region));
+    e.bus.emit(
+        "platform.initStart",
+        json!({
+            "initializationType": "on-demand",
+            "phase": phase,
+            "runtimeVersion": "provided:coldstart",
+            "functionName": function.name,
+            "functionVersion": function.version,
+            "instanceMaxMemory": cfg.memory_mb * 1024 * 1024,
+        }),
+    );
+    let mut setup_error = None;
+    for (_, prep) in pending.extensions {
+        match start(e, prep) {
+            Ok(p) => e.procs.push(p),
+            Err(err) => {
+                setup_error = Some(err);
+                break;
+            }
+        }
+    }
+    let deadline = t0
+        + if phase == "init" {
+            opts.init_timeout
+        } else {
+            opts.function_timeout
+        }
+        .as_nanos() as u64;
+    let registered = |s: &State| {
+        ext_names
+            .iter()
+            .all(|n| s.extensions.iter().any(|e| &e.name == n))
+    };
+    let mut init: std::result::Result<u64, Failure> = Err(timed_out());
+    let mut runtime_started = false;
+    let s = e.env.shared.clone();
+    if setup_error.is_none()
+        && s.wait_until(deadline, |s| init_broken(s) || registered(s)).await
+        && !init_broken(&s.lock())
+    {
+        match start(e, pending.runtime) {
+            Ok(p) => {
+                e.procs.push(p);
+                runtime_started = true;
+            }
+            Err(err) => setup_error = Some(err),
+        }
+    }
+    if runtime_started {
+        let rt_ready = s
+            .wait_until(deadline, |s| init_broken(s) || s.runtime_ready_ns.is_some())
+            .await
+            && s.lock().runtime_ready_ns.is_some()
+            && !init_broken(&s.lock());
+        if rt_ready {
+            e.bus.emit(
+                "platform.initRuntimeDone",
+                json!({"initializationType": "on-demand", "phase": phase, "status": "success"}),
+            );
+            s.update(|s| s.registration_open = false);
+            let all_ready = s
+                .wait_until(deadline, |s| {
+                    init_broken(s) || s.extensions.iter().all(|e| e.ready_ns.is_some())
+                })
+                .await
+                && !init_broken(&s.lock());
+            if all_ready {
+                let st = s.lock();
+                let end = st
+                    .extensions
+                    .iter()
+                    .filter_map(|e| e.ready_ns)
+                    .chain(st.runtime_ready_ns)
+                    .max()
+                    .unwrap_or(t0);
+                init = Ok(end - t0);
+            }
+        }
+    }
+    e.bus.close();
+    let interrupted = crate::launch::signals::interrupted();
+    let mut exit_status = None;
+    let marks = {
+        let st = s.lock();
+        if init.is_err() {
+            init = Err(classify_failure(&st));
+            exit_status = st.exits.first().map(|e| e.status.clone());
+        }
+        lambda_marks(&st, t0, &e.procs)
+    };
+    if let Some(err) = setup_error {
+        return Err(err);
+    }
+    // platform.extension per extension, then initReport.
+    for x in s.lock().extensions.iter() {
+        let mut events = Vec::new();
+        if x.invoke {
+            events.push("INVOKE");
+        }
+        if x.shutdown {
+            events.push("SHUTDOWN");
+        }
+        e.bus.emit(
+            "platform.extension",
+            json!({"name": x.name, "state": if x.ready_ns.is_some() { "Ready" } else { "Registered" }, "events": events}),
+        );
+    }
+    let init_ms = match &init {
+        Ok(ns) => *ns as f64 / 1e6,
+        Err(_) => (now_ns().min(deadline) - t0) as f64 / 1e6,
+    };
+    let mut init_report = json!({
+        "initializationType": "on-demand",
+        "phase": phase,
+        "metrics": {"durationMs": round2(init_ms)},
+    });
+    if let Err(f) = &init {
+        init_report["status"] = f.status.clone().into();
+        if let Some(t) = &f.error_type {
+            init_report["errorType"] = t.clone().into();
+        }
+        e.logs.line(&report::init_report(init_ms, phase, f));
+        if !matches!(f.error_type.as_deref(), Some("Sandbox.Timedout")) && !interrupted {
+            e.bus.emit(
+                "platform.initRuntimeDone",
+                json!({"initializationType": "on-demand", "phase": phase, "status": f.status, "errorType": f.error_type}),
+            );
+        }
+    }
+    e.bus.emit("platform.initReport", init_report);
+    let usage = e
+        .procs
+        .first()
+        .map(|p| usage::snapshot(&tree::members(p.pid)))
+        .unwrap_or_default();
+    Ok(Init {
+        result: init,
+        ms: init_ms,
+        exit_status,
+        interrupted,
+        marks,
+        usage,
+    })
+}
+
+/// Start a prepared process (after T0) and put it in the sandbox.
+fn start(e: &Environment, prep: processes::Prepared) -> Result<Process> {
+    let p = processes::start(prep, e.t0, &e.env.shared, &e.bus, &e.logs)?;
+    if let Some(sb) = &e.sandbox {
+        sb.add(p.pid)?;
+    }
+    Ok(p)
+}
+
+/// The instants the APIs saw, as marks since T0, each in the process that made the
+/// call: `runtime_ready` (the runtime's first /next), `ext.NAME.register` and
+/// `ext.NAME.ready` (its /register and first /event/next). An internal extension
+/// registers from the runtime's process.
+fn lambda_marks(st: &State, t0: u64, procs: &[Process]) -> Vec<Mark> {
+    let pid_of = |role: &Role| procs.iter().find(|p| &p.role == role).map(|p| p.pid);
+    let runtime = pid_of(&Role::Runtime);
+    let mark = |name: String, at: u64, pid: Option<i32>| {
+        let m = Mark::new(name, MarkSource::Lambda, at.saturating_sub(t0));
+        match pid {
+            Some(pid) => m.in_pid(pid),
+            None => m,
+        }
+    };
+    let mut marks = Vec::new();
+    if let Some(r) = st.runtime_ready_ns {
+        marks.push(mark("runtime_ready".into(), r, runtime));
+    }
+    for x in &st.extensions {
+        let pid = if x.external {
+            pid_of(&Role::Extension(x.name.clone()))
+        } else {
+            runtime
+        };
+        marks.push(mark(format!("ext.{}.register", x.name), x.registered_ns, pid));
+        if let Some(r) = x.ready_ns {
+            marks.push(mark(format!("ext.{}.ready", x.name), r, pid));
+        }
+    }
+    marks.sort_by_key(|m| m.t_ns);
+    marks
+}
+
+fn timed_out() -> Failure {
+    Failure {
+        status: "timeout".into(),
+        error_type: Some("Sandbox.Timedout".into()),
+    }
+}
+
+/// Why init did not finish, in Lambda's terms.
+fn classify_failure(s: &State) -> Failure {
+    let error = |t: &str| Failure {
+        status: "error".into(),
+        error_type: Some(t.to_string()),
+    };
+    if let Some((kind, _)) = &s.init_error {
+        return error(kind);
+    }
+    if let Some((_, kind, _)) = &s.extension_error {
+        return error(kind);
+    }
+    if let Some(e) = s.exits.first() {
+        return match &e.role {
+            Role::Runtime => error("Runtime.ExitError"),
+            Role::Extension(_) => error("Extension.Crash"),
+        };
+    }
+    timed_out()
+}

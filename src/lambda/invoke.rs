@@ -1,0 +1,220 @@
+//! Lambda's invoke phase: the event to the runtime (and INVOKE to the extensions
+//! that asked for it), its response or error, the extensions' post-runtime work,
+//! then END and REPORT (Duration, Billed Duration, Max Memory Used) in the log and
+//! `platform.runtimeDone` / `platform.report` in telemetry.
+
+use super::report::{self, Failure};
+use super::state::{self, Invocation, Role, State};
+use super::{round2, telemetry, Config, Environment, Options};
+use crate::clock::now_ns;
+use crate::launch::{tree, usage};
+use serde_json::json;
+
+/// What the invoke measured.
+pub(super) struct Invoked {
+    /// The invoke's Duration (event sent → runtime and extensions done), ns.
+    pub ns: u64,
+    pub failure: Option<Failure>,
+    /// `invoke_ms`, `post_runtime_ms`, `max_memory_mb`, `billed_ms`.
+    pub metrics: Vec<(&'static str, f64)>,
+}
+
+/// One invoke of the event. `init_ms`: the Init Duration the REPORT line shows
+/// (None after a suppressed init, which counts inside the invoke's duration).
+pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: Option<f64>) -> Invoked {
+    let s = &e.env.shared;
+    let (bus, logs) = (&e.bus, &e.logs);
+    let request_id = state::uuid();
+    let epoch_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    let deadline_ms = epoch_ms + opts.function_timeout.as_millis() as u64;
+    let trace_id = format!(
+        "Root=1-{:08x}-{};Parent={};Sampled=0",
+        epoch_ms / 1000,
+        &state::uuid().replace('-', "")[..24],
+        &state::uuid().replace('-', "")[..16]
+    );
+    let arn = e.env.function.arn();
+    logs.line(&report::start(&request_id, "$LATEST"));
+    bus.emit(
+        "platform.start",
+        json!({"requestId": request_id, "version": "$LATEST",
+               "tracing": {"type": "X-Amzn-Trace-Id", "value": trace_id}}),
+    );
+    let t_inv = now_ns();
+    let inv_deadline = t_inv + opts.function_timeout.as_nanos() as u64;
+    s.update(|st| {
+        for e in st.extensions.iter_mut().filter(|e| e.invoke) {
+            e.events.push_back(json!({
+                "eventType": "INVOKE",
+                "deadlineMs": deadline_ms,
+                "requestId": request_id,
+                "invokedFunctionArn": arn,
+                "tracing": {"type": "X-Amzn-Trace-Id", "value": trace_id},
+            }));
+        }
+        st.runtime_queue.push_back(Invocation {
+            request_id: request_id.clone(),
+            event: opts.event.clone(),
+            deadline_ms,
+            trace_id: trace_id.clone(),
+            arn: arn.clone(),
+            delivered_ns: None,
+            result: None,
+        });
+    });
+    let runtime_gone = |st: &State| st.exited(&Role::Runtime).is_some();
+    s.wait_until(inv_deadline, |st| {
+        st.interrupted || runtime_gone(st) || st.current.as_ref().is_some_and(|c| c.result.is_some())
+    })
+    .await;
+    let (result, delivered) = {
+        let st = s.lock();
+        let cur = st.current.as_ref();
+        (
+            cur.and_then(|c| c.result.clone()),
+            cur.and_then(|c| c.delivered_ns),
+        )
+    };
+    let mut failure = match &result {
+        None if runtime_gone(&s.lock()) => Some(Failure {
+            status: "error".into(),
+            error_type: Some("Runtime.ExitError".into()),
+        }),
+        None => Some(Failure {
+            status: "timeout".into(),
+            error_type: Some("Sandbox.Timedout".into()),
+        }),
+        Some(r) => r.error_type.as_ref().map(|t| Failure {
+            status: "error".into(),
+            error_type: Some(t.clone()),
+        }),
+    };
+    let runtime_done = result.as_ref().map_or(now_ns(), |r| r.at_ns);
+    let produced = result.as_ref().map_or(0, |r| r.body.len());
+    let latency_ms = delivered.map_or(0.0, |d| (d.saturating_sub(t_inv)) as f64 / 1e6);
+    bus.emit(
+        "platform.runtimeDone",
+        json!({
+            "requestId": request_id,
+            "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
+            "errorType": failure.as_ref().and_then(|f| f.error_type.clone()),
+            "metrics": {"durationMs": round2((runtime_done - t_inv) as f64 / 1e6), "producedBytes": produced},
+            "spans": [
+                {"name": "responseLatency", "start": telemetry::iso8601_now(), "durationMs": round2(latency_ms)},
+                {"name": "responseDuration", "start": telemetry::iso8601_now(), "durationMs": 0.0},
+            ],
+        }),
+    );
+    if let (Some(r), Some(path), None) = (&result, &opts.save_response, &failure) {
+        if let Err(e) = std::fs::write(path, &r.body) {
+            logs.line(&format!(
+                "coldstart: cannot save the response to {}: {e}",
+                path.display()
+            ));
+        }
+    }
+    // Extensions subscribed to INVOKE are done when they call /next again.
+    let mut t_end = runtime_done;
+    if failure.is_none() {
+        let done = s
+            .wait_until(inv_deadline, |st| {
+                st.interrupted
+                    || st
+                        .extensions
+                        .iter()
+                        .filter(|e| e.invoke)
+                        .all(|e| e.waiting && e.last_next_ns.is_some_and(|n| n >= t_inv))
+                    || st.exits.iter().any(|x| matches!(x.role, Role::Extension(_)))
+            })
+            .await;
+        let st = s.lock();
+        let all_done = st
+            .extensions
+            .iter()
+            .filter(|e| e.invoke)
+            .all(|e| e.waiting && e.last_next_ns.is_some_and(|n| n >= t_inv));
+        if done && all_done {
+            t_end = st
+                .extensions
+                .iter()
+                .filter(|e| e.invoke)
+                .filter_map(|e| e.last_next_ns)
+                .chain([runtime_done])
+                .max()
+                .unwrap_or(runtime_done);
+        } else {
+            t_end = now_ns().min(inv_deadline);
+            failure = Some(if now_ns() >= inv_deadline {
+                Failure {
+                    status: "timeout".into(),
+                    error_type: Some("Sandbox.Timedout".into()),
+                }
+            } else {
+                Failure {
+                    status: "error".into(),
+                    error_type: Some("Extension.Crash".into()),
+                }
+            });
+        }
+    }
+    let duration_ms = (t_end - t_inv) as f64 / 1e6;
+    let max_bytes = e
+        .sandbox
+        .as_ref()
+        .and_then(|sb| sb.peak_memory_bytes())
+        .unwrap_or_else(|| {
+            let u = e
+                .procs
+                .first()
+                .map(|p| usage::snapshot(&tree::members(p.pid)))
+                .unwrap_or_default();
+            u.peak_rss_kb.unwrap_or(0) * 1024
+        });
+    let max_mb = report::mb(max_bytes);
+    // A suppressed init (phase invoke) is part of the invoke's duration.
+    let (duration_ms, init_ms) = match init_ms {
+        Some(i) => (duration_ms, Some(i)),
+        None => ((t_end - e.t0) as f64 / 1e6, None),
+    };
+    logs.line(&report::end(&request_id));
+    logs.line(&report::report(&report::ReportLine {
+        request_id: &request_id,
+        duration_ms,
+        memory_mb: cfg.memory_mb,
+        max_memory_used_mb: max_mb,
+        init_ms,
+        failure: failure.as_ref(),
+    }));
+    let billed = report::billed_ms(duration_ms, init_ms);
+    let mut metrics = json!({
+        "durationMs": round2(duration_ms),
+        "billedDurationMs": billed,
+        "memorySizeMB": cfg.memory_mb,
+        "maxMemoryUsedMB": max_mb,
+    });
+    if let Some(i) = init_ms {
+        metrics["initDurationMs"] = round2(i).into();
+    }
+    bus.emit(
+        "platform.report",
+        json!({
+            "requestId": request_id,
+            "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
+            "errorType": failure.as_ref().and_then(|f| f.error_type.clone()),
+            "metrics": metrics,
+        }),
+    );
+    Invoked {
+        ns: t_end - t_inv,
+        failure,
+        metrics: vec![
+            ("invoke_ms", duration_ms),
+            ("post_runtime_ms", t_end.saturating_sub(runtime_done) as f64 / 1e6),
+            ("max_memory_mb", max_mb as f64),
+            ("billed_ms", billed as f64),
+        ],
+    }
+}
