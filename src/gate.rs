@@ -46,7 +46,7 @@ impl Regression {
     pub fn describe(self) -> String {
         match self {
             Regression::Relative(f) => format!("+{}", percent(f)),
-            Regression::Ms(ms) => format!("+{}", crate::report::format::ms(ms)),
+            Regression::Ms(ms) => format!("+{}", crate::format::ms(ms)),
         }
     }
 }
@@ -158,7 +158,7 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
     }
 
     if let (Some(max), Some(m)) = (limits.max_ms, mc) {
-        use crate::report::format::ms;
+        use crate::format::ms;
         let ci = cand_summary.as_ref().and_then(|s| s.p50_ci);
         if m > max {
             let why = match ci {
@@ -192,8 +192,8 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
         let shown = |x: f64| {
             format!(
                 "{} ({})",
-                crate::report::format::signed_ms(x),
-                crate::report::format::signed_percent(x / b)
+                crate::format::signed_ms(x),
+                crate::format::signed_percent(x / b)
             )
         };
         match (&comparison.shift, design.supports_verdict()) {

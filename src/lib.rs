@@ -17,6 +17,8 @@ pub mod config;
 pub mod elf;
 pub mod experiment;
 pub mod explain;
+/// How numbers read: ms, signed deltas, percentages, p-values, comparisons.
+pub mod format;
 pub mod gate;
 pub mod lambda;
 pub mod launch;

@@ -232,7 +232,11 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     )?;
     if args.explain && code == 0 {
         for v in &plan.variants {
-            let explained = coldstart::explain::once(&v.target, &v.readiness, &plan.run)?;
+            let explained = coldstart::report::explain::render(&coldstart::explain::once(
+                &v.target,
+                &v.readiness,
+                &plan.run,
+            )?);
             out::out!("\n== explain: {}\n{explained}", v.name)?;
         }
     }

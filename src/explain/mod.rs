@@ -7,7 +7,6 @@ pub mod adapted;
 pub mod adapter;
 pub mod otlp;
 
-use crate::report;
 use crate::run::{RunId, RunOptions};
 use crate::sample::Section;
 use crate::stats::{self, Summary};
@@ -85,7 +84,7 @@ pub fn explanation(
 /// `bench --explain`: after a variant's timed runs, one traced run (the
 /// timeline) and one adapted run (the sections of its auto-detected adapter,
 /// checkpoints and OpenTelemetry spans). One run each: no overheads measured.
-pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result<String> {
+pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result<Explanation> {
     let (ready_ns, trace) = traced_run(target, readiness, opts, 0)?;
     let adapters = choose_adapters("auto", &trace)?;
     let ms = ready_ns as f64 / 1e6;
@@ -103,10 +102,10 @@ pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result
     } else {
         e.warnings.push(format!(
             "the adapted run failed, so no sections: {}",
-            report::progress::describe_failure("adapted", &a.sample)
+            crate::sample::describe_failure("adapted", &a.sample)
         ));
     }
-    Ok(report::explain::render(&e))
+    Ok(e)
 }
 
 /// One traced run that must become ready: its ready time (ns since spawn) and trace.
@@ -126,7 +125,7 @@ pub fn traced_run(
         (Some(ns), Some(trace)) if s.ok() => Ok((ns, *trace)),
         _ => bail!(
             "{} (under the tracer)",
-            report::progress::describe_failure("traced", &s)
+            crate::sample::describe_failure("traced", &s)
         ),
     }
 }

@@ -5,7 +5,8 @@ pub mod chrome_trace;
 pub mod csv;
 pub mod explain;
 pub mod export;
-pub mod format;
+/// Number formatting is shared with the sample model and the gate.
+pub use crate::format;
 pub mod gate;
 pub mod history;
 pub mod json;

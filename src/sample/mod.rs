@@ -3,10 +3,12 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod failure;
 pub mod mark;
 pub mod phase;
 pub mod section;
 
+pub use failure::describe_failure;
 pub use mark::{Mark, MarkSource};
 pub use phase::Phase;
 pub use section::Section;

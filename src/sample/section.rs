@@ -76,5 +76,5 @@ impl Table {
 
 /// Milliseconds with a precision that suits the size, for table cells.
 pub fn ms_cell(ns: u64) -> String {
-    crate::report::format::ms(ns as f64 / 1e6)
+    crate::format::ms(ns as f64 / 1e6)
 }

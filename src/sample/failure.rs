@@ -1,0 +1,58 @@
+//! How a failed run reads: the one description every command prints (progress
+//! lines, errors) so a failure looks the same wherever it surfaces.
+
+use super::{Outcome, Sample};
+
+/// What went wrong in one run, with the target's last output lines.
+pub fn describe_failure(variant: &str, sample: &Sample) -> String {
+    let status = sample
+        .exit_status
+        .as_ref()
+        .map_or_else(|| "an unknown status".to_string(), |s| s.to_string());
+    let what = match &sample.outcome {
+        Outcome::Ready => return String::new(),
+        Outcome::Timeout => "not ready before --timeout".to_string(),
+        Outcome::ExitedEarly => format!("exited before ready ({status})"),
+        Outcome::ExitFailure => {
+            format!("exited with {status} (a failure: -i/--ignore-failure or --success-exit-codes accept it)")
+        }
+        Outcome::Interrupted => "interrupted".to_string(),
+        Outcome::Failed { error_type } => format!("failed with {error_type}"),
+    };
+    let kind = if sample.warmup { "warmup" } else { "run" };
+    let mut s = format!("coldstart: {variant}: {kind} {} failed: {what}", sample.round + 1);
+    if sample.output_tail.is_empty() {
+        s.push_str(" (no output)");
+    } else {
+        s.push_str("; last output:");
+        for line in &sample.output_tail {
+            s.push_str("\n  | ");
+            s.push_str(&clip(line));
+        }
+    }
+    s
+}
+
+/// A tail line as shown: a runaway line (a megabyte without a newline) is cut.
+fn clip(line: &str) -> String {
+    const MAX: usize = 400;
+    if line.len() <= MAX {
+        return line.to_string();
+    }
+    let mut end = MAX;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes)", &line[..end], line.len() - end)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_lines_are_clipped_on_a_char_boundary() {
+        assert_eq!(super::clip("short"), "short");
+        let long = "é".repeat(300);
+        let c = super::clip(&long);
+        assert!(c.ends_with("… (200 more bytes)"), "{c}");
+    }
+}
