@@ -10,7 +10,7 @@ use crate::target::{Readiness, Target};
 use crate::trace::{self, Event, StopWhen, Trace};
 use anyhow::{bail, Context, Result};
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
 const POLL: Duration = Duration::from_micros(200);
@@ -38,14 +38,8 @@ pub fn run(target: &Target, readiness: &Readiness, timeout: Duration) -> Result<
         return Ok((exit.saturating_sub(trace.t0_ns), trace));
     }
     // Output goes to a pipe we read (the log probe needs it; others just drain it).
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the array we own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("creating the output pipe");
-    }
-    // SAFETY: fresh descriptors we own.
-    let (mut out_read, out_write) =
-        unsafe { (std::fs::File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (out_read, out_write) = coldstart_sys::pipe::pipe(true).context("creating the output pipe")?;
+    let mut out_read = std::fs::File::from(out_read);
     opts.output = Some(out_write);
     let mut probe = Probe::new(readiness)?;
     let session = trace::start(&opts).context("cannot trace the target")?;

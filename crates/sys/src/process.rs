@@ -66,12 +66,17 @@ pub fn reap(pid: i32) -> io::Result<i32> {
     }
 }
 
-/// Reap one child that has already ended, if any: its pid. Never blocks.
-/// (No unit test: in a test binary it would steal other tests' children.)
-pub fn try_reap_any() -> Option<i32> {
+/// Reap one child that has already ended, if any: `Ok(Some(pid))`; `Ok(None)`
+/// while every child is still running; `Err` ECHILD when there is no child at
+/// all. Never blocks. (No unit test: in a test binary it would steal other
+/// tests' children.)
+pub fn try_reap_any() -> io::Result<Option<i32>> {
     // SAFETY: waitpid with a null status pointer writes nothing.
-    let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
-    (r > 0).then_some(r)
+    match unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } {
+        r if r > 0 => Ok(Some(r)),
+        0 => Ok(None),
+        _ => Err(io::Error::last_os_error()),
+    }
 }
 
 #[cfg(test)]
@@ -111,6 +116,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::zombie_processes)] // reaped by `reap`, the function under test
     fn reap_returns_the_exit_status_once() {
         let child = Command::new("sh")
             .args(["-c", "exit 7"])

@@ -8,7 +8,7 @@ use crate::{StopWhen, TraceOptions};
 use anyhow::{anyhow, bail, Context, Result};
 use coldstart_sys::clock::now_ns;
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 const OPTIONS: libc::c_int = libc::PTRACE_O_TRACESYSGOOD // syscall stops: SIGTRAP|0x80
@@ -185,7 +185,7 @@ unsafe fn child(p: &Prepared, go: RawFd, err: RawFd) -> ! {
         }
     }
     // Required to install a filter without CAP_SYS_ADMIN.
-    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+    if coldstart_sys::process::set_no_new_privs().is_err() {
         child_fail(err, STAGE_NNP);
     }
     let prog = seccomp::fprog(&p.filter);
@@ -266,27 +266,22 @@ pub(super) fn spawn(p: &Prepared) -> Result<(i32, u64, OwnedFd)> {
     // children start with PTRACE_EVENT_STOP instead of an ambiguous SIGSTOP,
     // and group-stops can be handled with PTRACE_LISTEN.
     if let Err(e) = ptrace(libc::PTRACE_SEIZE, pid, 0, OPTIONS as usize) {
-        // SAFETY: our own child, blocked reading `go`; reap it.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
-        }
+        // Our own child, blocked reading `go`; reap it.
+        let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
+        let _ = coldstart_sys::process::reap(pid);
         bail!(ptrace_denied_message(e));
     }
     // SAFETY: one byte from a local to the pipe's write end.
     let w = unsafe { libc::write(go_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     if w != 1 {
         let e = std::io::Error::last_os_error();
-        // SAFETY: our traced child; EXITKILL would do it too once we return.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, std::ptr::null_mut(), libc::__WALL);
-        }
+        // Our traced child; EXITKILL would do it too once we return.
+        let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
+        let _ = super::sys::wait_for(pid);
         return Err(e).context("starting the traced child");
     }
     // Non-blocking: it is read only after the child died, but a grandchild
     // forked elsewhere in the process could briefly hold its write end.
-    // SAFETY: fcntl on our own fd.
-    unsafe { libc::fcntl(err_r.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let _ = coldstart_sys::fd::set_nonblocking(err_r.as_fd());
     Ok((pid, t0, err_r))
 }

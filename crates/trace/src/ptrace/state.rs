@@ -2,7 +2,7 @@
 //! `waitpid` loop that dispatches each stop (see the table in the module above).
 
 use super::spawn::{child_error_message, spawn, Prepared};
-use super::sys::{errno, geteventmsg, ptrace};
+use super::sys::{errno, geteventmsg, ptrace, wait_next};
 use super::{Collected, Started};
 use crate::procfs;
 use crate::{Event, Shared, SockAddr, TraceEvent};
@@ -155,8 +155,7 @@ impl Tracer {
             });
             if self.shared.kill.load(Ordering::SeqCst) {
                 // Born after the caller asked for the tree to die.
-                // SAFETY: kill(2) on a tracee we just learnt of.
-                unsafe { libc::kill(tgid, libc::SIGKILL) };
+                let _ = coldstart_sys::signal::kill(tgid, libc::SIGKILL);
             }
         }
     }
@@ -164,7 +163,7 @@ impl Tracer {
     fn run_loop(&mut self) -> Result<()> {
         loop {
             let mut status = 0;
-            let tid = Self::wait_next(&mut status);
+            let tid = wait_next(&mut status);
             if tid < 0 {
                 match errno() {
                     libc::EINTR => continue,
@@ -191,8 +190,7 @@ impl Tracer {
                 // takes effect even from a ptrace stop, and kills the whole
                 // thread group (signalled through its tgid).
                 let tgid = self.tasks.get(&tid).map_or(tid, |t| t.tgid);
-                // SAFETY: kill(2) on a live tracee's process.
-                unsafe { libc::kill(tgid, libc::SIGKILL) };
+                let _ = coldstart_sys::signal::kill(tgid, libc::SIGKILL);
                 let _ = ptrace(libc::PTRACE_CONT, tid, 0, 0);
                 continue;
             }
@@ -236,16 +234,6 @@ impl Tracer {
                 _ => self.resume(tid, 0),
             }
         }
-    }
-
-    /// The next stop or death of a tracee (waitpid semantics).
-    ///
-    /// __WALL: threads (clone children) too. __WNOTHREAD: only our own
-    /// children and tracees, never a child another thread of coldstart
-    /// started (or a subreaped orphan we do not trace).
-    fn wait_next(status: &mut i32) -> i32 {
-        // SAFETY: waitpid writes the status into the caller's local.
-        unsafe { libc::waitpid(-1, status, libc::__WALL | libc::__WNOTHREAD) }
     }
 
     /// Resume `tid`, delivering `sig`. PTRACE_SYSCALL while we wait for the

@@ -21,6 +21,22 @@ pub(super) fn ptrace(req: libc::c_uint, tid: i32, addr: usize, data: usize) -> R
     }
 }
 
+/// The next stop or death of a tracee (waitpid semantics).
+///
+/// __WALL: threads (clone children) too. __WNOTHREAD: only our own
+/// children and tracees, never a child another thread of coldstart
+/// started (or a subreaped orphan we do not trace).
+pub(super) fn wait_next(status: &mut i32) -> i32 {
+    // SAFETY: waitpid writes the status into the caller's local.
+    unsafe { libc::waitpid(-1, status, libc::__WALL | libc::__WNOTHREAD) }
+}
+
+/// Wait for the tracee `pid` to end (or stop), discarding the status.
+pub(super) fn wait_for(pid: i32) -> i32 {
+    // SAFETY: a null status pointer: waitpid writes nothing.
+    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::__WALL) }
+}
+
 pub(super) fn geteventmsg(tid: i32) -> Option<u64> {
     let mut msg: libc::c_ulong = 0;
     // SAFETY: GETEVENTMSG writes one unsigned long to `data`.
