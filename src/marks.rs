@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use regex::Regex;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::sync::OnceLock;
 
 pub const FD_ENV: &str = "COLDSTART_FD";
@@ -23,11 +23,10 @@ static RESERVED_FD: OnceLock<RawFd> = OnceLock::new();
 /// Call once at startup, before any thread exists (it sets an environment variable).
 pub fn install() -> Result<()> {
     let devnull = File::open("/dev/null").context("opening /dev/null")?;
-    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own; the result is a new fd we keep open for our lifetime.
-    let fd = unsafe { libc::fcntl(devnull.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 100) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error()).context("reserving the checkpoint fd");
-    }
+    // Kept open for our lifetime: into_raw_fd gives up the ownership.
+    let fd = coldstart_sys::fd::dup_at_least(devnull.as_fd(), 100)
+        .context("reserving the checkpoint fd")?
+        .into_raw_fd();
     // Single-threaded here (documented precondition), so setting the variable is sound.
     std::env::set_var(FD_ENV, fd.to_string());
     RESERVED_FD.set(fd).ok();
@@ -59,21 +58,15 @@ impl Drop for Marks {
 
 impl Marks {
     pub fn new(log_marks: &[(String, Regex)]) -> Result<Marks> {
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills the two-element array we own.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("creating the checkpoint pipe");
-        }
-        // SAFETY: fresh descriptors we own.
-        let (read, write) = unsafe { (File::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: fcntl on a descriptor we own. Our end never blocks; a large
-        // buffer lets runs that are not watched live (all but --ready listen)
-        // drain checkpoints when they wake for other reasons, without the app
-        // ever blocking on a full pipe (1 MiB ≈ 25,000 checkpoints).
-        unsafe {
-            libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK);
-            libc::fcntl(fds[0], libc::F_SETPIPE_SZ, 1 << 20);
-        }
+        // Our end never blocks; the target's end does (a full pipe is back-pressure).
+        let (read, write) = coldstart_sys::pipe::pipe(false).context("creating the checkpoint pipe")?;
+        coldstart_sys::fd::set_nonblocking(read.as_fd()).context("the checkpoint pipe")?;
+        // SAFETY: fcntl on a descriptor we own, no pointers. A large buffer lets
+        // runs that are not watched live (all but --ready listen) drain checkpoints
+        // when they wake for other reasons, without the app ever blocking on a
+        // full pipe (1 MiB ≈ 25,000 checkpoints).
+        unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+        let read = File::from(read);
         Ok(Marks {
             read: Some(read),
             write: Some(write),
@@ -101,8 +94,7 @@ impl Marks {
                 Vec::new()
             }
             None => {
-                // SAFETY: fcntl on a descriptor we own: make it inheritable.
-                unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETFD, 0) };
+                let _ = coldstart_sys::fd::set_inheritable(write.as_fd());
                 vec![(FD_ENV.to_string(), write.as_raw_fd().to_string())]
             }
         }

@@ -130,6 +130,22 @@ pub enum Readiness {
     LambdaInit,
 }
 
+/// An `https://` URL needs the `https` cargo feature (ureq with rustls); a build
+/// without it refuses one at plan time instead of failing every probe.
+pub fn https_supported(url: &url::Url) -> Result<()> {
+    https_check(url, cfg!(feature = "https"))
+}
+
+fn https_check(url: &url::Url, built_with_https: bool) -> Result<()> {
+    if url.scheme() == "https" && !built_with_https {
+        bail!(
+            "{url}: this coldstart was built without https support: rebuild it with the `https` \
+             feature (`cargo build --features https`, on by default) or probe over http://"
+        );
+    }
+    Ok(())
+}
+
 impl Readiness {
     pub fn parse(spec: &str) -> Result<Self> {
         const KINDS: &str =
@@ -154,6 +170,7 @@ impl Readiness {
             if url.port_or_known_default().is_none() {
                 bail!("bad URL in --ready '{spec}': no port; write it like http://127.0.0.1:8080/health");
             }
+            https_supported(&url)?;
             return Ok(Readiness::Http { url });
         }
         if let Some(rest) = spec.strip_prefix("tcp:") {
@@ -248,6 +265,23 @@ pub fn parse_env(s: &str) -> Result<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn https_is_refused_at_plan_time_only_without_the_feature() {
+        let https = url::Url::parse("https://127.0.0.1:8443/health").unwrap();
+        let http = url::Url::parse("http://127.0.0.1:8080/health").unwrap();
+        let e = https_check(&https, false).expect_err("refused").to_string();
+        assert!(!e.contains('\n'), "one line: {e}");
+        assert!(
+            e.contains("`https` feature") && e.contains("https://127.0.0.1:8443/health"),
+            "{e}"
+        );
+        assert!(https_check(&http, false).is_ok());
+        assert!(https_check(&https, true).is_ok());
+        // The parse (plan time) goes through the same check for this build.
+        let parsed = Readiness::parse("https://127.0.0.1:8443/health");
+        assert_eq!(parsed.is_ok(), cfg!(feature = "https"), "{parsed:?}");
+    }
 
     #[test]
     fn parses_each_kind() {

@@ -85,8 +85,7 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
     } else {
         Usage::default()
     };
-    // SAFETY: signalling the process group we created.
-    unsafe { libc::kill(-child.pid, libc::SIGKILL) };
+    let _ = coldstart_sys::signal::kill_group(child.pid, libc::SIGKILL); // the group we created
     if !tree::kill_all(child.pid) {
         bail!(
             "could not kill every process of {}: check `ps -o pid,stat,cmd --ppid {}`",

@@ -211,6 +211,5 @@ fn reap(pid: i32) -> ExitStatus {
 
 /// Send `signal` to a process's group (it is its group's leader).
 pub fn signal_group(pid: i32, signal: i32) {
-    // SAFETY: signalling a process group we created.
-    unsafe { libc::kill(-pid, signal) };
+    let _ = coldstart_sys::signal::kill_group(pid, signal); // a group we created
 }

@@ -279,8 +279,8 @@ fn freeze_kill_thaw(dir: &Path) {
         }
     }
     for pid in pids(dir) {
-        // SAFETY: kill(2) on a pid listed in the run's own cgroup.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // A pid listed in the run's own cgroup.
+        let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
     }
     // Pending SIGKILLs take effect as the processes thaw.
     std::fs::write(&state, "THAWED").ok();

@@ -6,7 +6,7 @@
 
 use super::{cgroup, watchdog};
 use anyhow::{Context, Result};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::OnceLock;
 
@@ -36,18 +36,8 @@ pub fn install() -> Result<()> {
         }
     };
     WATCHDOG.get_or_init(|| dog);
-    // SAFETY: prctl with constant arguments.
-    let r = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error()).context("prctl(PR_SET_CHILD_SUBREAPER)");
-    }
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two fds into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("creating the signal pipe");
-    }
-    // SAFETY: fresh descriptors we own.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    coldstart_sys::process::set_child_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER)")?;
+    let (read, write) = coldstart_sys::pipe::pipe(false).context("creating the signal pipe")?;
     SELF_PIPE.store(write.as_raw_fd(), Ordering::SeqCst);
     std::mem::forget(write); // lives as long as the process
     std::thread::Builder::new()
@@ -122,8 +112,8 @@ fn kill_current() {
     for slot in watchdog::groups() {
         let pgid = slot.load(Ordering::SeqCst);
         if pgid > 0 {
-            // SAFETY: signalling a process group we created for the current run.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            // A process group we created for the current run.
+            let _ = coldstart_sys::signal::kill_group(pgid, libc::SIGKILL);
         }
     }
 }
@@ -153,8 +143,8 @@ impl Current {
                 .is_ok()
         });
         if interrupted() {
-            // SAFETY: as in the handler; covers an interrupt that raced the spawn.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            // As in the handler; covers an interrupt that raced the spawn.
+            let _ = coldstart_sys::signal::kill_group(pgid, libc::SIGKILL);
         }
         Current { slot }
     }

@@ -15,7 +15,7 @@ use crate::target::Target;
 use anyhow::{anyhow, Context, Result};
 use std::ffi::{CString, OsString};
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::process::{ChildStderr, ChildStdout};
 
@@ -248,8 +248,8 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
     // SAFETY: CLONE_PIDFD stored a fresh descriptor we now own.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     if ctx.failed_stage != 0 {
-        // SAFETY: reaping our own child, which has _exited.
-        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        // Our own child, which has _exited.
+        let _ = coldstart_sys::process::reap(pid);
         let e = std::io::Error::from_raw_os_error(ctx.errno);
         let what = match ctx.failed_stage {
             STAGE_CHDIR => format!(
@@ -272,8 +272,9 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
     }
     let (stdout, stderr) = match pipes {
         Some((out, err)) => {
-            set_nonblocking(out.as_raw_fd());
-            set_nonblocking(err.as_raw_fd());
+            // Best effort, as before: a blocking end only makes the drain wait.
+            let _ = coldstart_sys::fd::set_nonblocking(out.as_fd());
+            let _ = coldstart_sys::fd::set_nonblocking(err.as_fd());
             (Some(ChildStdout::from(out)), Some(ChildStderr::from(err)))
         }
         None => (None, None),
@@ -384,23 +385,11 @@ fn high_fd(fd: OwnedFd) -> Result<OwnedFd> {
     if fd.as_raw_fd() > 2 {
         return Ok(fd);
     }
-    // SAFETY: fcntl on a descriptor we own; the result is a new one we own.
-    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
-    if new < 0 {
-        return Err(std::io::Error::last_os_error()).context("duplicating a descriptor");
-    }
-    // SAFETY: fresh descriptor.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+    coldstart_sys::fd::dup_at_least(fd.as_fd(), 3).context("duplicating a descriptor")
 }
 
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two fds into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("creating an output pipe");
-    }
-    // SAFETY: fresh descriptors we own.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (r, w) = coldstart_sys::pipe::pipe(false).context("creating an output pipe")?;
     Ok((high_fd(r)?, high_fd(w)?))
 }
 
@@ -413,14 +402,4 @@ fn memfd(name: &str) -> Result<File> {
     }
     // SAFETY: fd is a fresh descriptor we own.
     Ok(unsafe { File::from_raw_fd(fd) })
-}
-
-fn set_nonblocking(fd: i32) {
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-        }
-    }
 }

@@ -63,26 +63,18 @@ pub fn members(root: i32) -> Vec<i32> {
 /// Nothing of the run is left: its process group is empty and coldstart has no
 /// child at all (exited ones are reaped here).
 pub fn nothing_left(pgid: i32) -> bool {
-    // SAFETY: signal 0 only checks existence.
-    let group_empty = unsafe { libc::kill(-pgid, 0) } != 0;
+    let group_empty = coldstart_sys::signal::kill_group(pgid, 0).is_err();
     if !group_empty {
         return false;
     }
     reap_children();
-    // SAFETY: WNOHANG poll of our own children; ECHILD means we have none.
-    let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
-    r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD)
+    // ECHILD: we have no child at all.
+    matches!(coldstart_sys::process::try_reap_any(), Err(e) if e.raw_os_error() == Some(libc::ECHILD))
 }
 
 /// Reap every child of ours that has exited (orphans reparented to us included).
 pub fn reap_children() {
-    loop {
-        // SAFETY: non-blocking wait for any child; no status needed.
-        let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
-        if r <= 0 {
-            break;
-        }
-    }
+    while let Ok(Some(_)) = coldstart_sys::process::try_reap_any() {}
 }
 
 /// SIGKILL everything of the run and reap it, until `nothing_left` holds.
@@ -105,9 +97,9 @@ pub fn kill_descendants() {
             return;
         }
         for pid in live {
-            // SAFETY: descendants of coldstart are target processes (the watchdog
-            // is not one: it was double-forked before the subreaper attribute).
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // Descendants of coldstart are target processes (the watchdog is
+            // not one: it was double-forked before the subreaper attribute).
+            let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -133,11 +125,11 @@ fn kill_tree(root: i32) -> bool {
         if nothing_left(root) {
             return true;
         }
-        // SAFETY: signalling the process group we created for the run.
-        unsafe { libc::kill(-root, libc::SIGKILL) };
+        // The process group we created for the run, then its members that left it.
+        let _ = coldstart_sys::signal::kill_group(root, libc::SIGKILL);
         for pid in members(root) {
-            // SAFETY: these pids belong to the run (see `members`).
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // These pids belong to the run (see `members`).
+            let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
         }
         reap_children();
         if attempt > 0 {

@@ -11,16 +11,16 @@ pub struct TightTimers;
 
 impl TightTimers {
     pub fn on() -> TightTimers {
-        // SAFETY: prctl with constant arguments; affects only this thread's timers.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
+        // Affects only this thread's timers.
+        let _ = coldstart_sys::process::set_timer_slack(1);
         TightTimers
     }
 }
 
 impl Drop for TightTimers {
     fn drop(&mut self) {
-        // SAFETY: as above; 0 restores the thread's default slack.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 0, 0, 0, 0) };
+        // 0 restores the thread's default slack.
+        let _ = coldstart_sys::process::set_timer_slack(0);
     }
 }
 

@@ -13,7 +13,7 @@
 //! does not take it down with coldstart.
 
 use super::cgroup::{self, Parent};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Process groups of the current runs; 0 marks a free slot.
@@ -53,13 +53,7 @@ pub fn groups() -> &'static [AtomicI32; SLOTS] {
 /// PR_SET_CHILD_SUBREAPER. The returned fd must stay open for coldstart's life.
 pub fn start(parent: Option<&'static Parent>) -> std::io::Result<OwnedFd> {
     let slots = groups();
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two fds into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both are fresh descriptors we own.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read, write) = coldstart_sys::pipe::pipe(false)?;
     // SAFETY: no other thread exists yet (see above), so the child may run
     // ordinary Rust code; it never returns into coldstart's main.
     let pid = unsafe { libc::fork() };
@@ -77,8 +71,8 @@ pub fn start(parent: Option<&'static Parent>) -> std::io::Result<OwnedFd> {
         watch(read, parent, slots);
     }
     drop(read);
-    // SAFETY: reap the intermediate child, which exits at once.
-    unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+    // The intermediate child exits at once.
+    let _ = coldstart_sys::process::reap(pid);
     Ok(write)
 }
 
@@ -115,8 +109,8 @@ fn watch(pipe: OwnedFd, parent: Option<&'static Parent>, slots: &[AtomicI32; SLO
     for slot in slots {
         let pgid = slot.load(Ordering::SeqCst);
         if pgid > 0 {
-            // SAFETY: a process group coldstart created for a run.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            // A process group coldstart created for a run.
+            let _ = coldstart_sys::signal::kill_group(pgid, libc::SIGKILL);
         }
     }
     if let Some(p) = parent {

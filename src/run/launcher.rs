@@ -10,7 +10,7 @@ use crate::target::Target;
 use crate::trace::{self, Event, StopWhen, Trace};
 use anyhow::{Context, Result};
 use std::fs::File;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 /// Which launcher a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,20 +94,12 @@ pub fn spawn_traced(
     Ok(Launched {
         pid,
         t0: session.t0_ns(),
-        pidfd: pidfd_open(pid),
+        // None when the root is already gone (exited and reaped by the tracer thread).
+        pidfd: coldstart_sys::process::pidfd_open(pid).ok(),
         stdout: Some(File::from(read)),
         stderr: None,
         how: How::Traced(Some(session)),
     })
-}
-
-/// pidfd_open(2); None when the process is already gone (a traced root that
-/// exited and was reaped by the tracer thread before this call).
-fn pidfd_open(pid: i32) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    // SAFETY: a fresh descriptor owned by nothing else.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 impl Launched {

@@ -309,9 +309,8 @@ pub fn run(
     } else if exited.is_none() {
         // Stop: SIGTERM to the group, grace, then SIGKILL for whatever is left.
         let t_term = now_ns();
-        // SAFETY: signalling the process group we created.
-        unsafe { libc::kill(-child.pid, libc::SIGTERM) };
-        // On interrupt the group was already SIGKILLed: no grace to wait for.
+        let _ = coldstart_sys::signal::kill_group(child.pid, libc::SIGTERM); // the group we created
+                                                                             // On interrupt the group was already SIGKILLed: no grace to wait for.
         if sample.outcome != Outcome::Interrupted {
             let grace_end = t_term + opts.grace.as_nanos() as u64;
             if let Some((woke, status)) =

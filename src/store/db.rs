@@ -57,6 +57,7 @@ pub type Row = Vec<Value>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     Sqlite,
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))] // built only with the `postgres` feature
     Postgres,
 }
 

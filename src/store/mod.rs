@@ -5,6 +5,7 @@
 
 pub mod db;
 pub mod meta;
+#[cfg(feature = "postgres")]
 mod postgres;
 pub mod schema;
 mod sqlite;
@@ -59,12 +60,26 @@ pub fn default_location(project_root: &Path) -> PathBuf {
     project_root.join(".coldstart").join("coldstart.db")
 }
 
+#[cfg(feature = "postgres")]
+fn open_postgres(spec: &str) -> Result<(Box<dyn Db>, String)> {
+    Ok((Box::new(postgres::Postgres::open(spec)?), postgres::redact(spec)))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(_spec: &str) -> Result<(Box<dyn Db>, String)> {
+    // The spec is not repeated: it may hold a password.
+    bail!(
+        "this coldstart was built without PostgreSQL support: rebuild it with the `postgres` \
+         feature (`cargo build --features postgres`, on by default) or use a SQLite store path"
+    )
+}
+
 impl Store {
     /// `postgres://…` / `postgresql://…`, `sqlite:PATH`, or a plain path.
     pub fn open(spec: &str) -> Result<Store> {
         let (mut db, location): (Box<dyn Db>, String) =
             if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-                (Box::new(postgres::Postgres::open(spec)?), postgres::redact(spec))
+                open_postgres(spec)?
             } else {
                 let path = PathBuf::from(spec.strip_prefix("sqlite:").unwrap_or(spec));
                 (Box::new(sqlite::Sqlite::open(&path)?), path.display().to_string())

@@ -3,4 +3,7 @@
 //! the launcher, the probes) calls these instead of repeating the unsafe block.
 
 pub mod clock;
+pub mod fd;
 pub mod pipe;
+pub mod process;
+pub mod signal;

@@ -456,11 +456,10 @@ impl Session {
         self.shared.kill.store(true, Ordering::SeqCst);
         let state = self.shared.lock();
         for &pid in &state.live {
-            // SAFETY: kill(2) has no memory effects. The pid is a tracee the tracer
-            // holds as live; it leaves `live` (under this lock) right after its exit
-            // is collected, so a reuse of the number in between would need a full
-            // pid wrap-around within microseconds.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            // The pid is a tracee the tracer holds as live; it leaves `live` (under
+            // this lock) right after its exit is collected, so a reuse of the number
+            // in between would need a full pid wrap-around within microseconds.
+            let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
         }
     }
 

@@ -238,13 +238,7 @@ pub fn socket_inode(tid: i32, fd: i32) -> Option<u64> {
 /// /proc/tid/fd). `None` when any step fails: the caller falls back to the tables.
 pub fn socket_name(tgid: i32, fd: i32, inode: u64) -> Option<SockAddr> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    // SAFETY: pidfd_open takes integers; a returned fd is ours to own.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, tgid, 0) };
-    if pidfd < 0 {
-        return None;
-    }
-    // SAFETY: fresh descriptor we own.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+    let pidfd = coldstart_sys::process::pidfd_open(tgid).ok()?;
     // SAFETY: pidfd_getfd takes integers; a returned fd is a new one of ours.
     let sock = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
     if sock < 0 {
