@@ -18,7 +18,8 @@
 // Until explain wires sources into its runs, only the tests use the receiver.
 
 use crate::clock;
-use crate::sample::section::{ms_cell, Section, SectionMark, Span, Table};
+use crate::sample::section::{ms_cell, Section, Span, Table};
+use crate::sample::{Mark, MarkSource};
 use anyhow::{anyhow, Context, Result};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -724,10 +725,11 @@ fn build_section(received: Received, clock: &Clock) -> Section {
         args.push(("trace".into(), hex(&g.trace_id)));
         args.extend(g.args.iter().cloned());
         for (name, at) in &g.events {
-            marks.push(SectionMark {
-                name: format!("{}: {name}", g.name),
-                at_ns: clock.since_t0(*at).clamp(0, u64::MAX as i128) as u64,
-            });
+            marks.push(Mark::new(
+                format!("{}: {name}", g.name),
+                MarkSource::Otlp,
+                clock.since_t0(*at).clamp(0, u64::MAX as i128) as u64,
+            ));
         }
         rows.push((
             dur_ns,
@@ -757,7 +759,7 @@ fn build_section(received: Received, clock: &Clock) -> Section {
             "{inverted} spans end before they start and are shown with no duration"
         ));
     }
-    marks.sort_by_key(|m| m.at_ns);
+    marks.sort_by_key(|m| m.t_ns);
 
     // Largest first; ties in tree order (the sort is stable).
     rows.sort_by_key(|r| std::cmp::Reverse(r.0));

@@ -245,7 +245,7 @@ fn json_request_with_hex_ids_and_string_int64s() {
     assert_eq!(fact(&s, "encoding"), "OTLP/JSON");
     assert_eq!(s.marks.len(), 1);
     assert_eq!(s.marks[0].name, "child: done");
-    assert_eq!(s.marks[0].at_ns - root.start_ns, 2 * MS);
+    assert_eq!(s.marks[0].t_ns - root.start_ns, 2 * MS);
 }
 
 #[test]
