@@ -5,8 +5,8 @@
 use super::adapter::{Adapter, Collected};
 use super::otlp;
 use crate::run::{run_once, RunId, RunOptions};
-use crate::sample::section::{ms_cell, Section, SectionMark, Table};
-use crate::sample::Sample;
+use crate::sample::section::{ms_cell, Section, Table};
+use crate::sample::{Mark, Sample};
 use crate::target::{Readiness, Target};
 use crate::trace::Trace;
 use anyhow::{Context, Result};
@@ -81,7 +81,7 @@ impl AdaptedRun {
                 ..Section::default()
             }));
         }
-        if let Some(s) = checkpoints(&self.sample) {
+        if let Some(s) = checkpoints(&self.sample.marks) {
             out.push(s);
         }
         if let Some(s) = &self.otlp {
@@ -95,11 +95,11 @@ impl AdaptedRun {
 
 /// The app's own checkpoints (SDK lines on COLDSTART_FD) and `--mark` log marks,
 /// with the delta from the previous one: the table the seeds built by hand.
-fn checkpoints(sample: &Sample) -> Option<Section> {
-    if sample.marks.is_empty() {
+pub fn checkpoints(marks: &[Mark]) -> Option<Section> {
+    if marks.is_empty() {
         return None;
     }
-    let mut marks = sample.marks.clone();
+    let mut marks = marks.to_vec();
     marks.sort_by_key(|m| m.t_ns);
     let mut table = Table::new(&["checkpoint", "source", "at", "delta"]);
     let mut rows: Vec<(u64, Vec<String>)> = Vec::new();
@@ -125,13 +125,7 @@ fn checkpoints(sample: &Sample) -> Option<Section> {
         ],
         table,
         spans: Vec::new(),
-        marks: marks
-            .iter()
-            .map(|m| SectionMark {
-                name: m.name.clone(),
-                at_ns: m.t_ns,
-            })
-            .collect(),
+        marks,
         notes: vec![
             "delta = time since the previous checkpoint (the first: since spawn); largest first".into(),
         ],

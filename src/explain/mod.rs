@@ -11,7 +11,7 @@ use crate::run::{RunId, RunOptions};
 use crate::sample::Section;
 use crate::stats::{self, Summary};
 use crate::target::{Readiness, Target};
-use crate::timeline::{self, Phase, Timeline};
+use crate::timeline::{self, Timeline};
 use crate::trace::Trace;
 use adapter::{Adapter, FinalExec};
 use anyhow::{bail, Result};
@@ -60,11 +60,10 @@ pub fn explanation(
     else {
         bail!("no traced run")
     };
-    let ready_abs = trace.t0_ns + (ready_ms * 1e6) as u64;
     let mut timeline = timeline::build(&trace);
-    add_ready_phases(&mut timeline, &trace, ready_abs);
+    timeline::add_ready_phases(&mut timeline, &trace, (ready_ms * 1e6) as u64);
     Ok(Explanation {
-        schema: "coldstart.explain/1",
+        schema: "coldstart.explain/2",
         command: target.display_command(),
         readiness: readiness.to_string(),
         untraced_ms,
@@ -133,46 +132,4 @@ pub fn traced_run(
 /// The adapters for `spec`, detected from the program that finally ran in `trace`.
 pub fn choose_adapters(spec: &str, trace: &Trace) -> Result<Vec<Box<dyn Adapter>>> {
     adapter::select(spec, FinalExec::of(trace).as_ref())
-}
-
-/// The tracer's timeline ends init at the first listen (or the end of the
-/// trace); with a readiness probe the run ends at ready: add `listen→ready`,
-/// clip init to ready, and the first request's accept → first response.
-fn add_ready_phases(tl: &mut Timeline, trace: &Trace, ready_abs: u64) {
-    use crate::trace::{Event, SocketRole};
-    if let Some(init) = tl.phases.iter_mut().find(|p| p.name == "init") {
-        if tl.listens.is_empty() && init.end_ns > ready_abs && ready_abs >= init.start_ns {
-            *init = Phase::new("init", init.start_ns, ready_abs);
-        }
-    }
-    if let Some(listen) = tl.listens.first() {
-        if ready_abs > listen.ts_ns {
-            tl.phases
-                .push(Phase::new("listen→ready", listen.ts_ns, ready_abs));
-        }
-    }
-    let accept = trace
-        .events
-        .iter()
-        .find(|e| matches!(e.event, Event::Accept { .. }))
-        .map(|e| e.ts_ns);
-    let respond = trace
-        .events
-        .iter()
-        .find(|e| {
-            matches!(
-                e.event,
-                Event::FirstWrite {
-                    role: SocketRole::Accepted,
-                    ..
-                }
-            )
-        })
-        .map(|e| e.ts_ns);
-    if let (Some(a), Some(r)) = (accept, respond) {
-        if r >= a {
-            tl.phases.push(Phase::new("first request", a, r));
-        }
-    }
-    tl.phases.sort_by_key(|p| p.start_ns);
 }

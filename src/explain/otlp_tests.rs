@@ -2,9 +2,17 @@
 //! OpenTelemetry SDKs (Python, Node) exporting through their own OTLP/HTTP
 //! exporters, configured only by [`Receiver::env`].
 
-use super::*;
+use super::decode::{flatten, Got, JSON, PROTOBUF};
+use super::receiver::{realtime_ns, Limits, Received, Receiver, RpcStatus, INVALID_ARGUMENT};
+use super::section::{build_section, Clock, TABLE_ROWS};
+use crate::clock;
+use crate::sample::section::{Section, Span};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{self as pb, ResourceSpans, ScopeSpans};
+use prost::Message;
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -245,7 +253,8 @@ fn json_request_with_hex_ids_and_string_int64s() {
     assert_eq!(fact(&s, "encoding"), "OTLP/JSON");
     assert_eq!(s.marks.len(), 1);
     assert_eq!(s.marks[0].name, "child: done");
-    assert_eq!(s.marks[0].at_ns - root.start_ns, 2 * MS);
+    assert_eq!(s.marks[0].t_ns - root.start_ns, 2 * MS);
+    assert_eq!(s.marks[0].source, crate::sample::MarkSource::Otlp);
 }
 
 #[test]

@@ -9,8 +9,9 @@
 //! 4194304 (`PID_MAX_LIMIT`), no real process can have.
 //!
 //! `ts`/`dur` are microseconds (floats, ns precision) since time zero; the
-//! absolute CLOCK_MONOTONIC time zero is in `otherData.t0_ns`. Within a track
-//! events are emitted in non-decreasing `ts` order.
+//! absolute CLOCK_MONOTONIC time zero is in `otherData.t0_ns`. (The trace's
+//! events are absolute; the timeline's and the sections' times count from time
+//! zero already.) Within a track events are emitted in non-decreasing `ts` order.
 
 use crate::sample::section::Section;
 use crate::timeline::Timeline;
@@ -49,7 +50,7 @@ fn basename(p: &str) -> &str {
 pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section]) -> Value {
     let t0 = trace.t0_ns;
     let us = |ns: u64| ns.saturating_sub(t0) as f64 / 1000.0;
-    let end = timeline.end_ns.max(trace.end_ns);
+    let end = (t0 + timeline.end_ns).max(trace.end_ns);
 
     // Track key (pid, tid) -> events; BTreeMap for a stable output order.
     let mut tracks: BTreeMap<(i64, i64), Vec<ChromeEvent>> = BTreeMap::new();
@@ -287,8 +288,8 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
         phase_track.push(complete(
             p.name.clone(),
             "phase",
-            p.start_ns,
-            p.end_ns,
+            t0 + p.start_ns,
+            t0 + p.end_ns,
             PHASES_PID,
             PHASES_PID,
             Value::Null,
@@ -303,7 +304,7 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
         phase_track.push(instant(
             m.name.clone(),
             "mark",
-            m.ts_ns,
+            t0 + m.t_ns,
             PHASES_PID,
             PHASES_PID,
             args,
@@ -342,7 +343,7 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
             track.push(instant(
                 m.name.clone(),
                 "source",
-                t0 + m.at_ns,
+                t0 + m.t_ns,
                 pid,
                 pid,
                 Value::Null,

@@ -14,7 +14,6 @@ fn dur(ns: u64) -> String {
 
 pub fn render(e: &Explanation) -> String {
     let tl = &e.timeline;
-    let t0 = tl.t0_ns;
     let mut out = format!("coldstart explain: {}  (ready = {})\n", e.command, e.readiness);
     match (&e.untraced_ms, &e.traced_ms, e.overhead) {
         (Some(u), Some(t), Some(o)) => out.push_str(&format!(
@@ -50,9 +49,9 @@ pub fn render(e: &Explanation) -> String {
         .iter()
         .map(|p| p.end_ns)
         .max()
-        .unwrap_or(t0)
-        .max(t0 + (e.ready_ms * 1e6) as u64);
-    let span = (end - t0).max(1) as f64;
+        .unwrap_or(0)
+        .max((e.ready_ms * 1e6) as u64);
+    let span = end.max(1) as f64;
     out.push_str(&format!(
         "\nwaterfall (the traced run nearest the median, ready at {})\n",
         ms(e.ready_ms)
@@ -64,9 +63,8 @@ pub fn render(e: &Explanation) -> String {
         .max()
         .unwrap_or(4);
     for p in &tl.phases {
-        let a = ((p.start_ns - t0) as f64 / span * WIDTH as f64).round() as usize;
-        let b = (((p.end_ns - t0) as f64 / span * WIDTH as f64).round() as usize)
-            .max(a + usize::from(p.dur_ns > 0));
+        let a = (p.start_ns as f64 / span * WIDTH as f64).round() as usize;
+        let b = ((p.end_ns as f64 / span * WIDTH as f64).round() as usize).max(a + usize::from(p.dur_ns > 0));
         let bar: String = (0..WIDTH)
             .map(|i| {
                 if i < a {
@@ -81,8 +79,8 @@ pub fn render(e: &Explanation) -> String {
         out.push_str(&format!(
             "  {:name_w$}  {bar}  {:>9} → {:>9}  {:>9}\n",
             p.name,
-            dur(p.start_ns - t0),
-            dur(p.end_ns - t0),
+            dur(p.start_ns),
+            dur(p.end_ns),
             dur(p.dur_ns)
         ));
     }
@@ -132,7 +130,7 @@ pub fn render(e: &Explanation) -> String {
             } else {
                 String::new()
             };
-            out.push_str(&format!("  {:>9}  {}{exe}\n", dur(step.start_ns - t0), step.path));
+            out.push_str(&format!("  {:>9}  {}{exe}\n", dur(step.start_ns), step.path));
         }
     }
     out.push_str(&groups("files opened, by kind", &tl.opens_by_kind, 8));
@@ -151,7 +149,7 @@ pub fn render(e: &Explanation) -> String {
                 .unwrap_or_else(|| "?".into());
             out.push_str(&format!(
                 "  {:>9}  {addr}  {}  {}{}\n",
-                dur(c.ts_ns - t0),
+                dur(c.t_ns),
                 if c.ok {
                     "ok".to_string()
                 } else {
@@ -168,11 +166,7 @@ pub fn render(e: &Explanation) -> String {
             .as_ref()
             .map(|a| a.to_string())
             .unwrap_or_else(|| "?".into());
-        out.push_str(&format!(
-            "\nlisten {addr} at {} (pid {})\n",
-            dur(l.ts_ns - t0),
-            l.pid
-        ));
+        out.push_str(&format!("\nlisten {addr} at {} (pid {})\n", dur(l.t_ns), l.pid));
     }
     let c = &tl.counts;
     out.push_str(&format!(
@@ -238,3 +232,7 @@ fn groups(title: &str, gs: &[OpenGroup], n: usize) -> String {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "explain_tests.rs"]
+mod tests;

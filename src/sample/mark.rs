@@ -49,7 +49,6 @@ pub struct Mark {
     pub detail: String,
 }
 
-#[allow(dead_code)] // pid/detail builders: for the sources that know them (tracer, lambda)
 impl Mark {
     pub fn new(name: impl Into<String>, source: MarkSource, t_ns: u64) -> Mark {
         Mark {

@@ -4,9 +4,10 @@
 //! spans. Every source produces one [`Section`]; the terminal report, the JSON
 //! export and the Chrome trace render sections without knowing their source.
 
-use serde::Serialize;
+use super::Mark;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Section {
     /// Stable machine name: "python", "jvm", "node", "go", "native", "beam",
     /// "checkpoints", "otlp".
@@ -20,15 +21,16 @@ pub struct Section {
     /// Intervals on the run's clock, for the timeline and the Chrome trace.
     /// Parents come before their children; `depth` keeps the nesting.
     pub spans: Vec<Span>,
-    /// Instants on the run's clock.
-    pub marks: Vec<SectionMark>,
+    /// Instants on the run's clock, with the source that saw them (an adapter,
+    /// the app's checkpoints or log lines, its OpenTelemetry spans).
+    pub marks: Vec<Mark>,
     /// What this source cannot see or had to estimate, said plainly.
     pub notes: Vec<String>,
 }
 
 /// A table whose rows are already sorted, largest first. Cells are text so that
 /// each source formats its own units; `key` columns stay machine-readable in JSON.
-#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Table {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
@@ -37,7 +39,7 @@ pub struct Table {
 }
 
 /// An interval, ns since the run's time zero (spawn).
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {
     pub name: String,
     pub start_ns: u64,
@@ -45,15 +47,9 @@ pub struct Span {
     /// 0 for a root span; a child is one deeper than its parent.
     pub depth: usize,
     /// Free-form attributes worth showing (package, bytes, allocs …).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Left out of the JSON when empty, so read back as empty when missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<(String, String)>,
-}
-
-/// An instant, ns since the run's time zero.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct SectionMark {
-    pub name: String,
-    pub at_ns: u64,
 }
 
 impl Table {
@@ -77,4 +73,51 @@ impl Table {
 /// Milliseconds with a precision that suits the size, for table cells.
 pub fn ms_cell(ns: u64) -> String {
     crate::format::ms(ns as f64 / 1e6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::MarkSource;
+
+    /// A stored section comes back whole, including what the JSON leaves out
+    /// when empty (a span without args).
+    #[test]
+    fn round_trips_through_json() {
+        let mut table = Table::new(&["class", "at"]);
+        table.rows = vec![vec!["a.B".into(), "1.00 ms".into()]; 3];
+        table.truncate(2);
+        let s = Section {
+            source: "jvm".into(),
+            title: "JVM classes".into(),
+            facts: vec![("classes".into(), "3".into())],
+            table,
+            spans: vec![
+                Span {
+                    name: "class loads".into(),
+                    start_ns: 1_000,
+                    dur_ns: 5_000,
+                    depth: 0,
+                    args: vec![("classes".into(), "3".into())],
+                },
+                Span {
+                    name: "longest pause".into(),
+                    start_ns: 2_000,
+                    dur_ns: 1_000,
+                    depth: 1,
+                    args: vec![],
+                },
+            ],
+            marks: vec![
+                Mark::new("first app class a.B", MarkSource::Adapter, 3_000),
+                Mark::new("db", MarkSource::Checkpoint, 4_000)
+                    .in_pid(7)
+                    .with_detail("x"),
+            ],
+            notes: vec!["a note".into()],
+        };
+        let text = serde_json::to_string(&s).expect("serialize");
+        let back: Section = serde_json::from_str(&text).expect("deserialize");
+        assert_eq!(back, s);
+    }
 }

@@ -12,7 +12,8 @@
 //! it the section falls back to uptime and says so.
 
 use super::{append_option, Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{ms_cell, Section, SectionMark, Span, Table};
+use crate::sample::section::{ms_cell, Section, Span, Table};
+use crate::sample::{Mark, MarkSource};
 use anyhow::{bail, Context, Result};
 use regex::Regex;
 use std::collections::HashMap;
@@ -481,10 +482,11 @@ impl<'a> Summary<'a> {
             .iter()
             .find(|l| matches!(l.origin, Origin::Jar | Origin::Dir))
         {
-            s.marks.push(SectionMark {
-                name: format!("first app class {}", app.name),
-                at_ns: app.at_ns,
-            });
+            s.marks.push(Mark::new(
+                format!("first app class {}", app.name),
+                MarkSource::Adapter,
+                app.at_ns,
+            ));
         }
 
         s.notes.push(

@@ -1,0 +1,473 @@
+//! Timelines of hand-made traces: phases, marks, groupings, classification.
+
+use super::files::{basename, classify, FileKind};
+use super::*;
+use crate::trace::{Outcome, SocketRole, TraceEvent};
+
+const MS: u64 = 1_000_000;
+
+fn ev(ts_ms: u64, pid: i32, event: Event) -> TraceEvent {
+    TraceEvent {
+        ts_ns: ts_ms * MS,
+        pid,
+        tid: pid,
+        event,
+    }
+}
+fn exec(ts: u64, pid: i32, path: &str) -> TraceEvent {
+    ev(
+        ts,
+        pid,
+        Event::Exec {
+            path: path.into(),
+            exe: path.into(),
+            argv0: basename(path).into(),
+        },
+    )
+}
+fn open(ts: u64, pid: i32, path: &str, ok: bool) -> TraceEvent {
+    ev(
+        ts,
+        pid,
+        Event::Open {
+            path: path.into(),
+            ok,
+            errno: if ok { 0 } else { libc::ENOENT },
+            flags: libc::O_RDONLY as u64 | libc::O_CLOEXEC as u64,
+        },
+    )
+}
+fn mmap(ts: u64, pid: i32, path: &str) -> TraceEvent {
+    ev(ts, pid, Event::MmapExec { path: path.into() })
+}
+fn trace(events: Vec<TraceEvent>, end_ms: u64) -> Trace {
+    Trace {
+        t0_ns: 0,
+        end_ns: end_ms * MS,
+        root_pid: 100,
+        events,
+        killed: false,
+        outcome: Outcome::Reached,
+        warnings: vec![],
+    }
+}
+fn phase<'a>(t: &'a Timeline, name: &str) -> &'a Phase {
+    t.phases.iter().find(|p| p.name == name).unwrap()
+}
+
+/// The pyenv shim: bash → pyenv → pyenv-exec → python, with helper
+/// subprocesses; the chain's cost is attributed to exec-chain, the real
+/// interpreter's library mapping to loader, its imports to init.
+#[test]
+fn pyenv_shim_chain_loader_and_init() {
+    let py = "/home/dev/.pyenv/versions/3.11.7/bin/python3.11";
+    let lib = "/home/dev/.pyenv/versions/3.11.7/lib/python3.11";
+    let events = vec![
+        exec(1, 100, "/home/dev/.pyenv/shims/python3"),
+        exec(4, 100, "/home/dev/.pyenv/libexec/pyenv"),
+        ev(
+            5,
+            100,
+            Event::Clone {
+                child: 101,
+                thread: false,
+            },
+        ),
+        exec(6, 101, "/usr/bin/head"),
+        ev(
+            7,
+            101,
+            Event::Exit {
+                code: Some(0),
+                signal: None,
+            },
+        ),
+        exec(20, 100, "/home/dev/.pyenv/libexec/pyenv-exec"),
+        exec(30, 100, py),
+        open(31, 100, "/etc/ld.so.cache", true),
+        open(31, 100, "/usr/lib/x86_64-linux-gnu/libm.so.6", true),
+        mmap(32, 100, "/usr/lib/x86_64-linux-gnu/libm.so.6"),
+        mmap(33, 100, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+        open(34, 100, &format!("{lib}/pyvenv.cfg"), false), // failed: not the end
+        open(
+            35,
+            100,
+            "/home/dev/.pyenv/versions/3.11.7/bin/pybuilddir.txt",
+            true,
+        ),
+        mmap(36, 100, "/usr/lib/x86_64-linux-gnu/libz.so.1"), // after: init
+        open(
+            37,
+            100,
+            &format!("{lib}/encodings/__pycache__/__init__.cpython-311.pyc"),
+            true,
+        ),
+        open(38, 100, &format!("{lib}/encodings/__init__.py"), true),
+        open(
+            39,
+            100,
+            &format!("{lib}/site-packages/requests/__init__.py"),
+            true,
+        ),
+        open(40, 100, &format!("{lib}/site-packages/six.py"), true),
+        open(41, 100, &format!("{lib}/site-packages/missing.py"), false),
+        ev(
+            45,
+            100,
+            Event::Exit {
+                code: Some(0),
+                signal: None,
+            },
+        ),
+    ];
+    let t = build(&trace(events, 45));
+    assert_eq!(t.exec_chain.len(), 4);
+    assert_eq!(t.exec_chain[0].end_ns, Some(4 * MS));
+    assert_eq!(t.exec_chain[3].path, py);
+    assert_eq!(t.exec_chain[3].end_ns, None);
+    assert_eq!(phase(&t, "exec-chain").dur_ns, 30 * MS);
+    assert_eq!(phase(&t, "loader").start_ns, 30 * MS);
+    assert_eq!(phase(&t, "loader").end_ns, 33 * MS);
+    assert_eq!(phase(&t, "init").start_ns, 33 * MS);
+    assert_eq!(phase(&t, "init").end_ns, 45 * MS);
+    // Phases tile [t0, end].
+    for w in t.phases.windows(2) {
+        assert_eq!(w[0].end_ns, w[1].start_ns);
+    }
+    assert_eq!(t.counts.processes, 2);
+    assert_eq!(t.counts.execs, 5);
+    assert_eq!(t.processes[1].program, "/usr/bin/head");
+    assert_eq!(t.processes[0].exit_code, Some(0));
+    assert!(t.marks.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+    assert!(t.marks.iter().any(|m| m.name == "exit" && m.t_ns == 45 * MS));
+
+    let kind = |k: FileKind| t.opens_by_kind.iter().find(|g| g.key == k.name()).unwrap();
+    assert_eq!(kind(FileKind::Python).opened, 4);
+    assert_eq!(kind(FileKind::Python).failed, 1);
+    assert_eq!(kind(FileKind::Python).first_ns, 37 * MS);
+    assert_eq!(kind(FileKind::Python).span_ns, 4 * MS);
+    assert_eq!(kind(FileKind::SharedLib).opened, 1);
+    assert_eq!(t.opens_by_kind[0].key, FileKind::Python.name(), "largest first");
+    let pkg = |k: &str| t.opens_by_package.iter().find(|g| g.key == k).unwrap();
+    assert_eq!(
+        pkg(&format!("{lib}/encodings")).opened,
+        2,
+        ".py and __pycache__ together"
+    );
+    assert_eq!(pkg("site-packages/requests").opened, 1);
+    assert_eq!(pkg("site-packages/six").opened, 1);
+    assert_eq!(pkg("site-packages/missing").failed, 1);
+}
+
+#[test]
+fn static_binary_has_empty_loader_and_init_ends_at_listen() {
+    let addr = SockAddr::Inet {
+        ip: "127.0.0.1".parse().unwrap(),
+        port: 8080,
+    };
+    let events = vec![
+        exec(2, 100, "/srv/go-server"),
+        ev(
+            3,
+            100,
+            Event::Clone {
+                child: 102,
+                thread: true,
+            },
+        ),
+        ev(
+            3,
+            100,
+            Event::Clone {
+                child: 103,
+                thread: true,
+            },
+        ),
+        open(4, 100, "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", true),
+        ev(
+            5,
+            100,
+            Event::Connect {
+                fd: 3,
+                addr: Some(addr.clone()),
+                ok: false,
+                errno: libc::EINPROGRESS,
+                dur_ns: 10_000,
+            },
+        ),
+        ev(
+            9,
+            100,
+            Event::FirstWrite {
+                fd: 3,
+                role: SocketRole::Connected,
+            },
+        ),
+        ev(
+            10,
+            100,
+            Event::Connect {
+                fd: 4,
+                addr: None,
+                ok: true,
+                errno: 0,
+                dur_ns: 2 * MS,
+            },
+        ),
+        ev(
+            12,
+            100,
+            Event::Connect {
+                fd: 5,
+                addr: None,
+                ok: false,
+                errno: libc::EINPROGRESS,
+                dur_ns: 1,
+            },
+        ),
+        ev(
+            15,
+            100,
+            Event::Listen {
+                fd: 6,
+                addr: Some(addr.clone()),
+            },
+        ),
+        ev(16, 100, Event::Accept { listen_fd: 6, fd: 7 }),
+        ev(
+            17,
+            100,
+            Event::FirstWrite {
+                fd: 7,
+                role: SocketRole::Accepted,
+            },
+        ),
+        ev(
+            18,
+            100,
+            Event::Exit {
+                code: None,
+                signal: Some(9),
+            },
+        ),
+    ];
+    let t = build(&trace(events, 18));
+    assert_eq!(phase(&t, "loader").dur_ns, 0);
+    assert_eq!(phase(&t, "init").start_ns, 2 * MS);
+    assert_eq!(phase(&t, "init").end_ns, 15 * MS);
+    assert_eq!(t.counts.threads, 2);
+    assert_eq!(t.counts.processes, 1);
+    assert_eq!(t.connects.len(), 3);
+    assert_eq!(
+        t.connects[0].latency_ns,
+        Some(4 * MS),
+        "EINPROGRESS: connect → first write"
+    );
+    assert_eq!(t.connects[1].latency_ns, Some(2 * MS), "blocking: the syscall");
+    assert_eq!(t.connects[2].latency_ns, None, "never written");
+    assert!(t.connects.iter().all(|c| c.during_init));
+    let names: Vec<&str> = t.marks.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "spawn",
+            "exec",
+            "first-listen",
+            "first-accept",
+            "first-response",
+            "exit"
+        ]
+    );
+    assert_eq!(t.marks[2].detail, "127.0.0.1:8080");
+    assert_eq!(t.listens.len(), 1);
+}
+
+#[test]
+fn empty_trace_still_tiles() {
+    let t = build(&trace(vec![], 5));
+    assert_eq!(t.phases.len(), 3);
+    assert_eq!(phase(&t, "exec-chain").dur_ns, 0);
+    assert_eq!(phase(&t, "init").end_ns, 5 * MS);
+    assert_eq!(t.counts.processes, 1);
+}
+
+#[test]
+fn classification_and_package_keys() {
+    let dir = libc::O_DIRECTORY as u64;
+    assert_eq!(
+        classify("/usr/lib/x86_64-linux-gnu/libc.so.6", 0),
+        FileKind::SharedLib
+    );
+    assert_eq!(classify("/lib64/ld-linux-x86-64.so.2", 0), FileKind::SharedLib);
+    assert_eq!(
+        classify("/a/_json.cpython-311-x86_64-linux-gnu.so", 0),
+        FileKind::SharedLib
+    );
+    assert_eq!(classify("/a/b.cpython-311.pyc", 0), FileKind::Python);
+    assert_eq!(classify("/etc/ld.so.cache", 0), FileKind::Other);
+    assert_eq!(classify("/usr/lib/libstdc++.so.6.0.30", 0), FileKind::SharedLib);
+    assert_eq!(classify("/usr/lib/jvm/java-17/lib/modules", 0), FileKind::Java);
+    assert_eq!(classify("/app/lib/x.jar", 0), FileKind::Java);
+    assert_eq!(classify("/app/index.mjs", 0), FileKind::JavaScript);
+    assert_eq!(classify("/app/package.json", 0), FileKind::Config);
+    assert_eq!(classify("/usr/lib/jvm/java-17/lib/jvm.cfg", 0), FileKind::Config);
+    assert_eq!(classify("/otp/lib/kernel-9/ebin/kernel.beam", 0), FileKind::Beam);
+    assert_eq!(classify("/app/node_modules", dir), FileKind::Directory);
+    assert_eq!(classify("/etc/passwd", 0), FileKind::Other);
+    assert_eq!(classify("/usr/share/zoneinfo/UTC", 0), FileKind::Other);
+
+    assert_eq!(
+        package_key("/app/node_modules/express/lib/router/index.js"),
+        "node_modules/express"
+    );
+    assert_eq!(
+        package_key("/app/node_modules/@aws-sdk/client-s3/dist/index.js"),
+        "node_modules/@aws-sdk/client-s3"
+    );
+    assert_eq!(
+        package_key("/app/node_modules/a/node_modules/b/index.js"),
+        "node_modules/b",
+        "the innermost package"
+    );
+    assert_eq!(
+        package_key("/v/lib/python3.11/site-packages/yaml/__init__.py"),
+        "site-packages/yaml"
+    );
+    assert_eq!(
+        package_key("/v/lib/python3.11/site-packages/_yaml.cpython-311.so"),
+        "site-packages/_yaml"
+    );
+    assert_eq!(
+        package_key("/v/lib/python3.11/json/__pycache__/decoder.cpython-311.pyc"),
+        "/v/lib/python3.11/json"
+    );
+    assert_eq!(package_key("/app/lib/guava-32.jar"), "guava-32.jar");
+    assert_eq!(package_key("/otp/lib/stdlib-5.1/ebin/lists.beam"), "stdlib-5.1");
+    assert_eq!(package_key("/etc/hosts"), "/etc");
+    assert_eq!(package_key("/x"), "/");
+}
+
+/// The tracer's events are absolute CLOCK_MONOTONIC; a timeline counts from
+/// its run's time zero, so the same run traced at another moment gives the
+/// same timeline, and a stored one needs no trace beside it.
+#[test]
+fn times_count_from_time_zero() {
+    let addr = SockAddr::Inet {
+        ip: "127.0.0.1".parse().unwrap(),
+        port: 8080,
+    };
+    let events = vec![
+        exec(2, 100, "/srv/app"),
+        mmap(3, 100, "/lib/x86_64-linux-gnu/libc.so.6"),
+        open(4, 100, "/srv/app.toml", true),
+        ev(
+            5,
+            100,
+            Event::Connect {
+                fd: 3,
+                addr: None,
+                ok: true,
+                errno: 0,
+                dur_ns: MS,
+            },
+        ),
+        ev(
+            6,
+            100,
+            Event::Listen {
+                fd: 4,
+                addr: Some(addr),
+            },
+        ),
+        ev(
+            9,
+            100,
+            Event::Exit {
+                code: Some(0),
+                signal: None,
+            },
+        ),
+    ];
+    let at = |t0: u64| {
+        let mut t = trace(events.clone(), 9);
+        t.t0_ns = t0;
+        t.end_ns += t0;
+        for e in &mut t.events {
+            e.ts_ns += t0;
+        }
+        build(&t)
+    };
+    let late = at(5_000 * MS);
+    assert_eq!(late.t0_mono_ns, 5_000 * MS);
+    assert_eq!(
+        Timeline {
+            t0_mono_ns: 0,
+            ..late.clone()
+        },
+        at(0),
+        "the same timeline whenever the run happened"
+    );
+    assert_eq!(late.end_ns, 9 * MS);
+    assert_eq!(phase(&late, "exec-chain").start_ns, 0);
+    assert_eq!(phase(&late, "loader").start_ns, 2 * MS);
+    assert_eq!(phase(&late, "init").end_ns, 6 * MS);
+    assert_eq!(late.exec_chain[0].start_ns, 2 * MS);
+    assert_eq!(late.listens[0].t_ns, 6 * MS);
+    assert_eq!(late.connects[0].t_ns, 5 * MS);
+    assert_eq!(late.opens_by_kind[0].first_ns, 4 * MS);
+    assert_eq!(late.processes[0].exit_ns, Some(9 * MS));
+    assert_eq!(
+        late.marks[0],
+        crate::sample::Mark::new("spawn", crate::sample::MarkSource::Tracer, 0).in_pid(100)
+    );
+    assert!(late
+        .marks
+        .iter()
+        .all(|m| m.source == crate::sample::MarkSource::Tracer && m.t_ns <= 9 * MS));
+}
+
+/// A stored timeline comes back as it was: every field, socket addresses included.
+#[test]
+fn round_trips_through_json() {
+    let addr = SockAddr::Inet {
+        ip: "::1".parse().unwrap(),
+        port: 8080,
+    };
+    let events = vec![
+        exec(2, 100, "/srv/app"),
+        ev(
+            3,
+            100,
+            Event::Clone {
+                child: 101,
+                thread: false,
+            },
+        ),
+        ev(
+            4,
+            100,
+            Event::Connect {
+                fd: 3,
+                addr: Some(SockAddr::Unix {
+                    path: "/run/db.sock".into(),
+                }),
+                ok: false,
+                errno: libc::ECONNREFUSED,
+                dur_ns: 10,
+            },
+        ),
+        ev(
+            5,
+            100,
+            Event::Listen {
+                fd: 4,
+                addr: Some(addr),
+            },
+        ),
+        open(6, 101, "/app/node_modules", true),
+    ];
+    let t = build(&trace(events, 7));
+    let text = serde_json::to_string(&t).unwrap();
+    let back: Timeline = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, t);
+}
