@@ -4,11 +4,13 @@
 use super::db::{transaction, Db, Dialect, Value};
 use anyhow::{bail, Result};
 
-pub const CURRENT: i64 = 1;
+pub const CURRENT: i64 = 2;
 
-/// Migration N takes the schema from version N-1 to N. Written for SQLite;
+/// Migration N takes the schema from version N-1 to N (2: `explanations`, one
+/// row per `coldstart explain`, its explanation as the JSON export has it). Written for SQLite;
 /// `sql_for` adapts the few words PostgreSQL spells differently.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE experiments (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created_unix_s BIGINT NOT NULL,
@@ -51,7 +53,14 @@ CREATE TABLE captures (
     value TEXT NOT NULL
 );
 CREATE INDEX captures_sample ON captures(sample_id);
-"];
+",
+    "
+CREATE TABLE explanations (
+    experiment_id BIGINT PRIMARY KEY REFERENCES experiments(id),
+    data_json TEXT NOT NULL
+);
+",
+];
 
 fn sql_for(dialect: Dialect, sql: &str) -> String {
     match dialect {

@@ -19,13 +19,13 @@
 //! `listen → ready` and `first request` come from the probe, not the tracer.
 
 use crate::trace::{Event, SockAddr, SocketRole, Trace, TraceEvent};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 pub use crate::sample::Phase;
 
 /// A named instant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mark {
     pub name: String,
     pub ts_ns: u64,
@@ -34,7 +34,7 @@ pub struct Mark {
 }
 
 /// One program of the root's exec chain, running from its exec to the next.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecStep {
     pub start_ns: u64,
     /// The next exec of the root; `None` for the final program.
@@ -46,7 +46,7 @@ pub struct ExecStep {
 }
 
 /// What a file is, for grouping opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FileKind {
     SharedLib,
@@ -75,7 +75,7 @@ impl FileKind {
 }
 
 /// Opens of one kind, or under one package/directory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenGroup {
     pub key: String,
     /// Successful opens.
@@ -88,7 +88,7 @@ pub struct OpenGroup {
     pub span_ns: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectInfo {
     pub ts_ns: u64,
     pub pid: i32,
@@ -103,7 +103,7 @@ pub struct ConnectInfo {
     pub during_init: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListenInfo {
     pub ts_ns: u64,
     pub pid: i32,
@@ -112,7 +112,7 @@ pub struct ListenInfo {
 }
 
 /// One process of the tree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessInfo {
     pub pid: i32,
     pub parent: Option<i32>,
@@ -128,7 +128,7 @@ pub struct ProcessInfo {
     pub threads: usize,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     pub processes: usize,
     /// Threads started beyond each process's main thread.
@@ -141,7 +141,7 @@ pub struct Counts {
     pub connects: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timeline {
     pub t0_ns: u64,
     pub end_ns: u64,

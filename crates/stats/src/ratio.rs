@@ -98,7 +98,10 @@ mod tests {
         let r = ratio(&y, &x, 0.95).unwrap_or_else(|| panic!("ratio"));
         assert!(close(r.estimate, 1.31176713707837), "{r:?}");
         let (lo, hi) = r.ci.unwrap_or_else(|| panic!("ci"));
-        assert!(close(lo, 0.859504132231405) && close(hi, 1.959459459459459), "{r:?}");
+        assert!(
+            close(lo, 0.859504132231405) && close(hi, 1.959459459459459),
+            "{r:?}"
+        );
         assert!(close(lo, 1.04 / 1.21) && close(hi, 1.45 / 0.74));
     }
 
@@ -115,6 +118,9 @@ mod tests {
         let r = ratio(&a, &b, 0.95).unwrap_or_else(|| panic!("ratio"));
         assert!(close(r.estimate, 1.18752877970151), "{r:?}");
         let (lo, hi) = r.ci.unwrap_or_else(|| panic!("ci"));
-        assert!(close(lo, 1.15850144092219) && close(hi, 1.21825396825397), "{r:?}");
+        assert!(
+            close(lo, 1.15850144092219) && close(hi, 1.21825396825397),
+            "{r:?}"
+        );
     }
 }

@@ -271,7 +271,7 @@ pub enum SocketRole {
 }
 
 /// A decoded socket address.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(tag = "family", rename_all = "lowercase")]
 pub enum SockAddr {
     Inet {
