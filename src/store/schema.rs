@@ -7,7 +7,8 @@ use anyhow::{bail, Result};
 pub const CURRENT: i64 = 2;
 
 /// Migration N takes the schema from version N-1 to N (2: `explanations`, one
-/// row per `coldstart explain`, its explanation as the JSON export has it). Written for SQLite;
+/// row per `coldstart explain`, its explanation as the JSON export has it; IF NOT
+/// EXISTS, so a version number set back by hand does not wedge the store). Written for SQLite;
 /// `sql_for` adapts the few words PostgreSQL spells differently.
 const MIGRATIONS: &[&str] = &[
     "
@@ -55,7 +56,7 @@ CREATE TABLE captures (
 CREATE INDEX captures_sample ON captures(sample_id);
 ",
     "
-CREATE TABLE explanations (
+CREATE TABLE IF NOT EXISTS explanations (
     experiment_id BIGINT PRIMARY KEY REFERENCES experiments(id),
     data_json TEXT NOT NULL
 );
