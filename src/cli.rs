@@ -96,8 +96,11 @@ HOW
   the first write on a socket, clone and exit. Phases: exec-chain (spawn → exec of
   the final program: shims and wrappers show here), loader (→ its libraries are
   mapped), init (→ first listen, or ready), listen→ready, first request.
-  --runs untraced and traced runs are interleaved; the traced run nearest the
-  traced median is shown, and traced ÷ untraced is the tracer's overhead.
+  An experiment of three arms, `untraced`, `traced` and `adapted`, run in shuffled
+  rounds after --warmup rounds; the traced run nearest the traced median is shown,
+  and traced ÷ untraced is the tracer's overhead (the Hodges–Lehmann ratio with its
+  95% CI). Stored like bench's runs: `coldstart history` lists it, `coldstart show`
+  prints it again, `coldstart compare A B` compares two explains arm by arm.
 
   A third kind of run, *adapted*, is interleaved too: untraced, with the runtime's
   own startup report switched on through the environment (see --adapter), the
@@ -154,6 +157,17 @@ pub struct ExplainArgs {
     /// No progress lines.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Warmup rounds (one run of each arm, not measured) before the measured ones.
+    #[arg(short, long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Seed for the run order (shown in the stored settings, for reproducing an order).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Do not record this explain in the store.
+    #[arg(long)]
+    pub no_store: bool,
     /// The program and its arguments.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

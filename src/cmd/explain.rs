@@ -1,15 +1,21 @@
-//! `coldstart explain`: arguments → untraced, traced and adapted runs → the explanation.
+//! `coldstart explain`: arguments → an experiment of three arms (untraced,
+//! traced, adapted) run by the scheduler and recorded by the session → the
+//! explanation, stored beside the runs, exported and printed.
 
 use crate::cli::ExplainArgs;
 use adapter::Adapter;
 use anyhow::{bail, Context, Result};
-use coldstart::explain::{self, adapted, adapter, explanation, otlp};
+use coldstart::config;
+use coldstart::experiment::{Order, Plan, StopRule, Variant};
+use coldstart::explain::{self, adapted, adapter, otlp, ADAPTED, ARMS, TRACED};
 use coldstart::launch::signals;
-use coldstart::report;
-use coldstart::run::{run_once, RunId, RunOptions};
-use coldstart::stats::{self, Summary};
+use coldstart::out;
+use coldstart::report::{self, export::Exports};
+use coldstart::run::{run_once, run_traced, RunId, RunOptions};
+use coldstart::sample::{Outcome, Sample};
+use coldstart::session::{self, Outputs};
+use coldstart::store::Store;
 use coldstart::target::{parse_env, Readiness, Target};
-use coldstart::trace::Trace;
 use std::time::Duration;
 
 pub fn run(args: &ExplainArgs) -> Result<i32> {
@@ -26,9 +32,15 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     if matches!(readiness, Readiness::LambdaInit) {
         bail!("explain does not emulate Lambda: use `coldstart lambda` for lambda:init");
     }
-    report::export::check(&[&args.export_json, &args.export_trace])?;
+    let exports = Exports {
+        json: args.export_json.clone(),
+        trace: args.export_trace.clone(),
+        ..Exports::default()
+    };
+    exports.check()?;
     let timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
     let runs = coldstart::bounds::runs("--runs", args.runs, 1)?;
+    let warmup = coldstart::bounds::runs("--warmup", args.warmup, 0)?;
     let opts = RunOptions {
         timeout,
         poll_interval: Duration::from_micros(200),
@@ -36,18 +48,44 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         request_url: None,
         grace: Duration::from_secs(2),
         tail_lines: 10,
-        log_marks: Vec::new(),
+        log_marks: args
+            .marks
+            .iter()
+            .map(|m| coldstart::marks::parse_log_mark(m))
+            .collect::<Result<_>>()?,
         claims: Vec::new(),
         exit_policy: Default::default(),
     };
-    let mut opts = opts;
-    opts.log_marks = args
-        .marks
-        .iter()
-        .map(|m| coldstart::marks::parse_log_mark(m))
-        .collect::<Result<_>>()?;
     // An unknown adapter name is refused now, not after the first runs.
     adapter::select(&args.adapter, None)?;
+    let root = config::project_root();
+    let cfg = config::load(&root)?;
+    let plan = Plan {
+        variants: ARMS
+            .iter()
+            .map(|name| Variant {
+                name: name.to_string(),
+                target: target.clone(),
+                readiness: readiness.clone(),
+            })
+            .collect(),
+        warmup,
+        order: Order::Shuffled,
+        stop: StopRule::Fixed { runs },
+        keep_going: false,
+        seed: args
+            .seed
+            .unwrap_or_else(|| coldstart::clock::now_ns() ^ u64::from(std::process::id())),
+        run: opts,
+    };
+    let outputs = Outputs {
+        store: (!args.no_store).then(|| config::store_spec(args.store.store.as_deref(), cfg.as_ref(), &root)),
+        quiet: args.quiet,
+        noise: coldstart::stats::DEFAULT_NOISE,
+        // The experiment's own formats are `show`'s; explain writes its explanation below.
+        exports: Exports::default(),
+    };
+    let settings = session::settings(&plan, outputs.noise);
     // The untraced and traced runs export to a receiver too (one that keeps
     // nothing), so an app with an OpenTelemetry SDK behaves the same in every kind
     // of run instead of retrying a missing collector in all but the adapted ones.
@@ -56,129 +94,153 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     } else {
         Some(otlp::Receiver::start().context("starting the OTLP receiver (--no-otlp runs without it)")?)
     };
-    let mut target = target;
+    let mut run_target = target.clone();
     if let Some(r) = &sink {
-        target.env.extend(r.env());
+        run_target.env.extend(r.env());
     }
-    let id = |round, warmup| RunId {
-        variant: 0,
-        round,
-        warmup,
-    };
     if !args.quiet {
-        coldstart::out::errln!(
+        out::errln!(
             "coldstart explain: {runs} untraced, {runs} traced and {runs} adapted runs, interleaved…"
         );
     }
-    // One untraced warmup puts the program's files in the page cache for every kind.
-    let warm = run_once(&target, &readiness, &opts, id(0, true))?;
-    if !warm.ok() {
-        bail!("{}", report::progress::describe_failure("warmup", &warm));
-    }
-    let mut untraced = Vec::new();
-    let mut traced_runs: Vec<(f64, Trace)> = Vec::new();
-    let mut adapted_runs: Vec<(f64, adapted::AdaptedRun)> = Vec::new();
-    // Chosen from the first traced run's final exec (what really runs after
-    // shims and wrappers), then kept for every adapted run.
-    let mut adapters: Option<Vec<Box<dyn Adapter>>> = None;
-    for round in 0..runs {
-        let s = run_once(&target, &readiness, &opts, id(round, false))?;
-        if signals::interrupted() {
-            return Ok(130);
-        }
-        if !s.ok() {
-            bail!("{}", report::progress::describe_failure("untraced", &s));
-        }
-        untraced.push(s.ready_ns.unwrap_or(0) as f64 / 1e6);
-        let traced = explain::traced_run(&target, &readiness, &opts, round);
-        if signals::interrupted() {
-            return Ok(130);
-        }
-        let (ready_ns, trace) = traced?;
-        if adapters.is_none() {
-            let chosen = explain::choose_adapters(&args.adapter, &trace)?;
-            if !args.quiet {
-                let names: Vec<&str> = chosen.iter().map(|a| a.name()).collect();
-                coldstart::out::errln!(
-                    "coldstart explain: adapters: {}",
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                );
-            }
-            adapters = Some(chosen);
-        }
-        traced_runs.push((ready_ns as f64 / 1e6, trace));
-        let chosen = adapters.as_deref().unwrap_or_default();
-        let a = adapted::run(
-            &target,
-            &readiness,
-            &opts,
-            chosen,
-            !args.no_otlp,
-            id(round, false),
-        )?;
-        if signals::interrupted() {
-            return Ok(130);
-        }
-        if !a.sample.ok() {
-            bail!(
-                "{}\n(this run had the adapters' switches on: try --adapter none)",
-                report::progress::describe_failure("adapted", &a.sample)
-            );
-        }
-        adapted_runs.push((a.sample.ready_ns.unwrap_or(0) as f64 / 1e6, a));
-        if !args.quiet {
-            coldstart::out::errln!("coldstart explain: {}/{runs}", round + 1);
-        }
-    }
-    let summary = |xs: &[f64]| {
-        let mut v = xs.to_vec();
-        v.sort_by(f64::total_cmp);
-        stats::summarize(&v)
+    let mut arms = Arms {
+        args,
+        target: &run_target,
+        readiness: &readiness,
+        opts: &plan.run,
+        adapters: None,
+        adapted: Vec::new(),
     };
-    let ratio = |a: &Option<Summary>, b: &Option<Summary>| match (a, b) {
-        (Some(a), Some(b)) if b.p50 > 0.0 => Some(a.p50 / b.p50),
-        _ => None,
-    };
-    let traced_ms: Vec<f64> = traced_runs.iter().map(|(ms, _)| *ms).collect();
-    let adapted_ms: Vec<f64> = adapted_runs.iter().map(|(ms, _)| *ms).collect();
-    let (untraced_s, traced_s, adapted_s) = (summary(&untraced), summary(&traced_ms), summary(&adapted_ms));
-    let overhead = ratio(&traced_s, &untraced_s);
-    let mut explanation = explanation(
-        &target,
-        &readiness,
-        untraced_s.clone(),
-        traced_s,
-        overhead,
-        traced_runs,
-    )?;
-    let adapters = adapters.unwrap_or_default();
-    explanation.adapter_overhead = ratio(&adapted_s, &untraced_s);
-    explanation.adapters = adapters.iter().map(|a| a.name().to_string()).collect();
-    if let Some(median) = adapted_s.as_ref().map(|s| s.p50) {
-        if let Some((_, run)) = adapted_runs
-            .iter()
-            .min_by(|a, b| (a.0 - median).abs().total_cmp(&(b.0 - median).abs()))
-        {
-            explanation.sources = run.sections(&adapters, Some(&explanation.trace));
+    let (mut m, store_error) = session::run(&plan, &settings, &outputs, &mut |v, id| arms.run(v, id))?;
+    match m.result.stopped.as_str() {
+        "interrupted" => return Ok(130),
+        "failure" => {
+            let failed = m.result.samples.last().filter(|s| !s.ok());
+            let arm = failed.map_or("a", |s| ARMS[s.variant]);
+            let hint = if failed.is_some_and(|s| s.variant == ADAPTED) {
+                " (it had the adapters' switches on: try --adapter none)"
+            } else {
+                ""
+            };
+            let stored = m
+                .stored_as
+                .as_ref()
+                .map(|(id, at)| format!("; its runs are stored as experiment {id} in {at}"))
+                .unwrap_or_default();
+            bail!("the explain stopped: {arm} run failed, as shown above{hint}{stored}");
         }
+        _ => {}
     }
-    explanation.adapted_ms = adapted_s;
-    if let Some(p) = &args.export_json {
-        report::write_export(p, (serde_json::to_string_pretty(&explanation)? + "\n").as_bytes())?;
+    let adapters = arms.adapters.take().unwrap_or_default();
+    let explanation = explain::from_experiment(&mut m.result, &arms.adapted, &adapters)?;
+    let json = serde_json::to_string_pretty(&explanation)? + "\n";
+    if let (Some((id, location)), Some(spec)) = (&m.stored_as, &outputs.store) {
+        Store::open(spec)
+            .and_then(|mut s| s.add_explanation(*id, &json))
+            .with_context(|| format!("the runs are stored as experiment {id} in {location}"))?;
     }
-    if let Some(p) = &args.export_trace {
-        let doc = report::chrome_trace::to_chrome_trace(
-            &explanation.trace,
-            &explanation.timeline,
-            &explanation.sources,
-        );
+    if let Some(p) = &exports.json {
+        report::write_export(p, json.as_bytes())?;
+    }
+    if let (Some(p), Some(trace)) = (&exports.trace, &explanation.trace) {
+        let doc = report::chrome_trace::to_chrome_trace(trace, &explanation.timeline, &explanation.sources);
         report::write_export(p, serde_json::to_string(&doc)?.as_bytes())?;
     }
     // Printed last: exports survive a reader that closes stdout early.
-    coldstart::out::out!("{}", report::explain::render(&explanation))?;
+    out::out!("{}", report::explain::render(&explanation))?;
+    if let Some((id, location)) = &m.stored_as {
+        out::outln!("stored as experiment {id} in {location}")?;
+    }
+    if let Some(e) = store_error {
+        return Err(e.context("the runs were measured and printed, but storing them failed"));
+    }
     Ok(0)
+}
+
+/// The runner of the three arms. The adapters are chosen from the first traced
+/// run's final exec (what really runs after shims and wrappers), then kept for
+/// every adapted run; an adapted run scheduled before any traced one first
+/// traces one run, unrecorded, to choose them.
+struct Arms<'a> {
+    args: &'a ExplainArgs,
+    target: &'a Target,
+    readiness: &'a Readiness,
+    opts: &'a RunOptions,
+    adapters: Option<Vec<Box<dyn Adapter>>>,
+    /// The measured adapted runs, their adapters' files kept for the sections.
+    adapted: Vec<adapted::AdaptedRun>,
+}
+
+impl Arms<'_> {
+    fn run(&mut self, v: usize, id: RunId) -> Result<Sample> {
+        match v {
+            TRACED => {
+                let s = self.traced(id)?;
+                if self.adapters.is_none() {
+                    if let Some(trace) = &s.trace {
+                        self.choose(trace)?;
+                    }
+                }
+                Ok(s)
+            }
+            ADAPTED => {
+                if self.adapters.is_none() {
+                    let s = self.traced(RunId { warmup: true, ..id })?;
+                    match &s.trace {
+                        Some(trace) if s.ok() => self.choose(trace)?,
+                        // Interrupted (or failed): the scheduler stops on it.
+                        _ => return Ok(s),
+                    }
+                }
+                let chosen = self.adapters.as_deref().unwrap_or_default();
+                let a = adapted::run(
+                    self.target,
+                    self.readiness,
+                    self.opts,
+                    chosen,
+                    !self.args.no_otlp,
+                    id,
+                )?;
+                let sample = a.sample.clone();
+                if !id.warmup {
+                    self.adapted.push(a);
+                }
+                Ok(sample)
+            }
+            _ => run_once(self.target, self.readiness, self.opts, id),
+        }
+    }
+
+    /// A traced run; one cut short by Ctrl-C is an interrupted sample, so the
+    /// scheduler stops as it does for the other arms.
+    fn traced(&self, id: RunId) -> Result<Sample> {
+        let r = run_traced(self.target, self.readiness, self.opts, id);
+        if signals::interrupted() {
+            let mut s = match r {
+                Ok(s) => s,
+                Err(_) => Sample::begin(&id, coldstart::clock::now_ns()),
+            };
+            s.outcome = Outcome::Interrupted;
+            s.ready_ns = None;
+            return Ok(s);
+        }
+        r
+    }
+
+    fn choose(&mut self, trace: &coldstart::trace::Trace) -> Result<()> {
+        let chosen = explain::choose_adapters(&self.args.adapter, trace)?;
+        if !self.args.quiet {
+            let names: Vec<&str> = chosen.iter().map(|a| a.name()).collect();
+            out::errln!(
+                "coldstart explain: adapters: {}",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
+        self.adapters = Some(chosen);
+        Ok(())
+    }
 }

@@ -1,14 +1,15 @@
 //! The commands over stored experiments: history, show, compare, gate.
 
 use crate::cli::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use coldstart::analysis::analyze;
 use coldstart::config;
 use coldstart::experiment::ExperimentResult;
+use coldstart::explain::{self, Explanation, ADAPTED, ARMS, TRACED, UNTRACED};
 use coldstart::gate::{self, Limits, Regression, Side, Status};
 use coldstart::out::{out, outln};
 use coldstart::report::{self, json::Settings};
-use coldstart::stats::Design;
+use coldstart::stats::{self, Design, Ratio};
 use coldstart::store::{Filter, Store, Stored};
 
 fn open(args: &StoreArgs) -> Result<Store> {
@@ -46,6 +47,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     let stored = store.load(id)?;
     let settings: Settings = serde_json::from_str(&stored.settings_json)?;
     let analysis = analyze(&stored.result, args.noise.unwrap_or(settings.noise));
+    let explanation = explanation(&mut store, id)?;
     // Exports first, printing last (see out.rs).
     args.export
         .exports()
@@ -58,8 +60,59 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     if args.meta {
         outln!("{}", serde_json::to_string_pretty(&stored.meta)?)?;
     }
-    out!("{}", report::terminal::render(&stored.result, &analysis))?;
+    match explanation {
+        // An explain is shown as it printed at the end of its run.
+        Some(e) => out!("{}", report::explain::render(&e))?,
+        None => out!("{}", report::terminal::render(&stored.result, &analysis))?,
+    }
     Ok(0)
+}
+
+/// The stored explanation of experiment `id`, if it is a `coldstart explain`.
+fn explanation(store: &mut Store, id: i64) -> Result<Option<Explanation>> {
+    store
+        .explanation(id)?
+        .map(|json| {
+            serde_json::from_str(&json)
+                .with_context(|| format!("experiment {id}: its stored explanation is unreadable"))
+        })
+        .transpose()
+}
+
+/// Two explains' overheads (traced ÷ untraced, adapted ÷ untraced), each with
+/// the 95 % CI from its own interleaved runs; empty unless both are explains.
+fn overheads(store: &mut Store, b: &Stored, c: &Stored) -> Result<(String, serde_json::Value)> {
+    if store.explanation(b.id)?.is_none() || store.explanation(c.id)?.is_none() {
+        return Ok((String::new(), serde_json::Value::Null));
+    }
+    let ratio = |s: &Stored, arm: usize| {
+        let v = |name: &str| s.result.variants.iter().position(|v| v.name == name);
+        let (u, a) = (v(ARMS[UNTRACED])?, v(ARMS[arm])?);
+        stats::ratio(&s.result.ready_ms(u), &s.result.ready_ms(a), explain::CONFIDENCE)
+    };
+    let mut text = String::from("overheads (each against its own untraced runs)\n");
+    let mut doc = serde_json::Map::new();
+    for (arm, what) in [(TRACED, "tracer"), (ADAPTED, "adapters'")] {
+        let show = |r: &Option<Ratio>| {
+            r.as_ref().map_or_else(
+                || "—".to_string(),
+                |r| report::explain::overhead(r.estimate, r.ci),
+            )
+        };
+        let (rb, rc) = (ratio(b, arm), ratio(c, arm));
+        text += &format!(
+            "  {what} overhead: {} @{} → {} @{}\n",
+            show(&rb),
+            b.id,
+            show(&rc),
+            c.id
+        );
+        doc.insert(
+            ARMS[arm].to_string(),
+            serde_json::json!({ "baseline": rb, "candidate": rc }),
+        );
+    }
+    Ok((text, serde_json::Value::Object(doc)))
 }
 
 /// `REF` or `REF:VARIANT`.
@@ -191,14 +244,18 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         markdown += &report::markdown::render(&analysis);
         docs.push(serde_json::json!({ "variants": analysis.variants }));
     }
+    let (overhead_text, overhead_doc) = overheads(&mut store, &b, &c)?;
     if let Some(p) = &args.export_markdown {
         report::write_export(p, markdown.as_bytes())?;
     }
     if let Some(p) = &args.export_json {
-        let doc = serde_json::json!({ "schema": "coldstart.compare/1", "baseline": b.id, "candidate": c.id, "pairs": docs });
+        let mut doc = serde_json::json!({ "schema": "coldstart.compare/1", "baseline": b.id, "candidate": c.id, "pairs": docs });
+        if !overhead_doc.is_null() {
+            doc["overheads"] = overhead_doc;
+        }
         report::write_export(p, (serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
     }
-    out!("{text}")?;
+    out!("{text}{overhead_text}")?;
     Ok(0)
 }
 

@@ -1,47 +1,67 @@
-//! `coldstart explain`: where a cold start's time goes. Runs the target untraced
-//! and traced (interleaved), builds the timeline of the median traced run from
-//! the syscall tracer, and reports phases, blame, files, network and processes,
-//! plus the tracer's own overhead (traced ÷ untraced ready time).
+//! `coldstart explain`: where a cold start's time goes. An experiment of three
+//! arms (untraced, traced, adapted; interleaved by the scheduler); the timeline
+//! of the median traced run from the syscall tracer, phases, blame, files,
+//! network and processes, the runtime's own sections from an adapted run, and
+//! the overheads (traced ÷ untraced, adapted ÷ untraced) with 95 % CIs.
 
 pub mod adapted;
 pub mod adapter;
 pub mod otlp;
 
+use crate::experiment::ExperimentResult;
 use crate::run::{RunId, RunOptions};
 use crate::sample::Section;
-use crate::stats::{self, Summary};
+use crate::stats::{self, Ratio, Summary};
 use crate::target::{Readiness, Target};
 use crate::timeline::{self, Timeline};
 use crate::trace::Trace;
+use adapted::AdaptedRun;
 use adapter::{Adapter, FinalExec};
 use anyhow::{bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Serialize)]
+/// The three arms of `coldstart explain`, as the experiment's variants (in this
+/// order): stored under these names, so `compare` pairs two explains arm by arm.
+pub const ARMS: [&str; 3] = ["untraced", "traced", "adapted"];
+pub const UNTRACED: usize = 0;
+pub const TRACED: usize = 1;
+pub const ADAPTED: usize = 2;
+
+/// The confidence of the overheads' intervals.
+pub const CONFIDENCE: f64 = 0.95;
+
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Explanation {
-    pub schema: &'static str,
+    pub schema: String,
     pub command: String,
     pub readiness: String,
     pub untraced_ms: Option<Summary>,
     pub traced_ms: Option<Summary>,
-    /// Median traced ÷ median untraced ready time.
+    /// Traced ÷ untraced ready time: the Hodges–Lehmann ratio (the median of
+    /// all pairwise ratios; with one run each, the plain ratio).
     pub overhead: Option<f64>,
+    /// Its 95 % CI (Moses, on log times); null when too few runs for one.
+    #[serde(default)]
+    pub overhead_ci: Option<(f64, f64)>,
     /// The traced run shown: its ready time (ms since spawn).
     pub ready_ms: f64,
     pub timeline: Timeline,
     /// Adapted runs (adapters' switches on, untraced): their ready times, and
-    /// median adapted ÷ median untraced, the adapters' own cost.
+    /// adapted ÷ untraced (as `overhead`), the adapters' own cost.
     pub adapted_ms: Option<Summary>,
     pub adapter_overhead: Option<f64>,
+    #[serde(default)]
+    pub adapter_overhead_ci: Option<(f64, f64)>,
     /// The adapters used (auto-detected or chosen with --adapter).
     pub adapters: Vec<String>,
     /// One section per source inside the runtime, from the adapted run nearest
     /// the adapted median; times count from that run's spawn.
     pub sources: Vec<Section>,
     pub warnings: Vec<String>,
-    /// The raw events of the run shown (for the Chrome trace; not in the JSON).
+    /// The raw events of the run shown (for the Chrome trace; not in the JSON,
+    /// so not in the store either: an explanation loaded back has none).
     #[serde(skip)]
-    pub trace: Trace,
+    pub trace: Option<Trace>,
 }
 
 /// The explanation of the traced run nearest the traced median.
@@ -50,7 +70,7 @@ pub fn explanation(
     readiness: &Readiness,
     untraced_ms: Option<Summary>,
     traced_ms: Option<Summary>,
-    overhead: Option<f64>,
+    overhead: Option<Ratio>,
     traced_runs: Vec<(f64, Trace)>,
 ) -> Result<Explanation> {
     let median = traced_ms.as_ref().map_or(0.0, |s| s.p50);
@@ -63,21 +83,76 @@ pub fn explanation(
     let mut timeline = timeline::build(&trace);
     timeline::add_ready_phases(&mut timeline, &trace, (ready_ms * 1e6) as u64);
     Ok(Explanation {
-        schema: "coldstart.explain/2",
+        schema: "coldstart.explain/2".into(),
         command: target.display_command(),
         readiness: readiness.to_string(),
         untraced_ms,
         traced_ms,
-        overhead,
+        overhead: overhead.as_ref().map(|r| r.estimate),
+        overhead_ci: overhead.and_then(|r| r.ci),
         ready_ms,
         adapted_ms: None,
         adapter_overhead: None,
+        adapter_overhead_ci: None,
         adapters: Vec::new(),
         sources: Vec::new(),
         warnings: trace.warnings.clone(),
         timeline,
-        trace,
+        trace: Some(trace),
     })
+}
+
+/// The explanation of a finished explain experiment (variants in [`ARMS`]
+/// order): summaries and overheads from every measured run, the timeline of
+/// the traced run nearest the traced median (its trace is taken out of
+/// `result`), and the sections of the adapted run nearest the adapted median
+/// (`adapted`: the measured adapted runs, their files still on disk).
+pub fn from_experiment(
+    result: &mut ExperimentResult,
+    adapted: &[AdaptedRun],
+    adapters: &[Box<dyn Adapter>],
+) -> Result<Explanation> {
+    let Some(v) = result.variants.get(UNTRACED) else {
+        bail!("an explain experiment without arms")
+    };
+    let (target, readiness) = (v.target.clone(), v.readiness.clone());
+    let ms = |v: usize| result.ready_ms(v);
+    let summary = |xs: &[f64]| {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        stats::summarize(&v)
+    };
+    let (untraced, traced, adapted_ms) = (ms(UNTRACED), ms(TRACED), ms(ADAPTED));
+    let traced_runs: Vec<(f64, Trace)> = result
+        .samples
+        .iter_mut()
+        .filter(|s| s.variant == TRACED && !s.warmup && s.ok())
+        .filter_map(|s| Some((s.ready_ns? as f64 / 1e6, *s.trace.take()?)))
+        .collect();
+    let mut e = explanation(
+        &target,
+        &readiness,
+        summary(&untraced),
+        summary(&traced),
+        stats::ratio(&untraced, &traced, CONFIDENCE),
+        traced_runs,
+    )?;
+    let adapter_overhead = stats::ratio(&untraced, &adapted_ms, CONFIDENCE);
+    e.adapter_overhead = adapter_overhead.as_ref().map(|r| r.estimate);
+    e.adapter_overhead_ci = adapter_overhead.and_then(|r| r.ci);
+    e.adapters = adapters.iter().map(|a| a.name().to_string()).collect();
+    e.adapted_ms = summary(&adapted_ms);
+    if let Some(median) = e.adapted_ms.as_ref().map(|s| s.p50) {
+        let ready = |a: &AdaptedRun| a.sample.ready_ns.unwrap_or(0) as f64 / 1e6;
+        if let Some(run) = adapted
+            .iter()
+            .filter(|a| a.sample.ok())
+            .min_by(|a, b| (ready(a) - median).abs().total_cmp(&(ready(b) - median).abs()))
+        {
+            e.sources = run.sections(adapters, e.trace.as_ref());
+        }
+    }
+    Ok(e)
 }
 
 /// `bench --explain`: after a variant's timed runs, one traced run (the
@@ -97,7 +172,7 @@ pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result
     let a = adapted::run(target, readiness, opts, &adapters, true, id)?;
     if a.sample.ok() {
         e.adapters = adapters.iter().map(|a| a.name().to_string()).collect();
-        e.sources = a.sections(&adapters, Some(&e.trace));
+        e.sources = a.sections(&adapters, e.trace.as_ref());
     } else {
         e.warnings.push(format!(
             "the adapted run failed, so no sections: {}",

@@ -17,11 +17,12 @@ pub fn render(e: &Explanation) -> String {
     let mut out = format!("coldstart explain: {}  (ready = {})\n", e.command, e.readiness);
     match (&e.untraced_ms, &e.traced_ms, e.overhead) {
         (Some(u), Some(t), Some(o)) => out.push_str(&format!(
-            "untraced p50 {} (n={}) · traced p50 {} (n={}) · tracing overhead ×{o:.3}\n",
+            "untraced p50 {} (n={}) · traced p50 {} (n={}) · tracer overhead {}\n",
             ms(u.p50),
             u.n,
             ms(t.p50),
-            t.n
+            t.n,
+            overhead(o, e.overhead_ci)
         )),
         (None, Some(t), _) => out.push_str(&format!(
             "one traced run: ready at {} (the tracer's overhead: `coldstart explain` measures it)\n",
@@ -36,9 +37,10 @@ pub fn render(e: &Explanation) -> String {
             e.adapters.join(", ")
         };
         out.push_str(&format!(
-            "adapted p50 {} (n={}, {names}) · adapters' overhead ×{o:.3}\n",
+            "adapted p50 {} (n={}, {names}) · adapters' overhead {}\n",
             ms(a.p50),
-            a.n
+            a.n,
+            overhead(o, e.adapter_overhead_ci)
         ));
     }
     for w in &e.warnings {
@@ -211,6 +213,14 @@ pub fn section(sec: &Section) -> String {
         out.push_str(&format!("  note: {n}\n"));
     }
     out
+}
+
+/// `×1.18 (95% CI ×1.12–×1.25)`; without an interval, why.
+pub fn overhead(estimate: f64, ci: Option<(f64, f64)>) -> String {
+    match ci {
+        Some((lo, hi)) => format!("×{estimate:.3} (95% CI ×{lo:.3}–×{hi:.3})"),
+        None => format!("×{estimate:.3} (too few runs for a 95% CI: --runs 4 or more gives one)"),
+    }
 }
 
 fn groups(title: &str, gs: &[OpenGroup], n: usize) -> String {

@@ -70,7 +70,7 @@ fn a_real_explanation_renders_the_same_from_json() {
         dir: dir.path(),
         claimed: &claimed,
         ready_ns: read_at,
-        trace: Some(&e.trace),
+        trace: e.trace.as_ref(),
         t0_mono_ns: t0,
     };
     e.sources.push(Python.collect(&got).expect("collect"));
@@ -90,7 +90,11 @@ fn a_real_explanation_renders_the_same_from_json() {
     assert!(e.timeline.marks.iter().any(|m| m.name == "exit"));
 
     let live_text = render(&e);
-    let live_chrome = to_chrome_trace(&e.trace, &e.timeline, &e.sources);
+    let raw = e
+        .trace
+        .clone()
+        .expect("the explanation keeps its trace in memory");
+    let live_chrome = to_chrome_trace(&raw, &e.timeline, &e.sources);
     let stored = serde_json::to_string(&(&e.timeline, &e.sources)).expect("serialize");
     let (timeline, sources): (Timeline, Vec<Section>) =
         serde_json::from_str(&stored).expect("deserialize what was stored");
@@ -99,5 +103,5 @@ fn a_real_explanation_renders_the_same_from_json() {
     e.timeline = timeline;
     e.sources = sources;
     assert_eq!(render(&e), live_text);
-    assert_eq!(to_chrome_trace(&e.trace, &e.timeline, &e.sources), live_chrome);
+    assert_eq!(to_chrome_trace(&raw, &e.timeline, &e.sources), live_chrome);
 }

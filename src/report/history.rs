@@ -17,7 +17,10 @@ pub fn render(listed: &[Listed]) -> String {
             .collect::<Vec<_>>()
             .join("\n");
         t.add_row(vec![
-            e.id.to_string(),
+            match &e.kind {
+                Some(kind) => format!("{} ({kind})", e.id),
+                None => e.id.to_string(),
+            },
             utc(e.created_unix_s),
             commit(&e.git_commit, e.git_dirty),
             variants,

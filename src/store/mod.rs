@@ -38,6 +38,8 @@ pub struct Listed {
     pub runs: i64,
     /// Median ready time per variant (ms), in variant order.
     pub p50_ms: Vec<Option<f64>>,
+    /// "explain" for a `coldstart explain` (its explanation is stored); null otherwise.
+    pub kind: Option<String>,
 }
 
 pub struct Stored {
@@ -174,10 +176,36 @@ impl Store {
         Ok(())
     }
 
+    /// The explanation of a `coldstart explain` experiment (its JSON).
+    pub fn add_explanation(&mut self, experiment: i64, json: &str) -> Result<()> {
+        self.db
+            .execute(
+                "INSERT INTO explanations (experiment_id, data_json) VALUES ($1, $2)",
+                &[experiment.into(), json.into()],
+            )
+            .with_context(|| {
+                format!(
+                    "storing the explanation of experiment {experiment} in {}",
+                    self.location
+                )
+            })?;
+        Ok(())
+    }
+
+    /// The stored explanation's JSON, if `experiment` is an explain.
+    pub fn explanation(&mut self, experiment: i64) -> Result<Option<String>> {
+        let rows = self.db.query(
+            "SELECT data_json FROM explanations WHERE experiment_id = $1",
+            &[experiment.into()],
+        )?;
+        Ok(rows.first().and_then(|r| r[0].text()))
+    }
+
     pub fn list(&mut self, filter: &Filter) -> Result<Vec<Listed>> {
         let mut sql = String::from(
             "SELECT e.id, e.created_unix_s, e.git_commit, e.git_dirty, e.stopped, \
-             (SELECT COUNT(*) FROM samples s WHERE s.experiment_id = e.id AND s.warmup = 0 AND s.outcome = 'ready') \
+             (SELECT COUNT(*) FROM samples s WHERE s.experiment_id = e.id AND s.warmup = 0 AND s.outcome = 'ready'), \
+             (SELECT COUNT(*) FROM explanations x WHERE x.experiment_id = e.id) \
              FROM experiments e WHERE 1 = 1",
         );
         let mut params: Vec<Value> = Vec::new();
@@ -234,6 +262,7 @@ impl Store {
                 variants,
                 runs: r[5].int().unwrap_or(0),
                 p50_ms,
+                kind: (r[6].int().unwrap_or(0) > 0).then(|| "explain".to_string()),
             });
         }
         Ok(out)

@@ -4,11 +4,14 @@
 use super::db::{transaction, Db, Dialect, Value};
 use anyhow::{bail, Result};
 
-pub const CURRENT: i64 = 1;
+pub const CURRENT: i64 = 2;
 
-/// Migration N takes the schema from version N-1 to N. Written for SQLite;
+/// Migration N takes the schema from version N-1 to N (2: `explanations`, one
+/// row per `coldstart explain`, its explanation as the JSON export has it; IF NOT
+/// EXISTS, so a version number set back by hand does not wedge the store). Written for SQLite;
 /// `sql_for` adapts the few words PostgreSQL spells differently.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE experiments (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created_unix_s BIGINT NOT NULL,
@@ -51,7 +54,14 @@ CREATE TABLE captures (
     value TEXT NOT NULL
 );
 CREATE INDEX captures_sample ON captures(sample_id);
-"];
+",
+    "
+CREATE TABLE IF NOT EXISTS explanations (
+    experiment_id BIGINT PRIMARY KEY REFERENCES experiments(id),
+    data_json TEXT NOT NULL
+);
+",
+];
 
 fn sql_for(dialect: Dialect, sql: &str) -> String {
     match dialect {
@@ -108,4 +118,57 @@ fn retry_create_meta(db: &mut dyn Db, first: anyhow::Error) -> Result<()> {
     std::thread::sleep(std::time::Duration::from_millis(50));
     db.batch("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         .map_err(|_| first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{sqlite::Sqlite, Filter, Store};
+
+    /// A store written by a coldstart of schema version 1 (before explains were
+    /// stored) opens, gains the explanations table, and keeps its experiments.
+    #[test]
+    fn a_version_1_store_migrates_to_explanations() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            let mut db = Sqlite::open(&path).unwrap();
+            db.batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                .unwrap();
+            db.batch(MIGRATIONS[0]).unwrap();
+            db.batch(
+                "INSERT INTO meta VALUES ('schema_version', '1');
+                 INSERT INTO experiments (created_unix_s, command_line, coldstart_version, settings_json, stopped)
+                 VALUES (1, 'coldstart bench -- true', '0.1.0', '{}', 'completed');",
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(version(store.db.as_mut()).unwrap(), CURRENT);
+        let listed = store.list(&Filter::default()).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].kind, None, "a bench is not an explain");
+        assert_eq!(store.explanation(1).unwrap(), None);
+
+        store
+            .add_explanation(1, r#"{"schema":"coldstart.explain/1"}"#)
+            .unwrap();
+        assert_eq!(
+            store.explanation(1).unwrap().as_deref(),
+            Some(r#"{"schema":"coldstart.explain/1"}"#)
+        );
+        assert_eq!(
+            store.list(&Filter::default()).unwrap()[0].kind.as_deref(),
+            Some("explain")
+        );
+        // One explanation per experiment.
+        assert!(store.add_explanation(1, "{}").is_err());
+        drop(store);
+        // Opening again migrates nothing twice.
+        let mut again = Store::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(
+            again.explanation(1).unwrap().as_deref(),
+            Some(r#"{"schema":"coldstart.explain/1"}"#)
+        );
+    }
 }

@@ -17,6 +17,8 @@
 //! pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney>
 //! pub struct Shift { estimate: f64, ci: Option<(f64, f64)> }      // candidate - baseline
 //! pub fn hodges_lehmann(baseline: &[f64], candidate: &[f64], confidence: f64) -> Option<Shift>
+//! pub struct Ratio { estimate: f64, ci: Option<(f64, f64)> }      // candidate ÷ baseline
+//! pub fn ratio(baseline: &[f64], candidate: &[f64], confidence: f64) -> Option<Ratio> // HL + Moses on logs
 //! pub enum Design { Interleaved, Sequential, Separate }       // how the two samples were collected
 //! pub enum Verdict { Faster, Slower, Same, WithinNoise, None }  // Display: faster/slower/~/~ (within noise threshold)/no verdict
 //! pub struct Comparison { design, noise, ratio, shift, relative, mann_whitney, verdict, reason, detectable }
@@ -26,7 +28,7 @@
 //! Inputs are assumed NaN-free; nothing here panics on empty input.
 //!
 //! Files: `summary` (quantile, median CI, summary, outliers), `mann_whitney`,
-//! `hodges_lehmann`, `compare` (verdicts, noise threshold,
+//! `hodges_lehmann`, `ratio` (the same on log times), `compare` (verdicts, noise threshold,
 //! power), and `normal` (private erfc / normal quantile).
 
 // The re-exports are the API contract: not every item is called by the binary yet.
@@ -36,6 +38,7 @@ mod compare;
 mod hodges_lehmann;
 mod mann_whitney;
 mod normal;
+mod ratio;
 mod summary;
 
 pub use compare::{
@@ -44,6 +47,7 @@ pub use compare::{
 };
 pub use hodges_lehmann::{hodges_lehmann, Shift};
 pub use mann_whitney::{mann_whitney, MannWhitney};
+pub use ratio::{ratio, Ratio};
 pub use summary::{median_ci, quantile, summarize, Summary};
 
 #[cfg(test)]

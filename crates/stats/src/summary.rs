@@ -1,10 +1,10 @@
 //! One-sample description: quantiles, a distribution-free CI for the median,
 //! and Tukey-fence outlier flags.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Descriptive statistics of one sample. Quantiles are Hyndman–Fan type 7.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub n: usize,
     pub min: f64,

@@ -1,0 +1,182 @@
+//! `coldstart explain` as a stored experiment: its three arms and its
+//! explanation go to the store; `history` lists it as an explain, `show`
+//! prints the report again, `compare` pairs two explains arm by arm and sets
+//! their overheads (with CIs) side by side.
+
+mod common;
+use common::*;
+
+fn store_in(dir: &tempfile::TempDir) -> String {
+    dir.path().join("explain.db").display().to_string()
+}
+
+/// One explain of the dynamically linked sleeper (the native adapter applies),
+/// stored in `store`; (stdout, stderr).
+fn explain(store: &str, extra: &[&str]) -> (String, String) {
+    let sleeper = example("sleeper");
+    let mut args = vec![
+        "explain", "--store", store, "--runs", "5", "--seed", "7", "--ready", "exit",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", &sleeper]);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (stdout(&o), stderr(&o))
+}
+
+/// The report without the trailing "stored as …" line.
+fn report(out: &str) -> String {
+    out.lines()
+        .filter(|l| !l.starts_with("stored as experiment"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// `×1.234 (95% CI ×1.100–×1.400)` after `label` → (estimate, lo, hi).
+fn overhead(out: &str, label: &str) -> (f64, f64, f64) {
+    let line = out
+        .lines()
+        .find(|l| l.contains(label))
+        .unwrap_or_else(|| panic!("no '{label}' in {out}"));
+    let after = &line[line.find(label).unwrap() + label.len()..];
+    let nums: Vec<f64> = after
+        .split('×')
+        .skip(1)
+        .take(3)
+        .map(|s| {
+            s.trim_start()
+                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap_or_else(|e| panic!("{e}: {line}"))
+        })
+        .collect();
+    assert_eq!(nums.len(), 3, "estimate and CI in: {line}");
+    assert!(after.contains("(95% CI ×"), "{line}");
+    (nums[0], nums[1], nums[2])
+}
+
+#[test]
+fn explain_is_stored_listed_and_shown_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(&dir);
+    let json = dir.path().join("e.json");
+    let (out, err) = explain(
+        &store,
+        &["--warmup", "2", "--export-json", json.to_str().unwrap()],
+    );
+    assert!(out.contains("stored as experiment 1 in"), "{out}");
+    assert!(err.contains("adapters: native"), "{err}");
+
+    // Overheads carry a 95% CI around their estimate, in the report and the JSON.
+    for label in ["tracer overhead ", "adapters' overhead "] {
+        let (est, lo, hi) = overhead(&out, label);
+        assert!(lo <= est && est <= hi, "{label}: {est} outside [{lo}, {hi}]");
+    }
+    let doc = json_file(&json);
+    let (o, ci) = (doc["overhead"].as_f64().unwrap(), &doc["overhead_ci"]);
+    assert!(
+        ci[0].as_f64().unwrap() <= o && o <= ci[1].as_f64().unwrap(),
+        "{doc}"
+    );
+    assert!(o > 1.0, "tracing a run does not make it faster: {o}");
+
+    // History lists it as an explain with its three arms, every run stored.
+    let o = run(&["history", "--store", &store, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(listed[0]["id"], 1);
+    assert_eq!(listed[0]["kind"], "explain", "{listed}");
+    assert_eq!(
+        listed[0]["variants"],
+        serde_json::json!(["untraced", "traced", "adapted"])
+    );
+    assert_eq!(listed[0]["runs"], 15, "5 measured runs of each arm: {listed}");
+    assert_eq!(listed[0]["stopped"], "completed");
+    let o = run(&["history", "--store", &store]);
+    assert!(stdout(&o).contains("1 (explain)"), "{}", stdout(&o));
+
+    // Every run, warmups included: 2 warmup rounds + 5 rounds of 3 arms.
+    let o = run(&["show", "1", "--store", &store, "--export-csv", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = stdout(&o);
+    let rows = csv.lines().skip(1).count();
+    assert_eq!(rows, 21, "{csv}");
+
+    // show prints the explanation exactly as the run did.
+    let o = run(&["show", "latest", "--store", &store]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = stdout(&o);
+    let (first, rest) = shown.split_once('\n').unwrap();
+    assert!(first.starts_with("experiment 1 ("), "{shown}");
+    assert_eq!(rest, report(&out));
+    assert!(
+        rest.contains("waterfall") && rest.contains("Dynamic loader"),
+        "{rest}"
+    );
+}
+
+#[test]
+fn two_explains_compare_arm_by_arm_with_their_overheads() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(&dir);
+    let (first, _) = explain(&store, &["-q"]);
+    let (second, _) = explain(&store, &["-q", "--adapter", "none"]);
+    let o = run(&["compare", "1", "2", "--store", &store]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for arm in ["untraced", "traced", "adapted"] {
+        assert!(
+            out.contains(&format!("{arm}@1")) && out.contains(&format!("{arm}@2")),
+            "{arm}: {out}"
+        );
+        assert!(out.contains(&format!("Δ {arm}@2 vs {arm}@1")), "{out}");
+    }
+    // Two invocations' arms get no CI for their shift (drift between invocations),
+    // but each explain's overheads (from its own interleaved runs) carry theirs:
+    // exactly those it printed.
+    let line = out
+        .lines()
+        .find(|l| l.contains("tracer overhead:"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let printed = |report: &str| {
+        let l = report.lines().find(|l| l.contains("tracer overhead ")).unwrap();
+        l[l.find("tracer overhead ").unwrap() + "tracer overhead ".len()..].to_string()
+    };
+    assert!(
+        line.contains(&format!("{} @1 → {} @2", printed(&first), printed(&second))),
+        "{line}\n{first}\n{second}"
+    );
+    let (est, lo, hi) = overhead(&out, "adapters' overhead: ");
+    assert!(lo <= est && est <= hi, "{out}");
+
+    // The JSON export carries the overheads too.
+    let json = dir.path().join("c.json");
+    let o = run(&[
+        "compare",
+        "1",
+        "2",
+        "--store",
+        &store,
+        "--export-json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json_file(&json);
+    assert_eq!(doc["pairs"].as_array().unwrap().len(), 3, "{doc}");
+    let traced = &doc["overheads"]["traced"]["candidate"];
+    assert!(
+        traced["ci"][0].as_f64().unwrap() <= traced["estimate"].as_f64().unwrap(),
+        "{doc}"
+    );
+}
+
+#[test]
+fn explain_with_no_store_records_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(&dir);
+    let (out, _) = explain(&store, &["-q", "--no-store"]);
+    assert!(!out.contains("stored as"), "{out}");
+    assert!(!std::path::Path::new(&store).exists(), "no store created");
+}
