@@ -7,7 +7,11 @@
 //! is a sound test that nothing is left. Finding the processes to kill uses the
 //! kernel's per-thread children lists, which can miss a process forked or
 //! reparented mid-read (proc(5)), so killing repeats until that test passes.
+//!
+//! Every `waitpid(-1)` here takes a [`Reaper`]: while a trace session is live none
+//! can exist (see `lab`), so no ptrace stop is ever stolen from the tracer.
 
+use crate::lab::{Lab, Reaper};
 use std::time::Duration;
 
 /// Parse the fields we need from /proc/PID/stat. The comm field may hold spaces
@@ -62,22 +66,24 @@ pub fn members(root: i32) -> Vec<i32> {
 
 /// Nothing of the run is left: its process group is empty and coldstart has no
 /// child at all (exited ones are reaped here).
-pub fn nothing_left(pgid: i32) -> bool {
+pub fn nothing_left_with(reaper: &Reaper, pgid: i32) -> bool {
     // SAFETY: signal 0 only checks existence.
     let group_empty = unsafe { libc::kill(-pgid, 0) } != 0;
     if !group_empty {
         return false;
     }
-    reap_children();
-    // SAFETY: WNOHANG poll of our own children; ECHILD means we have none.
+    reap_children(reaper);
+    // SAFETY: WNOHANG poll of our own children (no trace session is live: we
+    // hold a Reaper); ECHILD means we have none.
     let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
     r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD)
 }
 
 /// Reap every child of ours that has exited (orphans reparented to us included).
-pub fn reap_children() {
+pub fn reap_children(_: &Reaper) {
     loop {
-        // SAFETY: non-blocking wait for any child; no status needed.
+        // SAFETY: non-blocking wait for any child, no status needed; the Reaper
+        // proves no trace session is live.
         let r = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
         if r <= 0 {
             break;
@@ -90,10 +96,35 @@ pub fn reap_children() {
 /// With per-run cgroups the kernel kills every process of every live run first
 /// (like the process-group and procfs search below, that covers all of
 /// coldstart's current targets, not only `root`'s).
-pub fn kill_all(root: i32) -> bool {
-    let cgroups_emptied = super::cgroup::kill_live_runs();
-    let tree_gone = kill_tree(root);
+pub fn kill_all_with(reaper: &Reaper, root: i32) -> bool {
+    let cgroups_emptied = super::cgroup::kill_live_runs(Some(reaper));
+    let tree_gone = kill_tree(reaper, root);
     cgroups_emptied && tree_gone
+}
+
+/// [`kill_all_with`] through the process's Lab (waits for live trace sessions).
+/// False, with a line on stderr, when there is no Lab or this thread holds a
+/// trace session: prefer `Lab::kill_all`, which returns that as an error.
+pub fn kill_all(root: i32) -> bool {
+    match Lab::get().and_then(|lab| lab.kill_all(root)) {
+        Ok(gone) => gone,
+        Err(e) => {
+            crate::out::errln!("coldstart: error: cannot clean up process group {root}: {e:#}");
+            false
+        }
+    }
+}
+
+/// [`nothing_left_with`] through the process's Lab; false (with a line on
+/// stderr) when there is no Lab or this thread holds a trace session.
+pub fn nothing_left(pgid: i32) -> bool {
+    match Lab::get().and_then(Lab::reaper) {
+        Ok(reaper) => nothing_left_with(&reaper, pgid),
+        Err(e) => {
+            crate::out::errln!("coldstart: error: cannot check process group {pgid}: {e:#}");
+            false
+        }
+    }
 }
 
 /// Every descendant of coldstart (its targets and, through the subreaper
@@ -128,9 +159,9 @@ fn members_of_self() -> Vec<i32> {
     live
 }
 
-fn kill_tree(root: i32) -> bool {
+fn kill_tree(reaper: &Reaper, root: i32) -> bool {
     for attempt in 0..400 {
-        if nothing_left(root) {
+        if nothing_left_with(reaper, root) {
             return true;
         }
         // SAFETY: signalling the process group we created for the run.
@@ -139,12 +170,12 @@ fn kill_tree(root: i32) -> bool {
             // SAFETY: these pids belong to the run (see `members`).
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        reap_children();
+        reap_children(reaper);
         if attempt > 0 {
             std::thread::sleep(Duration::from_micros(if attempt < 20 { 200 } else { 5_000 }));
         }
     }
-    nothing_left(root)
+    nothing_left_with(reaper, root)
 }
 
 #[cfg(test)]
