@@ -139,7 +139,9 @@ impl Lab {
         }
         match self.reaping.try_write() {
             Ok(lock) => Some(Reaper { _lock: lock }),
-            Err(TryLockError::Poisoned(p)) => Some(Reaper { _lock: p.into_inner() }),
+            Err(TryLockError::Poisoned(p)) => Some(Reaper {
+                _lock: p.into_inner(),
+            }),
             Err(TryLockError::WouldBlock) => None,
         }
     }
