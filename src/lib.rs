@@ -2,8 +2,9 @@
 //!
 //! The binary (src/main.rs, src/cli.rs, src/cmd/) is a thin layer of commands over
 //! this crate. Nothing here installs a signal handler, becomes a subreaper or
-//! touches the process environment on its own: see `launch::signals::install`
-//! and `marks::install`, which the binary calls once at startup.
+//! touches the process environment on its own: that is [`Lab::open`]'s job, which
+//! the binary calls once at startup, and functions that start targets refuse to
+//! run without it.
 
 pub mod analysis;
 // Beside analysis.rs, not inside it: the verdict code there changes independently.
@@ -20,6 +21,8 @@ pub mod explain;
 /// How numbers read: ms, signed deltas, percentages, p-values, comparisons.
 pub mod format;
 pub mod gate;
+
+pub use launch::lab::Lab;
 pub mod lambda;
 pub mod launch;
 pub mod marks;

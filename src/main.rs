@@ -8,12 +8,12 @@ mod cmd;
 mod testkit;
 
 use clap::Parser;
-use coldstart::{launch, marks};
+use coldstart::Lab;
 
 fn main() {
     let code = match real_main() {
         // 130 is "interrupted"; SIGQUIT's conventional code is 131.
-        Ok(130) => launch::signals::exit_code(),
+        Ok(130) => Lab::get().map_or(130, Lab::exit_code),
         Ok(code) => code,
         Err(e) => {
             // Not eprintln!: it panics when stderr is closed.
@@ -50,8 +50,8 @@ fn real_main() -> anyhow::Result<i32> {
         _ => (raw, Vec::new()),
     };
     let mut cli = cli::Cli::parse_from(args);
-    marks::install()?; // before any thread: it sets COLDSTART_FD in our environment
-    launch::signals::install()?;
+    // Before any thread: it forks the watchdog.
+    Lab::open()?;
     match &mut cli.command {
         cli::Command::Bench(b) => {
             b.variants = variants;

@@ -8,34 +8,15 @@ use anyhow::{Context, Result};
 use regex::Regex;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::sync::OnceLock;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 pub const FD_ENV: &str = "COLDSTART_FD";
 
-/// The fd number every target is told about (COLDSTART_FD, set in coldstart's own
-/// environment at startup). Between runs it holds /dev/null, close-on-exec; for a
-/// run, the pipe's write end is put there without close-on-exec just before the
-/// spawn. Keeping the variable in our own environment means std never has to
-/// rebuild the environment block inside the timed spawn.
-static RESERVED_FD: OnceLock<RawFd> = OnceLock::new();
-
-/// Call once at startup, before any thread exists (it sets an environment variable).
-pub fn install() -> Result<()> {
-    let devnull = File::open("/dev/null").context("opening /dev/null")?;
-    // Kept open for our lifetime: into_raw_fd gives up the ownership.
-    let fd = coldstart_sys::fd::dup_at_least(devnull.as_fd(), 100)
-        .context("reserving the checkpoint fd")?
-        .into_raw_fd();
-    // Single-threaded here (documented precondition), so setting the variable is sound.
-    std::env::set_var(FD_ENV, fd.to_string());
-    RESERVED_FD.set(fd).ok();
-    Ok(())
-}
-
-/// The reserved fd number, once `install` ran.
+/// The fd number every target is told about (COLDSTART_FD): the Lab reserves it
+/// (an fd ≥ 100 holding /dev/null between runs). None without a Lab (a unit
+/// test, an embedder that runs nothing).
 pub fn reserved_fd() -> Option<RawFd> {
-    RESERVED_FD.get().copied()
+    crate::Lab::get().ok().map(|lab| lab.checkpoint_fd())
 }
 
 pub struct Marks {
@@ -43,6 +24,9 @@ pub struct Marks {
     read: Option<File>,
     /// The target's end (close-on-exec here; placed at the reserved fd for the spawn).
     write: Option<OwnedFd>,
+    /// The Lab's reserved fd (COLDSTART_FD): /dev/null between runs, close-on-exec.
+    /// None without a Lab (unit tests): the pipe's own fd is passed instead.
+    reserved: Option<RawFd>,
     lines: LineBuffer,
     log: Vec<(String, Regex, bool)>,
     t0: u64,
@@ -70,6 +54,7 @@ impl Marks {
         Ok(Marks {
             read: Some(read),
             write: Some(write),
+            reserved: crate::launch::lab::Lab::get().ok().map(|lab| lab.checkpoint_fd()),
             lines: LineBuffer::new(0),
             log: log_marks
                 .iter()
@@ -80,18 +65,19 @@ impl Marks {
         })
     }
 
-    /// Right before the spawn: the pipe's write end takes the reserved fd number,
-    /// inheritable. Without `install` (unit tests), the variable names the pipe's
-    /// own fd and must be passed in the target's environment.
+    /// Right before the spawn: the pipe's write end takes the Lab's reserved fd
+    /// number, inheritable (without a Lab, in unit tests, the pipe's own fd is
+    /// made inheritable). Returns COLDSTART_FD for the target's environment,
+    /// which `spawn::prepare` builds outside the timed window.
     pub fn before_spawn(&mut self) -> Vec<(String, String)> {
         let Some(write) = self.write.as_ref() else {
             return Vec::new();
         };
-        match RESERVED_FD.get() {
-            Some(&fd) => {
-                // SAFETY: dup3 onto the fd we reserved at startup; no flags = inheritable.
+        match self.reserved {
+            Some(fd) => {
+                // SAFETY: dup3 onto the fd the Lab reserved; no flags = inheritable.
                 unsafe { libc::dup3(write.as_raw_fd(), fd, 0) };
-                Vec::new()
+                vec![(FD_ENV.to_string(), fd.to_string())]
             }
             None => {
                 let _ = coldstart_sys::fd::set_inheritable(write.as_fd());
@@ -120,7 +106,7 @@ impl Marks {
     /// Put /dev/null back on the reserved fd and close our write end.
     fn release_write_end(&mut self) {
         if self.write.take().is_some() {
-            if let Some(&fd) = RESERVED_FD.get() {
+            if let Some(fd) = self.reserved {
                 if let Ok(devnull) = File::open("/dev/null") {
                     // SAFETY: put /dev/null (close-on-exec) back on the reserved fd.
                     unsafe { libc::dup3(devnull.as_raw_fd(), fd, libc::O_CLOEXEC) };

@@ -207,8 +207,10 @@ pub fn note_not_entered(errno: i32) {
 }
 
 /// Kill every process of every live run cgroup, wait (bounded) until they are
-/// empty, and remove them. Returns false if one could not be emptied.
-pub fn kill_live_runs() -> bool {
+/// empty, and remove them. Returns false if one could not be emptied. Without a
+/// reaper (a trace session is live) the killed processes are left unreaped and
+/// an rmdir may fail: only the exiting second-signal path does that.
+pub fn kill_live_runs(reaper: Option<&crate::launch::lab::Reaper>) -> bool {
     let Some(parent) = parent() else { return true };
     let dirs = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|p| p.into_inner()));
     let mut ok = true;
@@ -216,7 +218,9 @@ pub fn kill_live_runs() -> bool {
         ok &= kill_and_wait(parent.kind, dir, Duration::from_secs(2));
     }
     // Killed orphans were reparented to us (the subreaper): reap before rmdir.
-    super::tree::reap_children();
+    if let Some(reaper) = reaper {
+        super::tree::reap_children(reaper);
+    }
     for dir in &dirs {
         remove(dir);
     }

@@ -10,10 +10,13 @@
 //! - `watchdog`: a process that kills the runs' cgroups (and groups) when coldstart dies.
 //! - `output`: the target's output lines (per stream), the last few kept, claimed ones set aside.
 //! - `wait`: ppoll with ns timeouts and tight timer slack while probing.
+//! - `lab`: the Lab, the process-wide state (reserved COLDSTART_FD, watchdog, subreaper,
+//!   signals) and the trace guard / reaper pair that keeps waitpid(-1) away from tracees.
 //! - `traced`: options for starting a target under the tracer (crates/trace) with the
 //!   same cleanup guarantees as a plain spawn.
 
 pub mod cgroup;
+pub mod lab;
 pub mod output;
 pub mod signals;
 pub mod spawn;

@@ -8,35 +8,19 @@ use super::{cgroup, watchdog};
 use anyhow::{Context, Result};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::OnceLock;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// The first signal received (for the exit code).
 static FIRST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Write end of the self-pipe the handler writes the signal number to.
 static SELF_PIPE: AtomicI32 = AtomicI32::new(-1);
-/// Write end of the watchdog's pipe: kept open for coldstart's whole life.
-static WATCHDOG: OnceLock<Option<OwnedFd>> = OnceLock::new();
 
 pub const HANDLED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
-/// Install once at startup, before any thread: the per-invocation cgroup, the
-/// watchdog, the child-subreaper attribute (brings double-forked daemons back
-/// to us for cleanup) and the handlers.
-pub fn install() -> Result<()> {
-    let parent = cgroup::init();
-    // The watchdog must be forked before we become a subreaper (see watchdog).
-    let dog = match watchdog::start(parent) {
-        Ok(fd) => Some(fd),
-        Err(e) => {
-            crate::out::errln!(
-                "coldstart: warning: no watchdog ({e}): if coldstart is SIGKILLed, its targets survive"
-            );
-            None
-        }
-    };
-    WATCHDOG.get_or_init(|| dog);
-    coldstart_sys::process::set_child_subreaper().context("prctl(PR_SET_CHILD_SUBREAPER)")?;
+/// The self-pipe, its thread and the handlers. Only `Lab::open` calls this
+/// (once, after the cgroup parent, the watchdog and the subreaper are set up):
+/// the library installs no handler on its own.
+pub(crate) fn install() -> Result<()> {
     let (read, write) = coldstart_sys::pipe::pipe(false).context("creating the signal pipe")?;
     SELF_PIPE.store(write.as_raw_fd(), Ordering::SeqCst);
     std::mem::forget(write); // lives as long as the process
@@ -92,7 +76,12 @@ fn handle_signals(pipe: OwnedFd) {
         if seen > 1 {
             // The run loop may be stuck in its cleanup: finish the job here.
             crate::out::errln!("coldstart: interrupted again, killing every target process and exiting");
-            let clean = cgroup::kill_live_runs();
+            // Reap only if no trace session is live: waiting for the run loop
+            // to finish it could wait forever, and exiting hands the zombies to init.
+            let reaper = crate::launch::lab::Lab::get()
+                .ok()
+                .and_then(|lab| lab.try_reaper());
+            let clean = cgroup::kill_live_runs(reaper.as_ref());
             super::tree::kill_descendants();
             if !clean {
                 crate::out::errln!(

@@ -74,6 +74,9 @@ fn cstring(bytes: impl Into<Vec<u8>>, what: &str) -> Result<CString> {
 }
 
 pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]) -> Result<Prepared> {
+    // Cleanup is only sound in a subreaper with the Lab's reaping rule: refuse
+    // rather than leave an embedder's targets behind.
+    crate::launch::lab::Lab::get()?;
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     for (k, v) in target.env.iter().chain(extra_env) {
         env.retain(|(ek, _)| ek.as_bytes() != k.as_bytes());

@@ -1,10 +1,12 @@
 //! Starting a target under the tracer with what a plain spawn gets here: its
-//! own run cgroup (entered before exec, so nothing of the tree escapes cleanup)
-//! and coldstart's interrupt. The tracer crate knows neither; it takes both as
-//! options.
+//! own run cgroup (entered before exec, so nothing of the tree escapes cleanup),
+//! coldstart's interrupt, and the Lab's reaping rule. The tracer crate knows none
+//! of them; it takes the first two as options, and [`start`] holds the third.
 
+use crate::launch::lab::{Lab, TraceGuard};
 use crate::target::Target;
-use crate::trace::TraceOptions;
+use crate::trace::{self, Outcome, Session, Status, Trace, TraceOptions};
+use anyhow::Result;
 
 /// Trace options for `target`: argv, program, env and cwd, a fresh run cgroup's
 /// `cgroup.procs` (none when cgroups are unavailable), and `signals::interrupted`.
@@ -15,4 +17,59 @@ pub fn options(target: &Target) -> TraceOptions {
     opts.cgroup_procs = super::cgroup::RunCgroup::create().map(super::cgroup::RunCgroup::into_procs);
     opts.interrupted = super::signals::interrupted;
     opts
+}
+
+/// A live trace session that holds the Lab's [`TraceGuard`]: no thread can
+/// `waitpid(-1)` (and steal a tracee's ptrace stop) until it is finished or
+/// dropped. Not `Send`: it stays on the thread that started it.
+pub struct Traced<'lab> {
+    session: Session,
+    // Declared after `session`: dropped after it, once the tracer has let go.
+    _guard: TraceGuard<'lab>,
+}
+
+/// Start `opts` under the tracer (see `trace::start`), the guard taken first:
+/// the tracee can stop from the moment it is forked.
+pub fn start<'lab>(lab: &'lab Lab, opts: &TraceOptions) -> Result<Traced<'lab>> {
+    let guard = lab.trace_guard();
+    let session = trace::start(opts)?;
+    Ok(Traced {
+        session,
+        _guard: guard,
+    })
+}
+
+/// Trace `opts` until its stop condition (see `trace::trace`), holding the guard.
+pub fn trace(lab: &Lab, opts: &TraceOptions) -> Result<Trace> {
+    let mut traced = start(lab, opts)?;
+    traced.wait();
+    traced.finish()
+}
+
+impl Traced<'_> {
+    pub fn root_pid(&self) -> i32 {
+        self.session.root_pid()
+    }
+
+    pub fn t0_ns(&self) -> u64 {
+        self.session.t0_ns()
+    }
+
+    pub fn status(&self) -> Status {
+        self.session.status()
+    }
+
+    pub fn wait(&mut self) -> Outcome {
+        self.session.wait()
+    }
+
+    pub fn kill(&self) {
+        self.session.kill()
+    }
+
+    /// Kill what is left, wait for the tracer, release the guard, return the trace.
+    pub fn finish(self) -> Result<Trace> {
+        let Traced { session, _guard } = self;
+        session.finish()
+    }
 }

@@ -7,7 +7,11 @@
 //! is a sound test that nothing is left. Finding the processes to kill uses the
 //! kernel's per-thread children lists, which can miss a process forked or
 //! reparented mid-read (proc(5)), so killing repeats until that test passes.
+//!
+//! Every `waitpid(-1)` here takes a [`Reaper`]: while a trace session is live none
+//! can exist (see `lab`), so no ptrace stop is ever stolen from the tracer.
 
+use crate::launch::lab::{Lab, Reaper};
 use std::time::Duration;
 
 /// Parse the fields we need from /proc/PID/stat. The comm field may hold spaces
@@ -62,18 +66,19 @@ pub fn members(root: i32) -> Vec<i32> {
 
 /// Nothing of the run is left: its process group is empty and coldstart has no
 /// child at all (exited ones are reaped here).
-pub fn nothing_left(pgid: i32) -> bool {
+pub fn nothing_left_with(reaper: &Reaper, pgid: i32) -> bool {
     let group_empty = coldstart_sys::signal::kill_group(pgid, 0).is_err();
     if !group_empty {
         return false;
     }
-    reap_children();
-    // ECHILD: we have no child at all.
+    reap_children(reaper);
+    // ECHILD: we have no child at all (no trace session is live: we hold a Reaper).
     matches!(coldstart_sys::process::try_reap_any(), Err(e) if e.raw_os_error() == Some(libc::ECHILD))
 }
 
-/// Reap every child of ours that has exited (orphans reparented to us included).
-pub fn reap_children() {
+/// Reap every child of ours that has exited (orphans reparented to us included);
+/// the Reaper proves no trace session is live.
+pub fn reap_children(_: &Reaper) {
     while let Ok(Some(_)) = coldstart_sys::process::try_reap_any() {}
 }
 
@@ -82,10 +87,35 @@ pub fn reap_children() {
 /// With per-run cgroups the kernel kills every process of every live run first
 /// (like the process-group and procfs search below, that covers all of
 /// coldstart's current targets, not only `root`'s).
-pub fn kill_all(root: i32) -> bool {
-    let cgroups_emptied = super::cgroup::kill_live_runs();
-    let tree_gone = kill_tree(root);
+pub fn kill_all_with(reaper: &Reaper, root: i32) -> bool {
+    let cgroups_emptied = super::cgroup::kill_live_runs(Some(reaper));
+    let tree_gone = kill_tree(reaper, root);
     cgroups_emptied && tree_gone
+}
+
+/// [`kill_all_with`] through the process's Lab (waits for live trace sessions).
+/// False, with a line on stderr, when there is no Lab or this thread holds a
+/// trace session: prefer `Lab::kill_all`, which returns that as an error.
+pub fn kill_all(root: i32) -> bool {
+    match Lab::get().and_then(|lab| lab.kill_all(root)) {
+        Ok(gone) => gone,
+        Err(e) => {
+            crate::out::errln!("coldstart: error: cannot clean up process group {root}: {e:#}");
+            false
+        }
+    }
+}
+
+/// [`nothing_left_with`] through the process's Lab; false (with a line on
+/// stderr) when there is no Lab or this thread holds a trace session.
+pub fn nothing_left(pgid: i32) -> bool {
+    match Lab::get().and_then(Lab::reaper) {
+        Ok(reaper) => nothing_left_with(&reaper, pgid),
+        Err(e) => {
+            crate::out::errln!("coldstart: error: cannot check process group {pgid}: {e:#}");
+            false
+        }
+    }
 }
 
 /// Every descendant of coldstart (its targets and, through the subreaper
@@ -120,9 +150,9 @@ fn members_of_self() -> Vec<i32> {
     live
 }
 
-fn kill_tree(root: i32) -> bool {
+fn kill_tree(reaper: &Reaper, root: i32) -> bool {
     for attempt in 0..400 {
-        if nothing_left(root) {
+        if nothing_left_with(reaper, root) {
             return true;
         }
         // The process group we created for the run, then its members that left it.
@@ -131,12 +161,12 @@ fn kill_tree(root: i32) -> bool {
             // These pids belong to the run (see `members`).
             let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
         }
-        reap_children();
+        reap_children(reaper);
         if attempt > 0 {
             std::thread::sleep(Duration::from_micros(if attempt < 20 { 200 } else { 5_000 }));
         }
     }
-    nothing_left(root)
+    nothing_left_with(reaper, root)
 }
 
 #[cfg(test)]

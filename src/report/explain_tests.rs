@@ -9,7 +9,7 @@ use crate::report::chrome_trace::to_chrome_trace;
 use crate::sample::{Mark, MarkSource, Section};
 use crate::target::{Readiness, Target};
 use crate::timeline::Timeline;
-use crate::trace::{self, Event, TraceOptions};
+use crate::trace::{Event, TraceOptions};
 use crate::{clock, testkit};
 use std::process::Command;
 use std::time::Duration;
@@ -33,7 +33,7 @@ fn a_real_explanation_renders_the_same_from_json() {
 
     let mut topts = TraceOptions::new(target.argv.clone(), target.program.clone());
     topts.timeout = Duration::from_secs(60);
-    let t = trace::trace(&topts).expect("trace python");
+    let t = crate::launch::traced::trace(crate::Lab::open().expect("a Lab"), &topts).expect("trace python");
     let exit = t
         .events
         .iter()

@@ -40,8 +40,9 @@ pub struct Launched {
 
 pub enum How {
     Plain(spawn::Prepared),
-    /// The live session; taken by [`Launched::finish_trace`].
-    Traced(Option<trace::Session>),
+    /// The live session, holding the Lab's trace guard (no waitpid(-1) anywhere
+    /// until it is finished); taken by [`Launched::finish_trace`].
+    Traced(Option<crate::launch::traced::Traced<'static>>),
 }
 
 /// Everything a plain spawn needs, prepared outside the timed window.
@@ -89,7 +90,8 @@ pub fn spawn_traced(
         // Writes are not traced when the run ends at the first listen.
         opts.stop_when = StopWhen::Listen;
     }
-    let session = trace::start(&opts).context("cannot trace the target")?;
+    let lab = crate::Lab::get()?;
+    let session = crate::launch::traced::start(lab, &opts).context("cannot trace the target")?;
     let pid = session.root_pid();
     Ok(Launched {
         pid,

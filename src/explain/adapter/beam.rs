@@ -133,7 +133,7 @@ fn section(trace: &Trace) -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{self, TraceOptions};
+    use crate::trace::TraceOptions;
 
     /// A real Erlang node booting and halting: its kernel and stdlib modules are
     /// counted by application, matching the .beam files strace sees opened.
@@ -147,7 +147,7 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         let opts = TraceOptions::new(argv, erl);
-        let t = trace::trace(&opts).expect("trace erl");
+        let t = crate::launch::traced::trace(crate::Lab::open().expect("a Lab"), &opts).expect("trace erl");
         assert!(Beam.detect(&FinalExec::of(&t).expect("an exec")));
         let sec = section(&t);
         let row = |app: &str| -> usize {

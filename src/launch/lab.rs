@@ -1,0 +1,208 @@
+//! The process-wide part of coldstart, owned by one handle.
+//!
+//! Running targets soundly needs state that belongs to the whole process, not to a
+//! run: the reserved COLDSTART_FD number, the per-invocation cgroup parent and its
+//! watchdog, the child-subreaper attribute (orphans come back to us to be reaped),
+//! signal handlers that kill the running trees, and the right to `waitpid(-1)`.
+//! None of it exists until [`Lab::open`]: an embedder that only reads the store or
+//! computes statistics inherits no side effects. Functions that start targets
+//! refuse to run without a Lab (the "nothing left" test of the cleanup is only
+//! sound for a subreaper), with an error that says so.
+//!
+//! The reaping rule: while a trace session is live no thread may `waitpid(-1)`
+//! (Linux lets any thread of the tracer's process collect a tracee's ptrace stop,
+//! and a stolen stop hangs the tracee). A live session holds a [`TraceGuard`]
+//! (the read side of one lock) and every `waitpid(-1)` needs a [`Reaper`] (the
+//! write side), so a reaper waits until every session has finished.
+//!
+//! There is one Lab per process because what it owns is per process (signal
+//! dispositions, the subreaper attribute): `open` sets it up on its first call and
+//! returns the same Lab afterwards; [`Lab::get`] is the checked accessor for the
+//! code that has no `&Lab` passed in.
+
+use crate::launch::{cgroup, signals, watchdog};
+use anyhow::{anyhow, bail, Context, Result};
+use std::cell::Cell;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+
+static LAB: OnceLock<Lab> = OnceLock::new();
+
+thread_local! {
+    /// Trace guards held by this thread: reaping from here would wait for itself.
+    static GUARDS_HERE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The process-wide setup that running targets needs. See the module docs.
+pub struct Lab {
+    /// /dev/null between runs, close-on-exec; a run's checkpoint pipe during it.
+    checkpoint_fd: OwnedFd,
+    /// The watchdog's pipe: it acts when this end closes (our death).
+    _watchdog: Option<OwnedFd>,
+    /// Read: a live trace session. Write: a `waitpid(-1)`.
+    reaping: RwLock<()>,
+    /// Reapers blocked on the lock (tests and diagnostics observe it).
+    reapers_waiting: AtomicUsize,
+}
+
+impl Lab {
+    /// Set up the process for running targets, once; later calls return the same Lab.
+    ///
+    /// Call it early in `main`, before starting threads: it forks the watchdog,
+    /// which runs ordinary Rust code in the child.
+    pub fn open() -> Result<&'static Lab> {
+        static OPENING: Mutex<()> = Mutex::new(());
+        let _one = OPENING.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(lab) = LAB.get() {
+            return Ok(lab);
+        }
+        let checkpoint_fd = reserve_checkpoint_fd()?;
+        let parent = cgroup::init();
+        // The watchdog must be forked before we become a subreaper (see watchdog).
+        let dog = match watchdog::start(parent) {
+            Ok(fd) => Some(fd),
+            Err(e) => {
+                crate::out::errln!(
+                    "coldstart: warning: no watchdog ({e}): if coldstart is SIGKILLed, its targets survive"
+                );
+                None
+            }
+        };
+        // SAFETY: prctl with constant arguments.
+        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("prctl(PR_SET_CHILD_SUBREAPER)");
+        }
+        let lab = LAB.get_or_init(|| Lab {
+            checkpoint_fd,
+            _watchdog: dog,
+            reaping: RwLock::new(()),
+            reapers_waiting: AtomicUsize::new(0),
+        });
+        // Last: the signal thread reaps through `Lab::get`, so the Lab exists first.
+        signals::install()?;
+        Ok(lab)
+    }
+
+    /// The Lab, or an error naming the fix when [`Lab::open`] was never called.
+    pub fn get() -> Result<&'static Lab> {
+        LAB.get().ok_or_else(|| {
+            anyhow!(
+                "no coldstart::Lab: call coldstart::Lab::open() once at the start of main before \
+                 running targets (it makes coldstart a subreaper and installs the signal handling \
+                 that cleanup relies on)"
+            )
+        })
+    }
+
+    /// The fd number targets find in COLDSTART_FD (≥ 100).
+    pub fn checkpoint_fd(&self) -> RawFd {
+        self.checkpoint_fd.as_raw_fd()
+    }
+
+    /// Ctrl-C, SIGTERM, SIGHUP or SIGQUIT reached coldstart.
+    pub fn interrupted(&self) -> bool {
+        signals::interrupted()
+    }
+
+    /// The exit code after an interrupt: 131 for SIGQUIT, else 130.
+    pub fn exit_code(&self) -> i32 {
+        signals::exit_code()
+    }
+
+    /// Held for as long as a trace session is live: reapers wait for it.
+    /// Take it before starting the session (its tracee stops from the first instant).
+    pub fn trace_guard(&self) -> TraceGuard<'_> {
+        let lock = self.reaping.read().unwrap_or_else(|p| p.into_inner());
+        GUARDS_HERE.with(|n| n.set(n.get() + 1));
+        TraceGuard { _lock: lock }
+    }
+
+    /// The right to `waitpid(-1)`: blocks until no trace session is live. An
+    /// error if this very thread holds a trace guard (it would wait for itself).
+    pub fn reaper(&self) -> Result<Reaper<'_>> {
+        if GUARDS_HERE.with(Cell::get) > 0 {
+            bail!("reaping while this thread holds a live trace session would deadlock: finish the session first");
+        }
+        self.reapers_waiting.fetch_add(1, Ordering::SeqCst);
+        let lock = self.reaping.write().unwrap_or_else(|p| p.into_inner());
+        self.reapers_waiting.fetch_sub(1, Ordering::SeqCst);
+        Ok(Reaper { _lock: lock })
+    }
+
+    /// A reaper if no trace session is live now (the second-signal path, which
+    /// must not wait for a run loop that may be stuck).
+    pub fn try_reaper(&self) -> Option<Reaper<'_>> {
+        if GUARDS_HERE.with(Cell::get) > 0 {
+            return None;
+        }
+        match self.reaping.try_write() {
+            Ok(lock) => Some(Reaper { _lock: lock }),
+            Err(TryLockError::Poisoned(p)) => Some(Reaper {
+                _lock: p.into_inner(),
+            }),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// How many threads wait in [`Lab::reaper`] right now.
+    pub fn reapers_waiting(&self) -> usize {
+        self.reapers_waiting.load(Ordering::SeqCst)
+    }
+
+    /// SIGKILL and reap everything of the run rooted at `root` (see
+    /// `launch::tree`); waits for live trace sessions first. False if something
+    /// survived every attempt.
+    pub fn kill_all(&self, root: i32) -> Result<bool> {
+        Ok(self.reaper()?.kill_all(root))
+    }
+}
+
+/// A live trace session's hold on the reaping lock. Not `Send`: the count of
+/// guards per thread (which turns a self-deadlock into an error) follows it.
+pub struct TraceGuard<'lab> {
+    _lock: RwLockReadGuard<'lab, ()>,
+}
+
+impl Drop for TraceGuard<'_> {
+    fn drop(&mut self) {
+        GUARDS_HERE.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
+/// The right to `waitpid(-1)`: while one exists no trace session is live.
+/// Every reaping function of `launch::tree` takes one.
+pub struct Reaper<'lab> {
+    _lock: RwLockWriteGuard<'lab, ()>,
+}
+
+impl Reaper<'_> {
+    /// See `launch::tree::kill_all`.
+    pub fn kill_all(&self, root: i32) -> bool {
+        crate::launch::tree::kill_all_with(self, root)
+    }
+
+    /// See `launch::tree::nothing_left`.
+    pub fn nothing_left(&self, pgid: i32) -> bool {
+        crate::launch::tree::nothing_left_with(self, pgid)
+    }
+
+    /// Reap every exited child (orphans reparented to us included).
+    pub fn reap_exited(&self) {
+        crate::launch::tree::reap_children(self)
+    }
+}
+
+/// An fd ≥ 100 holding /dev/null, close-on-exec: a number no target's stdio or
+/// ordinary opens are likely to collide with.
+fn reserve_checkpoint_fd() -> Result<OwnedFd> {
+    let devnull = File::open("/dev/null").context("opening /dev/null")?;
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own; the result is a new fd.
+    let fd = unsafe { libc::fcntl(devnull.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 100) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error()).context("reserving the checkpoint fd");
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
