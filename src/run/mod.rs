@@ -31,7 +31,7 @@ use std::time::Duration;
 
 /// How often a daemonized tree (main process gone) is checked for survivors.
 const TREE_CHECK_NS: u64 = 10_000_000;
-/// How often a traced run looks at the tracer's status (first listen, tree exit).
+/// How often a traced `--ready listen` run looks at the tracer's first listen.
 const TRACER_STATUS_NS: u64 = 200_000;
 
 #[derive(Debug, Clone)]
@@ -116,9 +116,11 @@ pub fn run(
     // After the spawn: the tracer thread (created by a traced spawn) must not
     // inherit the 1 ns slack, and children inherit it too.
     let _slack = (poll_every.is_some() || traced_listen).then(TightTimers::on);
-    // How often the tracer's status is looked at (its instants are its own, so
-    // this cadence does not touch any figure).
-    let status_every = child.traced().then_some(TRACER_STATUS_NS);
+    // How often the tracer's status is looked at for its first listen (the
+    // instant is the tracer's own, so this cadence does not touch the figure).
+    // Other traced runs wake only for their events, as plain ones do: the
+    // tracee and the tracer thread need the CPUs more than we do.
+    let status_every = traced_listen.then_some(TRACER_STATUS_NS);
     let deadline = t0 + opts.timeout.as_nanos() as u64;
     let mut next_check = t0;
     let mut next_status = t0;
