@@ -4,14 +4,18 @@ use crate::launch::tree::parse_stat;
 use crate::sample::Usage;
 
 pub fn from_rusage(ru: &libc::rusage) -> Usage {
-    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    from_root(&crate::trace::RootUsage::from_rusage(ru))
+}
+
+/// A reaped root's wait4 figures (ours, or the tracer's for a traced run).
+pub fn from_root(ru: &crate::trace::RootUsage) -> Usage {
     Usage {
-        cpu_total_us: us(ru.ru_utime) + us(ru.ru_stime),
-        cpu_user_us: us(ru.ru_utime),
-        cpu_sys_us: us(ru.ru_stime),
-        peak_rss_kb: Some(ru.ru_maxrss.max(0) as u64).filter(|kb| *kb > own_peak_rss_kb()),
-        minor_faults: ru.ru_minflt.max(0) as u64,
-        major_faults: ru.ru_majflt.max(0) as u64,
+        cpu_total_us: ru.user_us + ru.sys_us,
+        cpu_user_us: ru.user_us,
+        cpu_sys_us: ru.sys_us,
+        peak_rss_kb: Some(ru.maxrss_kb).filter(|kb| *kb > own_peak_rss_kb()),
+        minor_faults: ru.minor_faults,
+        major_faults: ru.major_faults,
         processes: 1,
         threads: 0,
     }

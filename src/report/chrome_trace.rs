@@ -495,6 +495,7 @@ mod tests {
             killed: false,
             outcome: Outcome::Reached,
             warnings: vec![],
+            root_usage: None,
         }
     }
 

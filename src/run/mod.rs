@@ -305,6 +305,12 @@ pub fn run(
             if exited.is_some() || !sample.ok() {
                 sample.exit_status = status;
             }
+            if let (Some(_), Some(ru)) = (&exited, &trace.root_usage) {
+                // The root was reaped by the tracer thread: its wait4 figures.
+                let mut u = usage::from_root(ru);
+                u.add(&sample.usage);
+                sample.usage = u;
+            }
             sample.trace = Some(Box::new(trace));
         }
         sample.killed = exited.is_none();

@@ -49,6 +49,7 @@ fn trace(events: Vec<TraceEvent>, end_ms: u64) -> Trace {
         killed: false,
         outcome: Outcome::Reached,
         warnings: vec![],
+        root_usage: None,
     }
 }
 fn phase<'a>(t: &'a Timeline, name: &str) -> &'a Phase {

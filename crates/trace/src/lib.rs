@@ -93,7 +93,7 @@ mod oracle_tests;
 mod testkit;
 
 use anyhow::{anyhow, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fmt;
 use std::net::IpAddr;
@@ -192,6 +192,35 @@ pub struct Trace {
     pub outcome: Outcome,
     /// Things that make the trace less than complete (setuid execs, ...).
     pub warnings: Vec<String>,
+    /// The root process's resource use, from the tracer's wait4 when it reaped
+    /// it (None if it was still running when tracing ended).
+    #[serde(default)]
+    pub root_usage: Option<RootUsage>,
+}
+
+/// What wait4(2) reports for a reaped process: its own use plus that of the
+/// children it waited for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RootUsage {
+    pub user_us: u64,
+    pub sys_us: u64,
+    /// ru_maxrss: the largest resident set of the process or a waited child.
+    pub maxrss_kb: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+}
+
+impl RootUsage {
+    pub fn from_rusage(ru: &libc::rusage) -> RootUsage {
+        let us = |tv: libc::timeval| tv.tv_sec.max(0) as u64 * 1_000_000 + tv.tv_usec.max(0) as u64;
+        RootUsage {
+            user_us: us(ru.ru_utime),
+            sys_us: us(ru.ru_stime),
+            maxrss_kb: ru.ru_maxrss.max(0) as u64,
+            minor_faults: ru.ru_minflt.max(0) as u64,
+            major_faults: ru.ru_majflt.max(0) as u64,
+        }
+    }
 }
 
 /// One thing a traced task did.
@@ -486,6 +515,7 @@ impl Session {
             killed,
             outcome: self.outcome,
             warnings: collected.warnings,
+            root_usage: collected.root_usage,
         })
     }
 }

@@ -444,6 +444,7 @@ mod tests {
             killed: false,
             outcome: Outcome::Reached,
             warnings: Vec::new(),
+            root_usage: None,
         };
         assert_eq!(pth_files(&trace), ["a.pth", "b.pth"]);
     }

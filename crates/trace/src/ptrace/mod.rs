@@ -50,4 +50,5 @@ pub(super) struct Collected {
     pub events: Vec<TraceEvent>,
     pub end_ns: u64,
     pub warnings: Vec<String>,
+    pub root_usage: Option<crate::RootUsage>,
 }

@@ -74,6 +74,8 @@ pub(super) struct Tracer {
     pub(super) started: Option<SyncSender<Result<Started>>>,
     pub(super) err_pipe: OwnedFd,
     pub(super) last_ns: u64,
+    /// The root's wait4 usage once it was reaped.
+    pub(super) root_usage: Option<crate::RootUsage>,
 }
 
 /// The tracer thread's body: spawn, report the start, trace to the end.
@@ -101,6 +103,7 @@ pub(crate) fn run(
         died_unknown: HashSet::new(),
         events: Vec::with_capacity(1024),
         warnings: Vec::new(),
+        root_usage: None,
         started: Some(started),
         err_pipe,
         last_ns: t0_ns,
@@ -123,6 +126,7 @@ pub(crate) fn run(
         end_ns: tracer.last_ns,
         events: tracer.events,
         warnings: tracer.warnings,
+        root_usage: tracer.root_usage,
     })
 }
 
@@ -163,7 +167,9 @@ impl Tracer {
     fn run_loop(&mut self) -> Result<()> {
         loop {
             let mut status = 0;
-            let tid = wait_next(&mut status);
+            // SAFETY: all-zero is a valid rusage (plain integers and timevals).
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            let tid = wait_next(&mut status, &mut usage);
             if tid < 0 {
                 match errno() {
                     libc::EINTR => continue,
@@ -174,6 +180,11 @@ impl Tracer {
             let now = now_ns();
             self.last_ns = self.last_ns.max(now);
             if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                if tid == self.root {
+                    // The root process, reaped: its resource use (and that of the
+                    // children it waited for), as wait4 gives it to a plain parent.
+                    self.root_usage = Some(crate::RootUsage::from_rusage(&usage));
+                }
                 self.on_death(tid, status, now);
                 continue;
             }

@@ -26,9 +26,10 @@ pub(super) fn ptrace(req: libc::c_uint, tid: i32, addr: usize, data: usize) -> R
 /// __WALL: threads (clone children) too. __WNOTHREAD: only our own
 /// children and tracees, never a child another thread of coldstart
 /// started (or a subreaped orphan we do not trace).
-pub(super) fn wait_next(status: &mut i32) -> i32 {
-    // SAFETY: waitpid writes the status into the caller's local.
-    unsafe { libc::waitpid(-1, status, libc::__WALL | libc::__WNOTHREAD) }
+pub(super) fn wait_next(status: &mut i32, usage: &mut libc::rusage) -> i32 {
+    // SAFETY: wait4 writes the status and the reaped task's resource use into
+    // the caller's locals (the usage is filled only when a task is reaped).
+    unsafe { libc::wait4(-1, status, libc::__WALL | libc::__WNOTHREAD, usage) }
 }
 
 /// Wait for the tracee `pid` to end (or stop), discarding the status.

@@ -1,0 +1,126 @@
+//! The one run engine: a plain run and a traced run of the same target end the
+//! same way (outcome, exit status, failure tail), and a traced run keeps what a
+//! plain run measures that the tracer could take from it (the root's rusage).
+//! The library is used directly, with the Lab the binary would open.
+
+mod common;
+
+use coldstart::run::{run_once, run_traced, RunId, RunOptions};
+use coldstart::sample::{Outcome, Sample};
+use coldstart::target::{Readiness, Target};
+use std::time::Duration;
+
+fn opts(timeout_ms: u64) -> RunOptions {
+    RunOptions {
+        timeout: Duration::from_millis(timeout_ms),
+        poll_interval: Duration::from_micros(200),
+        requests: 0,
+        request_url: None,
+        grace: Duration::from_secs(2),
+        tail_lines: 10,
+        log_marks: Vec::new(),
+        claims: Vec::new(),
+        exit_policy: Default::default(),
+    }
+}
+
+fn id() -> RunId {
+    RunId {
+        variant: 0,
+        round: 0,
+        warmup: false,
+    }
+}
+
+/// One run at a time per process, as in the binary: a run's cleanup kills every
+/// live run cgroup of the process (see ARCHITECTURE, Cleanup).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// (plain, traced) runs of `sh -c SCRIPT`.
+fn both(script: &str, ready: &str, timeout_ms: u64) -> (Sample, Sample) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    coldstart::Lab::open().expect("a Lab");
+    let target = Target::new(vec!["sh".into(), "-c".into(), script.into()], Vec::new(), None).expect("sh");
+    let readiness = Readiness::parse(ready).expect("readiness");
+    let plain = run_once(&target, &readiness, &opts(timeout_ms), id()).expect("plain run");
+    let traced = run_traced(&target, &readiness, &opts(timeout_ms), id()).expect("traced run");
+    (plain, traced)
+}
+
+#[test]
+fn a_clean_exit_is_ready_in_both_and_only_the_traced_run_has_a_trace() {
+    let (plain, traced) = both("exit 0", "exit", 30_000);
+    assert_eq!(plain.outcome, Outcome::Ready, "{plain:?}");
+    assert_eq!(traced.outcome, Outcome::Ready, "{traced:?}");
+    assert!(plain.trace.is_none());
+    let trace = traced.trace.as_ref().expect("the traced run's trace");
+    assert!(trace
+        .events
+        .iter()
+        .any(|e| matches!(e.event, coldstart::trace::Event::Exec { .. })));
+    // Ready at the root's exit, which the tracer saw before the pidfd said so.
+    let exit_ns = trace
+        .events
+        .iter()
+        .filter(|e| e.pid == trace.root_pid && matches!(e.event, coldstart::trace::Event::Exit { .. }))
+        .map(|e| e.ts_ns - trace.t0_ns)
+        .max()
+        .expect("the root's exit event");
+    let ready = traced.ready_ns.expect("ready time");
+    assert!(
+        exit_ns <= ready,
+        "tracer's exit {exit_ns} ns after ready {ready} ns"
+    );
+}
+
+#[test]
+fn a_crash_is_a_failure_in_both_with_its_status_and_output() {
+    let (plain, traced) = both("echo about to fail; exit 3", "exit", 30_000);
+    for s in [&plain, &traced] {
+        assert_eq!(s.outcome, Outcome::ExitFailure, "{s:?}");
+        assert_eq!(s.exit_status.as_ref().and_then(|x| x.code), Some(3), "{s:?}");
+        assert!(s.ready_ns.is_none());
+        assert!(s.output_tail.iter().any(|l| l.contains("about to fail")), "{s:?}");
+    }
+}
+
+#[test]
+fn log_readiness_and_timeouts_end_alike() {
+    let (plain, traced) = both("echo booting; echo ready now; sleep 30", "log:ready now", 30_000);
+    assert_eq!(plain.outcome, Outcome::Ready, "{plain:?}");
+    assert_eq!(traced.outcome, Outcome::Ready, "{traced:?}");
+    let (plain, traced) = both("sleep 30", "log:never printed", 300);
+    assert_eq!(plain.outcome, Outcome::Timeout, "{plain:?}");
+    assert_eq!(traced.outcome, Outcome::Timeout, "{traced:?}");
+}
+
+/// The same command's minor faults as wait4 reports them to a plain parent
+/// (std's spawn + wait4): the oracle for the figure the tracer's wait4 gives.
+fn faults_by_wait4(script: &str) -> u64 {
+    let child = std::process::Command::new("sh")
+        .args(["-c", script])
+        .spawn()
+        .expect("spawn sh");
+    let mut status = 0;
+    // SAFETY: all-zero is a valid rusage; wait4 fills it for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for the child we just spawned, writing into our locals.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
+    assert_eq!(pid, child.id() as i32);
+    ru.ru_minflt as u64
+}
+
+#[test]
+fn a_traced_exit_keeps_the_roots_resource_use() {
+    let script = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done";
+    let (_, traced) = both(script, "exit", 60_000);
+    assert_eq!(traced.outcome, Outcome::Ready, "{traced:?}");
+    assert!(traced.usage.cpu_total_us > 0, "{:?}", traced.usage);
+    let oracle = faults_by_wait4(script);
+    let ratio = traced.usage.minor_faults as f64 / oracle.max(1) as f64;
+    assert!(
+        (0.5..2.0).contains(&ratio),
+        "minor faults: traced run {} vs wait4 of the same command {oracle}",
+        traced.usage.minor_faults
+    );
+}
