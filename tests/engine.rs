@@ -96,6 +96,7 @@ fn log_readiness_and_timeouts_end_alike() {
 
 /// The same command's minor faults as wait4 reports them to a plain parent
 /// (std's spawn + wait4): the oracle for the figure the tracer's wait4 gives.
+#[allow(clippy::zombie_processes)] // reaped by the wait4 below, which std cannot see
 fn faults_by_wait4(script: &str) -> u64 {
     let child = std::process::Command::new("sh")
         .args(["-c", script])
