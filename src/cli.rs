@@ -118,9 +118,16 @@ EXAMPLES
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
-    /// Readiness, as for bench: exit, tcp:[HOST:]PORT, http://…, log:REGEX, file:PATH.
+    /// Readiness, as for bench: exit, tcp:[HOST:]PORT, http://…, log:REGEX, file:PATH, listen.
     #[arg(long, value_name = "PROBE")]
     pub ready: Option<String>,
+    /// Count a non-zero exit or a death by signal as a successful run (with --ready
+    /// exit; by default such a run fails: a crash is not a fast start).
+    #[arg(short = 'i', long)]
+    pub ignore_failure: bool,
+    /// Exit codes that count as success, e.g. `0,3` [default: 0].
+    #[arg(long, value_name = "CODES")]
+    pub success_exit_codes: Option<String>,
     /// Untraced, traced and adapted runs each (interleaved).
     #[arg(short, long, default_value_t = 5)]
     pub runs: usize,

@@ -505,12 +505,17 @@ fn stale_run_cgroups_are_removed_at_next_start() {
         .join(&own)
         .join(format!("coldstart-runs-{dead}-1"));
     let run_dir = stale.join("run-0");
-    std::fs::create_dir_all(&run_dir).unwrap();
     let mut victim = std::process::Command::new(example("sleeper"))
         .env("COLDSTART_EXAMPLE_DELAY_MS", "600000")
         .spawn()
         .unwrap();
-    std::fs::write(run_dir.join("cgroup.procs"), victim.id().to_string()).unwrap();
+    // Another test's coldstart, starting meanwhile, may remove the stale parent
+    // between our mkdir and our write (the very cleanup under test): make it again.
+    let placed = (0..20).any(|_| {
+        std::fs::create_dir_all(&run_dir).is_ok()
+            && std::fs::write(run_dir.join("cgroup.procs"), victim.id().to_string()).is_ok()
+    });
+    assert!(placed, "could not place the victim in {}", run_dir.display());
     let o = run(&["bench", "--no-store", "-q", "-r", "1", "-w", "0", "--", "true"]);
     assert!(o.status.success(), "{}", stderr(&o));
     // The victim is our child: once killed it is a zombie until reaped here.

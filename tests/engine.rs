@@ -2,8 +2,16 @@
 //! same way (outcome, exit status, failure tail), and a traced run keeps what a
 //! plain run measures that the tracer could take from it (the root's rusage).
 //! The library is used directly, with the Lab the binary would open.
+//!
+//! No libtest harness (Cargo.toml: `harness = false`): the tests run one after
+//! another on the main thread, as runs do in the binary. A Lab reaps every child
+//! of its process (`waitpid(-1)`) and a run's cleanup kills every live run
+//! cgroup, so runs in parallel threads (or other tests' children) would
+//! interfere: one run at a time per process is the library's contract.
 
-mod common;
+#[path = "../src/testkit.rs"]
+#[allow(unused_imports)] // its own unit tests do not run here (no harness)
+mod testkit;
 
 use coldstart::run::{run_once, run_traced, RunId, RunOptions};
 use coldstart::sample::{Outcome, Sample};
@@ -32,13 +40,8 @@ fn id() -> RunId {
     }
 }
 
-/// One run at a time per process, as in the binary: a run's cleanup kills every
-/// live run cgroup of the process (see ARCHITECTURE, Cleanup).
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// (plain, traced) runs of `sh -c SCRIPT`.
 fn both(script: &str, ready: &str, timeout_ms: u64) -> (Sample, Sample) {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     coldstart::Lab::open().expect("a Lab");
     let target = Target::new(vec!["sh".into(), "-c".into(), script.into()], Vec::new(), None).expect("sh");
     let readiness = Readiness::parse(ready).expect("readiness");
@@ -47,7 +50,6 @@ fn both(script: &str, ready: &str, timeout_ms: u64) -> (Sample, Sample) {
     (plain, traced)
 }
 
-#[test]
 fn a_clean_exit_is_ready_in_both_and_only_the_traced_run_has_a_trace() {
     let (plain, traced) = both("exit 0", "exit", 30_000);
     assert_eq!(plain.outcome, Outcome::Ready, "{plain:?}");
@@ -73,7 +75,6 @@ fn a_clean_exit_is_ready_in_both_and_only_the_traced_run_has_a_trace() {
     );
 }
 
-#[test]
 fn a_crash_is_a_failure_in_both_with_its_status_and_output() {
     let (plain, traced) = both("echo about to fail; exit 3", "exit", 30_000);
     for s in [&plain, &traced] {
@@ -84,7 +85,6 @@ fn a_crash_is_a_failure_in_both_with_its_status_and_output() {
     }
 }
 
-#[test]
 fn log_readiness_and_timeouts_end_alike() {
     let (plain, traced) = both("echo booting; echo ready now; sleep 30", "log:ready now", 30_000);
     assert_eq!(plain.outcome, Outcome::Ready, "{plain:?}");
@@ -111,7 +111,6 @@ fn faults_by_wait4(script: &str) -> u64 {
     ru.ru_minflt as u64
 }
 
-#[test]
 fn a_traced_exit_keeps_the_roots_resource_use() {
     let script = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done";
     let (_, traced) = both(script, "exit", 60_000);
@@ -124,4 +123,89 @@ fn a_traced_exit_keeps_the_roots_resource_use() {
         "minor faults: traced run {} vs wait4 of the same command {oracle}",
         traced.usage.minor_faults
     );
+}
+
+fn a_traced_root_that_exits_at_once_is_ready_every_time() {
+    // The root can be gone (and reaped by the tracer thread) before the engine
+    // looks at it: its pidfd, opened before it ran, still says it exited.
+    coldstart::Lab::open().expect("a Lab");
+    let target = Target::new(vec!["true".into()], Vec::new(), None).expect("true");
+    for round in 0..40 {
+        let s = run_traced(&target, &Readiness::Exit, &opts(30_000), RunId { round, ..id() })
+            .expect("traced run");
+        assert_eq!(s.outcome, Outcome::Ready, "round {round}: {s:?}");
+    }
+}
+
+fn traced_listen_readiness_is_the_tracers_first_listen() {
+    let Some(lagprobe) = testkit::c_example("lagprobe", &["-O2"]) else {
+        return;
+    };
+    coldstart::Lab::open().expect("a Lab");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("instants");
+    let port = testkit::free_port().to_string();
+    // lagprobe sleeps this long before it listens: a lower bound no probe can
+    // beat (it writes its own instants only after listen(2), when a run that
+    // ends at the listen has already killed it).
+    let delay_ms: u64 = 150;
+    let target = Target::new(
+        vec![lagprobe.display().to_string(), port, file.display().to_string()],
+        vec![("COLDSTART_EXAMPLE_DELAY_MS".into(), delay_ms.to_string())],
+        None,
+    )
+    .expect("lagprobe");
+    let s = run_traced(&target, &Readiness::Listen, &opts(30_000), id()).expect("traced run");
+    assert_eq!(s.outcome, Outcome::Ready, "{s:?}");
+    let ready = s.ready_ns.expect("ready");
+    assert!(
+        ready >= delay_ms * 1_000_000,
+        "ready at {ready} ns, before the target's {delay_ms} ms sleep ended"
+    );
+    // The ready instant is the tracer's listen stop itself, not a later poll.
+    let trace = s.trace.as_ref().expect("trace");
+    let listen_at = trace
+        .events
+        .iter()
+        .find(|e| matches!(e.event, coldstart::trace::Event::Listen { .. }))
+        .map(|e| e.ts_ns - s.t0_mono_ns)
+        .expect("a listen event");
+    assert_eq!(listen_at, ready);
+}
+
+fn main() {
+    let tests: [(&str, fn()); 6] = [
+        (
+            "a_clean_exit_is_ready_in_both_and_only_the_traced_run_has_a_trace",
+            a_clean_exit_is_ready_in_both_and_only_the_traced_run_has_a_trace,
+        ),
+        (
+            "a_crash_is_a_failure_in_both_with_its_status_and_output",
+            a_crash_is_a_failure_in_both_with_its_status_and_output,
+        ),
+        (
+            "log_readiness_and_timeouts_end_alike",
+            log_readiness_and_timeouts_end_alike,
+        ),
+        (
+            "a_traced_exit_keeps_the_roots_resource_use",
+            a_traced_exit_keeps_the_roots_resource_use,
+        ),
+        (
+            "a_traced_root_that_exits_at_once_is_ready_every_time",
+            a_traced_root_that_exits_at_once_is_ready_every_time,
+        ),
+        (
+            "traced_listen_readiness_is_the_tracers_first_listen",
+            traced_listen_readiness_is_the_tracers_first_listen,
+        ),
+    ];
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        test();
+        println!("test {name} ... ok");
+    }
 }

@@ -12,7 +12,7 @@ use coldstart::launch::signals;
 use coldstart::out;
 use coldstart::report::{self, export::Exports};
 use coldstart::run::{run_once, run_traced, RunId, RunOptions};
-use coldstart::sample::{Outcome, Sample};
+use coldstart::sample::{ExitPolicy, Outcome, Sample};
 use coldstart::session::{self, Outputs};
 use coldstart::store::Store;
 use coldstart::target::{parse_env, Readiness, Target};
@@ -54,7 +54,12 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
             .map(|m| coldstart::marks::parse_log_mark(m))
             .collect::<Result<_>>()?,
         claims: Vec::new(),
-        exit_policy: Default::default(),
+        exit_policy: match (&args.success_exit_codes, args.ignore_failure) {
+            (Some(_), true) => bail!("give either -i/--ignore-failure or --success-exit-codes, not both"),
+            (Some(codes), false) => ExitPolicy::parse_codes(codes)?,
+            (None, true) => ExitPolicy::Ignore,
+            (None, false) => ExitPolicy::default(),
+        },
     };
     // An unknown adapter name is refused now, not after the first runs.
     adapter::select(&args.adapter, None)?;
@@ -127,7 +132,9 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
                 .as_ref()
                 .map(|(id, at)| format!("; its runs are stored as experiment {id} in {at}"))
                 .unwrap_or_default();
-            bail!("the explain stopped: {arm} run failed, as shown above{hint}{stored}");
+            // A run that failed is the target's outcome, not bad input: exit 1, as bench.
+            out::errln!("coldstart: the explain stopped: {arm} run failed, as shown above{hint}{stored}");
+            return Ok(1);
         }
         _ => {}
     }

@@ -189,7 +189,7 @@ fn refuse_self(b: &Stored, bi: usize, c: &Stored, ci: usize) -> Result<()> {
     if b.id == c.id && bi == ci {
         bail!(
             "baseline and candidate are the same runs (experiment {}, variant '{}'): compare two \
-             experiments (e.g. --baseline latest~1 --candidate latest) or two variants (REF:A vs REF:B)",
+             experiments (e.g. latest~1 and latest) or two variants of one (REF:A and REF:B)",
             b.id,
             b.result.variants[bi].name
         );

@@ -47,6 +47,10 @@ pub fn trace(lab: &Lab, opts: &TraceOptions) -> Result<Trace> {
 }
 
 impl Traced<'_> {
+    pub fn take_pidfd(&mut self) -> Option<std::os::fd::OwnedFd> {
+        self.session.take_pidfd()
+    }
+
     pub fn root_pid(&self) -> i32 {
         self.session.root_pid()
     }

@@ -16,11 +16,12 @@ use std::os::fd::OwnedFd;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launch {
     Plain,
-    /// Under the tracer: the Sample gets the trace. `listen` ends the traced
-    /// readiness at the tracer's first listen(2) (for programs LD_PRELOAD
-    /// cannot see).
+    /// Under the tracer: the Sample gets the trace. `--ready listen` is the
+    /// tracer's own first listen(2) (LD_PRELOAD is not used under the tracer).
+    /// `lean`: the tracer is only the listen probe (a static or Go program's
+    /// `--ready listen` in a plain run), so writes are not traced.
     Traced {
-        listen: bool,
+        lean: bool,
     },
 }
 
@@ -78,7 +79,7 @@ pub fn spawn_plain(mut prepared: spawn::Prepared, target: &Target) -> Result<Lau
 pub fn spawn_traced(
     target: &Target,
     env: &[(String, String)],
-    listen: bool,
+    lean: bool,
     timeout: std::time::Duration,
 ) -> Result<Launched> {
     let (read, write) = coldstart_sys::pipe::pipe(true).context("creating the output pipe")?;
@@ -86,18 +87,19 @@ pub fn spawn_traced(
     opts.env.extend(env.iter().cloned());
     opts.timeout = timeout;
     opts.output = Some(write);
-    if listen {
+    if lean {
         // Writes are not traced when the run ends at the first listen.
         opts.stop_when = StopWhen::Listen;
     }
     let lab = crate::Lab::get()?;
-    let session = crate::launch::traced::start(lab, &opts).context("cannot trace the target")?;
+    let mut session = crate::launch::traced::start(lab, &opts).context("cannot trace the target")?;
     let pid = session.root_pid();
+    let pidfd = session.take_pidfd();
     Ok(Launched {
         pid,
         t0: session.t0_ns(),
-        // None when the root is already gone (exited and reaped by the tracer thread).
-        pidfd: coldstart_sys::process::pidfd_open(pid).ok(),
+        // Opened by the tracer before the root ran: valid even if it has exited.
+        pidfd: pidfd.or_else(|| coldstart_sys::process::pidfd_open(pid).ok()),
         stdout: Some(File::from(read)),
         stderr: None,
         how: How::Traced(Some(session)),

@@ -60,7 +60,7 @@ pub use crate::sample::RunId;
 pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
     // LD_PRELOAD cannot see a static or Go program's listen: the tracer can.
     let launch = if matches!(readiness, Readiness::Listen) && probe::listen::needs_tracer(&target.program) {
-        Launch::Traced { listen: true }
+        Launch::Traced { lean: true }
     } else {
         Launch::Plain
     };
@@ -73,7 +73,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
 /// One run under the syscall tracer: the same Sample as [`run_once`], with the
 /// trace attached.
 pub fn run_traced(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
-    run(target, readiness, opts, id, Launch::Traced { listen: false })
+    run(target, readiness, opts, id, Launch::Traced { lean: false })
 }
 
 /// The engine: one run with the given launcher.
@@ -85,7 +85,7 @@ pub fn run(
     launch: Launch,
 ) -> Result<Sample> {
     probe::refuse_if_port_taken(readiness)?;
-    let traced_listen = launch == Launch::Traced { listen: true };
+    let traced_listen = launch != Launch::Plain && matches!(readiness, Readiness::Listen);
     let mut probe = if traced_listen {
         // The tracer's first listen is the ready instant; nothing to probe.
         Probe::Exit
@@ -108,7 +108,7 @@ pub fn run(
             let prepared = launcher::prepare_plain(target, pipes, &env)?;
             launcher::spawn_plain(prepared, target)?
         }
-        Launch::Traced { listen } => launcher::spawn_traced(target, &env, listen, opts.timeout)?,
+        Launch::Traced { lean } => launcher::spawn_traced(target, &env, lean, opts.timeout)?,
     };
     let t0 = child.t0;
     marks.spawned(t0);

@@ -382,6 +382,7 @@ pub struct Session {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<Result<ptrace::Collected>>>,
     outcome: Outcome,
+    pidfd: Option<OwnedFd>,
 }
 
 /// Start `opts.program` under the tracer. Returns once the target has exec'd
@@ -412,6 +413,7 @@ pub fn start(opts: &TraceOptions) -> Result<Session> {
             shared,
             thread: Some(thread),
             outcome: Outcome::NotWaited,
+            pidfd: started.pidfd,
         }),
         Ok(Err(e)) => {
             // The tracer thread has reaped what it started before reporting.
@@ -427,6 +429,13 @@ pub fn start(opts: &TraceOptions) -> Result<Session> {
 }
 
 impl Session {
+    /// A pidfd of the root process, readable once it has exited: opened before
+    /// the root was released, so it is valid even if the root is already gone
+    /// (the tracer thread reaps it; the pidfd still reports the exit).
+    pub fn take_pidfd(&mut self) -> Option<OwnedFd> {
+        self.pidfd.take()
+    }
+
     pub fn root_pid(&self) -> i32 {
         self.root_pid
     }

@@ -43,6 +43,8 @@ use crate::TraceEvent;
 pub(super) struct Started {
     pub root_pid: i32,
     pub t0_ns: u64,
+    /// The root's pidfd, opened before it was released (None if pidfd_open failed).
+    pub pidfd: Option<std::os::fd::OwnedFd>,
 }
 
 /// What the tracer thread hands back.

@@ -234,8 +234,10 @@ pub(super) fn child_error_message(program: &str, stage: u32, e: i32) -> String {
     }
 }
 
-/// Fork the child, seize it with our options, let it go. Returns (pid, t0, err pipe).
-pub(super) fn spawn(p: &Prepared) -> Result<(i32, u64, OwnedFd)> {
+/// Fork the child, seize it with our options, let it go. Returns (pid, t0, err
+/// pipe, a pidfd of the child opened while it still waits, so it names it even
+/// if it exits at once).
+pub(super) fn spawn(p: &Prepared) -> Result<(i32, u64, OwnedFd, Option<OwnedFd>)> {
     let (go_r, go_w) = pipe_cloexec()?;
     let (err_r, err_w) = pipe_cloexec()?;
     let t0 = now_ns();
@@ -271,6 +273,7 @@ pub(super) fn spawn(p: &Prepared) -> Result<(i32, u64, OwnedFd)> {
         let _ = coldstart_sys::process::reap(pid);
         bail!(ptrace_denied_message(e));
     }
+    let pidfd = coldstart_sys::process::pidfd_open(pid).ok();
     // SAFETY: one byte from a local to the pipe's write end.
     let w = unsafe { libc::write(go_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     if w != 1 {
@@ -283,5 +286,5 @@ pub(super) fn spawn(p: &Prepared) -> Result<(i32, u64, OwnedFd)> {
     // Non-blocking: it is read only after the child died, but a grandchild
     // forked elsewhere in the process could briefly hold its write end.
     let _ = coldstart_sys::fd::set_nonblocking(err_r.as_fd());
-    Ok((pid, t0, err_r))
+    Ok((pid, t0, err_r, pidfd))
 }

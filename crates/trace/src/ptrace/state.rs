@@ -73,6 +73,8 @@ pub(super) struct Tracer {
     pub(super) warnings: Vec<String>,
     pub(super) started: Option<SyncSender<Result<Started>>>,
     pub(super) err_pipe: OwnedFd,
+    /// Handed to the session with `Started`.
+    pub(super) root_pidfd: Option<OwnedFd>,
     pub(super) last_ns: u64,
     /// The root's wait4 usage once it was reaped.
     pub(super) root_usage: Option<crate::RootUsage>,
@@ -85,7 +87,7 @@ pub(crate) fn run(
     started: SyncSender<Result<Started>>,
 ) -> Result<Collected> {
     let spawned = spawn(&prep);
-    let (root, t0_ns, err_pipe) = match spawned {
+    let (root, t0_ns, err_pipe, root_pidfd) = match spawned {
         Ok(s) => s,
         Err(e) => {
             let msg = format!("{e:#}");
@@ -106,6 +108,7 @@ pub(crate) fn run(
         root_usage: None,
         started: Some(started),
         err_pipe,
+        root_pidfd,
         last_ns: t0_ns,
     };
     drop(prep);
@@ -388,6 +391,7 @@ impl Tracer {
                 let _ = tx.send(Ok(Started {
                     root_pid: self.root,
                     t0_ns: self.t0_ns,
+                    pidfd: self.root_pidfd.take(),
                 }));
             }
         }
