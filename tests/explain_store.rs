@@ -32,7 +32,7 @@ fn report(out: &str) -> String {
         .collect()
 }
 
-/// `×1.234 (95% CI ×1.100–×1.400)` after `label` → (estimate, lo, hi).
+/// `×1.234 (HL ratio; 95% CI ×1.100–×1.400)` after `label` → (estimate, lo, hi).
 fn overhead(out: &str, label: &str) -> (f64, f64, f64) {
     let line = out
         .lines()
@@ -53,7 +53,7 @@ fn overhead(out: &str, label: &str) -> (f64, f64, f64) {
         })
         .collect();
     assert_eq!(nums.len(), 3, "estimate and CI in: {line}");
-    assert!(after.contains("(95% CI ×"), "{line}");
+    assert!(after.contains("(HL ratio; 95% CI ×"), "{line}");
     (nums[0], nums[1], nums[2])
 }
 
@@ -103,6 +103,22 @@ fn explain_is_stored_listed_and_shown_again() {
     let csv = stdout(&o);
     let rows = csv.lines().skip(1).count();
     assert_eq!(rows, 21, "{csv}");
+
+    // show re-exports the explanation the run exported (not bench's schema).
+    let again = dir.path().join("again.json");
+    let o = run(&[
+        "show",
+        "1",
+        "--store",
+        &store,
+        "--export-json",
+        again.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let again = json_file(&again);
+    assert_eq!(again["schema"], doc["schema"]);
+    assert_eq!(again["timeline"], doc["timeline"]);
+    assert_eq!(again["overhead_ci"], doc["overhead_ci"]);
 
     // show prints the explanation exactly as the run did.
     let o = run(&["show", "latest", "--store", &store]);

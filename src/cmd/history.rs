@@ -48,10 +48,13 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     let settings: Settings = serde_json::from_str(&stored.settings_json)?;
     let analysis = analyze(&stored.result, args.noise.unwrap_or(settings.noise));
     let explanation = explanation(&mut store, id)?;
-    // Exports first, printing last (see out.rs).
-    args.export
-        .exports()
-        .write_experiment(&stored.result, &analysis, &settings)?;
+    // Exports first, printing last (see out.rs). An explain's JSON is the
+    // explanation it exported when it ran (its samples are `--export-csv`'s).
+    let mut exports = args.export.exports();
+    if let (Some(e), Some(path)) = (&explanation, exports.json.take()) {
+        report::write_export(&path, (serde_json::to_string_pretty(e)? + "\n").as_bytes())?;
+    }
+    exports.write_experiment(&stored.result, &analysis, &settings)?;
     outln!(
         "experiment {} ({})",
         stored.id,

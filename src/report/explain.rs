@@ -218,8 +218,10 @@ pub fn section(sec: &Section) -> String {
 /// `×1.18 (95% CI ×1.12–×1.25)`; without an interval, why.
 pub fn overhead(estimate: f64, ci: Option<(f64, f64)>) -> String {
     match ci {
-        Some((lo, hi)) => format!("×{estimate:.3} (95% CI ×{lo:.3}–×{hi:.3})"),
-        None => format!("×{estimate:.3} (too few runs for a 95% CI: --runs 4 or more gives one)"),
+        // Not the ratio of the medians printed beside it: the Hodges–Lehmann
+        // ratio (median of all pairwise ratios), whose interval this is.
+        Some((lo, hi)) => format!("×{estimate:.3} (HL ratio; 95% CI ×{lo:.3}–×{hi:.3})"),
+        None => format!("×{estimate:.3} (HL ratio; too few runs for a 95% CI: --runs 4 or more gives one)"),
     }
 }
 
