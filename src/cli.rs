@@ -29,13 +29,16 @@ pub enum Command {
     /// Where a cold start's time goes: a traced timeline (exec chain, loader, init,
     /// listen, first request), blame, files, network, processes; inside the runtime,
     /// imports, classes, package inits, checkpoints and spans; each with its overhead.
+    /// Stored in history like a bench (`show`, `compare`).
     #[command(after_long_help = EXPLAIN_HELP)]
     Explain(ExplainArgs),
     /// List stored experiments, newest first.
     History(HistoryArgs),
-    /// Show one stored experiment as bench showed it.
+    /// Show one stored experiment as it printed when it ran (a bench's tables, an
+    /// explain's timeline and sections).
     Show(ShowArgs),
-    /// Compare two stored experiments or variants, with bench's statistics and verdicts.
+    /// Compare two stored experiments or variants, with bench's statistics and verdicts
+    /// (two explains: arm by arm, plus each one's overheads).
     #[command(after_long_help = REF_HELP)]
     Compare(CompareArgs),
     /// Fail (exit 1) on a startup regression beyond a limit (relative, in ms, or an
@@ -312,8 +315,10 @@ pub struct CompareArgs {
     pub baseline: String,
     /// Candidate: REF or REF:VARIANT.
     pub candidate: String,
+    /// Write the comparison (each pair's statistics; explains' overheads) as JSON.
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
+    /// Write the comparison tables as Markdown.
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
     #[command(flatten)]
