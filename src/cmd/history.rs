@@ -218,7 +218,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
     ExperimentResult {
         variants: vec![bv, cv],
         samples: pick(b, bi, 0).chain(pick(c, ci, 1)).collect(),
-        stopped: "completed".into(),
+        stopped: Some(coldstart::experiment::StopReason::Completed),
         design: design_of(b, c),
     }
 }
@@ -351,7 +351,7 @@ fn side(s: &Stored, v: usize) -> Side {
         runs: ready_ms.len(),
         failed_runs: measured - ready_ms.len(),
         ready_ms,
-        stopped: s.result.stopped.clone(),
+        stopped: s.result.stopped,
     }
 }
 
