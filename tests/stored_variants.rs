@@ -40,7 +40,12 @@ fn meta() -> Metadata {
 
 /// An experiment of two variants with `runs` ready runs each (variant 1 about
 /// twice as slow), finished with `stopped` (None: left as a killed run leaves it).
-fn store_experiment(store: &mut Store, variants: &[Variant], runs: usize, stopped: Option<StopReason>) -> i64 {
+fn store_experiment(
+    store: &mut Store,
+    variants: &[Variant],
+    runs: usize,
+    stopped: Option<StopReason>,
+) -> i64 {
     let settings = r#"{"runs":"8","warmup":0,"order":"shuffled","timeout_ms":10000,"poll_interval_us":0,"requests":1,"seed":1,"noise":0.01}"#;
     let id = store.begin(&meta(), settings, variants).expect("begin");
     for round in 0..runs {
@@ -82,7 +87,12 @@ fn lambda_and_unprobeable_variants_load_show_and_compare() {
         (killed_id, &lambda, None),
     ] {
         let loaded = store.load(id).expect("load");
-        let readiness: Vec<&str> = loaded.result.variants.iter().map(|v| v.readiness.as_str()).collect();
+        let readiness: Vec<&str> = loaded
+            .result
+            .variants
+            .iter()
+            .map(|v| v.readiness.as_str())
+            .collect();
         let stored: Vec<&str> = variants.iter().map(|v| v.readiness.as_str()).collect();
         assert_eq!(readiness, stored, "experiment {id}");
         assert_eq!(loaded.result.stopped, stopped, "experiment {id}");
@@ -92,11 +102,19 @@ fn lambda_and_unprobeable_variants_load_show_and_compare() {
     let o = run(&["show", "--store", &path, &lambda_id.to_string()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("ready = lambda:init"), "{}", stdout(&o));
-    assert!(!stdout(&o).contains("stopped:"), "completed says nothing: {}", stdout(&o));
+    assert!(
+        !stdout(&o).contains("stopped:"),
+        "completed says nothing: {}",
+        stdout(&o)
+    );
 
     let o = run(&["show", "--store", &path, &https_id.to_string()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("https://127.0.0.1:8443/health"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("https://127.0.0.1:8443/health"),
+        "{}",
+        stdout(&o)
+    );
     assert!(stdout(&o).contains("stopped: target-ci"), "{}", stdout(&o));
 
     let o = run(&["show", "--store", &path, &killed_id.to_string()]);
@@ -123,12 +141,7 @@ fn lambda_and_unprobeable_variants_load_show_and_compare() {
     let o = run(&["history", "--store", &path, "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let stopped: Vec<&serde_json::Value> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| &e["stopped"])
-        .collect();
+    let stopped: Vec<&serde_json::Value> = listed.as_array().unwrap().iter().map(|e| &e["stopped"]).collect();
     // Newest first; the killed experiment's column is NULL.
     assert_eq!(
         stopped,

@@ -1,6 +1,7 @@
-//! The scheduler with a mock runner: which runs happen, in which order, and when
-//! measuring stops. Plans come from real `bench` argument lists (the CLI grammar
-//! and bench::plan), so the tests follow the flags users type.
+//! `bench`'s flags → the schedule: plans come from real `bench` argument lists
+//! (the CLI grammar and bench::plan) and run with a mock runner, so these follow
+//! the flags users type. The scheduler's own behaviour, on plans built directly,
+//! is tested in src/experiment/schedule_tests.rs.
 
 use clap::Parser;
 use coldstart::experiment::*;
