@@ -283,6 +283,14 @@ mod tests {
     }
 
     #[test]
+    fn lambda_init_is_refused_with_the_command_that_measures_it() {
+        // Not a probe: bench, explain and coldstart.toml refuse it before any spawn.
+        let e = Readiness::parse(LAMBDA_INIT).expect_err("refused").to_string();
+        assert!(!e.contains('\n'), "one line: {e}");
+        assert!(e.contains("`coldstart lambda`"), "{e}");
+    }
+
+    #[test]
     fn parses_each_kind() {
         assert!(matches!(Readiness::parse("exit").unwrap(), Readiness::Exit));
         match Readiness::parse("tcp:8080").unwrap() {
