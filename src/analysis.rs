@@ -100,7 +100,7 @@ pub fn analyze(result: &ExperimentResult, noise: f64) -> Analysis {
             VariantAnalysis {
                 name: v.name.clone(),
                 command: v.target.display_command(),
-                readiness: v.readiness.to_string(),
+                readiness: v.readiness.clone(),
                 ok_runs: ok.len(),
                 failed_runs: measured.len() - ok.len(),
                 warmup_runs: result

@@ -14,7 +14,7 @@ pub(crate) fn variants() -> Vec<crate::experiment::Variant> {
             name: name.to_string(),
             target: crate::target::Target::new(vec!["true".into()], Vec::new(), None)
                 .expect("true is on PATH"),
-            readiness: crate::target::Readiness::Exit,
+            readiness: "exit".into(),
         })
         .collect()
 }
@@ -42,7 +42,7 @@ pub(crate) fn result(samples: Vec<Sample>) -> ExperimentResult {
     ExperimentResult {
         variants: variants(),
         samples,
-        stopped: "completed".into(),
+        stopped: Some(crate::experiment::StopReason::Completed),
         design: crate::stats::Design::Interleaved,
     }
 }

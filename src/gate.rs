@@ -2,6 +2,7 @@
 //! limits (SLO tables) and regressions relative to a baseline, with the reason for
 //! every decision written out. Pure: no store, no output.
 
+use crate::experiment::StopReason;
 use crate::stats::{self, percent, Comparison, Design, Verdict};
 use serde::Serialize;
 
@@ -92,8 +93,8 @@ pub struct Side {
     pub ready_ms: Vec<f64>,
     pub runs: usize,
     pub failed_runs: usize,
-    /// The experiment's `stopped` ("completed", "incomplete", "failure", …).
-    pub stopped: String,
+    /// Why the experiment stopped; None: it never did ("incomplete").
+    pub stopped: Option<StopReason>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -132,17 +133,17 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
     let mut notes = Vec::new();
 
     for (side, s) in [("baseline", base), ("candidate", cand)] {
-        match s.stopped.as_str() {
-            "completed" | "target-ci" | "max-runs" => {}
-            "incomplete" => fails.push(format!(
+        match s.stopped {
+            Some(reason) if reason.finished() => {}
+            None => fails.push(format!(
                 "the {side} (experiment {}) is incomplete: coldstart stopped before it finished (killed?); rerun it",
                 s.experiment
             )),
-            "failure" => fails.push(format!(
+            Some(StopReason::Failure) => fails.push(format!(
                 "the {side} (experiment {}) stopped at a failed run; fix the failure or rerun with --keep-going",
                 s.experiment
             )),
-            other => fails.push(format!(
+            Some(other) => fails.push(format!(
                 "the {side} (experiment {}) did not complete ({other})",
                 s.experiment
             )),
@@ -311,7 +312,7 @@ mod tests {
             runs: xs.len(),
             ready_ms: xs,
             failed_runs: 0,
-            stopped: "completed".into(),
+            stopped: Some(StopReason::Completed),
         }
     }
 
@@ -414,7 +415,7 @@ mod tests {
     fn incomplete_failed_or_empty_sides_fail() {
         let a = series(100.0, 30);
         let mut killed = side(2, a.clone());
-        killed.stopped = "incomplete".into();
+        killed.stopped = None;
         let r = row(
             "x",
             &side(1, a.clone()),

@@ -5,12 +5,13 @@
 //! terminal report, in that order (exports survive a reader that closes stdout).
 
 use crate::analysis::{analyze, Analysis};
-use crate::experiment::{self, ExperimentResult, Observer, Plan, Variant};
+use crate::experiment::{self, ExperimentResult, Observer, Plan, Runner, StopReason, Variant};
 use crate::out;
 use crate::report::{self, export::Exports, json::Settings, progress::Progress};
 use crate::sample::Sample;
 use crate::store::{self, Store};
 use anyhow::Result;
+use std::time::Duration;
 
 /// Where a session's results go.
 #[derive(Debug, Clone)]
@@ -38,7 +39,7 @@ pub fn run(
     plan: &Plan,
     settings: &Settings,
     outputs: &Outputs,
-    runner: &mut experiment::Runner,
+    runner: &mut dyn Runner,
 ) -> Result<(Measured, Option<anyhow::Error>)> {
     let settings_json = serde_json::to_string(settings)?;
     let store = match &outputs.store {
@@ -61,7 +62,11 @@ pub fn run(
     let result = executed?;
     let mut stored_as = None;
     if let Some((mut store, id)) = store {
-        store.finish(id, &result.stopped)?;
+        // The scheduler always says why it stopped; without a reason the row stays
+        // NULL, which reads back as "incomplete".
+        if let Some(reason) = result.stopped {
+            store.finish(id, reason)?;
+        }
         stored_as = Some((id, store.location.clone()));
     }
     let analysis = analyze(&result, outputs.noise);
@@ -77,12 +82,7 @@ pub fn run(
 
 /// bench's and lambda's tail: run, export, print the terminal report; the
 /// command's exit code.
-pub fn measure(
-    plan: &Plan,
-    settings: &Settings,
-    outputs: &Outputs,
-    runner: &mut experiment::Runner,
-) -> Result<i32> {
+pub fn measure(plan: &Plan, settings: &Settings, outputs: &Outputs, runner: &mut dyn Runner) -> Result<i32> {
     let (m, store_error) = run(plan, settings, outputs, runner)?;
     outputs
         .exports
@@ -130,16 +130,34 @@ impl Observer for Recorder<'_> {
 /// 0 when every measured run succeeded (or failures were tolerated with
 /// --keep-going and some runs succeeded); 1 on a stopping failure; 130 on interrupt.
 pub fn exit_code(result: &ExperimentResult) -> i32 {
-    match result.stopped.as_str() {
-        "interrupted" => 130,
-        "failure" => 1,
+    match result.stopped {
+        Some(StopReason::Interrupted) => 130,
+        Some(StopReason::Failure) => 1,
         _ if (0..result.variants.len()).any(|v| result.ready_ms(v).is_empty()) => 1,
         _ => 0,
     }
 }
 
+/// The run settings an experiment records beside its plan: the runner's.
+#[derive(Debug, Clone, Copy)]
+pub struct RunSettings {
+    pub timeout: Duration,
+    pub poll_interval: Duration,
+    pub requests: usize,
+}
+
+impl From<&crate::run::RunOptions> for RunSettings {
+    fn from(o: &crate::run::RunOptions) -> Self {
+        RunSettings {
+            timeout: o.timeout,
+            poll_interval: o.poll_interval,
+            requests: o.requests,
+        }
+    }
+}
+
 /// The settings recorded with an experiment (and in its JSON export).
-pub fn settings(plan: &Plan, noise: f64) -> Settings {
+pub fn settings(plan: &Plan, run: RunSettings, noise: f64) -> Settings {
     use crate::experiment::StopRule;
     Settings {
         runs: match plan.stop {
@@ -156,9 +174,9 @@ pub fn settings(plan: &Plan, noise: f64) -> Settings {
         },
         warmup: plan.warmup,
         order: format!("{:?}", plan.order).to_lowercase(),
-        timeout_ms: plan.run.timeout.as_millis() as u64,
-        poll_interval_us: plan.run.poll_interval.as_micros() as u64,
-        requests: plan.run.requests,
+        timeout_ms: run.timeout.as_millis() as u64,
+        poll_interval_us: run.poll_interval.as_micros() as u64,
+        requests: run.requests,
         seed: plan.seed,
         noise,
     }

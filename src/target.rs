@@ -107,7 +107,8 @@ fn resolve_program(name: &str, path_env: &str, cwd: Option<&Path>) -> Result<Pat
     bail!("command not found: {name} (not in PATH; give a path such as ./{name})")
 }
 
-/// How `coldstart lambda` variants show (and are stored) as their readiness.
+/// How `coldstart lambda` variants show (and are stored) as their readiness: the
+/// end of an emulated Lambda init, which no probe of a plain run can see.
 pub const LAMBDA_INIT: &str = "lambda:init";
 
 /// When a run counts as started.
@@ -125,9 +126,6 @@ pub enum Readiness {
     File { path: PathBuf },
     /// The target calls listen(2) (LD_PRELOAD shim; the tracer for static binaries).
     Listen,
-    /// The emulated Lambda INIT phase is over (runtime and every extension called
-    /// /next): `coldstart lambda` only, never a probe of `bench`.
-    LambdaInit,
 }
 
 /// An `https://` URL needs the `https` cargo feature (ureq with rustls); a build
@@ -154,7 +152,9 @@ impl Readiness {
             return Ok(Readiness::Exit);
         }
         if spec == LAMBDA_INIT {
-            return Ok(Readiness::LambdaInit);
+            bail!(
+                "readiness {LAMBDA_INIT} is the end of an emulated Lambda init: measure it with `coldstart lambda`"
+            );
         }
         if spec.starts_with("http://") || spec.starts_with("https://") || spec.starts_with("http:") {
             let raw = spec
@@ -243,7 +243,6 @@ impl fmt::Display for Readiness {
             Readiness::Log { regex } => write!(f, "log:{}", regex.as_str()),
             Readiness::File { path } => write!(f, "file:{}", path.display()),
             Readiness::Listen => write!(f, "listen"),
-            Readiness::LambdaInit => write!(f, "{LAMBDA_INIT}"),
         }
     }
 }
@@ -281,6 +280,14 @@ mod tests {
         // The parse (plan time) goes through the same check for this build.
         let parsed = Readiness::parse("https://127.0.0.1:8443/health");
         assert_eq!(parsed.is_ok(), cfg!(feature = "https"), "{parsed:?}");
+    }
+
+    #[test]
+    fn lambda_init_is_refused_with_the_command_that_measures_it() {
+        // Not a probe: bench, explain and coldstart.toml refuse it before any spawn.
+        let e = Readiness::parse(LAMBDA_INIT).expect_err("refused").to_string();
+        assert!(!e.contains('\n'), "one line: {e}");
+        assert!(e.contains("`coldstart lambda`"), "{e}");
     }
 
     #[test]

@@ -7,15 +7,16 @@ use coldstart::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
 use coldstart::config::{self, Config};
 use coldstart::experiment::{CiOf, Order, Plan, StopRule, Variant};
 use coldstart::out;
-use coldstart::run::RunOptions;
+use coldstart::run::{Plain, RunOptions, Spec};
 use coldstart::sample::ExitPolicy;
 use coldstart::session;
 use coldstart::target::{parse_env, Readiness, Target};
 use std::path::Path;
 use std::time::Duration;
 
-/// Build a fully validated plan: every bad input fails here, before any spawn.
-pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Plan> {
+/// A fully validated plan and the runner that does its runs: every bad input
+/// fails here, before any spawn.
+pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(Plan, Plain)> {
     let from_config = config_variants(args, config, root)?;
     let specs: &[VariantSpec] = if from_config.is_empty() {
         &args.variants
@@ -47,7 +48,8 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
         .iter()
         .map(|e| parse_env(e))
         .collect::<Result<Vec<_>>>()?;
-    let mut variants = Vec::new();
+    let mut variants: Vec<Variant> = Vec::new();
+    let mut run_specs = Vec::new();
     for spec in specs {
         let mut env = shared_env.clone();
         for e in &spec.args.env {
@@ -63,14 +65,12 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
             .unwrap_or("exit");
         let readiness = Readiness::parse(ready_spec)?;
         let name = spec.name.clone().unwrap_or_else(|| target.display_command());
-        if variants.iter().any(|v: &Variant| v.name == name) {
+        if variants.iter().any(|v| v.name == name) {
             bail!("two variants are named '{name}': give each its own --name");
         }
-        variants.push(Variant {
-            name,
-            target,
-            readiness,
-        });
+        let spec = Spec { target, readiness };
+        variants.push(spec.variant(name));
+        run_specs.push(spec);
     }
     let stop = match &args.target_ci {
         None => StopRule::Fixed { runs },
@@ -105,44 +105,51 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Pl
         None => None,
     };
     if requests > 0 && request_url.is_none() {
-        if let Some(v) = variants
+        if let Some(v) = run_specs
             .iter()
-            .find(|v| !matches!(v.readiness, Readiness::Http { .. }))
+            .position(|s| !matches!(s.readiness, Readiness::Http { .. }))
         {
             bail!(
                 "--requests needs a URL for variant '{}': use http readiness or give --request-url http://127.0.0.1:PORT/",
-                v.name
+                variants[v].name
             );
         }
     }
-    Ok(Plan {
+    let plan = Plan {
         variants,
         warmup,
         order: args.order.into(),
         stop,
         keep_going: args.common.keep_going,
         seed: args.common.seed(),
-        run: RunOptions {
-            timeout,
-            poll_interval: Duration::from_micros(poll_interval as u64),
-            requests,
-            request_url,
-            grace,
-            tail_lines: args.common.output_lines,
-            log_marks: args
-                .marks
-                .iter()
-                .map(|m| coldstart::marks::parse_log_mark(m))
-                .collect::<Result<_>>()?,
-            claims: Vec::new(),
-            exit_policy: match (&args.success_exit_codes, args.ignore_failure) {
-                (Some(_), true) => bail!("give either -i/--ignore-failure or --success-exit-codes, not both"),
-                (Some(codes), false) => ExitPolicy::parse_codes(codes)?,
-                (None, true) => ExitPolicy::Ignore,
-                (None, false) => ExitPolicy::default(),
-            },
+    };
+    let opts = RunOptions {
+        timeout,
+        poll_interval: Duration::from_micros(poll_interval as u64),
+        requests,
+        request_url,
+        grace,
+        tail_lines: args.common.output_lines,
+        log_marks: args
+            .marks
+            .iter()
+            .map(|m| coldstart::marks::parse_log_mark(m))
+            .collect::<Result<_>>()?,
+        claims: Vec::new(),
+        exit_policy: match (&args.success_exit_codes, args.ignore_failure) {
+            (Some(_), true) => bail!("give either -i/--ignore-failure or --success-exit-codes, not both"),
+            (Some(codes), false) => ExitPolicy::parse_codes(codes)?,
+            (None, true) => ExitPolicy::Ignore,
+            (None, false) => ExitPolicy::default(),
         },
-    })
+    };
+    Ok((
+        plan,
+        Plain {
+            specs: run_specs,
+            opts,
+        },
+    ))
 }
 
 /// Variants for targets named on the command line, from coldstart.toml.
@@ -219,23 +226,20 @@ fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
 pub fn run(args: &BenchArgs) -> Result<i32> {
     let root = config::project_root();
     let config = config::load(&root)?;
-    let plan = plan(args, config.as_ref(), &root)?;
-    let settings = session::settings(&plan, args.common.noise.noise);
+    let (plan, mut runner) = plan(args, config.as_ref(), &root)?;
+    let settings = session::settings(&plan, (&runner.opts).into(), args.common.noise.noise);
     let code = session::measure(
         &plan,
         &settings,
         &args.common.outputs(config.as_ref(), &root),
-        &mut |v, id| {
-            let variant = &plan.variants[v];
-            coldstart::run::run_once(&variant.target, &variant.readiness, &plan.run, id)
-        },
+        &mut runner,
     )?;
     if args.explain && code == 0 {
-        for v in &plan.variants {
+        for (v, spec) in plan.variants.iter().zip(&runner.specs) {
             let explained = coldstart::report::explain::render(&coldstart::explain::once(
-                &v.target,
-                &v.readiness,
-                &plan.run,
+                &spec.target,
+                &spec.readiness,
+                &runner.opts,
             )?);
             out::out!("\n== explain: {}\n{explained}", v.name)?;
         }

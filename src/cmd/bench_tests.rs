@@ -1,6 +1,7 @@
-//! The scheduler with a mock runner: which runs happen, in which order, and when
-//! measuring stops. Plans come from real `bench` argument lists (the CLI grammar
-//! and bench::plan), so the tests follow the flags users type.
+//! `bench`'s flags → the schedule: plans come from real `bench` argument lists
+//! (the CLI grammar and bench::plan) and run with a mock runner, so these follow
+//! the flags users type. The scheduler's own behaviour, on plans built directly,
+//! is tested in src/experiment/schedule_tests.rs.
 
 use clap::Parser;
 use coldstart::experiment::*;
@@ -21,7 +22,9 @@ pub(crate) fn plan_of(args: &[&str]) -> Plan {
         panic!("not a bench command");
     };
     b.variants = variants;
-    crate::cmd::bench::plan(b, None, std::path::Path::new(".")).expect("a valid plan")
+    crate::cmd::bench::plan(b, None, std::path::Path::new("."))
+        .expect("a valid plan")
+        .0
 }
 
 /// Three variants running `true`.
@@ -62,7 +65,7 @@ fn execute(plan: &Plan, ms: impl Fn(usize, usize) -> f64) -> (ExperimentResult, 
     let mut ids = Vec::new();
     let mut seen = Seen::default();
     let mut count = vec![0usize; plan.variants.len()];
-    let result = execute_with(plan, &mut seen, &mut |v, id| {
+    let result = execute_with(plan, &mut seen, &mut |v: usize, id: RunId| {
         ids.push(id);
         count[v] += 1;
         assert_eq!(v, id.variant, "the runner is told the variant twice, alike");
@@ -105,7 +108,7 @@ fn warmups_come_first_then_rounds_with_every_variant_once() {
     let measured: Vec<usize> = ids.iter().filter(|id| !id.warmup).map(|id| id.round).collect();
     assert!(measured.windows(2).all(|w| w[0] <= w[1]), "{measured:?}");
     assert_eq!(result.samples.len(), ids.len());
-    assert_eq!(result.stopped, "completed");
+    assert_eq!(result.stopped, Some(StopReason::Completed));
     assert_eq!(seen.planned, [3 * (2 + 4)]);
     assert_eq!(seen.finished.len(), ids.len(), "the observer hears of every run");
 }
@@ -156,7 +159,7 @@ fn sequential_order_runs_each_variant_to_the_end() {
     let warm: Vec<usize> = ids.iter().filter(|id| id.warmup).map(|id| id.variant).collect();
     assert_eq!(warm, [0, 1, 2], "warmups first, in order");
     assert!(ids[..3].iter().all(|id| id.warmup));
-    assert_eq!(result.stopped, "completed");
+    assert_eq!(result.stopped, Some(StopReason::Completed));
 }
 
 #[test]
@@ -174,7 +177,7 @@ fn adaptive_stop_respects_min_and_max_runs() {
     // Identical times: the median's CI has zero width as soon as it exists, yet no
     // variant stops before --min-runs.
     let (result, _, seen) = execute(&three(&adaptive), |_, _| 10.0);
-    assert_eq!(result.stopped, "target-ci");
+    assert_eq!(result.stopped, Some(StopReason::TargetCi));
     for v in 0..3 {
         assert_eq!(result.ready_ms(v).len(), 8, "variant {v}");
     }
@@ -190,7 +193,7 @@ fn adaptive_stop_respects_min_and_max_runs() {
             }
         },
     );
-    assert_eq!(result.stopped, "max-runs");
+    assert_eq!(result.stopped, Some(StopReason::MaxRuns));
     for v in 0..3 {
         assert_eq!(result.ready_ms(v).len(), 30, "variant {v}");
     }
@@ -220,7 +223,7 @@ fn adaptive_sequential_stops_each_variant_on_its_own() {
 fn an_interrupt_stops_at_once_and_says_so() {
     let plan = three(&["--runs", "5", "--warmup", "0", "--seed", "3"]);
     let mut runs = 0;
-    let result = execute_with(&plan, &mut Seen::default(), &mut |_, id| {
+    let result = execute_with(&plan, &mut Seen::default(), &mut |_: usize, id: RunId| {
         runs += 1;
         let mut s = ready(id, 5.0);
         if runs == 4 {
@@ -232,14 +235,14 @@ fn an_interrupt_stops_at_once_and_says_so() {
     .expect("execute");
     assert_eq!(runs, 4, "no run after the interrupt");
     assert_eq!(result.samples.len(), 4, "the interrupted run is kept");
-    assert_eq!(result.stopped, "interrupted");
+    assert_eq!(result.stopped, Some(StopReason::Interrupted));
 }
 
 #[test]
 fn a_runner_error_aborts_the_experiment() {
     let plan = three(&["--runs", "5", "--warmup", "1"]);
     let mut runs = 0;
-    let err = execute_with(&plan, &mut Seen::default(), &mut |_, _| {
+    let err = execute_with(&plan, &mut Seen::default(), &mut |_: usize, _: RunId| {
         runs += 1;
         anyhow::bail!("setup broke")
     })

@@ -6,7 +6,7 @@ use crate::cli::ExplainArgs;
 use adapter::Adapter;
 use anyhow::{bail, Context, Result};
 use coldstart::config;
-use coldstart::experiment::{Order, Plan, StopRule, Variant};
+use coldstart::experiment::{Order, Plan, Runner, StopReason, StopRule, Variant};
 use coldstart::explain::{self, adapted, adapter, otlp, ADAPTED, ARMS, TRACED};
 use coldstart::launch::signals;
 use coldstart::out;
@@ -29,9 +29,6 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         .collect::<Result<Vec<_>>>()?;
     let target = Target::new(args.command.clone(), env, args.cwd.clone())?;
     let readiness = Readiness::parse(args.ready.as_deref().unwrap_or("exit"))?;
-    if matches!(readiness, Readiness::LambdaInit) {
-        bail!("explain does not emulate Lambda: use `coldstart lambda` for lambda:init");
-    }
     let exports = Exports {
         json: args.export_json.clone(),
         trace: args.export_trace.clone(),
@@ -71,7 +68,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
             .map(|name| Variant {
                 name: name.to_string(),
                 target: target.clone(),
-                readiness: readiness.clone(),
+                readiness: readiness.to_string(),
             })
             .collect(),
         warmup,
@@ -81,7 +78,6 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         seed: args
             .seed
             .unwrap_or_else(|| coldstart::clock::now_ns() ^ u64::from(std::process::id())),
-        run: opts,
     };
     let outputs = Outputs {
         store: (!args.no_store).then(|| config::store_spec(args.store.store.as_deref(), cfg.as_ref(), &root)),
@@ -90,7 +86,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         // The experiment's own formats are `show`'s; explain writes its explanation below.
         exports: Exports::default(),
     };
-    let settings = session::settings(&plan, outputs.noise);
+    let settings = session::settings(&plan, (&opts).into(), outputs.noise);
     // The untraced and traced runs export to a receiver too (one that keeps
     // nothing), so an app with an OpenTelemetry SDK behaves the same in every kind
     // of run instead of retrying a missing collector in all but the adapted ones.
@@ -99,7 +95,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     } else {
         Some(otlp::Receiver::start().context("starting the OTLP receiver (--no-otlp runs without it)")?)
     };
-    let mut run_target = target.clone();
+    let mut run_target = target;
     if let Some(r) = &sink {
         run_target.env.extend(r.env());
     }
@@ -110,16 +106,16 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     }
     let mut arms = Arms {
         args,
-        target: &run_target,
-        readiness: &readiness,
-        opts: &plan.run,
+        target: run_target,
+        readiness,
+        opts,
         adapters: None,
         adapted: Vec::new(),
     };
-    let (mut m, store_error) = session::run(&plan, &settings, &outputs, &mut |v, id| arms.run(v, id))?;
-    match m.result.stopped.as_str() {
-        "interrupted" => return Ok(130),
-        "failure" => {
+    let (mut m, store_error) = session::run(&plan, &settings, &outputs, &mut arms)?;
+    match m.result.stopped {
+        Some(StopReason::Interrupted) => return Ok(130),
+        Some(StopReason::Failure) => {
             let failed = m.result.samples.last().filter(|s| !s.ok());
             let arm = failed.map_or("a", |s| ARMS[s.variant]);
             let hint = if failed.is_some_and(|s| s.variant == ADAPTED) {
@@ -170,15 +166,16 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
 /// traces one run, unrecorded, to choose them.
 struct Arms<'a> {
     args: &'a ExplainArgs,
-    target: &'a Target,
-    readiness: &'a Readiness,
-    opts: &'a RunOptions,
+    /// The command, with the OTLP receiver's environment when one runs.
+    target: Target,
+    readiness: Readiness,
+    opts: RunOptions,
     adapters: Option<Vec<Box<dyn Adapter>>>,
     /// The measured adapted runs, their adapters' files kept for the sections.
     adapted: Vec<adapted::AdaptedRun>,
 }
 
-impl Arms<'_> {
+impl Runner for Arms<'_> {
     fn run(&mut self, v: usize, id: RunId) -> Result<Sample> {
         match v {
             TRACED => {
@@ -201,9 +198,9 @@ impl Arms<'_> {
                 }
                 let chosen = self.adapters.as_deref().unwrap_or_default();
                 let a = adapted::run(
-                    self.target,
-                    self.readiness,
-                    self.opts,
+                    &self.target,
+                    &self.readiness,
+                    &self.opts,
                     chosen,
                     !self.args.no_otlp,
                     id,
@@ -214,14 +211,16 @@ impl Arms<'_> {
                 }
                 Ok(sample)
             }
-            _ => run_once(self.target, self.readiness, self.opts, id),
+            _ => run_once(&self.target, &self.readiness, &self.opts, id),
         }
     }
+}
 
+impl Arms<'_> {
     /// A traced run; one cut short by Ctrl-C is an interrupted sample, so the
     /// scheduler stops as it does for the other arms.
     fn traced(&self, id: RunId) -> Result<Sample> {
-        let r = run_traced(self.target, self.readiness, self.opts, id);
+        let r = run_traced(&self.target, &self.readiness, &self.opts, id);
         if signals::interrupted() {
             let mut s = match r {
                 Ok(s) => s,

@@ -51,8 +51,10 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     // Exports first, printing last (see out.rs). An explain's JSON is the
     // explanation it exported when it ran (its samples are `--export-csv`'s).
     let mut exports = args.export.exports();
-    if let (Some(e), Some(path)) = (&explanation, exports.json.take()) {
-        report::write_export(&path, (serde_json::to_string_pretty(e)? + "\n").as_bytes())?;
+    if let Some(e) = &explanation {
+        if let Some(path) = exports.json.take() {
+            report::write_export(&path, (serde_json::to_string_pretty(e)? + "\n").as_bytes())?;
+        }
     }
     exports.write_experiment(&stored.result, &analysis, &settings)?;
     outln!(
@@ -221,7 +223,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
     ExperimentResult {
         variants: vec![bv, cv],
         samples: pick(b, bi, 0).chain(pick(c, ci, 1)).collect(),
-        stopped: "completed".into(),
+        stopped: Some(coldstart::experiment::StopReason::Completed),
         design: design_of(b, c),
     }
 }
@@ -354,7 +356,7 @@ fn side(s: &Stored, v: usize) -> Side {
         runs: ready_ms.len(),
         failed_runs: measured - ready_ms.len(),
         ready_ms,
-        stopped: s.result.stopped.clone(),
+        stopped: s.result.stopped,
     }
 }
 

@@ -1,14 +1,14 @@
 //! The `lambda` command: arguments → validated variants (a memory sweep is one
-//! variant per size) → bench's `measure` (schedule, store, statistics, reports),
-//! with an emulated cold start as the runner.
+//! variant per size) → the session's `measure` (schedule, store, statistics,
+//! reports), with emulated cold starts (`lambda::ColdStarts`) as the runner.
 
 use crate::cli::{LambdaArgs, LambdaVariantArgs, LambdaVariantSpec};
 use anyhow::{anyhow, bail, Context, Result};
 use coldstart::config;
-use coldstart::experiment::{Plan, StopRule, Variant};
-use coldstart::lambda::{cold_start, discover_extensions, env, sandbox, Config, Options};
-use coldstart::run::RunOptions;
-use coldstart::target::{parse_env, Readiness, Target};
+use coldstart::experiment::{Plan, StopRule};
+use coldstart::lambda::{discover_extensions, env, sandbox, ColdStarts, Config, Options};
+use coldstart::session::{self, RunSettings};
+use coldstart::target::{parse_env, Target};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -151,33 +151,19 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         tail_lines: args.common.output_lines,
     };
     let plan = Plan {
-        variants: configs
-            .iter()
-            .map(|(name, c)| Variant {
-                name: name.clone(),
-                target: Target {
-                    env: c.env.clone(),
-                    ..c.runtime.clone()
-                },
-                readiness: Readiness::LambdaInit,
-            })
-            .collect(),
+        variants: configs.iter().map(|(name, c)| c.variant(name.clone())).collect(),
         warmup: args.warmup,
         order: args.order.into(),
         stop: StopRule::Fixed { runs: args.runs },
         keep_going: args.common.keep_going,
         seed: args.common.seed(),
-        run: RunOptions {
-            timeout: opts.init_timeout,
-            poll_interval: Duration::ZERO,
-            requests: 1,
-            request_url: None,
-            grace: Duration::from_millis(coldstart::lambda::SHUTDOWN_MS),
-            tail_lines: args.common.output_lines,
-            log_marks: Vec::new(),
-            claims: Vec::new(),
-            exit_policy: Default::default(),
-        },
+    };
+    // What lambda has always recorded: the init timeout, no polling (the APIs
+    // say when init is over), and the one invoke.
+    let recorded = RunSettings {
+        timeout: opts.init_timeout,
+        poll_interval: Duration::ZERO,
+        requests: 1,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -201,11 +187,12 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     }
     let root = config::project_root();
     let cfg = config::load(&root)?;
-    let settings = coldstart::session::settings(&plan, args.common.noise.noise);
-    coldstart::session::measure(
-        &plan,
-        &settings,
-        &args.common.outputs(cfg.as_ref(), &root),
-        &mut |v, id| cold_start(&rt, &configs[v].1, &opts, id),
-    )
+    let settings = session::settings(&plan, recorded, args.common.noise.noise);
+    let outputs = args.common.outputs(cfg.as_ref(), &root);
+    let mut runner = ColdStarts {
+        rt: &rt,
+        configs: configs.into_iter().map(|(_, c)| c).collect(),
+        opts,
+    };
+    session::measure(&plan, &settings, &outputs, &mut runner)
 }

@@ -6,4 +6,4 @@ pub mod plan;
 pub mod schedule;
 
 pub use plan::{CiOf, Order, Plan, StopRule, Variant};
-pub use schedule::{execute_with, ExperimentResult, Observer, Runner};
+pub use schedule::{execute_with, ExperimentResult, Observer, Runner, StopReason};

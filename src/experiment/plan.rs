@@ -1,14 +1,22 @@
-//! What an experiment will do, fully validated before the first spawn.
+//! What an experiment will do, fully validated before the first spawn: only the
+//! schedule. How one run is done (targets, probes, timeouts, a Lambda emulation)
+//! is the runner's business (see `Runner`), so the plan fits every kind of run.
 
-use crate::run::RunOptions;
-use crate::target::{Readiness, Target};
+use crate::target::Target;
 use serde::Serialize;
 
+/// A variant as the store, the progress line and the reports see it: a name and
+/// a description of what runs. The runner owns what it needs to run one (bench's
+/// target and readiness probe, lambda's emulated environment, explain's arms).
 #[derive(Debug, Clone, Serialize)]
 pub struct Variant {
     pub name: String,
+    /// The program and its environment (for lambda, the runtime).
     pub target: Target,
-    pub readiness: Readiness,
+    /// When a run counts as ready, as text: a bench readiness (`exit`,
+    /// `tcp:127.0.0.1:8080`, …) or `lambda:init`. Text, not `Readiness`: stored
+    /// variants of any kind load back without being parsed into a probe.
+    pub readiness: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -77,5 +85,4 @@ pub struct Plan {
     pub stop: StopRule,
     pub keep_going: bool,
     pub seed: u64,
-    pub run: RunOptions,
 }

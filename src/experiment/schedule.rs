@@ -2,20 +2,83 @@
 //! with adaptive stopping on the median's confidence interval.
 
 use super::plan::{CiOf, Order, Plan, StopRule, Variant};
-use crate::run::RunId;
-use crate::sample::Sample;
+use crate::sample::{RunId, Sample};
 use crate::stats;
 use anyhow::Result;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Why measuring stopped. Stored (the `stopped` column) and exported as these
+/// strings; an experiment that never stopped (its coldstart was killed, or it
+/// still runs) has none: "incomplete".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopReason {
+    /// Every planned run was done (a fixed number of runs).
+    Completed,
+    /// Adaptive stopping: every interval asked for was within the target.
+    TargetCi,
+    /// Adaptive stopping: the maximum number of runs came first.
+    MaxRuns,
+    /// A run failed (and failures were not tolerated with --keep-going).
+    Failure,
+    /// A signal (Ctrl-C) cut the experiment short.
+    Interrupted,
+}
+
+impl StopReason {
+    pub const ALL: [StopReason; 5] = [
+        StopReason::Completed,
+        StopReason::TargetCi,
+        StopReason::MaxRuns,
+        StopReason::Failure,
+        StopReason::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::TargetCi => "target-ci",
+            StopReason::MaxRuns => "max-runs",
+            StopReason::Failure => "failure",
+            StopReason::Interrupted => "interrupted",
+        }
+    }
+
+    /// The stored form back; None for text no coldstart writes.
+    pub fn parse(s: &str) -> Option<StopReason> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// Whether every planned measurement was taken (the results are whole).
+    pub fn finished(self) -> bool {
+        matches!(
+            self,
+            StopReason::Completed | StopReason::TargetCi | StopReason::MaxRuns
+        )
+    }
+
+    /// How an optional reason reads: "incomplete" when the experiment never stopped.
+    pub fn label(reason: Option<StopReason>) -> &'static str {
+        reason.map_or("incomplete", StopReason::as_str)
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ExperimentResult {
     pub variants: Vec<Variant>,
     pub samples: Vec<Sample>,
-    /// Why measuring stopped: "completed", "target-ci", "max-runs", "failure", "interrupted".
-    pub stopped: String,
+    /// Why measuring stopped; None while it runs, or for a stored experiment
+    /// whose coldstart was killed ("incomplete").
+    pub stopped: Option<StopReason>,
     /// How the samples were collected: what kind of comparison they support.
     pub design: crate::stats::Design,
 }
@@ -30,6 +93,11 @@ impl ExperimentResult {
             .map(|ns| ns as f64 / 1e6)
             .collect()
     }
+
+    /// Why it stopped, as stored and shown ("incomplete" when it never stopped).
+    pub fn stopped_label(&self) -> &'static str {
+        StopReason::label(self.stopped)
+    }
 }
 
 /// Told about each run as it finishes (progress display lives in report).
@@ -38,21 +106,33 @@ pub trait Observer {
     fn finished(&mut self, variant: &Variant, sample: &Sample);
 }
 
-/// One run of variant `v` (an index into the plan's variants).
-pub type Runner<'a> = dyn FnMut(usize, RunId) -> Result<Sample> + 'a;
+/// Does one run. The runner owns what a run of each variant needs (targets,
+/// probes, options, an emulated Lambda environment); the plan only schedules.
+pub trait Runner {
+    /// One run of variant `variant` (an index into the plan's variants; the same
+    /// as `id.variant`).
+    fn run(&mut self, variant: usize, id: RunId) -> Result<Sample>;
+}
+
+/// A closure is a runner (tests' mocks, one-off embedders).
+impl<F: FnMut(usize, RunId) -> Result<Sample>> Runner for F {
+    fn run(&mut self, variant: usize, id: RunId) -> Result<Sample> {
+        self(variant, id)
+    }
+}
 
 /// Execute with any runner (e.g. `coldstart lambda`'s emulated cold start): the
 /// schedule, warmups, adaptive stop and observer calls are the same for all.
 pub fn execute_with(
     plan: &Plan,
     observer: &mut dyn Observer,
-    runner: &mut Runner,
+    runner: &mut dyn Runner,
 ) -> Result<ExperimentResult> {
     let n = plan.variants.len();
     let mut result = ExperimentResult {
         variants: plan.variants.clone(),
         samples: Vec::new(),
-        stopped: String::new(),
+        stopped: None,
         design: plan.order.design(),
     };
     let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed);
@@ -76,7 +156,7 @@ pub fn execute_with(
                     }
                 }
                 if let Some(reason) = should_stop(plan, &result, 0..n, round + 1) {
-                    result.stopped = reason.into();
+                    result.stopped = Some(reason);
                     return Ok(result);
                 }
             }
@@ -94,11 +174,10 @@ pub fn execute_with(
             }
         }
     }
-    result.stopped = match plan.stop {
-        StopRule::Fixed { .. } => "completed",
-        StopRule::Adaptive { .. } => "max-runs",
-    }
-    .into();
+    result.stopped = Some(match plan.stop {
+        StopRule::Fixed { .. } => StopReason::Completed,
+        StopRule::Adaptive { .. } => StopReason::MaxRuns,
+    });
     Ok(result)
 }
 
@@ -107,13 +186,13 @@ fn step(
     plan: &Plan,
     result: &mut ExperimentResult,
     observer: &mut dyn Observer,
-    runner: &mut Runner,
+    runner: &mut dyn Runner,
     v: usize,
     round: usize,
     warmup: bool,
 ) -> Result<bool> {
     let variant = &plan.variants[v];
-    let sample = runner(
+    let sample = runner.run(
         v,
         RunId {
             variant: v,
@@ -126,11 +205,11 @@ fn step(
     let failed = !sample.ok();
     result.samples.push(sample);
     if interrupted {
-        result.stopped = "interrupted".into();
+        result.stopped = Some(StopReason::Interrupted);
         return Ok(false);
     }
     if failed && !plan.keep_going {
-        result.stopped = "failure".into();
+        result.stopped = Some(StopReason::Failure);
         return Ok(false);
     }
     Ok(true)
@@ -151,7 +230,7 @@ fn should_stop(
     result: &ExperimentResult,
     range: std::ops::Range<usize>,
     runs: usize,
-) -> Option<&'static str> {
+) -> Option<StopReason> {
     let StopRule::Adaptive {
         min_runs,
         target,
@@ -193,5 +272,9 @@ fn should_stop(
             })
         }),
     };
-    all_tight.then_some("target-ci")
+    all_tight.then_some(StopReason::TargetCi)
 }
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod tests;

@@ -67,7 +67,7 @@ pub struct Explanation {
 /// The explanation of the traced run nearest the traced median.
 pub fn explanation(
     target: &Target,
-    readiness: &Readiness,
+    readiness: &impl std::fmt::Display,
     untraced_ms: Option<Summary>,
     traced_ms: Option<Summary>,
     overhead: Option<Ratio>,

@@ -24,6 +24,7 @@ mod init;
 mod invoke;
 pub mod processes;
 pub mod report;
+mod runner;
 pub mod runtime_api;
 pub mod sandbox;
 pub mod server;
@@ -42,6 +43,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use runner::ColdStarts;
 pub use shutdown::SHUTDOWN_MS;
 
 /// One variant: a function configuration.

@@ -51,9 +51,6 @@ impl Probe {
             Readiness::Log { regex } => Probe::Log(log::LogProbe::new(regex.clone())),
             Readiness::File { path } => Probe::File(file::FileProbe::new(path)?),
             Readiness::Listen => Probe::Listen,
-            Readiness::LambdaInit => anyhow::bail!(
-                "readiness {readiness} is the end of an emulated Lambda init: measure it with `coldstart lambda`"
-            ),
         })
     }
 

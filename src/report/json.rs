@@ -71,7 +71,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis, settings: &Setting
             cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         },
         settings,
-        stopped: &result.stopped,
+        stopped: result.stopped_label(),
         variants: result
             .variants
             .iter()

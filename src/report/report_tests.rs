@@ -97,7 +97,7 @@ fn terminal_table_has_a_row_per_variant_and_a_delta_line() {
         "a completed experiment says nothing: {out}"
     );
     let mut stopped = r.clone();
-    stopped.stopped = "interrupted".into();
+    stopped.stopped = Some(crate::experiment::StopReason::Interrupted);
     assert!(terminal::render(&stopped, &analyze(&stopped, 0.01)).contains("stopped: interrupted"));
 }
 

@@ -87,8 +87,8 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
             ));
         }
     }
-    if result.stopped != "completed" {
-        out.push_str(&format!("stopped: {}\n", result.stopped));
+    if result.stopped != Some(crate::experiment::StopReason::Completed) {
+        out.push_str(&format!("stopped: {}\n", result.stopped_label()));
     }
     out
 }

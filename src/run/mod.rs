@@ -55,6 +55,41 @@ pub struct RunOptions {
 
 pub use crate::sample::RunId;
 
+/// What a variant of plain runs is: a target and when it counts as ready.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub target: Target,
+    pub readiness: Readiness,
+}
+
+impl Spec {
+    /// The variant as the plan, the store and the reports see it.
+    pub fn variant(&self, name: impl Into<String>) -> crate::experiment::Variant {
+        crate::experiment::Variant {
+            name: name.into(),
+            target: self.target.clone(),
+            readiness: self.readiness.to_string(),
+        }
+    }
+}
+
+/// `bench`'s runner: each variant's spec (in the plan's variant order), run
+/// with [`run_once`] and the options every variant shares.
+#[derive(Debug, Clone)]
+pub struct Plain {
+    pub specs: Vec<Spec>,
+    pub opts: RunOptions,
+}
+
+impl crate::experiment::Runner for Plain {
+    fn run(&mut self, variant: usize, id: RunId) -> Result<Sample> {
+        let Some(spec) = self.specs.get(variant) else {
+            bail!("no variant {variant}: the plan and the runner disagree")
+        };
+        run_once(&spec.target, &spec.readiness, &self.opts, id)
+    }
+}
+
 /// One plain run. Errors here abort the experiment (bad setup); a target that
 /// fails to become ready is not an error but a Sample with a failed outcome.
 pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {

@@ -10,9 +10,9 @@ mod postgres;
 pub mod schema;
 mod sqlite;
 
-use crate::experiment::{ExperimentResult, Variant};
+use crate::experiment::{ExperimentResult, StopReason, Variant};
 use crate::sample::Sample;
-use crate::target::{Readiness, Target};
+use crate::target::Target;
 use anyhow::{anyhow, bail, Context, Result};
 use db::{transaction, Db, Value};
 use meta::Metadata;
@@ -124,7 +124,7 @@ impl Store {
                         (i as i64).into(),
                         v.name.clone().into(),
                         v.target.display_command().into(),
-                        v.readiness.to_string().into(),
+                        v.readiness.clone().into(),
                         serde_json::to_string(&v.target)?.into(),
                     ],
                 )?;
@@ -166,11 +166,11 @@ impl Store {
         .with_context(|| format!("storing a run in {}", self.location))
     }
 
-    pub fn finish(&mut self, experiment: i64, stopped: &str) -> Result<()> {
+    pub fn finish(&mut self, experiment: i64, stopped: StopReason) -> Result<()> {
         self.db
             .execute(
                 "UPDATE experiments SET stopped = $1 WHERE id = $2",
-                &[stopped.into(), experiment.into()],
+                &[stopped.as_str().into(), experiment.into()],
             )
             .with_context(|| format!("closing experiment {experiment} in {}", self.location))?;
         Ok(())
@@ -298,11 +298,12 @@ impl Store {
         )? {
             let target: Target = serde_json::from_str(&v[2].text().unwrap_or_default())
                 .with_context(|| format!("experiment {id}: unreadable target"))?;
+            // Readiness stays text: a stored variant is shown, never probed, so
+            // every kind loads back (bench's probes and lambda's `lambda:init`).
             variants.push(Variant {
                 name: v[0].text().unwrap_or_default(),
                 target,
-                readiness: Readiness::parse(&v[1].text().unwrap_or_default())
-                    .with_context(|| format!("experiment {id}: unreadable readiness"))?,
+                readiness: v[1].text().unwrap_or_default(),
             });
         }
         let samples = self
@@ -330,7 +331,14 @@ impl Store {
             result: ExperimentResult {
                 variants,
                 samples,
-                stopped: r[11].text().unwrap_or_else(|| "incomplete".into()),
+                stopped: match r[11].text() {
+                    None => None,
+                    Some(s) => Some(StopReason::parse(&s).ok_or_else(|| {
+                        anyhow!(
+                            "experiment {id}: unknown stopped reason '{s}' (written by a newer coldstart?)"
+                        )
+                    })?),
+                },
                 design: if sequential {
                     crate::stats::Design::Sequential
                 } else {
