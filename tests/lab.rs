@@ -8,6 +8,15 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The Lab is per process and its reaper takes every child: these tests share
+/// it, so they run one at a time (a second test's session or reaper would be
+/// counted by the first one's checks).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `sleep 60` under the tracer: a tree that stays live until it is killed.
 fn sleeper() -> coldstart::trace::TraceOptions {
     let target = Target::new(vec!["sleep".into(), "60".into()], Vec::new(), None).expect("`sleep` on PATH");
@@ -28,6 +37,7 @@ fn wait_until(limit: Duration, pred: impl Fn() -> bool) -> bool {
 
 #[test]
 fn reaping_waits_until_the_trace_session_is_finished() {
+    let _one = one_at_a_time();
     let lab = Lab::open().expect("Lab::open");
     let opts = sleeper();
     let session = traced::start(lab, &opts).expect("tracing `sleep` (ptrace allowed?)");
@@ -68,6 +78,7 @@ fn reaping_waits_until_the_trace_session_is_finished() {
 
 #[test]
 fn reaping_from_the_thread_that_holds_the_session_is_an_error_not_a_hang() {
+    let _one = one_at_a_time();
     let lab = Lab::open().expect("Lab::open");
     let opts = sleeper();
     let session = traced::start(lab, &opts).expect("tracing `sleep` (ptrace allowed?)");
@@ -83,6 +94,7 @@ fn reaping_from_the_thread_that_holds_the_session_is_an_error_not_a_hang() {
 
 #[test]
 fn the_lab_reserves_the_checkpoint_fd_without_touching_the_environment() {
+    let _one = one_at_a_time();
     let lab = Lab::open().expect("Lab::open");
     assert!(std::ptr::eq(lab, Lab::open().unwrap()), "one Lab per process");
     assert!(lab.checkpoint_fd() >= 100);
