@@ -136,12 +136,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             .map(|m| coldstart::marks::parse_log_mark(m))
             .collect::<Result<_>>()?,
         claims: Vec::new(),
-        exit_policy: match (&args.success_exit_codes, args.ignore_failure) {
-            (Some(_), true) => bail!("give either -i/--ignore-failure or --success-exit-codes, not both"),
-            (Some(codes), false) => ExitPolicy::parse_codes(codes)?,
-            (None, true) => ExitPolicy::Ignore,
-            (None, false) => ExitPolicy::default(),
-        },
+        exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
     };
     Ok((
         plan,

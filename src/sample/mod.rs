@@ -95,6 +95,19 @@ impl ExitPolicy {
         }
     }
 
+    /// From the command line's `-i/--ignore-failure` and `--success-exit-codes`
+    /// (at most one of them).
+    pub fn from_flags(ignore_failure: bool, success_exit_codes: Option<&str>) -> anyhow::Result<ExitPolicy> {
+        match (success_exit_codes, ignore_failure) {
+            (Some(_), true) => {
+                anyhow::bail!("give either -i/--ignore-failure or --success-exit-codes, not both")
+            }
+            (Some(codes), false) => ExitPolicy::parse_codes(codes),
+            (None, true) => Ok(ExitPolicy::Ignore),
+            (None, false) => Ok(ExitPolicy::default()),
+        }
+    }
+
     /// `0,3` → Codes([0, 3]).
     pub fn parse_codes(s: &str) -> anyhow::Result<ExitPolicy> {
         let codes = s
