@@ -186,6 +186,27 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
         traced["ci"][0].as_f64().unwrap() <= traced["estimate"].as_f64().unwrap(),
         "{doc}"
     );
+
+    // The Markdown export carries them as well; the same command gets no note.
+    assert!(!out.contains("ran different commands"), "{out}");
+    let o = run(&["compare", "1", "2", "--store", &store, "--export-markdown", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("tracer overhead:"), "{}", stdout(&o));
+
+    // Two explains of different programs: compared, but said so.
+    let noop = example("noop");
+    let o = run(&[
+        "explain", "-q", "--store", &store, "--runs", "4", "--ready", "exit", "--", &noop,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["compare", "1", "3", "--store", &store]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("note: the two sides ran different commands:"),
+        "{out}"
+    );
+    assert!(out.contains(&noop), "{out}");
 }
 
 #[test]

@@ -130,7 +130,8 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         _ => {}
     }
     let adapters = arms.adapters.take().unwrap_or_default();
-    let explanation = explain::from_experiment(&mut m.result, &arms.adapted, &adapters)?;
+    let mut explanation = explain::from_experiment(&mut m.result, &arms.adapted, &adapters)?;
+    explanation.otlp = !args.no_otlp;
     let json = serde_json::to_string_pretty(&explanation)? + "\n";
     if let (Some((id, location)), Some(spec)) = (&m.stored_as, &outputs.store) {
         Store::open(spec)

@@ -245,11 +245,19 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     for (_, bi, ci) in pairs {
         let result = side_by_side(&b, bi, &c, ci);
         let analysis = analyze(&result, args.noise.noise);
+        // Not a refusal (a renamed binary is a fair comparison), but never silent.
+        let different = different_commands(&result);
+        text += &different;
         text += &report::terminal::render(&result, &analysis);
+        markdown += &different;
         markdown += &report::markdown::render(&analysis);
+        markdown += "\n";
         docs.push(serde_json::json!({ "variants": analysis.variants }));
     }
     let (overhead_text, overhead_doc) = overheads(&mut store, &b, &c)?;
+    if !overhead_text.is_empty() {
+        markdown += &format!("```\n{overhead_text}```\n");
+    }
     if let Some(p) = &args.export_markdown {
         report::write_export(p, markdown.as_bytes())?;
     }
@@ -262,6 +270,28 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     }
     out!("{text}{overhead_text}")?;
     Ok(0)
+}
+
+/// A note when the two sides ran different commands or readiness.
+fn different_commands(result: &ExperimentResult) -> String {
+    let [b, c] = &result.variants[..] else {
+        return String::new();
+    };
+    let (bc, cc) = (b.target.display_command(), c.target.display_command());
+    let mut note = String::new();
+    if bc != cc {
+        note += &format!(
+            "note: the two sides ran different commands:\n  {}: {bc}\n  {}: {cc}\n",
+            b.name, c.name
+        );
+    }
+    if b.readiness != c.readiness {
+        note += &format!(
+            "note: the two sides used different readiness: {} ({}) vs {} ({})\n",
+            b.readiness, b.name, c.readiness, c.name
+        );
+    }
+    note
 }
 
 pub fn gate(args: &GateArgs) -> Result<i32> {

@@ -58,6 +58,9 @@ pub struct Explanation {
     /// the adapted median; times count from that run's spawn.
     pub sources: Vec<Section>,
     pub warnings: Vec<String>,
+    /// Whether the adapted runs had the OTLP receiver (`--no-otlp` turns it off).
+    #[serde(default = "otlp_default")]
+    pub otlp: bool,
     /// The raw events of the run shown (for the Chrome trace; not in the JSON,
     /// so not in the store either: an explanation loaded back has none).
     #[serde(skip)]
@@ -95,6 +98,7 @@ pub fn explanation(
         adapter_overhead: None,
         adapter_overhead_ci: None,
         adapters: Vec::new(),
+        otlp: true,
         sources: Vec::new(),
         warnings: trace.warnings.clone(),
         timeline,
@@ -207,4 +211,9 @@ pub fn traced_run(
 /// The adapters for `spec`, detected from the program that finally ran in `trace`.
 pub fn choose_adapters(spec: &str, trace: &Trace) -> Result<Vec<Box<dyn Adapter>>> {
     adapter::select(spec, FinalExec::of(trace).as_ref())
+}
+
+/// Explanations stored before the field existed always had the receiver.
+fn otlp_default() -> bool {
+    true
 }

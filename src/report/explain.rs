@@ -32,7 +32,11 @@ pub fn render(e: &Explanation) -> String {
     }
     if let (Some(a), Some(o)) = (&e.adapted_ms, e.adapter_overhead) {
         let names = if e.adapters.is_empty() {
-            "no runtime adapter; checkpoints and OTLP only".to_string()
+            if e.otlp {
+                "no runtime adapter; checkpoints and OTLP only".to_string()
+            } else {
+                "no runtime adapter; checkpoints only".to_string()
+            }
         } else {
             e.adapters.join(", ")
         };
