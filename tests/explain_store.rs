@@ -217,3 +217,19 @@ fn explain_with_no_store_records_nothing() {
     assert!(!out.contains("stored as"), "{out}");
     assert!(!std::path::Path::new(&store).exists(), "no store created");
 }
+
+#[test]
+fn an_explain_that_stopped_early_is_still_listed_as_an_explain() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(&dir);
+    // `false` fails its first run: the explain stops (exit 1) with no explanation.
+    let o = run(&[
+        "explain", "-q", "--store", &store, "--ready", "exit", "--", "false",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = run(&["history", "--store", &store, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(listed[0]["kind"], "explain", "{listed}");
+    assert_eq!(listed[0]["stopped"], "failure", "{listed}");
+}
