@@ -156,9 +156,10 @@ pub struct ExplainArgs {
     /// -Xlog:class+load, a require hook, inittrace, LD_DEBUG) and its cost is measured.
     #[arg(long, value_name = "auto|none|LIST", default_value = "auto")]
     pub adapter: String,
-    /// No OTLP/HTTP receiver in the adapted runs (by default one listens on a loopback
-    /// port and the target gets OTEL_EXPORTER_OTLP_ENDPOINT, so spans its OpenTelemetry
-    /// SDK exports become a section of their own).
+    /// No OTLP/HTTP receiver (by default the target gets OTEL_EXPORTER_OTLP_ENDPOINT in
+    /// every arm: the adapted runs' receiver keeps the spans its OpenTelemetry SDK
+    /// exports, a section of their own; the untraced and traced runs' receiver discards
+    /// them, so the SDK behaves alike in all three).
     #[arg(long)]
     pub no_otlp: bool,
     /// A mark from an output line, NAME=REGEX (repeatable), shown with the app's checkpoints.

@@ -7,7 +7,7 @@ use adapter::Adapter;
 use anyhow::{bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::{Order, Plan, Runner, StopReason, StopRule, Variant};
-use coldstart::explain::{self, adapted, adapter, otlp, ADAPTED, ARMS, TRACED};
+use coldstart::explain::{self, adapted, adapter, otlp, ADAPTED, ARMS, TRACED, UNTRACED};
 use coldstart::launch::signals;
 use coldstart::out;
 use coldstart::report::{self, export::Exports};
@@ -104,16 +104,22 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         target: run_target,
         readiness,
         opts,
-        adapters: None,
+        // `--adapter none` needs no traced run to choose from.
+        adapters: (args.adapter.trim() == "none").then(Vec::new),
         adapted: Vec::new(),
     };
+    if arms.adapters.is_some() && !args.quiet {
+        out::errln!("coldstart explain: adapters: none");
+    }
     let (mut m, store_error) = session::run(&plan, &settings, &outputs, &mut arms)?;
     match m.result.stopped {
         Some(StopReason::Interrupted) => return Ok(130),
         Some(StopReason::Failure) => {
             let failed = m.result.samples.last().filter(|s| !s.ok());
             let arm = failed.map_or("a", |s| ARMS[s.variant]);
-            let hint = if failed.is_some_and(|s| s.variant == ADAPTED) {
+            // Blame the adapters' switches only when the plain program did start.
+            let plain_ok = m.result.samples.iter().any(|s| s.variant == UNTRACED && s.ok());
+            let hint = if plain_ok && failed.is_some_and(|s| s.variant == ADAPTED) {
                 " (it had the adapters' switches on: try --adapter none)"
             } else {
                 ""

@@ -249,7 +249,8 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         let different = different_commands(&result);
         text += &different;
         text += &report::terminal::render(&result, &analysis);
-        markdown += &different;
+        // Markdown joins plain lines: one hard break per line.
+        markdown += &different.replace('\n', "  \n");
         markdown += &report::markdown::render(&analysis);
         markdown += "\n";
         docs.push(serde_json::json!({ "variants": analysis.variants }));

@@ -265,7 +265,10 @@ class CheckpointTest {
           for (int tries = 0; ; tries++) {
             FileOutputStream f = new FileOutputStream(tmp.toFile());
             extra.add(f);
-            if (Files.isSameFile(Path.of("/proc/self/fd/" + n), tmp)) {
+            // n may still be free: a lower number freed meanwhile (another
+            // thread, a collected stream) takes the open first. Keep opening.
+            Path atN = Path.of("/proc/self/fd/" + n);
+            if (Files.exists(atN) && Files.isSameFile(atN, tmp)) {
               break;
             }
             assertTrue(tries < 64, "could not reuse the fd number");
