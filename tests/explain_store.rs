@@ -193,6 +193,23 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("tracer overhead:"), "{}", stdout(&o));
 
+    // A gate over two explains judges the program (untraced), not the tracer.
+    let o = run(&[
+        "gate",
+        "--store",
+        &store,
+        "--baseline",
+        "1",
+        "--candidate",
+        "2",
+        "--max",
+        "60s",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let md = stdout(&o);
+    assert!(md.contains("untraced"), "{md}");
+    assert!(!md.contains("adapted") && !md.contains("| traced"), "{md}");
+
     // Two explains of different programs: compared, but said so.
     let noop = example("noop");
     let o = run(&[

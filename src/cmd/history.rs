@@ -320,7 +320,12 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
     let (cref, cvar) = split_ref(&args.candidate);
     let b = store.load_ref(bref)?;
     let c = store.load_ref(cref)?;
-    let pairs = pairs(&b, bvar, &c, cvar)?;
+    let mut pairs = pairs(&b, bvar, &c, cvar)?;
+    // Two explains: the gate judges the program (the untraced arm), not the
+    // tracer's or the adapters' cost, unless an arm is named.
+    if is_explain(&b) && is_explain(&c) && bvar.is_none() && cvar.is_none() {
+        pairs.retain(|(name, _, _)| name == ARMS[UNTRACED]);
+    }
     let mut rows = Vec::new();
     for (name, bi, ci) in pairs {
         refuse_self(&b, bi, &c, ci)?;
@@ -417,4 +422,9 @@ fn target_limits(name: &str, flags: Limits, cfg: Option<&config::Config>) -> Res
         },
         margin: flags.margin,
     })
+}
+
+/// An explain's experiment: its variants are the three arms.
+fn is_explain(s: &Stored) -> bool {
+    s.result.variants.iter().map(|v| v.name.as_str()).eq(ARMS)
 }
