@@ -59,78 +59,79 @@ fn overhead(out: &str, label: &str) -> (f64, f64, f64) {
 
 #[test]
 fn explain_is_stored_listed_and_shown_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store_in(&dir);
-    let json = dir.path().join("e.json");
-    let (out, err) = explain(
-        &store,
-        &["--warmup", "2", "--export-json", json.to_str().unwrap()],
-    );
-    assert!(out.contains("stored as experiment 1 in"), "{out}");
-    assert!(err.contains("adapters: native"), "{err}");
+    // SQLite, and PostgreSQL when CI provides one.
+    for (dir, store) in stores("explain_shown") {
+        let json = dir.path().join("e.json");
+        let (out, err) = explain(
+            &store,
+            &["--warmup", "2", "--export-json", json.to_str().unwrap()],
+        );
+        assert!(out.contains("stored as experiment 1 in"), "{out}");
+        assert!(err.contains("adapters: native"), "{err}");
 
-    // Overheads carry a 95% CI around their estimate, in the report and the JSON.
-    for label in ["tracer overhead ", "adapters' overhead "] {
-        let (est, lo, hi) = overhead(&out, label);
-        assert!(lo <= est && est <= hi, "{label}: {est} outside [{lo}, {hi}]");
+        // Overheads carry a 95% CI around their estimate, in the report and the JSON.
+        for label in ["tracer overhead ", "adapters' overhead "] {
+            let (est, lo, hi) = overhead(&out, label);
+            assert!(lo <= est && est <= hi, "{label}: {est} outside [{lo}, {hi}]");
+        }
+        let doc = json_file(&json);
+        let (o, ci) = (doc["overhead"].as_f64().unwrap(), &doc["overhead_ci"]);
+        assert!(
+            ci[0].as_f64().unwrap() <= o && o <= ci[1].as_f64().unwrap(),
+            "{doc}"
+        );
+        assert!(o > 1.0, "tracing a run does not make it faster: {o}");
+
+        // History lists it as an explain with its three arms, every run stored.
+        let o = run(&["history", "--store", &store, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(listed[0]["id"], 1);
+        assert_eq!(listed[0]["kind"], "explain", "{listed}");
+        assert_eq!(
+            listed[0]["variants"],
+            serde_json::json!(["untraced", "traced", "adapted"])
+        );
+        assert_eq!(listed[0]["runs"], 15, "5 measured runs of each arm: {listed}");
+        assert_eq!(listed[0]["stopped"], "completed");
+        let o = run(&["history", "--store", &store]);
+        assert!(stdout(&o).contains("1 (explain)"), "{}", stdout(&o));
+
+        // Every run, warmups included: 2 warmup rounds + 5 rounds of 3 arms.
+        let o = run(&["show", "1", "--store", &store, "--export-csv", "-"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let csv = stdout(&o);
+        let rows = csv.lines().skip(1).count();
+        assert_eq!(rows, 21, "{csv}");
+
+        // show re-exports the explanation the run exported (not bench's schema).
+        let again = dir.path().join("again.json");
+        let o = run(&[
+            "show",
+            "1",
+            "--store",
+            &store,
+            "--export-json",
+            again.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let again = json_file(&again);
+        assert_eq!(again["schema"], doc["schema"]);
+        assert_eq!(again["timeline"], doc["timeline"]);
+        assert_eq!(again["overhead_ci"], doc["overhead_ci"]);
+
+        // show prints the explanation exactly as the run did.
+        let o = run(&["show", "latest", "--store", &store]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let shown = stdout(&o);
+        let (first, rest) = shown.split_once('\n').unwrap();
+        assert!(first.starts_with("experiment 1 ("), "{shown}");
+        assert_eq!(rest, report(&out));
+        assert!(
+            rest.contains("waterfall") && rest.contains("Dynamic loader"),
+            "{rest}"
+        );
     }
-    let doc = json_file(&json);
-    let (o, ci) = (doc["overhead"].as_f64().unwrap(), &doc["overhead_ci"]);
-    assert!(
-        ci[0].as_f64().unwrap() <= o && o <= ci[1].as_f64().unwrap(),
-        "{doc}"
-    );
-    assert!(o > 1.0, "tracing a run does not make it faster: {o}");
-
-    // History lists it as an explain with its three arms, every run stored.
-    let o = run(&["history", "--store", &store, "--json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(listed[0]["id"], 1);
-    assert_eq!(listed[0]["kind"], "explain", "{listed}");
-    assert_eq!(
-        listed[0]["variants"],
-        serde_json::json!(["untraced", "traced", "adapted"])
-    );
-    assert_eq!(listed[0]["runs"], 15, "5 measured runs of each arm: {listed}");
-    assert_eq!(listed[0]["stopped"], "completed");
-    let o = run(&["history", "--store", &store]);
-    assert!(stdout(&o).contains("1 (explain)"), "{}", stdout(&o));
-
-    // Every run, warmups included: 2 warmup rounds + 5 rounds of 3 arms.
-    let o = run(&["show", "1", "--store", &store, "--export-csv", "-"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let csv = stdout(&o);
-    let rows = csv.lines().skip(1).count();
-    assert_eq!(rows, 21, "{csv}");
-
-    // show re-exports the explanation the run exported (not bench's schema).
-    let again = dir.path().join("again.json");
-    let o = run(&[
-        "show",
-        "1",
-        "--store",
-        &store,
-        "--export-json",
-        again.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let again = json_file(&again);
-    assert_eq!(again["schema"], doc["schema"]);
-    assert_eq!(again["timeline"], doc["timeline"]);
-    assert_eq!(again["overhead_ci"], doc["overhead_ci"]);
-
-    // show prints the explanation exactly as the run did.
-    let o = run(&["show", "latest", "--store", &store]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let shown = stdout(&o);
-    let (first, rest) = shown.split_once('\n').unwrap();
-    assert!(first.starts_with("experiment 1 ("), "{shown}");
-    assert_eq!(rest, report(&out));
-    assert!(
-        rest.contains("waterfall") && rest.contains("Dynamic loader"),
-        "{rest}"
-    );
 }
 
 #[test]

@@ -149,3 +149,46 @@ pub fn real_python() -> String {
 /// Optional toolchains, fixtures and the one way to skip (shared with the unit tests).
 #[path = "../../src/testkit.rs"]
 pub mod testkit;
+
+/// A fresh store per backend: a SQLite file, and a new PostgreSQL database.
+pub fn stores(tag: &str) -> Vec<(tempfile::TempDir, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = dir.path().join("store.db").display().to_string();
+    let mut out = vec![(dir, sqlite)];
+    out.extend(postgres_store(tag));
+    out
+}
+
+#[cfg(feature = "postgres")]
+pub fn postgres_store(tag: &str) -> Option<(tempfile::TempDir, String)> {
+    match std::env::var("COLDSTART_TEST_POSTGRES") {
+        Ok(admin) if !admin.is_empty() => {
+            let db = format!("cs_{tag}_{}", std::process::id());
+            let mut client = postgres::Client::connect(&admin, postgres::NoTls)
+                .expect("connect to COLDSTART_TEST_POSTGRES");
+            client
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
+                .unwrap();
+            client.batch_execute(&format!("CREATE DATABASE {db}")).unwrap();
+            let mut url = url::Url::parse(&admin).unwrap();
+            url.set_path(&db);
+            Some((tempfile::tempdir().unwrap(), url.to_string()))
+        }
+        _ => {
+            testkit::skip(
+                "POSTGRES",
+                "COLDSTART_TEST_POSTGRES is not set: tested against SQLite only",
+            );
+            None
+        }
+    }
+}
+
+#[cfg(not(feature = "postgres"))]
+pub fn postgres_store(_tag: &str) -> Option<(tempfile::TempDir, String)> {
+    testkit::skip(
+        "POSTGRES",
+        "built without the `postgres` feature: tested against SQLite only",
+    );
+    None
+}
