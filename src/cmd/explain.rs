@@ -113,7 +113,12 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     }
     let (mut m, store_error) = session::run(&plan, &settings, &outputs, &mut arms)?;
     match m.result.stopped {
-        Some(StopReason::Interrupted) => return Ok(130),
+        Some(StopReason::Interrupted) => {
+            if let Some((id, at)) = &m.stored_as {
+                out::errln!("coldstart: interrupted; the runs so far are stored as experiment {id} in {at}");
+            }
+            return Ok(130);
+        }
         Some(StopReason::Failure) => {
             let failed = m.result.samples.last().filter(|s| !s.ok());
             let arm = failed.map_or("a", |s| ARMS[s.variant]);
