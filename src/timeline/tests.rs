@@ -61,11 +61,11 @@ fn phase<'a>(t: &'a Timeline, name: &str) -> &'a Phase {
 /// interpreter's library mapping to loader, its imports to init.
 #[test]
 fn pyenv_shim_chain_loader_and_init() {
-    let py = "/home/dev/.pyenv/versions/3.11.7/bin/python3.11";
-    let lib = "/home/dev/.pyenv/versions/3.11.7/lib/python3.11";
+    let py = "/opt/fixture/.pyenv/versions/3.11.7/bin/python3.11";
+    let lib = "/opt/fixture/.pyenv/versions/3.11.7/lib/python3.11";
     let events = vec![
-        exec(1, 100, "/home/dev/.pyenv/shims/python3"),
-        exec(4, 100, "/home/dev/.pyenv/libexec/pyenv"),
+        exec(1, 100, "/opt/fixture/.pyenv/shims/python3"),
+        exec(4, 100, "/opt/fixture/.pyenv/libexec/pyenv"),
         ev(
             5,
             100,
@@ -83,7 +83,7 @@ fn pyenv_shim_chain_loader_and_init() {
                 signal: None,
             },
         ),
-        exec(20, 100, "/home/dev/.pyenv/libexec/pyenv-exec"),
+        exec(20, 100, "/opt/fixture/.pyenv/libexec/pyenv-exec"),
         exec(30, 100, py),
         open(31, 100, "/etc/ld.so.cache", true),
         open(31, 100, "/usr/lib/x86_64-linux-gnu/libm.so.6", true),
@@ -93,7 +93,7 @@ fn pyenv_shim_chain_loader_and_init() {
         open(
             35,
             100,
-            "/home/dev/.pyenv/versions/3.11.7/bin/pybuilddir.txt",
+            "/opt/fixture/.pyenv/versions/3.11.7/bin/pybuilddir.txt",
             true,
         ),
         mmap(36, 100, "/usr/lib/x86_64-linux-gnu/libz.so.1"), // after: init

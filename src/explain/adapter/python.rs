@@ -489,7 +489,7 @@ import time:       400 |       1200 | json
         // A script run through its shebang: the kernel's exe is the interpreter.
         let script = FinalExec {
             path: "/srv/app/manage.py",
-            exe: "/home/dev/.pyenv/versions/3.11.7/bin/python3.11",
+            exe: "/opt/fixture/.pyenv/versions/3.11.7/bin/python3.11",
         };
         assert!(Python.detect(&script));
         let node = FinalExec {
