@@ -426,5 +426,5 @@ fn target_limits(name: &str, flags: Limits, cfg: Option<&config::Config>) -> Res
 
 /// An explain's experiment: its variants are the three arms.
 fn is_explain(s: &Stored) -> bool {
-    s.result.variants.iter().map(|v| v.name.as_str()).eq(ARMS)
+    explain::is_arms(s.result.variants.iter().map(|v| v.name.as_str()))
 }

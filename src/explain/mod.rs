@@ -23,6 +23,12 @@ use serde::{Deserialize, Serialize};
 /// The three arms of `coldstart explain`, as the experiment's variants (in this
 /// order): stored under these names, so `compare` pairs two explains arm by arm.
 pub const ARMS: [&str; 3] = ["untraced", "traced", "adapted"];
+
+/// Whether an experiment with these variant names is an explain (its variants
+/// are exactly the arms, whether or not it ran to its explanation).
+pub fn is_arms<'a>(names: impl IntoIterator<Item = &'a str>) -> bool {
+    names.into_iter().eq(ARMS)
+}
 pub const UNTRACED: usize = 0;
 pub const TRACED: usize = 1;
 pub const ADAPTED: usize = 2;

@@ -205,7 +205,7 @@ impl Store {
         let mut sql = String::from(
             "SELECT e.id, e.created_unix_s, e.git_commit, e.git_dirty, e.stopped, \
              (SELECT COUNT(*) FROM samples s WHERE s.experiment_id = e.id AND s.warmup = 0 AND s.outcome = 'ready'), \
-             (SELECT COUNT(*) FROM explanations x WHERE x.experiment_id = e.id), e.command_line \
+             (SELECT COUNT(*) FROM explanations x WHERE x.experiment_id = e.id) \
              FROM experiments e WHERE 1 = 1",
         );
         let mut params: Vec<Value> = Vec::new();
@@ -253,6 +253,10 @@ impl Store {
                 xs.sort_by(f64::total_cmp);
                 p50_ms.push(crate::stats::summarize(&xs).map(|s| s.p50));
             }
+            // An explain that stopped early has no explanation row; its variants
+            // (the three arms) still say what it was.
+            let explain =
+                r[6].int().unwrap_or(0) > 0 || crate::explain::is_arms(variants.iter().map(String::as_str));
             out.push(Listed {
                 id,
                 created_unix_s: r[1].int().unwrap_or(0),
@@ -262,13 +266,7 @@ impl Store {
                 variants,
                 runs: r[5].int().unwrap_or(0),
                 p50_ms,
-                // An explain that stopped early has no explanation row; its
-                // command line still says what it was.
-                kind: (r[6].int().unwrap_or(0) > 0
-                    || r[7]
-                        .text()
-                        .is_some_and(|c| c.split_whitespace().nth(1) == Some("explain")))
-                .then(|| "explain".to_string()),
+                kind: explain.then(|| "explain".to_string()),
             });
         }
         Ok(out)
