@@ -411,8 +411,9 @@ EXAMPLES
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Targets named in coldstart.toml, each a variant (instead of a command after `--`).
-    #[arg(value_name = "TARGET")]
+    /// Targets named in coldstart.toml, or command strings run through the shell
+    /// (`'sleep 0.1'`, as hyperfine), each a variant (instead of a command after `--`).
+    #[arg(value_name = "TARGET|COMMAND")]
     pub targets: Vec<String>,
     /// Measured runs per variant [default: 20, or the target's `runs` in coldstart.toml].
     #[arg(short, long)]
@@ -473,6 +474,8 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]
+    pub conditions: ConditionArgs,
+    #[command(flatten)]
     pub shared: VariantArgs,
     /// Variants (see VARIANTS below); filled in by the variant grammar, not by clap.
     #[arg(skip)]
@@ -491,6 +494,70 @@ pub struct VariantArgs {
     /// Working directory of the target.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub hooks: HookArgs,
+}
+
+/// Commands around each variant's runs (hyperfine's), all untimed. Given before any
+/// variant: once for all, or once per variant in order; after a `--name`: that variant's.
+/// Raw strings: a sweep may substitute into them.
+#[derive(Args, Debug, Clone, Default)]
+pub struct HookArgs {
+    /// Run CMD before every run (warmups too), untimed, e.g. to reset state; its
+    /// failure fails that run.
+    #[arg(short = 'p', long, value_name = "CMD")]
+    pub prepare: Vec<String>,
+    /// Run CMD after every run; its failure fails that run.
+    #[arg(short = 'C', long, value_name = "CMD")]
+    pub conclude: Vec<String>,
+    /// Run CMD once per variant, before its first run; its failure stops bench.
+    #[arg(short = 's', long, value_name = "CMD")]
+    pub setup: Vec<String>,
+    /// Run CMD once per variant, after all runs.
+    #[arg(short = 'c', long, value_name = "CMD")]
+    pub cleanup: Vec<String>,
+}
+
+/// How each of bench's runs starts: page cache, shell, output.
+#[derive(Args, Debug, Clone)]
+pub struct ConditionArgs {
+    /// Page cache at each run's start: `warm` (as the last run left it) or `cold`
+    /// (the target's own files, learnt by one traced run per variant, evicted
+    /// before every run; no root needed). Cold runs record `uncached_mib`.
+    #[arg(long, value_enum, default_value_t = CacheArg::Warm, value_name = "warm|cold")]
+    pub cache: CacheArg,
+    /// sync and drop the whole system's page cache, dentries and inodes before
+    /// every run (root: writes /proc/sys/vm/drop_caches).
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// The target's (and hooks') output to this terminal instead of being kept
+    /// for failure messages. Costs the target time to write it.
+    #[arg(long)]
+    pub show_output: bool,
+    /// The shell for command strings and hooks, e.g. `bash` or `bash --norc`
+    /// [default: sh]; `none` is -N.
+    #[arg(short = 'S', long, value_name = "SHELL")]
+    pub shell: Option<String>,
+    /// No shell: a command string is split into words and run directly
+    /// (hyperfine's -N). Commands after `--` never go through a shell.
+    #[arg(short = 'N')]
+    pub no_shell: bool,
+}
+
+/// `--cache`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CacheArg {
+    Warm,
+    Cold,
+}
+
+impl From<CacheArg> for coldstart::run::conditions::Cache {
+    fn from(c: CacheArg) -> Self {
+        match c {
+            CacheArg::Warm => Self::Warm,
+            CacheArg::Cold => Self::Cold,
+        }
+    }
 }
 
 #[derive(Parser, Debug)]

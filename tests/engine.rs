@@ -29,6 +29,7 @@ fn opts(timeout_ms: u64) -> RunOptions {
         log_marks: Vec::new(),
         claims: Vec::new(),
         exit_policy: Default::default(),
+        show_output: false,
     }
 }
 

@@ -46,6 +46,7 @@ fn without_a_lab_running_a_target_is_a_clear_error_and_nothing_global_changed() 
         log_marks: Vec::new(),
         claims: Vec::new(),
         exit_policy: ExitPolicy::Codes(vec![0]),
+        show_output: false,
     };
     let id = RunId {
         variant: 0,

@@ -1,12 +1,14 @@
 //! The `bench` command: arguments (+ coldstart.toml) → plan → experiment
 //! (samples recorded in the store as they come) → analysis → reports.
 
-use crate::cli::{BenchArgs, VariantArgs, VariantSpec};
+use crate::cli::{BenchArgs, HookArgs, VariantArgs, VariantSpec};
 use anyhow::{anyhow, bail, Result};
 use coldstart::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
 use coldstart::config::{self, Config};
 use coldstart::experiment::{CiOf, Order, Plan, StopRule, Variant};
 use coldstart::out;
+use coldstart::run::conditions::{Conditions, Settings};
+use coldstart::run::hooks::{self, Hooks};
 use coldstart::run::{Plain, RunOptions, Spec};
 use coldstart::sample::ExitPolicy;
 use coldstart::session;
@@ -17,7 +19,8 @@ use std::time::Duration;
 /// A fully validated plan and the runner that does its runs: every bad input
 /// fails here, before any spawn.
 pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(Plan, Plain)> {
-    let from_config = config_variants(args, config, root)?;
+    let shell = hooks::parse_shell(args.conditions.shell.as_deref(), args.conditions.no_shell)?;
+    let from_config = config_variants(args, config, root, &shell)?;
     let specs: &[VariantSpec] = if from_config.is_empty() {
         &args.variants
     } else {
@@ -137,46 +140,129 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             .collect::<Result<_>>()?,
         claims: Vec::new(),
         exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
+        show_output: args.conditions.show_output,
     };
+    let conditions = conditions(args, specs, shell)?;
     Ok((
         plan,
         Plain {
             specs: run_specs,
             opts,
+            conditions,
         },
     ))
 }
 
-/// Variants for targets named on the command line, from coldstart.toml.
-fn config_variants(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<Vec<VariantSpec>> {
+/// Hooks per variant, page cache, shell and output (see run::conditions).
+fn conditions(args: &BenchArgs, specs: &[VariantSpec], shell: Vec<String>) -> Result<Conditions> {
+    let c = &args.conditions;
+    if c.drop_caches {
+        coldstart::run::cache::check_drop_caches()?;
+    }
+    if c.show_output {
+        let e = &args.common.export;
+        let dash = [&e.export_json, &e.export_markdown, &e.export_csv]
+            .into_iter()
+            .any(|p| p.as_deref() == Some(Path::new("-")));
+        if dash {
+            bail!("--show-output writes the target's output to stdout, where an export to `-` goes: export to a file instead");
+        }
+    }
+    Ok(Conditions::new(Settings {
+        hooks: variant_hooks(&args.shared.hooks, specs)?,
+        shell,
+        cache: c.cache.into(),
+        drop_caches: c.drop_caches,
+        show_output: c.show_output,
+        quiet: args.common.quiet,
+        tail_lines: args.common.output_lines,
+    }))
+}
+
+/// Each variant's hooks: its own (after its --name), else the global flag's,
+/// which is given once for all variants or once per variant, in order (hyperfine's rule).
+fn variant_hooks(global: &HookArgs, specs: &[VariantSpec]) -> Result<Vec<Hooks>> {
+    let pick = |flag: &str, all: &[String], own: &[String], v: usize, name: &str| -> Result<Option<String>> {
+        if own.len() > 1 {
+            bail!("variant '{name}' has {flag} {} times: give it once", own.len());
+        }
+        if let Some(line) = own.first() {
+            return Ok(Some(line.clone()));
+        }
+        match all.len() {
+            0 => Ok(None),
+            1 => Ok(Some(all[0].clone())),
+            n if n == specs.len() => Ok(Some(all[v].clone())),
+            n => bail!(
+                "{flag} is given {n} times for {} variants: give it once (for all) or once per variant, in order",
+                specs.len()
+            ),
+        }
+    };
+    specs
+        .iter()
+        .enumerate()
+        .map(|(v, spec)| {
+            let name = spec.name.clone().unwrap_or_else(|| spec.argv.join(" "));
+            let own = &spec.args.hooks;
+            Ok(Hooks {
+                setup: pick("--setup", &global.setup, &own.setup, v, &name)?,
+                prepare: pick("--prepare", &global.prepare, &own.prepare, v, &name)?,
+                conclude: pick("--conclude", &global.conclude, &own.conclude, v, &name)?,
+                cleanup: pick("--cleanup", &global.cleanup, &own.cleanup, v, &name)?,
+            })
+        })
+        .collect()
+}
+
+/// A positional word that is a command line rather than a coldstart.toml target name.
+fn looks_like_command(word: &str) -> bool {
+    word.chars()
+        .any(|c| c.is_whitespace() || "/;|&$<>()'\"`\\*?~=".contains(c))
+}
+
+/// Variants for the positional words: targets named in coldstart.toml, or
+/// command strings run through the shell (hyperfine's way) when there is no
+/// coldstart.toml or the word is a command line.
+fn config_variants(
+    args: &BenchArgs,
+    config: Option<&Config>,
+    root: &Path,
+    shell: &[String],
+) -> Result<Vec<VariantSpec>> {
     if args.targets.is_empty() {
         return Ok(Vec::new());
     }
     if !args.variants.is_empty() {
         bail!(
-            "give either target names from {} or a command after `--`, not both",
+            "give either target names from {} (or command strings) or a command after `--`, not both",
             config::FILE
         );
     }
-    let Some(config) = config else {
-        bail!(
-            "no {} in {} to look up '{}': write one (see `coldstart bench --help`) or give a command after `--`",
-            config::FILE,
-            root.display(),
-            args.targets[0]
-        )
-    };
     args.targets
         .iter()
         .map(|name| {
-            let t = config.targets.get(name).ok_or_else(|| {
-                let known: Vec<&str> = config.targets.keys().map(String::as_str).collect();
-                anyhow!(
-                    "no target '{name}' in {}: it defines {}",
-                    config::FILE,
-                    known.join(", ")
-                )
-            })?;
+            let t = match config.and_then(|c| c.targets.get(name)) {
+                Some(t) => t,
+                None if config.is_none() || looks_like_command(name) => {
+                    return Ok(VariantSpec {
+                        name: Some(name.clone()),
+                        args: VariantArgs::default(),
+                        argv: hooks::argv("a command", name, shell)?,
+                    })
+                }
+                None => {
+                    let known: Vec<&str> = config
+                        .map(|c| c.targets.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
+                    bail!(
+                        "no target '{name}' in {} (in {}): it defines {}; to run a command, quote it with its arguments ('{name} --flag') or put it after `--`",
+                        config::FILE,
+                        root.display(),
+                        known.join(", ")
+                    )
+                }
+            };
             if t.command.is_empty() {
                 bail!("target '{name}' in {} has an empty command", config::FILE);
             }
@@ -190,6 +276,7 @@ fn config_variants(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Re
                             .as_ref()
                             .map_or_else(|| root.to_path_buf(), |c| root.join(c)),
                     ),
+                    hooks: HookArgs::default(),
                 },
                 argv: t.command.clone(),
             })
@@ -223,12 +310,16 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let config = config::load(&root)?;
     let (plan, mut runner) = plan(args, config.as_ref(), &root)?;
     let settings = session::settings(&plan, (&runner.opts).into(), args.common.noise.noise);
-    let code = session::measure(
+    let measured = session::measure(
         &plan,
         &settings,
         &args.common.outputs(config.as_ref(), &root),
         &mut runner,
-    )?;
+    );
+    // --cleanup even when measuring failed: it restores what --setup changed.
+    let cleaned = runner.finish();
+    let code = measured?;
+    cleaned?;
     if args.explain && code == 0 {
         for (v, spec) in plan.variants.iter().zip(&runner.specs) {
             let explained = coldstart::report::explain::render(&coldstart::explain::once(

@@ -52,6 +52,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
             .collect::<Result<_>>()?,
         claims: Vec::new(),
         exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
+        show_output: false,
     };
     // An unknown adapter name is refused now, not after the first runs.
     adapter::select(&args.adapter, None)?;

@@ -15,6 +15,8 @@ pub struct LineBuffer {
     /// are set aside here, never reaching `on_line` (probe, marks) or the tail.
     claims: Vec<Regex>,
     claimed: Vec<(u64, String)>,
+    /// `--show-output` while the output is read anyway: copy it to ours.
+    echo: bool,
 }
 
 /// Which of the target's output streams bytes came from.
@@ -32,12 +34,19 @@ impl LineBuffer {
             keep,
             claims: Vec::new(),
             claimed: Vec::new(),
+            echo: false,
         }
     }
 
     /// Set aside lines matching any of `claims` (see [`LineBuffer::take_claimed`]).
     pub fn with_claims(mut self, claims: Vec<Regex>) -> Self {
         self.claims = claims;
+        self
+    }
+
+    /// Copy every byte fed to coldstart's own stdout/stderr (`--show-output`).
+    pub fn with_echo(mut self, echo: bool) -> Self {
+        self.echo = echo;
         self
     }
 
@@ -49,6 +58,14 @@ impl LineBuffer {
     /// Feed raw bytes read at `at_ns` from `stream`; calls `on_line` for each
     /// completed line that is not claimed.
     pub fn feed_stream(&mut self, stream: Stream, bytes: &[u8], at_ns: u64, mut on_line: impl FnMut(&str)) {
+        if self.echo {
+            use std::io::Write;
+            // Best effort: a closed terminal must not fail the run.
+            let _ = match stream {
+                Stream::Stdout => std::io::stdout().write_all(bytes),
+                Stream::Stderr => std::io::stderr().write_all(bytes),
+            };
+        }
         let i = stream as usize;
         let mut rest = bytes;
         while let Some(pos) = rest.iter().position(|b| *b == b'\n') {

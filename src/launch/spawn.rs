@@ -27,6 +27,8 @@ pub enum OutputMode {
     MemFile,
     /// Pipes read live (needed by the log probe).
     Pipes,
+    /// coldstart's own stdout and stderr (`--show-output`): nothing is kept.
+    Inherit,
 }
 
 const STACK_SIZE: usize = 64 * 1024;
@@ -104,6 +106,16 @@ pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]
             let (out_r, out_w) = pipe()?;
             let (err_r, err_w) = pipe()?;
             ((out_w, err_w), Some((out_r, err_r)), None)
+        }
+        OutputMode::Inherit => {
+            let ours = |fd: std::os::fd::BorrowedFd<'_>| {
+                coldstart_sys::fd::dup_at_least(fd, 3).context("duplicating our stdout/stderr for --show-output")
+            };
+            (
+                (ours(std::io::stdout().as_fd())?, ours(std::io::stderr().as_fd())?),
+                None,
+                None,
+            )
         }
     };
     let mut p = Prepared {

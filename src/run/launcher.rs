@@ -47,9 +47,17 @@ pub enum How {
 }
 
 /// Everything a plain spawn needs, prepared outside the timed window.
-pub fn prepare_plain(target: &Target, pipes: bool, env: &[(String, String)]) -> Result<spawn::Prepared> {
+/// `show`: the output goes to our terminal (unless something must read it).
+pub fn prepare_plain(
+    target: &Target,
+    pipes: bool,
+    show: bool,
+    env: &[(String, String)],
+) -> Result<spawn::Prepared> {
     let mode = if pipes {
         OutputMode::Pipes
+    } else if show {
+        OutputMode::Inherit
     } else {
         OutputMode::MemFile
     };

@@ -11,6 +11,9 @@
 //! tcp/http attempt starts every poll interval; the `--requests` GETs after ready
 //! are driven the same way. A traced run returns the same Sample with its trace.
 
+pub mod cache;
+pub mod conditions;
+pub mod hooks;
 mod launcher;
 
 pub use launcher::Launch;
@@ -51,6 +54,8 @@ pub struct RunOptions {
     pub claims: Vec<regex::Regex>,
     /// Which exit statuses are a success (exit readiness; a daemonizing main process).
     pub exit_policy: crate::sample::ExitPolicy,
+    /// `--show-output`: the target's output goes to our stdout/stderr (no failure tail).
+    pub show_output: bool,
 }
 
 pub use crate::sample::RunId;
@@ -79,6 +84,15 @@ impl Spec {
 pub struct Plain {
     pub specs: Vec<Spec>,
     pub opts: RunOptions,
+    /// Hooks and cache state around each run (untimed).
+    pub conditions: conditions::Conditions,
+}
+
+impl Plain {
+    /// After the experiment: each variant's `--cleanup`.
+    pub fn finish(&mut self) -> Result<()> {
+        self.conditions.finish(&self.specs)
+    }
 }
 
 impl crate::experiment::Runner for Plain {
@@ -86,7 +100,10 @@ impl crate::experiment::Runner for Plain {
         let Some(spec) = self.specs.get(variant) else {
             bail!("no variant {variant}: the plan and the runner disagree")
         };
-        run_once(&spec.target, &spec.readiness, &self.opts, id)
+        let opts = &self.opts;
+        self.conditions.around(variant, spec, opts, id, || {
+            run_once(&spec.target, &spec.readiness, opts, id)
+        })
     }
 }
 
@@ -136,11 +153,13 @@ pub fn run(
     let pipes = probe.needs_pipes() || marks.needs_output() || !opts.claims.is_empty();
     let poll_every = probe.poll_interval(opts.poll_interval);
     let requests = request_endpoint(readiness, opts)?;
-    let mut lines = LineBuffer::new(opts.tail_lines).with_claims(opts.claims.clone());
+    let mut lines = LineBuffer::new(opts.tail_lines)
+        .with_claims(opts.claims.clone())
+        .with_echo(opts.show_output);
 
     let mut child = match launch {
         Launch::Plain => {
-            let prepared = launcher::prepare_plain(target, pipes, &env)?;
+            let prepared = launcher::prepare_plain(target, pipes, opts.show_output, &env)?;
             launcher::spawn_plain(prepared, target)?
         }
         Launch::Traced { lean } => launcher::spawn_traced(target, &env, lean, opts.timeout)?,

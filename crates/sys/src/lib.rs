@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod fd;
+pub mod pagecache;
 pub mod pipe;
 pub mod process;
 pub mod signal;
