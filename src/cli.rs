@@ -369,8 +369,9 @@ VARIANTS
   Everything before the first `--name` or `--` applies to all variants. Each
   variant is `--name NAME [--env K=V]... [--ready R] [--cwd DIR] -- COMMAND ARGS...`;
   its COMMAND runs until the next `--name`. The first variant is the baseline the
-  others are compared with. The command is run directly (no shell); use
-  `-- sh -c '...'` when you want one.
+  others are compared with. A command after `--` is run directly (no shell). A
+  quoted command string instead, `coldstart bench 'sleep 0.1' 'sleep 0.2'`, is one
+  variant each, run through --shell (sh) unless a coldstart.toml names it a target.
 
 READINESS (--ready)
   exit                 the process exits (default)
@@ -402,8 +403,39 @@ FAILURES
   the codes that do. A failed run stops the experiment (exit 1) unless --keep-going;
   failed runs are listed with their status and the target's last output lines.
 
+SET-UP AND CONDITIONS (all outside the timed interval)
+  --setup CMD      once per variant, before its first run (a build, a fixture)
+  --prepare CMD    before every run, warmups too: reset state (wipe a database
+                   directory, restart a dependency); its failure fails that run
+  --conclude CMD   after every run; --cleanup CMD once per variant after its last
+                   Hooks run through --shell with the variant's --env and --cwd.
+                   Before any --name: given once (all variants) or once per
+                   variant in order; after a --name: that variant's own.
+  --cache cold     every run starts with the target's own files out of the page
+                   cache: one traced run per variant learns them (executables,
+                   libraries, .pyc, jars, node_modules, data files), then each is
+                   evicted (posix_fadvise DONTNEED, no root needed) and checked
+                   with mincore. Each run records uncached_pages and uncached_mib
+                   (what it found on disk only). Pages mapped by a running process
+                   (e.g. libc) cannot be evicted: a note says how much stayed.
+  --drop-caches    root: sync and drop the whole system's caches before each run.
+
+FLAGS FOR HYPERFINE USERS
+  These work as in hyperfine: -r/--runs, -w/--warmup, -p/--prepare, -C/--conclude,
+  -s/--setup, -c/--cleanup, -S/--shell, -N (no shell: the string is split into
+  words), -i/--ignore-failure, --show-output, --export-json/-markdown/-csv, and
+  command strings as positional arguments. Differences: runs of several commands
+  are interleaved in shuffled rounds (--order sequential for hyperfine's order);
+  a command string's time includes its shell's own start (hyperfine subtracts an
+  estimate of it): give -N, or the command after `--`, to time the program alone.
+    hyperfine -N --warmup 3 'ls -la'      →  coldstart bench -N --warmup 3 'ls -la'
+    hyperfine -p 'make clean' 'make'      →  coldstart bench -p 'make clean' 'make'
+    hyperfine 'sleep 0.1' 'sleep 0.2'     →  coldstart bench 'sleep 0.1' 'sleep 0.2'
+
 EXAMPLES
   coldstart bench --ready exit -- python3 -c 'import json'
+  coldstart bench --cache cold --runs 10 -- python3 -c 'import numpy'
+  coldstart bench --prepare 'rm -rf data && mkdir data' --ready tcp:5432 -- ./db --dir data
   coldstart bench --runs 30 --ready http://127.0.0.1:8080/health --requests 5 -- ./server --port 8080
   coldstart bench --ready 'log:listening on (?P<port>\\d+)' \\
       --name baseline -- ./v98/bootstrap --name candidate -- ./build/bootstrap

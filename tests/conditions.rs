@@ -30,7 +30,9 @@ fn big_file(tag: &str) -> Big {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("big-{tag}-{}", std::process::id()));
     let mut f = std::fs::File::create(&path).expect("create the big file");
     // Not zeros: a file system could store a run of zeros sparsely.
-    let chunk: Vec<u8> = (0..1 << 20).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let chunk: Vec<u8> = (0..1 << 20)
+        .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
     for _ in 0..BIG_MIB {
         f.write_all(&chunk).expect("write the big file");
     }
@@ -41,10 +43,21 @@ fn big_file(tag: &str) -> Big {
 fn bench_json(dir: &Path, args: &[&str]) -> (std::process::Output, serde_json::Value) {
     let json = dir.join("r.json");
     std::fs::remove_file(&json).ok();
-    let mut all = vec!["bench", "-q", "--no-store", "--export-json", json.to_str().unwrap()];
+    let mut all = vec![
+        "bench",
+        "-q",
+        "--no-store",
+        "--export-json",
+        json.to_str().unwrap(),
+    ];
     all.extend(args);
     let o = run(&all);
-    assert!(o.status.success(), "coldstart {all:?}: {}{}", stdout(&o), stderr(&o));
+    assert!(
+        o.status.success(),
+        "coldstart {all:?}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
     (o, json_file(&json))
 }
 
@@ -82,14 +95,20 @@ fn cold_runs_read_the_targets_files_from_disk_and_are_slower() {
 
     let (w, c) = (median(ready_ns(&warm, 0)), median(ready_ns(&cold, 0)));
     eprintln!("warm median {:.1} ms, cold median {:.1} ms", w / 1e6, c / 1e6);
-    assert!(c > 1.5 * w, "cold {c} ns vs warm {w} ns: eviction did not make it read from disk");
+    assert!(
+        c > 1.5 * w,
+        "cold {c} ns vs warm {w} ns: eviction did not make it read from disk"
+    );
 
     // Every cold run started with (at least) the big file out of the cache.
     let uncached = metric(&cold, "uncached_mib");
     assert_eq!(uncached.len(), 5, "{cold}");
     for mib in &uncached {
         let mib = mib.unwrap_or_else(|| panic!("a cold run without uncached_mib: {cold}"));
-        assert!(mib >= BIG_MIB as f64 * 0.99, "only {mib} MiB were not cached at start: {cold}");
+        assert!(
+            mib >= BIG_MIB as f64 * 0.99,
+            "only {mib} MiB were not cached at start: {cold}"
+        );
     }
     assert!(
         metric(&warm, "uncached_mib").iter().all(Option::is_none),
@@ -98,7 +117,10 @@ fn cold_runs_read_the_targets_files_from_disk_and_are_slower() {
     let stats = &cold["variants"][0]["stats"]["metrics"]["uncached_mib"];
     assert_eq!(stats["n"], 5, "summarised per variant in the JSON: {cold}");
     let report = stdout(&o);
-    assert!(report.contains("uncached_mib: median"), "and in the report: {report}");
+    assert!(
+        report.contains("uncached_mib: median"),
+        "and in the report: {report}"
+    );
 }
 
 #[test]
@@ -108,8 +130,19 @@ fn drop_caches_needs_root_and_empties_the_cache_with_it() {
     let big = big_file("drop");
     let input = format!("if={}", big.0.display());
     let args = [
-        "bench", "-q", "--no-store", "--runs", "1", "--warmup", "0", "--drop-caches", "--", "dd", &input,
-        "of=/dev/null", "bs=1M",
+        "bench",
+        "-q",
+        "--no-store",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--drop-caches",
+        "--",
+        "dd",
+        &input,
+        "of=/dev/null",
+        "bs=1M",
     ];
     let writable = std::fs::OpenOptions::new()
         .write(true)
@@ -132,7 +165,10 @@ fn drop_caches_needs_root_and_empties_the_cache_with_it() {
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     let mib = metric(&doc, "uncached_mib")[0].expect("uncached_mib with --drop-caches");
-    assert!(mib >= BIG_MIB as f64 * 0.99, "{mib} MiB uncached after a drop: {doc}");
+    assert!(
+        mib >= BIG_MIB as f64 * 0.99,
+        "{mib} MiB uncached after a drop: {doc}"
+    );
 }
 
 #[test]
@@ -146,15 +182,26 @@ fn hyperfine_invocations_work_as_typed() {
     ] {
         let mut all = vec![args[0], "--runs", "2", "--warmup", "1", "--no-store"];
         all.extend(&args[1..]);
-        let o = coldstart().args(&all).current_dir(dir.path()).output().expect("spawn");
+        let o = coldstart()
+            .args(&all)
+            .current_dir(dir.path())
+            .output()
+            .expect("spawn");
         let (out, err) = (stdout(&o), stderr(&o));
         assert!(o.status.success(), "{all:?}: {out}{err}");
         assert!(!err.contains("tip:") && !err.contains("-- -N"), "{all:?}: {err}");
         assert!(!err.contains("coldstart.toml"), "{all:?}: {err}");
         if args.contains(&"--show-output") {
-            assert_eq!(out.lines().filter(|l| *l == "hi").count(), 3, "warmup + 2 runs shown: {out}");
+            assert_eq!(
+                out.lines().filter(|l| *l == "hi").count(),
+                3,
+                "warmup + 2 runs shown: {out}"
+            );
         } else {
-            assert!(out.contains("sleep 0.01"), "the variant is named by its command: {out}");
+            assert!(
+                out.contains("sleep 0.01"),
+                "the variant is named by its command: {out}"
+            );
         }
     }
 }
@@ -168,7 +215,10 @@ fn a_command_string_runs_through_the_shell_and_n_splits_it() {
         args.extend(extra);
         args.push(line);
         let (_, doc) = bench_json(dir.path(), &args);
-        assert_eq!(doc["variants"][0]["name"], line, "named by the command string: {doc}");
+        assert_eq!(
+            doc["variants"][0]["name"], line,
+            "named by the command string: {doc}"
+        );
         doc["samples"][0]["exit_status"]["code"].clone()
     };
     // Through `sh -c` the unset variable expands to nothing: x = x.
@@ -190,13 +240,34 @@ fn prepare_resets_state_a_target_needs_fresh() {
     std::fs::create_dir(dir.path().join("data")).unwrap();
     let cwd = dir.path().to_str().unwrap();
     // Without a reset, the second run fails.
-    let o = run(&["bench", "-q", "--no-store", "-r", "3", "-w", "0", "--cwd", cwd, target]);
+    let o = run(&[
+        "bench",
+        "-q",
+        "--no-store",
+        "-r",
+        "3",
+        "-w",
+        "0",
+        "--cwd",
+        cwd,
+        target,
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("data dir not empty"), "{}", stderr(&o));
     // One --prepare makes every run start fresh.
     let (_, doc) = bench_json(
         dir.path(),
-        &["-r", "3", "-w", "1", "--cwd", cwd, "--prepare", "rm -rf data && mkdir data", target],
+        &[
+            "-r",
+            "3",
+            "-w",
+            "1",
+            "--cwd",
+            cwd,
+            "--prepare",
+            "rm -rf data && mkdir data",
+            target,
+        ],
     );
     assert_eq!(ready_ns(&doc, 0).len(), 3, "{doc}");
 }
@@ -205,8 +276,19 @@ fn prepare_resets_state_a_target_needs_fresh() {
 fn a_failed_prepare_fails_its_run_with_its_output() {
     let dir = tempfile::tempdir().unwrap();
     let o = run(&[
-        "bench", "-q", "--no-store", "-r", "2", "-w", "0", "--cwd", dir.path().to_str().unwrap(),
-        "--prepare", "echo no database >&2; exit 4", "--", "true",
+        "bench",
+        "-q",
+        "--no-store",
+        "-r",
+        "2",
+        "-w",
+        "0",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "--prepare",
+        "echo no database >&2; exit 4",
+        "--",
+        "true",
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
@@ -222,15 +304,41 @@ fn hooks_run_once_per_variant_or_once_per_run() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().to_str().unwrap();
     let log = |tag: &str| format!("echo {tag} >> log");
-    let (a_setup, a_prep, b_prep, conc, clean) =
-        (log("setup-a"), log("prep-a"), log("prep-b"), log("conclude"), log("cleanup"));
+    let (a_setup, a_prep, b_prep, conc, clean) = (
+        log("setup-a"),
+        log("prep-a"),
+        log("prep-b"),
+        log("conclude"),
+        log("cleanup"),
+    );
     // Global --conclude/--cleanup for both; --setup and --prepare per variant.
     bench_json(
         dir.path(),
         &[
-            "-r", "3", "-w", "1", "--cwd", cwd, "--conclude", &conc, "--cleanup", &clean, "--name", "a",
-            "--setup", &a_setup, "--prepare", &a_prep, "--", "true", "--name", "b", "--prepare", &b_prep,
-            "--", "true",
+            "-r",
+            "3",
+            "-w",
+            "1",
+            "--cwd",
+            cwd,
+            "--conclude",
+            &conc,
+            "--cleanup",
+            &clean,
+            "--name",
+            "a",
+            "--setup",
+            &a_setup,
+            "--prepare",
+            &a_prep,
+            "--",
+            "true",
+            "--name",
+            "b",
+            "--prepare",
+            &b_prep,
+            "--",
+            "true",
         ],
     );
     let text = std::fs::read_to_string(dir.path().join("log")).unwrap();
@@ -241,18 +349,56 @@ fn hooks_run_once_per_variant_or_once_per_run() {
     assert_eq!(count("conclude"), 8, "{text}");
     assert_eq!(count("cleanup"), 2, "once per variant: {text}");
     let first_a = text.lines().position(|l| l == "prep-a").unwrap();
-    assert!(text.lines().position(|l| l == "setup-a").unwrap() < first_a, "setup before the first run: {text}");
-    assert!(text.lines().rev().take(2).all(|l| l == "cleanup"), "cleanup after the last: {text}");
+    assert!(
+        text.lines().position(|l| l == "setup-a").unwrap() < first_a,
+        "setup before the first run: {text}"
+    );
+    assert!(
+        text.lines().rev().take(2).all(|l| l == "cleanup"),
+        "cleanup after the last: {text}"
+    );
 
     // hyperfine's rule: one --prepare per command string, in order.
     std::fs::remove_file(dir.path().join("log")).unwrap();
     bench_json(
         dir.path(),
-        &["-r", "2", "-w", "0", "--cwd", cwd, "--prepare", &log("p1"), "--prepare", &log("p2"), "true", "true "],
+        &[
+            "-r",
+            "2",
+            "-w",
+            "0",
+            "--cwd",
+            cwd,
+            "--prepare",
+            &log("p1"),
+            "--prepare",
+            &log("p2"),
+            "true",
+            "true ",
+        ],
     );
     let text = std::fs::read_to_string(dir.path().join("log")).unwrap();
-    assert_eq!((text.matches("p1").count(), text.matches("p2").count()), (2, 2), "{text}");
-    let o = run(&["bench", "--no-store", "--prepare", "true", "--prepare", "true", "--prepare", "true", "true", "true "]);
+    assert_eq!(
+        (text.matches("p1").count(), text.matches("p2").count()),
+        (2, 2),
+        "{text}"
+    );
+    let o = run(&[
+        "bench",
+        "--no-store",
+        "--prepare",
+        "true",
+        "--prepare",
+        "true",
+        "--prepare",
+        "true",
+        "true",
+        "true ",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--prepare is given 3 times for 2 variants"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--prepare is given 3 times for 2 variants"),
+        "{}",
+        stderr(&o)
+    );
 }

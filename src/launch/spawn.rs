@@ -109,7 +109,8 @@ pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]
         }
         OutputMode::Inherit => {
             let ours = |fd: std::os::fd::BorrowedFd<'_>| {
-                coldstart_sys::fd::dup_at_least(fd, 3).context("duplicating our stdout/stderr for --show-output")
+                coldstart_sys::fd::dup_at_least(fd, 3)
+                    .context("duplicating our stdout/stderr for --show-output")
             };
             (
                 (ours(std::io::stdout().as_fd())?, ours(std::io::stderr().as_fd())?),

@@ -144,7 +144,7 @@ pub fn stuck_note(variant: &str, s: &State) -> Option<String> {
         return None;
     }
     let mut files = s.resident_files.clone();
-    files.sort_by(|a, b| b.1.cmp(&a.1));
+    files.sort_by_key(|f| std::cmp::Reverse(f.1));
     let names: Vec<String> = files.iter().take(3).map(|(p, _)| short(p)).collect();
     let more = files.len().saturating_sub(3);
     let kib = s.resident * pagecache::page_size() / 1024;

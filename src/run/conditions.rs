@@ -84,7 +84,11 @@ impl Conditions {
                 if let Some(failed) = self.before_run(&hooks, spec, id)? {
                     return Ok(failed);
                 }
-                let set = learn_files(spec, opts, id)?;
+                let set = match learn_files(spec, opts, id)? {
+                    Ok(set) => set,
+                    // Ctrl-C during the traced run: the scheduler ends the experiment.
+                    Err(interrupted) => return Ok(interrupted),
+                };
                 self.after_run(&hooks, spec, &mut Sample::begin(&id, now_ns()))?;
                 self.files[v] = Some(set);
                 first_eviction = true;
@@ -169,9 +173,7 @@ impl Conditions {
             let Some(line) = self.settings.hooks.get(v).and_then(|h| h.cleanup.clone()) else {
                 continue;
             };
-            let r = self
-                .hook("--cleanup", &line, spec)
-                .and_then(hooks::require);
+            let r = self.hook("--cleanup", &line, spec).and_then(hooks::require);
             if let Err(e) = r {
                 first_err.get_or_insert(e);
             }
@@ -180,14 +182,18 @@ impl Conditions {
     }
 }
 
-/// One traced run of the variant (unrecorded): the files it used.
-fn learn_files(spec: &Spec, opts: &RunOptions, id: RunId) -> Result<FileSet> {
+/// One traced run of the variant (unrecorded): the files it used, or the
+/// run itself when it was interrupted.
+fn learn_files(spec: &Spec, opts: &RunOptions, id: RunId) -> Result<std::result::Result<FileSet, Sample>> {
     let sample = super::run_traced(&spec.target, &spec.readiness, opts, id).with_context(|| {
         format!(
             "cold runs need one traced run of {} to learn its files",
             spec.target.display_command()
         )
     })?;
+    if sample.outcome == Outcome::Interrupted {
+        return Ok(Err(sample));
+    }
     if !sample.ok() {
         bail!(
             "cold runs need one traced run to learn the target's files, and it failed:\n{}",
@@ -195,9 +201,12 @@ fn learn_files(spec: &Spec, opts: &RunOptions, id: RunId) -> Result<FileSet> {
         );
     }
     let Some(trace) = &sample.trace else {
-        bail!("the traced run of {} returned no trace", spec.target.display_command())
+        bail!(
+            "the traced run of {} returned no trace",
+            spec.target.display_command()
+        )
     };
-    Ok(FileSet::from_trace(trace))
+    Ok(Ok(FileSet::from_trace(trace)))
 }
 
 fn failed(id: RunId, f: HookFailure) -> Sample {

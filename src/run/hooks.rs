@@ -66,7 +66,10 @@ pub fn run(
     if status.success() {
         return Ok(Ok(()));
     }
-    let how = match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+    let how = match (
+        status.code(),
+        std::os::unix::process::ExitStatusExt::signal(&status),
+    ) {
         (Some(c), _) => format!("exit code {c}"),
         (None, Some(s)) => format!("signal {s}"),
         _ => "an unknown status".to_string(),

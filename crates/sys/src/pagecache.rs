@@ -47,7 +47,10 @@ pub fn residency(file: &File) -> io::Result<Residency> {
         return Ok(Residency::default());
     }
     let Ok(len) = usize::try_from(len) else {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "file too large to map",
+        ));
     };
     // SAFETY: a fresh shared read-only mapping of `len` bytes of a file we hold
     // open; the kernel picks the address. Nothing reads through it (only
@@ -128,9 +131,15 @@ mod tests {
         assert_eq!(before.pages, 8 * (1 << 20) / page_size());
         drop_pages(&t.1).expect("fadvise");
         let after = residency(&t.1).expect("mincore");
-        assert!(after.resident <= after.pages / 100, "evicted, at most 1% left: {after:?}");
+        assert!(
+            after.resident <= after.pages / 100,
+            "evicted, at most 1% left: {after:?}"
+        );
         let mut sink = Vec::new();
-        File::open(&t.0).expect("reopen").read_to_end(&mut sink).expect("read");
+        File::open(&t.0)
+            .expect("reopen")
+            .read_to_end(&mut sink)
+            .expect("read");
         let read = residency(&t.1).expect("mincore");
         assert!(read.resident >= read.pages * 99 / 100, "read back in: {read:?}");
     }
