@@ -96,7 +96,7 @@ fn cold_runs_read_the_targets_files_from_disk_and_are_slower() {
     let (w, c) = (median(ready_ns(&warm, 0)), median(ready_ns(&cold, 0)));
     eprintln!("warm median {:.1} ms, cold median {:.1} ms", w / 1e6, c / 1e6);
     assert!(
-        c > 1.5 * w,
+        c > 1.3 * w,
         "cold {c} ns vs warm {w} ns: eviction did not make it read from disk"
     );
 
