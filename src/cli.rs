@@ -411,6 +411,7 @@ SET-UP AND CONDITIONS (all outside the timed interval)
                    Hooks run through --shell with the variant's --env and --cwd.
                    Before any --name: given once (all variants) or once per
                    variant in order; after a --name: that variant's own.
+                   A process a hook leaves running is killed with the next run.
   --cache cold     every run starts with the target's own files out of the page
                    cache: one traced run per variant learns them (executables,
                    libraries, .pyc, jars, node_modules, data files), then each is

@@ -207,6 +207,56 @@ fn hyperfine_invocations_work_as_typed() {
 }
 
 #[test]
+fn show_output_also_when_a_probe_reads_the_output() {
+    // log readiness needs pipes: what is read is copied to our stdout/stderr.
+    let o = run(&[
+        "bench",
+        "-q",
+        "--no-store",
+        "-r",
+        "2",
+        "-w",
+        "0",
+        "--show-output",
+        "--ready",
+        "log:^up$",
+        "--",
+        "sh",
+        "-c",
+        "echo to-err >&2; echo up; sleep 0.2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).lines().filter(|l| *l == "up").count(),
+        2,
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        stderr(&o).lines().filter(|l| *l == "to-err").count(),
+        2,
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "bench",
+        "-q",
+        "--no-store",
+        "--show-output",
+        "--export-json",
+        "-",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--show-output writes the target's output to stdout"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn a_command_string_runs_through_the_shell_and_n_splits_it() {
     let dir = tempfile::tempdir().unwrap();
     let line = "test x$COLDSTART_TEST_UNSET_VAR = x";
