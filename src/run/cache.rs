@@ -160,3 +160,73 @@ fn short(p: &Path) -> String {
     p.file_name()
         .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Outcome, TraceEvent};
+
+    fn ev(event: Event) -> TraceEvent {
+        TraceEvent {
+            ts_ns: 0,
+            pid: 1,
+            tid: 1,
+            event,
+        }
+    }
+
+    fn open(path: &str, ok: bool) -> TraceEvent {
+        ev(Event::Open {
+            path: path.into(),
+            ok,
+            errno: 0,
+            flags: 0,
+        })
+    }
+
+    #[test]
+    fn the_file_set_is_the_regular_files_the_run_used_once_each() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data.bin");
+        std::fs::write(&data, b"x").expect("write");
+        let link = dir.path().join("link.bin");
+        std::os::unix::fs::symlink(&data, &link).expect("symlink");
+        let lib = dir.path().join("lib.so");
+        std::fs::write(&lib, b"elf").expect("write");
+        let exe = dir.path().join("prog");
+        std::fs::write(&exe, b"elf").expect("write");
+        let d = |p: &Path| p.display().to_string();
+        let trace = Trace {
+            t0_ns: 0,
+            end_ns: 0,
+            root_pid: 1,
+            events: vec![
+                ev(Event::Exec {
+                    path: d(&exe),
+                    exe: d(&exe),
+                    argv0: "prog".into(),
+                }),
+                open(&d(&data), true),
+                open(&d(&link), true),                        // the same file
+                open(&d(&dir.path().join("gone")), true),     // removed since
+                open(&d(&dir.path().join("missing")), false), // never opened
+                open(&d(dir.path()), true),                   // a directory
+                open("/proc/self/status", true),
+                open("/dev/null", true),
+                ev(Event::MmapExec { path: d(&lib) }),
+            ],
+            killed: false,
+            outcome: Outcome::Reached,
+            warnings: Vec::new(),
+            root_usage: None,
+        };
+        let set = FileSet::from_trace(&trace);
+        let canon = |p: &Path| std::fs::canonicalize(p).expect("canonical");
+        let mut want = vec![canon(&data), canon(&lib), canon(&exe)];
+        want.sort();
+        assert_eq!(set.paths, want);
+        let state = set.state();
+        assert_eq!(state.files, 3);
+        assert_eq!(state.pages, 3, "one page each");
+    }
+}
