@@ -416,9 +416,10 @@ SET-UP AND CONDITIONS (all outside the timed interval)
                    cache: one traced run per variant learns them (executables,
                    libraries, .pyc, jars, node_modules, data files), then each is
                    evicted (posix_fadvise DONTNEED, no root needed) and checked
-                   with mincore. Each run records uncached_pages and uncached_mib
-                   (what it found on disk only). Pages mapped by a running process
-                   (e.g. libc) cannot be evicted: a note says how much stayed.
+                   with mincore. Each run records uncached_pages, uncached_mib
+                   (what it could only find on disk) and cached_mib (what stayed:
+                   pages mapped by a running process, e.g. libc, cannot be
+                   evicted; a note names the files).
   --drop-caches    root: sync and drop the whole system's caches before each run.
 
 FLAGS FOR HYPERFINE USERS
@@ -556,7 +557,7 @@ pub struct HookArgs {
 pub struct ConditionArgs {
     /// Page cache at each run's start: `warm` (as the last run left it) or `cold`
     /// (the target's own files, learnt by one traced run per variant, evicted
-    /// before every run; no root needed). Cold runs record `uncached_mib`.
+    /// before every run; no root needed). Cold runs record `uncached_mib` and `cached_mib`.
     #[arg(long, value_enum, default_value_t = CacheArg::Warm, value_name = "warm|cold")]
     pub cache: CacheArg,
     /// sync and drop the whole system's page cache, dentries and inodes before

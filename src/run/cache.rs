@@ -38,12 +38,14 @@ impl State {
         self.pages - self.resident
     }
 
-    /// The per-run metrics: what the run had to read from disk (at most).
-    pub fn metrics(&self) -> [(&'static str, f64); 2] {
-        let page = pagecache::page_size() as f64;
+    /// The per-run metrics: what the run had to read from disk (at most), and
+    /// what was still cached (pages that could not be evicted).
+    pub fn metrics(&self) -> [(&'static str, f64); 3] {
+        let mib = |pages: u64| (pages * pagecache::page_size()) as f64 / (1024.0 * 1024.0);
         [
             ("uncached_pages", self.uncached() as f64),
-            ("uncached_mib", self.uncached() as f64 * page / (1024.0 * 1024.0)),
+            ("uncached_mib", mib(self.uncached())),
+            ("cached_mib", mib(self.resident)),
         ]
     }
 }
