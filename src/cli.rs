@@ -156,6 +156,10 @@ pub struct ExplainArgs {
     /// -Xlog:class+load, a require hook, inittrace, LD_DEBUG) and its cost is measured.
     #[arg(long, value_name = "auto|none|LIST", default_value = "auto")]
     pub adapter: String,
+    /// JVM classes rolled up by package prefix: N dot-separated parts (2 gives
+    /// `org.springframework`); by default each class's whole package.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub class_depth: Option<u32>,
     /// No OTLP/HTTP receiver (by default the target gets OTEL_EXPORTER_OTLP_ENDPOINT in
     /// every arm: the adapted runs' receiver keeps the spans its OpenTelemetry SDK
     /// exports, a section of their own; the untraced and traced runs' receiver discards

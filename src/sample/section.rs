@@ -36,6 +36,10 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     /// Rows left out of `rows` (the source keeps the top N).
     pub omitted: usize,
+    /// Rows the terminal shows (the rest are counted as "… N more" there);
+    /// `rows` keeps them all for the JSON. None: show every row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown: Option<usize>,
 }
 
 /// An interval, ns since the run's time zero (spawn).
@@ -58,7 +62,19 @@ impl Table {
             columns: columns.iter().map(|c| c.to_string()).collect(),
             rows: Vec::new(),
             omitted: 0,
+            shown: None,
         }
+    }
+
+    /// Keep every row (for the JSON) but show only the first `n` in the terminal.
+    pub fn show_first(&mut self, n: usize) {
+        self.shown = Some(n);
+    }
+
+    /// The rows the terminal shows, and how many it leaves out.
+    pub fn visible(&self) -> (&[Vec<String>], usize) {
+        let n = self.shown.unwrap_or(self.rows.len()).min(self.rows.len());
+        (&self.rows[..n], self.omitted + self.rows.len() - n)
     }
 
     /// Keep the first `n` rows, counting the rest as omitted.
