@@ -23,6 +23,7 @@ pub mod jvm;
 pub mod native;
 pub mod node;
 pub mod python;
+pub mod v8;
 
 use crate::sample::section::Section;
 use crate::trace::Trace;
