@@ -18,6 +18,7 @@
 //! * It says what it could not see in [`Section::notes`].
 
 pub mod beam;
+pub mod deno;
 pub mod go;
 pub mod jvm;
 pub mod native;
@@ -106,6 +107,7 @@ pub fn all() -> Vec<Box<dyn Adapter>> {
     vec![
         Box::new(python::Python),
         Box::new(node::Node),
+        Box::new(deno::Deno),
         Box::new(jvm::Jvm::default()),
         Box::new(go::Go),
         Box::new(beam::Beam),
