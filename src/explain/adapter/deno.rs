@@ -9,6 +9,14 @@
 //! preloads coreutils' `libstdbuf` with `_STDBUF_O=L` (what `stdbuf -oL` does),
 //! making C stdio's stdout line-buffered. Deno's own output does not go through
 //! C stdio, so the program's output is unchanged.
+//!
+//! V8 checks a code cache against a hash of its flags, so a cache written
+//! with `--profile-deserialization` is rejected (and rewritten) by a run
+//! without it, and the other way round: adapted runs interleaved with plain
+//! ones would make every run recompile and rewrite Deno's code cache. So the
+//! adapted runs get a DENO_DIR of their own, `coldstart-adapted/` inside the
+//! real one, holding their own code cache and a symlink to every other entry
+//! (downloaded modules, npm packages, analysis caches) of the real one.
 
 use super::{append_option, v8, Adapter, Collected, FinalExec, Injection};
 use crate::sample::section::Section;
@@ -24,6 +32,50 @@ const LIBSTDBUF: &[&str] = &[
     "/usr/lib64/coreutils/libstdbuf.so",
     "/usr/local/libexec/coreutils/libstdbuf.so",
 ];
+
+/// The adapted runs' DENO_DIR, inside the real one.
+const ADAPTED_DIR: &str = "coldstart-adapted";
+
+/// The DENO_DIR the target uses: its own setting, else Deno's default
+/// (`$XDG_CACHE_HOME/deno`, `~/.cache/deno`). None for a relative DENO_DIR
+/// (relative to a working directory this does not know).
+fn real_deno_dir(target_env: &[(String, String)]) -> Option<PathBuf> {
+    let dir = match crate::target::effective_var(target_env, "DENO_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => crate::target::effective_var(target_env, "XDG_CACHE_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                crate::target::effective_var(target_env, "HOME").map(|h| PathBuf::from(h).join(".cache"))
+            })?
+            .join("deno"),
+    };
+    dir.is_absolute().then_some(dir)
+}
+
+/// `<real>/coldstart-adapted`, with a symlink to each entry of `real` except
+/// the V8 code cache (its database and SQLite's -wal/-shm files): those the
+/// adapted runs keep apart. Entries already there are left as they are.
+fn adapted_deno_dir(real: &Path) -> Result<PathBuf> {
+    use anyhow::Context;
+    let own = real.join(ADAPTED_DIR);
+    std::fs::create_dir_all(&own).with_context(|| format!("creating {}", own.display()))?;
+    for entry in std::fs::read_dir(real).with_context(|| format!("reading {}", real.display()))? {
+        let entry = entry.with_context(|| format!("reading {}", real.display()))?;
+        let name = entry.file_name();
+        let text = name.to_string_lossy();
+        if text == ADAPTED_DIR || text.starts_with("v8_code_cache") {
+            continue;
+        }
+        let link = own.join(&name);
+        if link.symlink_metadata().is_ok() {
+            continue;
+        }
+        std::os::unix::fs::symlink(Path::new("..").join(&name), &link)
+            .with_context(|| format!("linking {}", link.display()))?;
+    }
+    Ok(own)
+}
 
 fn libstdbuf() -> Option<PathBuf> {
     LIBSTDBUF.iter().map(PathBuf::from).find(|p| p.is_file())
@@ -42,6 +94,10 @@ impl Adapter for Deno {
 
     fn inject(&self, _dir: &Path, target_env: &[(String, String)]) -> Result<Injection> {
         let mut env = vec![append_option(target_env, "DENO_V8_FLAGS", ',', v8::FLAG)];
+        if let Some(real) = real_deno_dir(target_env) {
+            let own = adapted_deno_dir(&real)?;
+            env.push(("DENO_DIR".into(), own.display().to_string()));
+        }
         if let Some(lib) = libstdbuf() {
             let lib = lib.display().to_string();
             let value = match crate::target::effective_var(target_env, "LD_PRELOAD") {
@@ -66,6 +122,11 @@ impl Adapter for Deno {
         };
         v8::add_to(&mut s, &report, true);
         s.table = v8::table(&report);
+        s.notes.push(format!(
+            "the adapted runs keep their own V8 code cache ({ADAPTED_DIR}/ in DENO_DIR, the rest \
+             linked): V8 rejects a code cache written under other flags, so sharing it would make \
+             plain and adapted runs rewrite each other's"
+        ));
         s.notes
             .push("V8 reports durations, not instants: these are facts, not spans on the timeline".into());
         if libstdbuf().is_none() {
@@ -147,10 +208,15 @@ mod tests {
         .expect("collect")
     }
 
+    /// The target's own DENO_DIR, under the fixture (never the user's cache).
+    fn fixture_deno_dir(dir: &Path) -> Vec<(String, String)> {
+        vec![("DENO_DIR".into(), dir.join("deno-dir").display().to_string())]
+    }
+
     fn deno_command(deno: &Path, dir: &Path, inj: &Injection) -> Command {
         let mut cmd = Command::new(deno);
         cmd.current_dir(dir)
-            .env("DENO_DIR", dir.join("deno-dir"))
+            .envs(fixture_deno_dir(dir))
             .env("NO_COLOR", "1")
             .env_remove("DENO_V8_FLAGS")
             .envs(inj.env.iter().map(|(k, v)| (k, v)));
@@ -166,7 +232,9 @@ mod tests {
         };
         let tmp = tempfile::tempdir_in(crate::testkit::fixtures_dir()).expect("tempdir");
         std::fs::write(tmp.path().join("app.js"), "console.log('hello', 1 + 1);\n").expect("write");
-        let inj = Deno.inject(tmp.path(), &[]).expect("inject");
+        let inj = Deno
+            .inject(tmp.path(), &fixture_deno_dir(tmp.path()))
+            .expect("inject");
         let out = deno_command(&deno, tmp.path(), &inj)
             .args(["run", "app.js"])
             .output()
@@ -215,7 +283,9 @@ mod tests {
              () => new Response('x'));\n",
         )
         .expect("write");
-        let inj = Deno.inject(tmp.path(), &[]).expect("inject");
+        let inj = Deno
+            .inject(tmp.path(), &fixture_deno_dir(tmp.path()))
+            .expect("inject");
         let mut child = deno_command(&deno, tmp.path(), &inj)
             .args(["run", "--allow-net=127.0.0.1", "server.js"])
             .stdout(Stdio::piped())
@@ -249,5 +319,75 @@ mod tests {
             "{:?}",
             s.facts
         );
+    }
+
+    /// Hits and writes of the code cache in a flagged run's raw output.
+    fn cache_lines(raw: &str) -> (usize, usize) {
+        let hits = raw
+            .lines()
+            .filter(|l| l.starts_with("[Deserializing from "))
+            .count();
+        let writes = raw.lines().filter(|l| l.starts_with("[Serializing to ")).count();
+        (hits, writes)
+    }
+
+    /// Plain and adapted runs interleaved do not spoil each other's code cache:
+    /// an adapted run after a plain one hits its own cache, and leaves the
+    /// plain runs' cache file as it was.
+    #[test]
+    fn adapted_runs_keep_their_own_code_cache() {
+        let Some(deno) = crate::testkit::tool("DENO", "deno") else {
+            return;
+        };
+        let tmp = tempfile::tempdir_in(crate::testkit::fixtures_dir()).expect("tempdir");
+        std::fs::write(
+            tmp.path().join("app.js"),
+            "import * as path from 'node:path';\nconsole.log(path.join('a', 'b'));\n",
+        )
+        .expect("write");
+        let real = tmp.path().join("deno-dir");
+        let target_env = vec![("DENO_DIR".to_string(), real.display().to_string())];
+        let run = |env: &[(String, String)]| -> String {
+            let out = Command::new(&deno)
+                .current_dir(tmp.path())
+                .env_remove("DENO_V8_FLAGS")
+                .env("NO_COLOR", "1")
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .args(["run", "app.js"])
+                .output()
+                .expect("run deno");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        // The plain runs' code cache: SQLite's database and its write-ahead log.
+        let cache = || -> Vec<u8> {
+            let mut bytes = std::fs::read(real.join("v8_code_cache_v2")).unwrap_or_default();
+            bytes.extend(std::fs::read(real.join("v8_code_cache_v2-wal")).unwrap_or_default());
+            bytes
+        };
+        let plain = || {
+            assert_eq!(run(&target_env), "a/b\n");
+            cache()
+        };
+        let adapted = || -> (usize, usize) {
+            let inj = Deno.inject(tmp.path(), &target_env).expect("inject");
+            let mut env = target_env.clone();
+            env.extend(inj.env);
+            cache_lines(&run(&env))
+        };
+        plain();
+        let before = plain();
+        assert!(!before.is_empty(), "the plain runs wrote no code cache");
+        let (_, first_writes) = adapted();
+        assert!(first_writes > 0, "the adapted runs' own cache starts empty");
+        assert!(
+            cache() == before,
+            "an adapted run rewrote the plain runs' code cache"
+        );
+        plain();
+        let (hits, writes) = adapted();
+        assert_eq!(writes, 0, "a plain run spoiled the adapted runs' cache");
+        assert!(hits > 0);
+        assert!(real.join(ADAPTED_DIR).join("v8_code_cache_v2").is_file());
     }
 }
