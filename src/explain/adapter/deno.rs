@@ -151,8 +151,14 @@ mod tests {
         let exec = |p| FinalExec { path: p, exe: p };
         assert!(Deno.detect(&exec("/home/u/.deno/bin/deno")));
         assert!(!Deno.detect(&exec("/usr/bin/node")));
-        let env = vec![("DENO_V8_FLAGS".to_string(), "--max-old-space-size=64".to_string())];
-        let inj = Deno.inject(Path::new("/tmp"), &env).expect("inject");
+        let tmp = tempfile::tempdir_in(crate::testkit::fixtures_dir()).expect("tempdir");
+        let mut env = fixture_deno_dir(tmp.path());
+        env.push(("DENO_V8_FLAGS".to_string(), "--max-old-space-size=64".to_string()));
+        let inj = Deno.inject(tmp.path(), &env).expect("inject");
+        assert!(inj
+            .env
+            .iter()
+            .any(|(k, v)| k == "DENO_DIR" && v.ends_with("deno-dir/coldstart-adapted")));
         assert_eq!(
             inj.env[0],
             (
