@@ -151,7 +151,7 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "PATH")]
     pub export_trace: Option<PathBuf>,
     /// Runtime adapters for the adapted runs: `auto` (from the program that finally
-    /// runs: python, node, jvm, go, beam, else native), `none`, or a list such as
+    /// runs: python, node, deno, jvm, go, beam, else native), `none`, or a list such as
     /// `python,native`. Each turns on the runtime's own startup report (importtime,
     /// -Xlog:class+load, a require hook, inittrace, LD_DEBUG) and its cost is measured.
     #[arg(long, value_name = "auto|none|LIST", default_value = "auto")]

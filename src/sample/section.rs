@@ -136,4 +136,29 @@ mod tests {
         let back: Section = serde_json::from_str(&text).expect("deserialize");
         assert_eq!(back, s);
     }
+
+    /// `shown` keeps every row for the JSON while the terminal prints the top
+    /// ones and counts the rest; a table stored before `shown` existed reads back.
+    #[test]
+    fn shown_rows_and_the_rest() {
+        let mut t = Table::new(&["package", "classes"]);
+        t.rows = (0..5).map(|i| vec![format!("p{i}"), i.to_string()]).collect();
+        assert_eq!(t.visible().0.len(), 5);
+        t.show_first(2);
+        let (rows, more) = t.visible();
+        assert_eq!((rows.len(), more), (2, 3));
+        let back: Table = serde_json::from_str(&serde_json::to_string(&t).expect("ser")).expect("de");
+        assert_eq!(back, t);
+        assert_eq!(back.rows.len(), 5);
+        let old: Table =
+            serde_json::from_str(r#"{"columns":["a"],"rows":[["x"]],"omitted":4}"#).expect("old");
+        assert_eq!(old.visible().1, 4);
+        let text = crate::report::explain::section(&Section {
+            title: "T".into(),
+            table: t,
+            ..Section::default()
+        });
+        assert!(text.contains("p1") && !text.contains("p2"), "{text}");
+        assert!(text.contains("… 3 more"), "{text}");
+    }
 }
