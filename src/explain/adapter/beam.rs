@@ -263,6 +263,9 @@ fn section(trace: &Trace) -> Section {
         "code loading spans the first to the last .beam open: lookups, reads and whatever the VM did \
          between them, not the load time of each module"
             .into(),
+        "these times are the traced run's (the tracer stops the VM at every open), not the \
+         adapted run's: compare them with the traced ready time, not the untraced one"
+            .into(),
     ];
     if total_loaded == 0 {
         notes
