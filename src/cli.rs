@@ -151,11 +151,15 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "PATH")]
     pub export_trace: Option<PathBuf>,
     /// Runtime adapters for the adapted runs: `auto` (from the program that finally
-    /// runs: python, node, jvm, go, beam, else native), `none`, or a list such as
+    /// runs: python, node, deno, jvm, go, beam, else native), `none`, or a list such as
     /// `python,native`. Each turns on the runtime's own startup report (importtime,
     /// -Xlog:class+load, a require hook, inittrace, LD_DEBUG) and its cost is measured.
     #[arg(long, value_name = "auto|none|LIST", default_value = "auto")]
     pub adapter: String,
+    /// JVM classes rolled up by package prefix: N dot-separated parts (2 gives
+    /// `org.springframework`); by default each class's whole package.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub class_depth: Option<u32>,
     /// No OTLP/HTTP receiver (by default the target gets OTEL_EXPORTER_OTLP_ENDPOINT in
     /// every arm: the adapted runs' receiver keeps the spans its OpenTelemetry SDK
     /// exports, a section of their own; the untraced and traced runs' receiver discards

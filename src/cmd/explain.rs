@@ -242,7 +242,11 @@ impl Arms<'_> {
     }
 
     fn choose(&mut self, trace: &coldstart::trace::Trace) -> Result<()> {
-        let chosen = explain::choose_adapters(&self.args.adapter, trace)?;
+        let mut chosen = explain::choose_adapters(&self.args.adapter, trace)?;
+        let settings = adapter::Options {
+            class_depth: self.args.class_depth.map(|d| d as usize),
+        };
+        chosen.iter_mut().for_each(|a| a.configure(&settings));
         if !self.args.quiet {
             let names: Vec<&str> = chosen.iter().map(|a| a.name()).collect();
             out::errln!(

@@ -203,14 +203,15 @@ pub fn section(sec: &Section) -> String {
         table
             .load_preset(comfy_table::presets::NOTHING)
             .set_header(t.columns.clone());
-        for r in &t.rows {
+        let (rows, omitted) = t.visible();
+        for r in rows {
             table.add_row(r.clone());
         }
         for line in table.to_string().lines() {
             out.push_str(&format!(" {}\n", line.trim_end()));
         }
-        if t.omitted > 0 {
-            out.push_str(&format!("   … {} more\n", t.omitted));
+        if omitted > 0 {
+            out.push_str(&format!("   … {omitted} more\n"));
         }
     }
     for n in &sec.notes {

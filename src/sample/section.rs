@@ -36,6 +36,10 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     /// Rows left out of `rows` (the source keeps the top N).
     pub omitted: usize,
+    /// Rows the terminal shows (the rest are counted as "… N more" there);
+    /// `rows` keeps them all for the JSON. None: show every row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown: Option<usize>,
 }
 
 /// An interval, ns since the run's time zero (spawn).
@@ -58,7 +62,19 @@ impl Table {
             columns: columns.iter().map(|c| c.to_string()).collect(),
             rows: Vec::new(),
             omitted: 0,
+            shown: None,
         }
+    }
+
+    /// Keep every row (for the JSON) but show only the first `n` in the terminal.
+    pub fn show_first(&mut self, n: usize) {
+        self.shown = Some(n);
+    }
+
+    /// The rows the terminal shows, and how many it leaves out.
+    pub fn visible(&self) -> (&[Vec<String>], usize) {
+        let n = self.shown.unwrap_or(self.rows.len()).min(self.rows.len());
+        (&self.rows[..n], self.omitted + self.rows.len() - n)
     }
 
     /// Keep the first `n` rows, counting the rest as omitted.
@@ -119,5 +135,30 @@ mod tests {
         let text = serde_json::to_string(&s).expect("serialize");
         let back: Section = serde_json::from_str(&text).expect("deserialize");
         assert_eq!(back, s);
+    }
+
+    /// `shown` keeps every row for the JSON while the terminal prints the top
+    /// ones and counts the rest; a table stored before `shown` existed reads back.
+    #[test]
+    fn shown_rows_and_the_rest() {
+        let mut t = Table::new(&["package", "classes"]);
+        t.rows = (0..5).map(|i| vec![format!("p{i}"), i.to_string()]).collect();
+        assert_eq!(t.visible().0.len(), 5);
+        t.show_first(2);
+        let (rows, more) = t.visible();
+        assert_eq!((rows.len(), more), (2, 3));
+        let back: Table = serde_json::from_str(&serde_json::to_string(&t).expect("ser")).expect("de");
+        assert_eq!(back, t);
+        assert_eq!(back.rows.len(), 5);
+        let old: Table =
+            serde_json::from_str(r#"{"columns":["a"],"rows":[["x"]],"omitted":4}"#).expect("old");
+        assert_eq!(old.visible().1, 4);
+        let text = crate::report::explain::section(&Section {
+            title: "T".into(),
+            table: t,
+            ..Section::default()
+        });
+        assert!(text.contains("p1") && !text.contains("p2"), "{text}");
+        assert!(text.contains("… 3 more"), "{text}");
     }
 }

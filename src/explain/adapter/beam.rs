@@ -5,13 +5,15 @@
 
 use super::{Adapter, Collected, FinalExec, Injection};
 use crate::sample::section::{ms_cell, Section, Span, Table};
-use crate::timeline::package_key;
 use crate::trace::{Event, Trace};
 use anyhow::Result;
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 pub struct Beam;
+
+/// Rows the terminal shows (the JSON has every application of every VM).
+const TABLE_ROWS: usize = 20;
 
 impl Adapter for Beam {
     fn name(&self) -> &'static str {
@@ -43,17 +45,81 @@ impl Adapter for Beam {
     }
 }
 
+/// One application as one VM loaded it.
 #[derive(Default)]
 struct App {
-    modules: usize,
+    /// Distinct modules opened from its ebin directory.
+    loaded: BTreeSet<String>,
+    /// The ebin directory it loaded from (to list what it ships).
+    ebin: Option<PathBuf>,
     first_ns: u64,
     last_ns: u64,
 }
 
-/// Successful `.beam` opens by application (the `<app>-<vsn>` above `ebin/`).
+/// One emulator process: its applications and its code-path misses.
+#[derive(Default)]
+struct Vm {
+    apps: BTreeMap<String, App>,
+    failed: usize,
+    /// Directories of the code path probed in vain, with their misses.
+    failed_dirs: BTreeMap<String, usize>,
+    first_ns: Option<u64>,
+    last_ns: u64,
+}
+
+impl Vm {
+    fn loaded(&self) -> usize {
+        self.apps.values().map(|a| a.loaded.len()).sum()
+    }
+}
+
+/// The application a `.beam` belongs to: the `<app>-<vsn>` (or `<app>`) directory
+/// above `ebin/`; else the directory holding it.
+fn app_of(path: &Path) -> (String, Option<PathBuf>) {
+    let dir = path.parent();
+    let ebin = dir.filter(|d| d.file_name().is_some_and(|n| n == "ebin"));
+    let named = ebin.and_then(Path::parent).or(dir);
+    let name = named
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "(root)".into());
+    // "kernel-8.5.3" → "kernel"; a name whose tail is no version stays whole.
+    let app = match name.rsplit_once('-') {
+        Some((app, vsn)) if vsn.starts_with(|c: char| c.is_ascii_digit()) => app.to_string(),
+        _ => name,
+    };
+    (app, ebin.map(Path::to_path_buf))
+}
+
+/// What an application ships: the `.beam` files in its ebin directory, or, when
+/// the directory cannot be listed any more, the `modules` of its `.app` file.
+fn shipped(app: &str, ebin: &Path) -> Option<usize> {
+    if let Ok(rd) = std::fs::read_dir(ebin) {
+        return Some(
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.path().extension().is_some_and(|x| x == "beam"))
+                .count(),
+        );
+    }
+    let text = std::fs::read_to_string(ebin.join(format!("{app}.app"))).ok()?;
+    app_file_modules(&text)
+}
+
+/// The length of the `{modules, [...]}` list of an `.app` file.
+fn app_file_modules(text: &str) -> Option<usize> {
+    let at = text.find("{modules")?;
+    let rest = &text[at..];
+    let open = rest.find('[')?;
+    let close = rest[open..].find(']')?;
+    let inner = &rest[open + 1..open + close];
+    Some(inner.split(',').filter(|m| !m.trim().is_empty()).count())
+}
+
+/// `.beam` opens by emulator process (OS pid), by application: modules loaded
+/// against what each application ships, the code path's misses, and the span
+/// of code loading.
 fn section(trace: &Trace) -> Section {
-    let mut apps: BTreeMap<String, App> = BTreeMap::new();
-    let mut failed = 0usize;
+    let mut vms: BTreeMap<i32, Vm> = BTreeMap::new();
     for e in &trace.events {
         let Event::Open { path, ok, .. } = &e.event else {
             continue;
@@ -61,68 +127,154 @@ fn section(trace: &Trace) -> Section {
         if !path.ends_with(".beam") {
             continue;
         }
+        let at = e.ts_ns.saturating_sub(trace.t0_ns);
+        let vm = vms.entry(e.pid).or_default();
+        vm.first_ns = Some(vm.first_ns.map_or(at, |f| f.min(at)));
+        vm.last_ns = vm.last_ns.max(at);
+        let path = Path::new(path);
         if !ok {
-            // The code server probing each directory of the code path in turn.
-            failed += 1;
+            // The code server trying each directory of the code path in turn.
+            vm.failed += 1;
+            let dir = path.parent().map(|d| d.display().to_string()).unwrap_or_default();
+            *vm.failed_dirs.entry(dir).or_default() += 1;
             continue;
         }
-        let at = e.ts_ns.saturating_sub(trace.t0_ns);
-        let key = package_key(path);
-        let app = key
-            .rsplit_once('-')
-            .map_or(key.as_str(), |(name, _vsn)| name)
-            .to_string();
-        let a = apps.entry(app).or_insert(App {
+        let (name, ebin) = app_of(path);
+        let module = path
+            .file_stem()
+            .map(|m| m.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let a = vm.apps.entry(name).or_insert(App {
             first_ns: at,
             ..App::default()
         });
-        a.modules += 1;
+        a.loaded.insert(module);
+        a.ebin = a.ebin.take().or(ebin);
         a.first_ns = a.first_ns.min(at);
         a.last_ns = a.last_ns.max(at);
     }
-    let total: usize = apps.values().map(|a| a.modules).sum();
-    let mut ordered: Vec<(&String, &App)> = apps.iter().collect();
-    ordered.sort_by_key(|(name, a)| (std::cmp::Reverse(a.modules), name.to_string()));
-    let mut table = Table::new(&["application", "modules", "first load", "last load"]);
-    table.rows = ordered
-        .iter()
-        .map(|(name, a)| {
-            vec![
+    vms.retain(|_, vm| vm.loaded() > 0 || vm.failed > 0);
+    // The VM that loaded the most comes first: the node the user asked about,
+    // ahead of helper VMs (a boot script's `erl -eval`, say).
+    let mut order: Vec<(&i32, &Vm)> = vms.iter().collect();
+    order.sort_by_key(|(pid, vm)| (std::cmp::Reverse(vm.loaded()), **pid));
+
+    let mut facts = vec![("VMs".to_string(), vms.len().to_string())];
+    let mut table = Table::new(&[
+        "pid",
+        "application",
+        "loaded",
+        "shipped",
+        "first load",
+        "last load",
+    ]);
+    let mut spans = Vec::new();
+    let mut total_loaded = 0;
+    for (pid, vm) in &order {
+        let mut loaded_of_shipped = 0;
+        let mut shipped_total = 0;
+        let mut apps: Vec<(&String, &App, Option<usize>)> = vm
+            .apps
+            .iter()
+            .map(|(name, a)| (name, a, a.ebin.as_deref().and_then(|d| shipped(name, d))))
+            .collect();
+        apps.sort_by_key(|(name, a, _)| (std::cmp::Reverse(a.loaded.len()), name.to_string()));
+        let mut by_app = Vec::new();
+        for (name, a, ships) in &apps {
+            if let Some(n) = ships {
+                shipped_total += n;
+                loaded_of_shipped += a.loaded.len();
+            }
+            by_app.push(match ships {
+                Some(n) => format!("{name} {}/{n}", a.loaded.len()),
+                None => format!("{name} {}", a.loaded.len()),
+            });
+            table.rows.push(vec![
+                pid.to_string(),
                 name.to_string(),
-                a.modules.to_string(),
+                a.loaded.len().to_string(),
+                ships.map_or("?".into(), |n| n.to_string()),
                 ms_cell(a.first_ns),
                 ms_cell(a.last_ns),
-            ]
-        })
-        .collect();
-    table.truncate(15);
-    let mut spans: Vec<Span> = ordered
-        .iter()
-        .map(|(name, a)| Span {
-            name: format!("{name} ({} modules)", a.modules),
-            start_ns: a.first_ns,
-            dur_ns: a.last_ns - a.first_ns,
-            depth: 0,
-            args: vec![("modules".into(), a.modules.to_string())],
-        })
-        .collect();
-    spans.sort_by_key(|s| s.start_ns);
+            ]);
+        }
+        total_loaded += vm.loaded();
+        let mut line = format!("{loaded_of_shipped} of {shipped_total} shipped");
+        if loaded_of_shipped < vm.loaded() {
+            line.push_str(&format!(
+                " (+{} from unlisted dirs)",
+                vm.loaded() - loaded_of_shipped
+            ));
+        }
+        if !by_app.is_empty() {
+            line.push_str(&format!(": {}", by_app.join(", ")));
+        }
+        facts.push((format!("pid {pid}: modules loaded"), line));
+        let dirs = vm.failed_dirs.len();
+        let worst = vm
+            .failed_dirs
+            .iter()
+            .max_by_key(|(d, n)| (**n, std::cmp::Reverse(d.to_string())))
+            .map(|(d, n)| format!("; most in {d} ({n})"))
+            .unwrap_or_default();
+        facts.push((
+            format!("pid {pid}: failed code-path lookups"),
+            format!("{} in {dirs} directories{worst}", vm.failed),
+        ));
+        if let Some(first) = vm.first_ns {
+            let window = vm.last_ns - first;
+            facts.push((
+                format!("pid {pid}: code loading"),
+                format!("{} (first → last .beam open)", ms_cell(window)),
+            ));
+            spans.push(Span {
+                name: format!("pid {pid} code loading ({} modules)", vm.loaded()),
+                start_ns: first,
+                dur_ns: window,
+                depth: 0,
+                args: vec![
+                    ("pid".into(), pid.to_string()),
+                    ("modules".into(), vm.loaded().to_string()),
+                    ("failed lookups".into(), vm.failed.to_string()),
+                ],
+            });
+            let mut app_spans: Vec<Span> = apps
+                .iter()
+                .map(|(name, a, _)| Span {
+                    name: format!("{name} ({} modules)", a.loaded.len()),
+                    start_ns: a.first_ns,
+                    dur_ns: a.last_ns - a.first_ns,
+                    depth: 1,
+                    args: vec![("modules".into(), a.loaded.len().to_string())],
+                })
+                .collect();
+            app_spans.sort_by_key(|s| s.start_ns);
+            spans.extend(app_spans);
+        }
+    }
+    facts.insert(0, ("modules loaded".into(), total_loaded.to_string()));
+    // Every row in the JSON; the terminal shows the largest.
+    table.show_first(TABLE_ROWS);
     let mut notes = vec![
         "modules preloaded into the emulator (erlang, init, prim_file, …) open no file and are not counted"
             .into(),
+        "shipped = the .beam files in the application's ebin directory now (else its .app file's modules)"
+            .into(),
+        "code loading spans the first to the last .beam open: lookups, reads and whatever the VM did \
+         between them, not the load time of each module"
+            .into(),
+        "these times are the traced run's (the tracer stops the VM at every open), not the \
+         adapted run's: compare them with the traced ready time, not the untraced one"
+            .into(),
     ];
-    if total == 0 {
+    if total_loaded == 0 {
         notes
             .push("no .beam file was opened: a release may load modules from an archive or boot file".into());
     }
     Section {
         source: "beam".into(),
-        title: "BEAM modules loaded (from the tracer's .beam opens)".into(),
-        facts: vec![
-            ("modules loaded".into(), total.to_string()),
-            ("applications".into(), apps.len().to_string()),
-            ("failed lookups".into(), format!("{failed} (code path probing)")),
-        ],
+        title: "BEAM modules loaded vs shipped, per VM (from the tracer's .beam opens)".into(),
+        facts,
         table,
         spans,
         marks: Vec::new(),
@@ -134,6 +286,26 @@ fn section(trace: &Trace) -> Section {
 mod tests {
     use super::*;
     use crate::trace::TraceOptions;
+    use std::collections::BTreeMap;
+    use std::process::Command;
+
+    fn trace_erl(erl: PathBuf, args: &[&str]) -> Trace {
+        let argv: Vec<String> = std::iter::once("erl")
+            .chain(args.iter().copied())
+            .map(str::to_string)
+            .collect();
+        let opts = TraceOptions::new(argv, erl);
+        crate::launch::traced::trace(crate::Lab::open().expect("a Lab"), &opts).expect("trace erl")
+    }
+
+    fn rows_of<'a>(sec: &'a Section, pid: &str) -> BTreeMap<&'a str, (usize, String)> {
+        sec.table
+            .rows
+            .iter()
+            .filter(|r| r[0] == pid)
+            .map(|r| (r[1].as_str(), (r[2].parse().expect("loaded"), r[3].clone())))
+            .collect()
+    }
 
     /// A real Erlang node booting and halting: its kernel and stdlib modules are
     /// counted by application, matching the .beam files strace sees opened.
@@ -142,35 +314,153 @@ mod tests {
         let Some(erl) = crate::testkit::tool("ERLANG", "erl") else {
             return;
         };
-        let argv: Vec<String> = ["erl", "-noshell", "-eval", "lists:sum([1]), halt()."]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let opts = TraceOptions::new(argv, erl);
-        let t = crate::launch::traced::trace(crate::Lab::open().expect("a Lab"), &opts).expect("trace erl");
+        let t = trace_erl(erl, &["-noshell", "-eval", "lists:sum([1]), halt()."]);
         assert!(Beam.detect(&FinalExec::of(&t).expect("an exec")));
         let sec = section(&t);
-        let row = |app: &str| -> usize {
-            sec.table
-                .rows
-                .iter()
-                .find(|r| r[0] == app)
-                .and_then(|r| r[1].parse().ok())
-                .unwrap_or(0)
-        };
-        assert!(row("kernel") > 5, "{:?}", sec.table.rows);
-        assert!(row("stdlib") > 5, "{:?}", sec.table.rows);
+        let vm = t.root_pid.to_string();
+        let rows = rows_of(&sec, &vm);
+        assert!(
+            rows.get("kernel").is_some_and(|r| r.0 > 5),
+            "{:?}",
+            sec.table.rows
+        );
+        assert!(
+            rows.get("stdlib").is_some_and(|r| r.0 > 5),
+            "{:?}",
+            sec.table.rows
+        );
         let total: usize = sec.facts[0].1.parse().expect("count");
-        let opened = t
+        let opened: BTreeSet<&str> = t
             .events
             .iter()
-            .filter(|e| matches!(&e.event, Event::Open { path, ok: true, .. } if path.ends_with(".beam")))
-            .count();
-        assert_eq!(total, opened);
-        let counts: Vec<usize> = sec.table.rows.iter().map(|r| r[1].parse().unwrap_or(0)).collect();
+            .filter_map(|e| match &e.event {
+                Event::Open { path, ok: true, .. } if path.ends_with(".beam") => Some(path.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(total, opened.len());
+        let counts: Vec<usize> = sec.table.rows.iter().map(|r| r[2].parse().unwrap_or(0)).collect();
         assert!(
             counts.windows(2).all(|w| w[0] >= w[1]),
             "largest first: {counts:?}"
         );
+    }
+
+    const APP_SRC: &[(&str, &str)] = &[
+        (
+            "demo_app.erl",
+            "-module(demo_app).\n-behaviour(application).\n-export([start/2, stop/1]).\n\
+             start(_, _) -> demo_used:hello(), demo_sup:start_link().\nstop(_) -> ok.\n",
+        ),
+        (
+            "demo_sup.erl",
+            "-module(demo_sup).\n-behaviour(supervisor).\n-export([start_link/0, init/1]).\n\
+             start_link() -> supervisor:start_link(?MODULE, []).\n\
+             init([]) -> {ok, {#{strategy => one_for_one}, []}}.\n",
+        ),
+        (
+            "demo_used.erl",
+            "-module(demo_used).\n-export([hello/0]).\nhello() -> ok.\n",
+        ),
+        (
+            "demo_unused1.erl",
+            "-module(demo_unused1).\n-export([f/0]).\nf() -> 1.\n",
+        ),
+        (
+            "demo_unused2.erl",
+            "-module(demo_unused2).\n-export([f/0]).\nf() -> 2.\n",
+        ),
+    ];
+
+    const APP_FILE: &str = "{application, demo, [{description, \"demo\"}, {vsn, \"1.0\"},\n\
+        {modules, [demo_app, demo_sup, demo_used, demo_unused1, demo_unused2]},\n\
+        {registered, []}, {applications, [kernel, stdlib]}, {mod, {demo_app, []}}]}.\n";
+
+    /// Modules loaded vs shipped, per application, checked against the VM's own
+    /// `code:all_loaded()` (written to a file before halting) and a listing of
+    /// each ebin directory; the code path's misses are those of the app's ebin.
+    #[test]
+    fn loaded_vs_shipped_matches_the_vms_own_list_and_the_ebin_listing() {
+        let (Some(erl), Some(erlc)) = (
+            crate::testkit::tool("ERLANG", "erl"),
+            crate::testkit::tool("ERLANG", "erlc"),
+        ) else {
+            return;
+        };
+        let tmp = tempfile::tempdir_in(crate::testkit::fixtures_dir()).expect("tempdir");
+        let src = tmp.path().join("src");
+        let ebin = tmp.path().join("demo-1.0").join("ebin");
+        std::fs::create_dir_all(&src).expect("src");
+        std::fs::create_dir_all(&ebin).expect("ebin");
+        for (name, text) in APP_SRC {
+            std::fs::write(src.join(name), text).expect("write source");
+        }
+        let status = Command::new(&erlc)
+            .arg("-o")
+            .arg(&ebin)
+            .args(APP_SRC.iter().map(|(n, _)| src.join(n)))
+            .status()
+            .expect("erlc");
+        assert!(status.success(), "erlc failed");
+        std::fs::write(ebin.join("demo.app"), APP_FILE).expect("app file");
+        let loaded_file = tmp.path().join("loaded.txt");
+        let eval = format!(
+            "ok = application:start(demo), \
+             L = [F || {{_, F}} <- code:all_loaded(), is_list(F)], \
+             ok = file:write_file(\"{}\", [[F, $\\n] || F <- L]), halt().",
+            loaded_file.display()
+        );
+        let ebin_s = ebin.display().to_string();
+        let t = trace_erl(erl, &["-noshell", "-pa", &ebin_s, "-eval", &eval]);
+        let sec = section(&t);
+
+        // The VM's own list, counted by the application directory above ebin/.
+        let listed = std::fs::read_to_string(&loaded_file).expect("the VM wrote its list");
+        let mut vm_counts: BTreeMap<String, usize> = BTreeMap::new();
+        let mut ebins: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for line in listed.lines().filter(|l| l.ends_with(".beam")) {
+            let dir = Path::new(line).parent().expect("ebin");
+            let app_dir = dir.parent().and_then(|d| d.file_name()).expect("app dir");
+            let app = app_dir.to_string_lossy();
+            let app = app.split('-').next().unwrap_or_default().to_string();
+            *vm_counts.entry(app.clone()).or_default() += 1;
+            ebins.insert(app, dir.to_path_buf());
+        }
+        assert_eq!(vm_counts.get("demo"), Some(&3), "{listed}");
+
+        let rows = rows_of(&sec, &t.root_pid.to_string());
+        for (app, n) in &vm_counts {
+            let shipped = std::fs::read_dir(&ebins[app])
+                .expect("list ebin")
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".beam"))
+                .count();
+            assert_eq!(
+                rows.get(app.as_str()),
+                Some(&(*n, shipped.to_string())),
+                "{app}: {:?}",
+                sec.table.rows
+            );
+        }
+        assert_eq!(rows.len(), vm_counts.len(), "{rows:?} vs {vm_counts:?}");
+        let fact = |k: &str| sec.facts.iter().find(|f| f.0 == k).map(|f| f.1.clone());
+        let pid = t.root_pid;
+        let loaded = fact(&format!("pid {pid}: modules loaded")).expect("loaded fact");
+        assert!(loaded.contains("demo 3/5"), "{loaded}");
+        let total: usize = vm_counts.values().sum();
+        assert_eq!(sec.facts[0].1, total.to_string());
+
+        // Every module loaded after the code path got demo's ebin in front was
+        // looked for there first, in vain.
+        let failed = fact(&format!("pid {pid}: failed code-path lookups")).expect("failed fact");
+        let misses: usize = failed
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("count");
+        assert!(misses > 0, "{failed}");
+        assert!(failed.contains(&format!("most in {ebin_s} (")), "{failed}");
+        assert!(fact(&format!("pid {pid}: code loading")).is_some());
+        assert_eq!(app_file_modules(APP_FILE), Some(5));
     }
 }

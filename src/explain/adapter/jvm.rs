@@ -19,7 +19,12 @@ use regex::Regex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-pub struct Jvm;
+#[derive(Default)]
+pub struct Jvm {
+    /// Roll packages up to their first N dot-separated parts (`--class-depth`);
+    /// None keeps each class's whole package.
+    pub class_depth: Option<usize>,
+}
 
 /// `%p` makes one file per JVM: JAVA_TOOL_OPTIONS is inherited by child JVMs,
 /// which would otherwise rotate each other's file away.
@@ -48,6 +53,10 @@ impl Adapter for Jvm {
         })
     }
 
+    fn configure(&mut self, opts: &super::Options) {
+        self.class_depth = opts.class_depth;
+    }
+
     fn collect(&self, got: &Collected) -> Result<Section> {
         let logs = read_logs(got.dir)?;
         let Some(main) = logs.iter().max_by_key(|l| l.classes.len()) else {
@@ -58,7 +67,7 @@ impl Adapter for Jvm {
             );
         };
         let summary = Summary::new(main, got.t0_mono_ns, got.ready_ns);
-        let mut section = summary.section();
+        let mut section = summary.section(self.class_depth);
         if logs.len() > 1 {
             section.notes.push(format!(
                 "{} JVMs ran (JAVA_TOOL_OPTIONS is inherited by child JVMs); this is pid {}, the one \
@@ -158,7 +167,12 @@ pub(crate) fn parse_log(text: &str) -> JvmLog {
         };
         match tags {
             "class,load" => {
-                let (name, source) = msg.split_once(" source: ").unwrap_or((msg, ""));
+                // Every class defined names its source; other class+load lines
+                // are not classes ("opened: /x/lib.jar" when the boot loader
+                // opens a -Xbootclasspath/a entry).
+                let Some((name, source)) = msg.split_once(" source: ") else {
+                    continue;
+                };
                 log.classes.push(ClassLoad {
                     mono_ns,
                     uptime_ns,
@@ -218,7 +232,9 @@ pub(crate) fn origin(name: &str, source: &str) -> Origin {
         Origin::Cds
     } else if source.starts_with("jrt:/") {
         Origin::Jrt
-    } else if source.starts_with("file:") || source.starts_with("jar:") {
+    } else if source.starts_with("file:") || source.starts_with("jar:") || source.starts_with('/') {
+        // The app loader names a URL (`file:/x/app.jar`); the boot loader's
+        // appended path (-Xbootclasspath/a) names the plain path (`/x/app.jar`).
         if trim_url(source).ends_with(".jar") {
             Origin::Jar
         } else {
@@ -271,6 +287,20 @@ pub(crate) fn package(name: &str) -> &str {
     }
 }
 
+/// A class's package cut to its first `depth` parts (`org.springframework.boot.x`
+/// at 2 is `org.springframework`), as `cut -d. -f1-N | sort | uniq -c` would
+/// roll up `-verbose:class`; None or a shallower package keeps it whole.
+pub(crate) fn package_at(name: &str, depth: Option<usize>) -> &str {
+    let pkg = package(name);
+    match depth {
+        Some(d) if d > 0 && pkg != "(default package)" => match pkg.match_indices('.').nth(d - 1) {
+            Some((i, _)) => &pkg[..i],
+            None => pkg,
+        },
+        _ => pkg,
+    }
+}
+
 struct Load<'a> {
     at_ns: u64,
     name: &'a str,
@@ -297,6 +327,7 @@ pub(crate) struct Summary<'a> {
     after_ready: usize,
     log: &'a JvmLog,
     t0_mono_ns: u64,
+    ready_ns: u64,
 }
 
 impl<'a> Summary<'a> {
@@ -350,11 +381,12 @@ impl<'a> Summary<'a> {
             after_ready,
             log,
             t0_mono_ns,
+            ready_ns,
         }
     }
 
-    /// Every package, most classes first (then by name).
-    pub fn packages(&self) -> Vec<PackageRow> {
+    /// Every package (rolled up to `depth` parts), most classes first (then by name).
+    pub fn packages(&self, depth: Option<usize>) -> Vec<PackageRow> {
         #[derive(Default)]
         struct Acc {
             classes: usize,
@@ -364,7 +396,7 @@ impl<'a> Summary<'a> {
         }
         let mut by: HashMap<&str, Acc> = HashMap::new();
         for l in &self.loads {
-            let e = by.entry(package(l.name)).or_default();
+            let e = by.entry(package_at(l.name, depth)).or_default();
             e.classes += 1;
             e.first_ns = Some(e.first_ns.map_or(l.at_ns, |f| f.min(l.at_ns)));
             e.last_ns = e.last_ns.max(l.at_ns);
@@ -400,7 +432,17 @@ impl<'a> Summary<'a> {
         }
     }
 
-    pub fn section(&self) -> Section {
+    /// Create VM's end on the run's clock (uptime when not aligned): where the
+    /// JVM's own initialisation ends and the application's (main()) begins.
+    fn create_vm_end(&self) -> Option<u64> {
+        self.log
+            .phases
+            .iter()
+            .find(|p| p.name == "Create VM")
+            .map(|p| self.phase_time(p))
+    }
+
+    pub fn section(&self, depth: Option<usize>) -> Section {
         let mut s = Section {
             source: "jvm".into(),
             title: "JVM class loading (-Xlog:class+load, startuptime)".into(),
@@ -429,6 +471,17 @@ impl<'a> Summary<'a> {
         if let Some(z) = self.jvm_start_ns {
             s.facts.push(("JVM start after spawn".into(), ms_cell(z)));
         }
+        let phases = self.init_phases();
+        for p in &phases {
+            s.facts.push((
+                p.name.clone(),
+                format!(
+                    "{} ({} classes)",
+                    ms_cell(p.dur_ns),
+                    p.args.first().map_or("0", |a| a.1.as_str())
+                ),
+            ));
+        }
         if let Some((gap, before, after)) = self.longest_pause() {
             s.facts.push((
                 "longest pause between loads".into(),
@@ -442,8 +495,14 @@ impl<'a> Summary<'a> {
             ));
         }
 
+        if let Some(d) = depth {
+            s.facts.push((
+                "packages rolled up to".into(),
+                format!("{d} parts (--class-depth)"),
+            ));
+        }
         s.table = Table::new(&["package", "classes", "sources", "first load", "span"]);
-        for r in self.packages() {
+        for r in self.packages(depth) {
             let sources: Vec<String> = r.sources.iter().map(|(l, n)| format!("{l} {n}")).collect();
             s.table.rows.push(vec![
                 r.package,
@@ -453,9 +512,11 @@ impl<'a> Summary<'a> {
                 ms_cell(r.last_ns.saturating_sub(r.first_ns)),
             ]);
         }
-        s.table.truncate(TABLE_ROWS);
+        // Every package stays in the JSON; the terminal shows the top ones.
+        s.table.show_first(TABLE_ROWS);
 
-        s.spans = self.phase_spans();
+        s.spans = phases;
+        s.spans.extend(self.phase_spans());
         if let (Some(first), Some(last)) = (self.loads.first(), self.loads.last()) {
             s.spans.push(Span {
                 name: "class loads".into(),
@@ -513,6 +574,45 @@ impl<'a> Summary<'a> {
                 .push("The JVM logged no startuptime phases (no \"Create VM\" time).".into());
         }
         s
+    }
+
+    /// JVM init (the JVM's start → Create VM done: `JNI_CreateJavaVM`, before
+    /// main) and app init (Create VM done → ready, or → the last class load
+    /// when ready is not known), each with the classes defined in it.
+    fn init_phases(&self) -> Vec<Span> {
+        let Some(vm_end) = self.create_vm_end() else {
+            return Vec::new();
+        };
+        let jvm_start = self.jvm_start_ns.unwrap_or(0);
+        let to_ready = self.aligned && self.ready_ns > 0;
+        let app_end = if to_ready {
+            self.ready_ns
+        } else {
+            self.loads.last().map_or(vm_end, |l| l.at_ns)
+        }
+        .max(vm_end);
+        let vm_classes = self.loads.iter().filter(|l| l.at_ns <= vm_end).count();
+        let app_classes = self.loads.len() - vm_classes;
+        vec![
+            Span {
+                name: "JVM init (JVM start → Create VM done)".into(),
+                start_ns: jvm_start,
+                dur_ns: vm_end.saturating_sub(jvm_start),
+                depth: 0,
+                args: vec![("classes".into(), vm_classes.to_string())],
+            },
+            Span {
+                name: if to_ready {
+                    "app init (Create VM done → ready)".into()
+                } else {
+                    "app init (Create VM done → last class load)".into()
+                },
+                start_ns: vm_end,
+                dur_ns: app_end - vm_end,
+                depth: 0,
+                args: vec![("classes".into(), app_classes.to_string())],
+            },
+        ]
     }
 
     /// Jars by classes loaded, largest first, at most [`JARS_IN_FACTS`].

@@ -15,6 +15,7 @@ const SAMPLE: &str = "\
 [7584087172297ns][109809647ns][class,load ] java.lang.invoke.LambdaForm$MH/0x00007f5698000400 source: __JVM_LookupDefineClass__
 [7584104660542ns][127297901ns][class,load ] jdk.proxy1.$Proxy0 source: __dynamic_proxy__
 [7584104660600ns][127297959ns][class,load ] Top source: file:/tmp/classes/
+[7584104660650ns][127297999ns][class,load ] opened: /tmp/lib.jar
 [7584104660700ns][1272979";
 
 #[test]
@@ -68,7 +69,7 @@ fn aligns_to_the_run_clock_and_nests_phases_under_create_vm() {
     let log = parse_log(SAMPLE);
     // Spawn 10 ms before the JVM's uptime zero (7583977362450 ns).
     let t0 = 7_583_977_362_450 - 10_000_000;
-    let s = Summary::new(&log, t0, 0).section();
+    let s = Summary::new(&log, t0, 0).section(None);
     let fact = |k: &str| s.facts.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
     assert_eq!(fact("classes").as_deref(), Some("7"));
     assert_eq!(
@@ -94,6 +95,8 @@ fn aligns_to_the_run_clock_and_nests_phases_under_create_vm() {
     assert_eq!(
         spans,
         [
+            ("JVM init (JVM start → Create VM done)", 0),
+            ("app init (Create VM done → last class load)", 0),
             ("Create VM", 0),
             ("StubRoutines generation 1", 1),
             ("Initialize java.lang classes", 1),
@@ -101,20 +104,75 @@ fn aligns_to_the_run_clock_and_nests_phases_under_create_vm() {
             ("longest pause in class loading", 0)
         ]
     );
-    // Create VM's line is stamped 7584071482155 ns on CLOCK_MONOTONIC.
-    assert_eq!(s.spans[0].start_ns + s.spans[0].dur_ns, 7_584_071_482_155 - t0);
+    // Create VM's line is stamped 7584071482155 ns on CLOCK_MONOTONIC: JVM init
+    // ends there, app init starts there; the first two classes are the JVM's.
+    let vm_end = 7_584_071_482_155 - t0;
+    assert_eq!(s.spans[2].start_ns + s.spans[2].dur_ns, vm_end);
+    assert_eq!(s.spans[0].start_ns, 10_000_000);
+    assert_eq!(s.spans[0].start_ns + s.spans[0].dur_ns, vm_end);
+    assert_eq!(s.spans[1].start_ns, vm_end);
+    assert_eq!(s.spans[0].args, [("classes".to_string(), "2".to_string())]);
+    assert_eq!(s.spans[1].args, [("classes".to_string(), "5".to_string())]);
     assert_eq!(s.marks[0].name, "first app class com.acme.Main");
 
     // Ready before the last loads: those are left out and counted apart.
-    let s = Summary::new(&log, t0, 120_000_000).section();
+    let s = Summary::new(&log, t0, 120_000_000).section(None);
     let fact = |k: &str| s.facts.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
     assert_eq!(fact("classes").as_deref(), Some("5"));
     assert_eq!(fact("loaded after ready (not counted)").as_deref(), Some("2"));
 
     // No time zero: uptime, said in a note.
-    let s = Summary::new(&log, 0, 0).section();
+    let s = Summary::new(&log, 0, 0).section(None);
     assert!(s.notes.iter().any(|n| n.contains("uptime")), "{:?}", s.notes);
-    assert_eq!(s.spans[0].start_ns + s.spans[0].dur_ns, 94_119_504);
+    assert_eq!(s.spans[2].start_ns + s.spans[2].dur_ns, 94_119_504);
+}
+
+#[test]
+fn rolls_packages_up_to_a_depth() {
+    assert_eq!(
+        package_at("org.springframework.boot.SpringApplication", Some(2)),
+        "org.springframework"
+    );
+    assert_eq!(
+        package_at("org.springframework.boot.SpringApplication", Some(1)),
+        "org"
+    );
+    assert_eq!(
+        package_at("org.springframework.boot.SpringApplication", None),
+        "org.springframework.boot"
+    );
+    assert_eq!(
+        package_at("org.springframework.boot.SpringApplication", Some(9)),
+        "org.springframework.boot"
+    );
+    assert_eq!(package_at("a.B$$Lambda$1/0x0000000800c01000", Some(2)), "a");
+    assert_eq!(package_at("Top", Some(2)), "(default package)");
+    let log = parse_log(SAMPLE);
+    let rows: Vec<(String, usize)> = Summary::new(&log, 0, 0)
+        .packages(Some(1))
+        .into_iter()
+        .map(|r| (r.package, r.classes))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("com".to_string(), 2),
+            ("java".to_string(), 2),
+            ("(default package)".to_string(), 1),
+            ("jdk".to_string(), 1),
+            ("sun".to_string(), 1),
+        ]
+    );
+}
+
+#[test]
+fn a_plain_path_source_is_a_jar_or_a_directory() {
+    // The boot loader's appended path (-Xbootclasspath/a) logs no URL.
+    assert_eq!(origin("p.M", "/x/app.jar"), Origin::Jar);
+    assert_eq!(source_label(Origin::Jar, "/x/app.jar"), "app.jar");
+    assert_eq!(origin("p.M", "/x/classes"), Origin::Dir);
+    assert_eq!(origin("p.M", "file:/x/app.jar"), Origin::Jar);
+    assert_eq!(origin("p.M", "shared objects file (top)"), Origin::Cds);
 }
 
 #[test]
@@ -131,7 +189,9 @@ fn option_goes_to_a_file_quoted_when_needed() {
         assert!(xlog_option(Path::new(bad)).is_err(), "{bad} accepted");
     }
     let env = vec![("JAVA_TOOL_OPTIONS".to_string(), "-Xss2m".to_string())];
-    let inj = Jvm.inject(Path::new("/tmp/cs-x"), &env).expect("inject");
+    let inj = Jvm::default()
+        .inject(Path::new("/tmp/cs-x"), &env)
+        .expect("inject");
     assert_eq!(inj.env[0].1, format!("-Xss2m {plain}"));
     assert!(inj.claims[0].is_match(&format!("Picked up JAVA_TOOL_OPTIONS: -Xss2m {plain}")));
 }
@@ -139,12 +199,12 @@ fn option_goes_to_a_file_quoted_when_needed() {
 #[test]
 fn detects_the_java_launcher() {
     let exec = |path, exe| FinalExec { path, exe };
-    assert!(Jvm.detect(&exec(
+    assert!(Jvm::default().detect(&exec(
         "/usr/bin/java",
         "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
     )));
-    assert!(!Jvm.detect(&exec("/usr/bin/javac", "/usr/lib/jvm/x/bin/javac")));
-    assert!(!Jvm.detect(&exec("/usr/bin/python3", "/usr/bin/python3.11")));
+    assert!(!Jvm::default().detect(&exec("/usr/bin/javac", "/usr/lib/jvm/x/bin/javac")));
+    assert!(!Jvm::default().detect(&exec("/usr/bin/python3", "/usr/bin/python3.11")));
 }
 
 /// `package → classes` from `-verbose:class` output, parsed without the adapter's code.
@@ -209,29 +269,39 @@ fn counts_by_package_match_verbose_class() {
         .status()
         .expect("javac");
     assert!(status.success(), "javac failed");
+    // com.acme.b goes to a jar on the boot loader's appended path, which the log
+    // names as a plain path; the rest to app.jar, which it names as a file: URL.
     let app = tmp.path().join("app.jar");
-    let status = Command::new(&jar)
-        .arg("cf")
-        .arg(&app)
-        .arg("-C")
-        .arg(&classes)
-        .arg(".")
-        .status()
-        .expect("jar");
-    assert!(status.success(), "jar failed");
+    let lib = tmp.path().join("lib.jar");
+    for (jar_path, include_b) in [(&app, false), (&lib, true)] {
+        let mut cmd = Command::new(&jar);
+        cmd.arg("cf").arg(jar_path);
+        if include_b {
+            cmd.arg("-C").arg(&classes).arg("com/acme/b");
+        } else {
+            cmd.arg("-C").arg(&classes).arg("com/acme/Main.class");
+            cmd.arg("-C").arg(&classes).arg("com/acme/a");
+        }
+        assert!(cmd.status().expect("jar").success(), "jar failed");
+    }
+    let java_args = |c: &mut Command| {
+        c.arg(format!("-Xbootclasspath/a:{}", lib.display()))
+            .arg("-cp")
+            .arg(&app)
+            .arg("com.acme.Main");
+    };
 
     // Adapted run: the adapter's environment only (an empty JAVA_TOOL_OPTIONS of
     // the target's own keeps whatever the test's environment holds out).
     let dir = tmp.path().join("adapter dir");
     std::fs::create_dir(&dir).expect("adapter dir");
-    let inj = Jvm
+    let inj = Jvm::default()
         .inject(&dir, &[("JAVA_TOOL_OPTIONS".into(), String::new())])
         .expect("inject");
     let t0 = crate::clock::now_ns();
-    let out = Command::new(&java)
-        .arg("-cp")
-        .arg(&app)
-        .arg("com.acme.Main")
+    let mut cmd = Command::new(&java);
+    java_args(&mut cmd);
+    let out = cmd
         .envs(inj.env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("java (adapted)");
@@ -263,29 +333,54 @@ fn counts_by_package_match_verbose_class() {
         t0_mono_ns: t0,
         trace: None,
     };
-    let section = Jvm.collect(&got).expect("collect");
+    let section = Jvm::default().collect(&got).expect("collect");
 
     // Independent run: -verbose:class on stdout, parsed here.
-    let out = Command::new(&java)
-        .arg("-verbose:class")
-        .arg("-cp")
-        .arg(&app)
-        .arg("com.acme.Main")
+    let mut cmd = Command::new(&java);
+    cmd.arg("-verbose:class");
+    java_args(&mut cmd);
+    let out = cmd
         .env_remove("JAVA_TOOL_OPTIONS")
         .output()
         .expect("java -verbose:class");
     assert!(out.status.success());
-    let expected = verbose_class_counts(&String::from_utf8_lossy(&out.stdout));
+    let verbose = String::from_utf8_lossy(&out.stdout);
+    let expected = verbose_class_counts(&verbose);
     let total: usize = expected.values().sum();
 
     let logs = read_logs(&dir).expect("read logs");
     assert_eq!(logs.len(), 1);
-    let got_counts: BTreeMap<String, usize> = Summary::new(&logs[0], t0, ready_ns)
-        .packages()
+    let summary = Summary::new(&logs[0], t0, ready_ns);
+    let got_counts: BTreeMap<String, usize> = summary
+        .packages(None)
         .into_iter()
         .map(|r| (r.package, r.classes))
         .collect();
     assert_eq!(got_counts, expected);
+    // Rolled up to two parts, like `cut -d. -f1-2 | sort | uniq -c`.
+    let mut expected_2: BTreeMap<String, usize> = BTreeMap::new();
+    for (pkg, n) in &expected {
+        let cut: Vec<&str> = pkg.split('.').take(2).collect();
+        *expected_2.entry(cut.join(".")).or_insert(0) += n;
+    }
+    let got_2: BTreeMap<String, usize> = summary
+        .packages(Some(2))
+        .into_iter()
+        .map(|r| (r.package, r.classes))
+        .collect();
+    assert_eq!(got_2, expected_2);
+    // Main, A1-A3, B1, B2 and the lambda (the reflection accessor may be generated
+    // in jdk.internal.reflect instead, depending on inflation).
+    assert!(
+        expected_2.get("com.acme").is_some_and(|&n| n >= 7),
+        "{expected_2:?}"
+    );
+    // Every line of the independent run names its source; the boot-appended jar
+    // as a plain path (what the adapter must count as a jar).
+    assert!(
+        verbose.contains(&format!("com.acme.b.B1 source: {}", lib.display())),
+        "{verbose}"
+    );
     assert_eq!(expected.get("com.acme.a"), Some(&3));
     assert_eq!(expected.get("com.acme.b"), Some(&2));
 
@@ -293,7 +388,18 @@ fn counts_by_package_match_verbose_class() {
     let fact = |k: &str| section.facts.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
     assert_eq!(fact("classes"), Some(total.to_string()));
     assert_eq!(fact("from jars").as_deref(), Some("6"), "{:?}", section.facts);
-    assert_eq!(fact("  app.jar").as_deref(), Some("6"));
+    assert_eq!(fact("  app.jar").as_deref(), Some("4"), "{:?}", section.facts);
+    assert_eq!(fact("  lib.jar").as_deref(), Some("2"), "{:?}", section.facts);
+    // JVM init holds no app class; app init holds all of them.
+    let phase = |name: &str| section.spans.iter().find(|s| s.name.starts_with(name)).cloned();
+    let (vm, app_init) = (
+        phase("JVM init").expect("JVM init"),
+        phase("app init").expect("app init"),
+    );
+    assert_eq!(vm.start_ns + vm.dur_ns, app_init.start_ns);
+    let classes = |s: &Span| -> usize { s.args[0].1.parse().expect("count") };
+    assert_eq!(classes(&vm) + classes(&app_init), total);
+    assert!(classes(&app_init) >= 6 && classes(&vm) > 0, "{vm:?} {app_init:?}");
     assert!(fact("Create VM").is_some(), "{:?}", section.facts);
     assert!(fact("generated (lambdas, proxies, reflection)").is_some());
     let counts: Vec<usize> = section
@@ -312,8 +418,17 @@ fn counts_by_package_match_verbose_class() {
             expected.get(&row[0])
         );
     }
-    assert_eq!(section.table.rows.len() + section.table.omitted, expected.len());
+    // The whole table is in the JSON; the terminal shows the top rows.
+    assert_eq!(section.table.rows.len(), expected.len());
+    assert_eq!(section.table.omitted, 0);
+    let json = serde_json::to_value(&section).expect("json");
+    assert_eq!(
+        json["table"]["rows"].as_array().map(Vec::len),
+        Some(expected.len())
+    );
+    let (shown, more) = section.table.visible();
+    assert_eq!(shown.len() + more, expected.len());
+    assert!(shown.len() <= TABLE_ROWS);
     // On the run's clock: every span inside spawn → exit.
     assert!(section.spans.iter().all(|s| s.start_ns + s.dur_ns <= ready_ns));
-    assert_eq!(section.spans[0].name, "Create VM");
 }

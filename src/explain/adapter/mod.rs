@@ -18,11 +18,13 @@
 //! * It says what it could not see in [`Section::notes`].
 
 pub mod beam;
+pub mod deno;
 pub mod go;
 pub mod jvm;
 pub mod native;
 pub mod node;
 pub mod python;
+pub mod v8;
 
 use crate::sample::section::Section;
 use crate::trace::Trace;
@@ -78,6 +80,13 @@ impl<'a> FinalExec<'a> {
     }
 }
 
+/// Settings from the command line that shape what an adapter reports.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--class-depth N`: JVM packages rolled up to their first N parts.
+    pub class_depth: Option<usize>,
+}
+
 pub trait Adapter {
     /// Stable name, used by `--adapter NAME` and as the section's `source`.
     fn name(&self) -> &'static str;
@@ -86,6 +95,8 @@ pub trait Adapter {
     /// The switch: environment for the target, lines to claim. `dir` is private
     /// to this adapter and run; `target_env` is the target's own additions.
     fn inject(&self, dir: &Path, target_env: &[(String, String)]) -> Result<Injection>;
+    /// Take the command line's settings (most adapters have none).
+    fn configure(&mut self, _opts: &Options) {}
     /// Parse what the runtime reported.
     fn collect(&self, got: &Collected) -> Result<Section>;
 }
@@ -96,7 +107,8 @@ pub fn all() -> Vec<Box<dyn Adapter>> {
     vec![
         Box::new(python::Python),
         Box::new(node::Node),
-        Box::new(jvm::Jvm),
+        Box::new(deno::Deno),
+        Box::new(jvm::Jvm::default()),
         Box::new(go::Go),
         Box::new(beam::Beam),
         Box::new(native::Native),

@@ -5,6 +5,9 @@
 //! `clock_gettime(CLOCK_MONOTONIC)`, the clock of coldstart's time zero, so
 //! the records become spans on the run's timeline without any estimate.
 //!
+//! The preload also switches on V8's `--profile-deserialization` (see `v8.rs`):
+//! the code-cache hits after it are facts of the section.
+//!
 //! Records go to a file in the adapter's directory (never to the target's
 //! stdout/stderr), written with one `writeSync` per finished top-level require
 //! so that a server killed after ready has already written what it loaded.
@@ -21,6 +24,8 @@ const PRELOAD_FILE: &str = "coldstart-require.js";
 const OUT_FILE: &str = "node-requires.jsonl";
 /// Names the record file for the preload (the preload does nothing without it).
 const OUT_VAR: &str = "COLDSTART_NODE_REQUIRE_OUT";
+/// Asks the preload to switch on V8's --profile-deserialization.
+const V8_VAR: &str = "COLDSTART_NODE_V8_PROFILE";
 
 /// Rows kept in the grouped table.
 const TABLE_ROWS: usize = 15;
@@ -87,8 +92,9 @@ impl Adapter for Node {
             env: vec![
                 append_option(target_env, "NODE_OPTIONS", ' ', &require),
                 (OUT_VAR.to_string(), out),
+                (V8_VAR.to_string(), "1".to_string()),
             ],
-            claims: Vec::new(),
+            claims: super::v8::claims()?,
         })
     }
 
@@ -99,7 +105,10 @@ impl Adapter for Node {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        Ok(section(&text, got.t0_mono_ns, got.ready_ns))
+        let mut section = section(&text, got.t0_mono_ns, got.ready_ns);
+        let report = super::v8::parse(got.claimed.iter().map(|(_, l)| l.as_str()));
+        super::v8::add_to(&mut section, &report, false);
+        Ok(section)
     }
 }
 
@@ -490,15 +499,46 @@ mod tests {
         cmd
     }
 
-    fn collect(dir: &Path, t0: u64) -> Section {
+    fn collect(dir: &Path, t0: u64, claimed: &[(u64, String)]) -> Section {
         Node.collect(&Collected {
             dir,
-            claimed: &[],
+            claimed,
             ready_ns: 0,
             trace: None,
             t0_mono_ns: t0,
         })
         .expect("collect")
+    }
+
+    /// Split output lines as the run does: (claimed, the program's own).
+    fn split_claims(text: &str, injection: &Injection) -> (Vec<(u64, String)>, Vec<String>) {
+        let (mut claimed, mut own) = (Vec::new(), Vec::new());
+        for line in text.lines() {
+            if injection.claims.iter().any(|re| re.is_match(line)) {
+                claimed.push((0, line.to_string()));
+            } else {
+                own.push(line.to_string());
+            }
+        }
+        (claimed, own)
+    }
+
+    /// Code-cache hits in raw output, counted with string operations only:
+    /// (lines, total ns rounded per line).
+    fn grep_code_cache_hits(raw: &str) -> (usize, u64) {
+        let mut n = 0;
+        let mut ns = 0;
+        for line in raw.lines().filter(|l| l.starts_with("[Deserializing from ")) {
+            let ms = line
+                .split(" took ")
+                .nth(1)
+                .and_then(|t| t.strip_suffix(" ms]"))
+                .and_then(|t| t.parse::<f64>().ok())
+                .expect("a time");
+            n += 1;
+            ns += (ms * 1e6).round() as u64;
+        }
+        (n, ns)
     }
 
     fn row<'a>(s: &'a Section, pkg: &str) -> &'a [String] {
@@ -589,14 +629,34 @@ mod tests {
         let out = command(&node, app.path(), &injection).output().expect("run node");
         let end = crate::clock::now_ns() - t0;
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "done true\n");
+        let raw = String::from_utf8_lossy(&out.stdout);
+        let (claimed, own) = split_claims(&raw, &injection);
+        assert_eq!(own, ["done true"], "only V8's lines are claimed");
         assert_eq!(
             String::from_utf8_lossy(&out.stderr),
             "",
-            "the preload writes nothing"
+            "the preload writes nothing on stderr"
         );
 
-        let s = collect(&dir, t0);
+        let s = collect(&dir, t0, &claimed);
+        // V8's code-cache hits (http, zlib … compiled from Node's embedded code
+        // cache after the preload) against a plain grep of the raw output.
+        let (hits, hits_ns) = grep_code_cache_hits(&raw);
+        assert!(hits > 0, "V8 printed no code-cache hit: {raw}");
+        let v8 = s
+            .facts
+            .iter()
+            .find(|f| f.0 == "code-cache hits (V8)")
+            .map(|f| f.1.as_str());
+        assert!(
+            v8.is_some_and(|v| v.starts_with(&format!("{hits} in {} (", ms_cell(hits_ns)))),
+            "{v8:?} vs {hits} lines, {hits_ns} ns"
+        );
+        assert!(
+            s.notes.iter().any(|n| n.contains("NODE_OPTIONS")),
+            "{:?}",
+            s.notes
+        );
         let fact = |k: &str| s.facts.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         // http, fs, path, zlib + beta, alpha, lib.js (alpha's second require is a cache hit).
         assert_eq!(fact("modules loaded").as_deref(), Some("7"), "{:?}", s.facts);
@@ -653,18 +713,47 @@ mod tests {
             .expect("spawn node");
         let stdout = child.stdout.take().expect("stdout pipe");
         let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next().expect("a line").expect("read");
-        assert_eq!(first, "listening");
+        let mut raw = String::new();
+        // V8's code-cache lines come first (the preload switched them on).
+        for line in lines.by_ref() {
+            let line = line.expect("read");
+            raw.push_str(&line);
+            raw.push('\n');
+            if !injection.claims.iter().any(|re| re.is_match(&line)) {
+                assert_eq!(line, "listening");
+                break;
+            }
+        }
         child.kill().expect("SIGKILL");
         child.wait().expect("wait");
         let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
-        assert!(rest.is_empty(), "{rest:?}");
+        assert!(
+            rest.iter()
+                .all(|l| injection.claims.iter().any(|re| re.is_match(l))),
+            "{rest:?}"
+        );
+        for l in &rest {
+            raw.push_str(l);
+            raw.push('\n');
+        }
+        let (claimed, own) = split_claims(&raw, &injection);
+        assert_eq!(own, ["listening"]);
         let mut err = String::new();
         std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr pipe"), &mut err)
             .expect("read stderr");
         assert_eq!(err, "", "the preload writes nothing");
 
-        let s = collect(&dir, t0);
+        let s = collect(&dir, t0, &claimed);
+        // Written before ready, so not lost to the kill.
+        let (hits, _) = grep_code_cache_hits(&raw);
+        assert!(hits > 0, "{raw}");
+        assert!(
+            s.facts
+                .iter()
+                .any(|f| f.0 == "code-cache hits (V8)" && f.1.starts_with(&format!("{hits} in "))),
+            "{:?}",
+            s.facts
+        );
         assert_eq!(row(&s, "beta")[1], "1");
         assert_eq!(row(&s, "alpha")[1], "1");
         assert_eq!(row(&s, "node:http")[1], "1");

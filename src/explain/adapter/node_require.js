@@ -12,6 +12,16 @@
 // in the file; one write(2) per top-level require is the cheapest way that
 // holds. Loads still running at the kill are lost, and the collector says so.
 (function () {
+  // V8's own start-up report: Node refuses --profile-deserialization in
+  // NODE_OPTIONS, so it is switched on here, for this process only. From now
+  // on V8 prints each code-cache hit (a builtin or script compiled from cached
+  // code) on stdout, where the adapter claims the lines.
+  if (process.env.COLDSTART_NODE_V8_PROFILE) {
+    delete process.env.COLDSTART_NODE_V8_PROFILE;
+    try {
+      require('v8').setFlagsFromString('--profile-deserialization');
+    } catch (_) {}
+  }
   const out = process.env.COLDSTART_NODE_REQUIRE_OUT;
   if (!out) return;
   // Only this process's main thread records: worker threads and child

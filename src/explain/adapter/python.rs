@@ -85,12 +85,13 @@ impl Adapter for Python {
         let tree = parse(got.claimed.iter().map(|(_, line)| line.as_str()));
         let mut sec = section(&tree);
         // importtime cannot say which .pth file caused an import; the tracer saw
-        // which ones site read.
+        // which ones site read, and what it opened after each.
         if let Some(trace) = got.trace {
             let pth = pth_files(trace);
             if !pth.is_empty() {
                 sec.facts
                     .push((".pth files read (traced run)".into(), pth.join(", ")));
+                attribute_pth(&mut sec, &tree, trace);
             }
         }
         Ok(sec)
@@ -109,6 +110,143 @@ fn pth_files(trace: &crate::trace::Trace) -> Vec<String> {
         }
     }
     out
+}
+
+/// The top-level module a file opened by the import system belongs to:
+/// `…/json/__init__.py` → json, `…/__pycache__/six.cpython-311.pyc` → six,
+/// `…/_cffi_backend.cpython-311-x86_64-linux-gnu.so` → _cffi_backend.
+/// Inside a site directory the first component below it is the top-level
+/// package; elsewhere the file's own stem (or its package directory's name).
+fn module_of(path: &str) -> Option<&str> {
+    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let name = *comps.last()?;
+    if !(name.ends_with(".py") || name.ends_with(".pyc") || name.ends_with(".so")) {
+        return None;
+    }
+    if let Some(i) = comps
+        .iter()
+        .rposition(|c| *c == "site-packages" || *c == "dist-packages")
+    {
+        let top = *comps.get(i + 1)?;
+        if i + 2 < comps.len() {
+            return (top != "__pycache__").then_some(top).or_else(|| stem(name));
+        }
+        return stem(top);
+    }
+    match stem(name)? {
+        // The package's directory: above `__pycache__` for a compiled __init__.
+        "__init__" => comps.iter().rev().skip(1).find(|c| **c != "__pycache__").copied(),
+        stem => Some(stem),
+    }
+}
+
+/// "six.cpython-311.pyc" → "six"; "x.py" → "x".
+fn stem(name: &str) -> Option<&str> {
+    name.split('.').next().filter(|s| !s.is_empty())
+}
+
+/// Which `.pth` file caused each import directly under `site`. `site` reads a
+/// .pth file whole, then runs its `import` lines before opening the next one,
+/// so the module files opened after a .pth file (and before the next) are what
+/// its lines imported: an import under site whose first file open (in the
+/// traced run, by the process that read the .pth files) follows `a.pth` came
+/// from `a.pth`. Names the file for each; leaves out imports whose file was
+/// opened before any .pth file (site's own, a module already cached).
+pub(crate) fn pth_of_imports<'a>(trace: &crate::trace::Trace, wanted: &[&'a str]) -> Vec<(&'a str, String)> {
+    let Some(pid) = trace.events.iter().find_map(|e| match &e.event {
+        crate::trace::Event::Open { path, ok: true, .. } if path.ends_with(".pth") => Some(e.pid),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    let mut current: Option<&str> = None;
+    let mut found: Vec<(&'a str, String)> = Vec::new();
+    for e in trace.events.iter().filter(|e| e.pid == pid) {
+        let crate::trace::Event::Open {
+            path,
+            ok: true,
+            flags,
+            ..
+        } = &e.event
+        else {
+            continue;
+        };
+        if flags & libc::O_DIRECTORY as u64 != 0 {
+            continue;
+        }
+        if path.ends_with(".pth") {
+            current = Some(file_name(path));
+            continue;
+        }
+        let (Some(pth), Some(module)) = (current, module_of(path)) else {
+            continue;
+        };
+        if let Some(w) = wanted.iter().find(|w| **w == module) {
+            if !found.iter().any(|(f, _)| f == w) {
+                found.push((w, pth.to_string()));
+            }
+        }
+    }
+    found
+}
+
+/// Facts per .pth file (the imports it caused, their cumulative time) and the
+/// file on each such import's span.
+fn attribute_pth(sec: &mut Section, tree: &ImportTree, trace: &crate::trace::Trace) {
+    let imports = &tree.imports;
+    let Some(&site) = tree.roots.iter().find(|&&i| imports[i].name == "site") else {
+        return;
+    };
+    let foreign: Vec<&Import> = imports[site]
+        .children
+        .iter()
+        .map(|&c| &imports[c])
+        .filter(|c| !SITE_OWN.contains(&c.name.as_str()))
+        .collect();
+    if foreign.is_empty() {
+        return;
+    }
+    // A dotted import line (`import a.b`) opens `a` first.
+    let tops: Vec<&str> = foreign
+        .iter()
+        .map(|c| c.name.split('.').next().unwrap_or(&c.name))
+        .collect();
+    let found = pth_of_imports(trace, &tops);
+    let mut by_pth: Vec<(String, Vec<&Import>)> = Vec::new();
+    let mut unknown = Vec::new();
+    for (c, top) in foreign.iter().zip(&tops) {
+        match found.iter().find(|(m, _)| m == top) {
+            Some((_, pth)) => match by_pth.iter_mut().find(|(p, _)| p == pth) {
+                Some((_, v)) => v.push(c),
+                None => by_pth.push((pth.clone(), vec![c])),
+            },
+            None => unknown.push(c.name.as_str()),
+        }
+    }
+    for (pth, list) in &by_pth {
+        let total: u64 = list.iter().map(|c| c.cumulative_us).sum();
+        let names: Vec<&str> = list.iter().map(|c| c.name.as_str()).collect();
+        sec.facts.push((
+            format!("  imports from {pth}"),
+            format!("{} ({})", ms_cell(total * 1000), names.join(", ")),
+        ));
+    }
+    if !unknown.is_empty() {
+        sec.facts
+            .push(("  imports under site, .pth not known".into(), unknown.join(", ")));
+    }
+    for span in sec.spans.iter_mut().filter(|s| s.depth == 1) {
+        let top = span.name.split('.').next().unwrap_or(&span.name);
+        if let Some((_, pth)) = found.iter().find(|(m, _)| *m == top) {
+            if foreign.iter().any(|c| c.name == span.name) {
+                span.args.push(("pth".into(), pth.clone()));
+            }
+        }
+    }
+    sec.notes.push(
+        "a .pth file's imports are named from the traced run: site runs each file's import lines          before opening the next, so a module first opened after a.pth came from a.pth"
+            .into(),
+    );
 }
 
 fn file_name(path: &str) -> &str {
@@ -369,7 +507,8 @@ fn site_facts(section: &mut Section, imports: &[Import], site: usize) {
     ));
     section.notes.push(format!(
         "imports directly under `site` other than {} come from `import` lines in .pth files \
-         (importtime does not say which file); the rest of the .pth work is in site's self time",
+         (importtime does not say which file: the traced run's opens do); the rest of the .pth \
+         work is in site's self time",
         SITE_OWN[..4].join(", ")
     ));
 }
@@ -642,5 +781,161 @@ import time:       400 |       1200 | json
             }
             open.push(span);
         }
+    }
+
+    #[test]
+    fn module_names_from_opened_files() {
+        assert_eq!(
+            module_of("/v/lib/python3.11/site-packages/json_x/__init__.py"),
+            Some("json_x")
+        );
+        assert_eq!(module_of("/v/lib/python3.11/site-packages/six.py"), Some("six"));
+        assert_eq!(
+            module_of("/v/lib/python3.11/site-packages/__pycache__/six.cpython-311.pyc"),
+            Some("six")
+        );
+        assert_eq!(
+            module_of("/v/lib/python3.11/site-packages/_cffi.cpython-311-x86_64-linux-gnu.so"),
+            Some("_cffi")
+        );
+        assert_eq!(
+            module_of("/usr/lib/python3.11/json/__pycache__/__init__.cpython-311.pyc"),
+            Some("json")
+        );
+        assert_eq!(module_of("/usr/lib/python3.11/json/__init__.py"), Some("json"));
+        assert_eq!(module_of("/usr/lib/python3.11/decimal.py"), Some("decimal"));
+        assert_eq!(module_of("/v/x.pth"), None);
+    }
+
+    /// The .pth files' own `import` lines, read with string operations only:
+    /// file name → modules, in order.
+    fn pth_import_lines(dir: &Path, files: &[&str]) -> Vec<(String, Vec<String>)> {
+        let mut out = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(dir.join(f)).expect("read .pth");
+            let mut mods = Vec::new();
+            for line in text.lines().filter(|l| l.starts_with("import ")) {
+                for stmt in line.split(';') {
+                    if let Some(m) = stmt.trim().strip_prefix("import ") {
+                        mods.push(m.trim().to_string());
+                    }
+                }
+            }
+            if !mods.is_empty() {
+                out.push((f.to_string(), mods));
+            }
+        }
+        out
+    }
+
+    /// A venv whose site-packages holds three .pth files (two with import lines,
+    /// one with a path only): each import under `site` is named with the .pth
+    /// file whose lines imported it, matching the files themselves, and each
+    /// file's time is the sum of its imports' importtime lines, grepped.
+    #[test]
+    fn imports_are_attributed_to_the_pth_file_that_ran_them() {
+        let Some(python) = crate::testkit::python() else {
+            return;
+        };
+        let tmp = tempfile::tempdir_in(crate::testkit::fixtures_dir()).expect("tempdir");
+        let venv = tmp.path().join("venv");
+        let st = Command::new(&python)
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv)
+            .status()
+            .expect("python -m venv");
+        assert!(st.success(), "venv failed");
+        let vpy = venv.join("bin").join("python");
+        let out = Command::new(&vpy)
+            .args(["-c", "import site; print(site.getsitepackages()[0])"])
+            .output()
+            .expect("site dir");
+        let site_dir = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        let files: &[(&str, &str)] = &[
+            ("pthmod_a.py", "A = 1\n"),
+            ("pthmod_b.py", "import json\nB = json.dumps(2)\n"),
+            ("pthmod_c/__init__.py", "C = 3\n"),
+            ("a_first.pth", "import pthmod_a\n"),
+            ("b_second.pth", "# a comment\nimport pthmod_b; import pthmod_c\n"),
+            ("c_paths.pth", "nonexistent-dir\n"),
+        ];
+        for (name, text) in files {
+            let p = site_dir.join(name);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, text).expect("write");
+        }
+
+        // The traced run (which files site opened, in order).
+        // argv[0] is the venv's path: Python finds its prefix (pyvenv.cfg) from it.
+        let argv: Vec<String> = vec![vpy.display().to_string(), "-c".into(), "print('app')".into()];
+        let opts = crate::trace::TraceOptions::new(argv, vpy.clone());
+        let trace = crate::launch::traced::trace(crate::Lab::open().expect("a Lab"), &opts).expect("trace");
+
+        // The adapted run.
+        let inj = Python.inject(tmp.path(), &[]).expect("inject");
+        let out = Command::new(&vpy)
+            .args(["-c", "print('app')"])
+            .envs(inj.env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("run python");
+        assert!(out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let claimed: Vec<(u64, String)> = stderr
+            .lines()
+            .filter(|l| inj.claims.iter().any(|re| re.is_match(l)))
+            .map(|l| (0, l.to_string()))
+            .collect();
+        let s = Python
+            .collect(&Collected {
+                dir: tmp.path(),
+                claimed: &claimed,
+                ready_ns: 0,
+                trace: Some(&trace),
+                t0_mono_ns: 0,
+            })
+            .expect("collect");
+
+        // Cumulative µs of an import, grepped from the raw lines.
+        let cumulative = |name: &str| -> u64 {
+            stderr
+                .lines()
+                .filter_map(|l| l.strip_prefix("import time:"))
+                .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+                .find(|cols| cols.len() == 3 && cols[2] == name)
+                .and_then(|cols| cols[1].parse().ok())
+                .unwrap_or_else(|| panic!("no importtime line for {name}"))
+        };
+        let expected = pth_import_lines(&site_dir, &["a_first.pth", "b_second.pth", "c_paths.pth"]);
+        assert_eq!(expected.len(), 2);
+        for (pth, mods) in &expected {
+            let total: u64 = mods.iter().map(|m| cumulative(m)).sum();
+            let key = format!("  imports from {pth}");
+            let fact = s.facts.iter().find(|f| f.0 == key).map(|f| f.1.clone());
+            assert_eq!(
+                fact,
+                Some(format!("{} ({})", ms_cell(total * 1000), mods.join(", "))),
+                "{:?}",
+                s.facts
+            );
+        }
+        assert!(!s
+            .facts
+            .iter()
+            .any(|f| f.0.contains("c_paths.pth") && f.0.starts_with("  imports")));
+        assert!(
+            !s.facts.iter().any(|f| f.0.contains("not known")),
+            "{:?}",
+            s.facts
+        );
+        let span = s
+            .spans
+            .iter()
+            .find(|sp| sp.name == "pthmod_b")
+            .expect("pthmod_b span");
+        assert!(
+            span.args
+                .contains(&("pth".to_string(), "b_second.pth".to_string())),
+            "{span:?}"
+        );
     }
 }
