@@ -174,7 +174,7 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
     for e in &trace.events {
         let (pid, tid) = (e.pid as i64, e.tid as i64);
         let ev = match &e.event {
-            Event::Exec { path, exe, argv0 } => instant(
+            Event::Exec { path, exe, argv0, .. } => instant(
                 format!("exec {}", basename(path)),
                 "exec",
                 e.ts_ns,
@@ -399,6 +399,7 @@ mod tests {
                         path: "/usr/bin/python3".into(),
                         exe: "/usr/bin/python3.11".into(),
                         argv0: "python3".into(),
+                        argv: vec!["python3".into()],
                     },
                 ),
                 e(
@@ -461,6 +462,7 @@ mod tests {
                         path: "/bin/true".into(),
                         exe: "/bin/true".into(),
                         argv0: "true".into(),
+                        argv: vec!["true".into()],
                     },
                 ),
                 e(
@@ -496,6 +498,7 @@ mod tests {
             outcome: Outcome::Reached,
             warnings: vec![],
             root_usage: None,
+            task_names: Default::default(),
         }
     }
 

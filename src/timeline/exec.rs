@@ -10,7 +10,7 @@ pub(super) fn chain(events: &[Ev], root: i32) -> Vec<ExecStep> {
         .iter()
         .filter(|e| e.pid == root)
         .filter_map(|e| match e.event {
-            Event::Exec { path, exe, argv0 } => Some((e.t_ns, path.as_str(), exe.as_str(), argv0.as_str())),
+            Event::Exec { path, exe, argv0, .. } => Some((e.t_ns, path.as_str(), exe.as_str(), argv0.as_str())),
             _ => None,
         })
         .collect();

@@ -22,6 +22,7 @@ fn exec(ts: u64, pid: i32, path: &str) -> TraceEvent {
             path: path.into(),
             exe: path.into(),
             argv0: basename(path).into(),
+            argv: vec![basename(path).into()],
         },
     )
 }
@@ -50,6 +51,7 @@ fn trace(events: Vec<TraceEvent>, end_ms: u64) -> Trace {
         outcome: Outcome::Reached,
         warnings: vec![],
         root_usage: None,
+        task_names: Default::default(),
     }
 }
 fn phase<'a>(t: &'a Timeline, name: &str) -> &'a Phase {
