@@ -22,11 +22,11 @@ pub(super) fn marks(events: &[Ev], found: &Found) -> Vec<Mark> {
     let root = found.root.pid;
     let mut marks = vec![mark("spawn", 0, root)];
     for step in found.chain {
-        marks.push(mark("exec", step.start_ns, root).with_detail(step.path.clone()));
+        marks.push(mark("exec", step.start_ns, step.pid).with_detail(step.path.clone()));
     }
-    let final_exec = found.chain.last().map_or(0, |s| s.start_ns);
+    let (final_exec, final_pid) = found.chain.last().map_or((0, root), |s| (s.start_ns, s.pid));
     if found.loader_end > final_exec {
-        marks.push(mark("libraries-mapped", found.loader_end, root));
+        marks.push(mark("libraries-mapped", found.loader_end, final_pid));
     }
     if let Some(l) = found.first_listen {
         let addr = l.addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
