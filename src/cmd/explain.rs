@@ -241,7 +241,7 @@ impl Arms<'_> {
     }
 
     fn choose(&mut self, trace: &coldstart::trace::Trace) -> Result<()> {
-        let chosen = explain::choose_adapters(&self.args.adapter, trace)?;
+        let chosen = explain::choose_adapters_for(&self.args.adapter, trace, &self.readiness)?;
         if !self.args.quiet {
             let names: Vec<&str> = chosen.iter().map(|a| a.name()).collect();
             out::errln!(

@@ -128,37 +128,38 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
             _ => {}
         }
     }
-    let program: BTreeMap<i32, String> = timeline
-        .processes
-        .iter()
-        .map(|p| (p.pid, p.program.clone()))
-        .collect();
+    // Tracks named after what each process ran (its script, else its program)
+    // with its argv, and threads after the names they gave themselves.
+    let procs: BTreeMap<i32, &crate::timeline::ProcessInfo> =
+        timeline.processes.iter().map(|p| (p.pid, p)).collect();
+    let thread_name = |tid: i32| trace.task_names.get(&tid).cloned();
     for (&tid, life) in &lives {
         let (pid, tid64) = (life.pid as i64, tid as i64);
-        let prog = program
-            .get(&life.pid)
-            .map(|p| basename(p).to_string())
-            .unwrap_or_default();
-        let label = if prog.is_empty() {
-            format!("pid {}", life.pid)
-        } else {
-            prog
-        };
+        let proc_info = procs.get(&life.pid);
+        let label = proc_info.map_or_else(|| format!("pid {}", life.pid), |p| p.label());
         if tid == life.pid {
+            let role = proc_info
+                .map(|p| p.role.as_str())
+                .filter(|r| !r.is_empty())
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default();
+            let argv = proc_info.map(|p| p.argv.join(" ")).unwrap_or_default();
+            let argv: String = argv.chars().take(160).collect();
             meta.push(metadata(
                 "process_name",
                 pid,
                 tid64,
-                format!("{label} ({})", life.pid),
+                format!("{label} ({}{role}) {argv}", life.pid).trim_end().to_string(),
             ));
             meta.push(metadata("thread_name", pid, tid64, format!("{label} main")));
         } else {
-            meta.push(metadata("thread_name", pid, tid64, format!("thread {tid}")));
+            let name = thread_name(tid).map_or_else(|| format!("thread {tid}"), |n| format!("{n} ({tid})"));
+            meta.push(metadata("thread_name", pid, tid64, name));
         }
         let name = if tid == life.pid {
             label
         } else {
-            format!("thread {tid}")
+            thread_name(tid).unwrap_or_else(|| format!("thread {tid}"))
         };
         tracks.entry((pid, tid64)).or_default().push(complete(
             name,

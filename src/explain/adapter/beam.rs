@@ -30,9 +30,29 @@ impl Adapter for Beam {
         Ok(Injection::default())
     }
 
+    /// One section per VM that loaded code: a helper VM's modules (a boot
+    /// script's, a remote shell's) are not added to the service's.
+    fn collect_all(&self, got: &Collected) -> Result<Vec<Section>> {
+        let Some(trace) = got.trace else {
+            return Ok(vec![self.collect(got)?]);
+        };
+        let pids = vms(trace);
+        if pids.len() < 2 {
+            return Ok(vec![self.collect(got)?]);
+        }
+        Ok(pids
+            .into_iter()
+            .map(|pid| {
+                let mut s = section(trace, Some(pid));
+                s.title = format!("{} — VM pid {pid}", s.title);
+                s
+            })
+            .collect())
+    }
+
     fn collect(&self, got: &Collected) -> Result<Section> {
         Ok(match got.trace {
-            Some(trace) => section(trace),
+            Some(trace) => section(trace, None),
             None => Section {
                 source: "beam".into(),
                 title: "BEAM modules loaded (from the tracer)".into(),
@@ -50,11 +70,23 @@ struct App {
     last_ns: u64,
 }
 
-/// Successful `.beam` opens by application (the `<app>-<vsn>` above `ebin/`).
-fn section(trace: &Trace) -> Section {
+/// The processes (VMs) that opened `.beam` files, in the order they first did.
+fn vms(trace: &Trace) -> Vec<i32> {
+    let mut pids: Vec<i32> = Vec::new();
+    for e in &trace.events {
+        if matches!(&e.event, Event::Open { path, .. } if path.ends_with(".beam")) && !pids.contains(&e.pid) {
+            pids.push(e.pid);
+        }
+    }
+    pids
+}
+
+/// Successful `.beam` opens by application (the `<app>-<vsn>` above `ebin/`),
+/// of one VM (`pid`) or of the whole tree.
+fn section(trace: &Trace, pid: Option<i32>) -> Section {
     let mut apps: BTreeMap<String, App> = BTreeMap::new();
     let mut failed = 0usize;
-    for e in &trace.events {
+    for e in trace.events.iter().filter(|e| pid.is_none_or(|p| e.pid == p)) {
         let Event::Open { path, ok, .. } = &e.event else {
             continue;
         };

@@ -76,6 +76,14 @@ impl<'a> FinalExec<'a> {
             _ => None,
         })
     }
+
+    /// Process `pid`'s last successful exec in `trace`.
+    pub fn of_pid(trace: &'a Trace, pid: i32) -> Option<FinalExec<'a>> {
+        trace.events.iter().rev().find_map(|e| match &e.event {
+            crate::trace::Event::Exec { path, exe, .. } if e.pid == pid => Some(FinalExec { path, exe }),
+            _ => None,
+        })
+    }
 }
 
 pub trait Adapter {
@@ -88,6 +96,11 @@ pub trait Adapter {
     fn inject(&self, dir: &Path, target_env: &[(String, String)]) -> Result<Injection>;
     /// Parse what the runtime reported.
     fn collect(&self, got: &Collected) -> Result<Section>;
+    /// Its sections: one, or one per VM/process where the runtime ran in
+    /// several (two BEAM nodes' modules are not summed).
+    fn collect_all(&self, got: &Collected) -> Result<Vec<Section>> {
+        Ok(vec![self.collect(got)?])
+    }
 }
 
 /// Every adapter, most specific first: auto-detection takes the first that
