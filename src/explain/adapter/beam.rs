@@ -181,7 +181,7 @@ mod tests {
         let opts = TraceOptions::new(argv, erl);
         let t = crate::launch::traced::trace(crate::Lab::open().expect("a Lab"), &opts).expect("trace erl");
         assert!(Beam.detect(&FinalExec::of(&t).expect("an exec")));
-        let sec = section(&t);
+        let sec = section(&t, None);
         let row = |app: &str| -> usize {
             sec.table
                 .rows
