@@ -104,7 +104,11 @@ fn a_root_failing_before_ready_ends_the_run_at_once() {
         let (plain, traced) = both(script, &ready, 60_000);
         for s in [&plain, &traced] {
             assert_eq!(s.outcome, Outcome::ExitedEarly, "{script}: {s:?}");
-            assert_eq!(s.exit_status.as_ref().and_then(|x| x.code), Some(1), "{script}: {s:?}");
+            assert_eq!(
+                s.exit_status.as_ref().and_then(|x| x.code),
+                Some(1),
+                "{script}: {s:?}"
+            );
             assert!(s.output_tail.iter().any(|l| l.contains("giving up")), "{s:?}");
         }
         // Both runs together, far from the 60 s timeout either would wait out.

@@ -73,7 +73,12 @@ fn process(doc: &Value, pid: i64) -> &Value {
 }
 
 fn processes<'a>(doc: &'a Value, pred: impl Fn(&Value) -> bool + 'a) -> Vec<&'a Value> {
-    tl(doc)["processes"].as_array().unwrap().iter().filter(|p| pred(p)).collect()
+    tl(doc)["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| pred(p))
+        .collect()
 }
 
 fn argv_has(p: &Value, needle: &str) -> bool {
@@ -163,7 +168,10 @@ fn start_script_run(mode: &str) -> Option<(Value, String, Value, i64, i64)> {
     assert!(helper_t < server_t, "the helper listens first");
     let service = &tl(&doc)["service"];
     assert_eq!(service["pid"], server_pid, "the server is the service: {service}");
-    assert!(service["why"].as_str().unwrap().contains("probe's port"), "{service}");
+    assert!(
+        service["why"].as_str().unwrap().contains("probe's port"),
+        "{service}"
+    );
     assert_eq!(service["listen"]["addr"]["port"], server_port);
     // Its phases: init ends and listen→ready starts at the server's listen, not the helper's.
     let (_, init_end) = phase(&doc, "init").expect("init");
@@ -176,7 +184,9 @@ fn start_script_run(mode: &str) -> Option<(Value, String, Value, i64, i64)> {
     assert_eq!(last["pid"], server_pid);
     assert!(argv_has(last, "http.server"), "{last}");
     assert!(
-        chain.iter().any(|s| s["script"].as_str().is_some_and(|s| s.ends_with("start.sh"))),
+        chain
+            .iter()
+            .any(|s| s["script"].as_str().is_some_and(|s| s.ends_with("start.sh"))),
         "{chain:?}"
     );
     let (_, phase_chain_end) = phase(&doc, "exec-chain").unwrap();
@@ -188,7 +198,12 @@ fn start_script_run(mode: &str) -> Option<(Value, String, Value, i64, i64)> {
     assert_eq!(helper["blocked_ns"], 0, "it ran alongside: {helper}");
     assert_eq!(process(&doc, server_pid)["role"], "service");
     // The adapter comes from the server's program, whatever the root ran.
-    assert_eq!(doc["adapters"], serde_json::json!(["python"]), "{}", doc["adapters"]);
+    assert_eq!(
+        doc["adapters"],
+        serde_json::json!(["python"]),
+        "{}",
+        doc["adapters"]
+    );
     assert!(out.contains("service process: pid"), "{out}");
     assert!(out.contains("start.sh"), "{out}");
     Some((doc, out, chrome, server_pid, helper_pid))
@@ -217,7 +232,9 @@ fn start_script_whose_helper_listens_first_then_execs_the_server() {
         "{names:?}"
     );
     assert!(
-        names.iter().any(|n| n.contains(&format!("({server_pid}, service)"))),
+        names
+            .iter()
+            .any(|n| n.contains(&format!("({server_pid}, service)"))),
         "{names:?}"
     );
 }
@@ -338,8 +355,13 @@ fn env_bash_shim_chain_names_the_shims_and_the_root_is_the_service() {
     // The report names the shims, never bare bash, in blame and the chain.
     let bash_lines: Vec<&str> = out
         .lines()
-        .filter(|l| l.trim_end().ends_with("/bash") || l.contains("exec /usr/bin/bash") || l.contains("bash (before"))
+        .filter(|l| {
+            l.trim_end().ends_with("/bash") || l.contains("exec /usr/bin/bash") || l.contains("bash (before")
+        })
         .collect();
     assert!(bash_lines.is_empty(), "{bash_lines:?}\n{out}");
-    assert!(out.contains(&format!("exec {} (before the next exec)", outer.display())), "{out}");
+    assert!(
+        out.contains(&format!("exec {} (before the next exec)", outer.display())),
+        "{out}"
+    );
 }

@@ -224,7 +224,11 @@ pub fn choose_adapters(spec: &str, trace: &Trace) -> Result<Vec<Box<dyn Adapter>
 /// The adapters for `spec`, detected from the service process's final program
 /// (the process the probe talks to; past a shell that forked and waited on
 /// it): a start script that forks a BEAM or a JVM gets that runtime's adapter.
-pub fn choose_adapters_for(spec: &str, trace: &Trace, readiness: &Readiness) -> Result<Vec<Box<dyn Adapter>>> {
+pub fn choose_adapters_for(
+    spec: &str,
+    trace: &Trace,
+    readiness: &Readiness,
+) -> Result<Vec<Box<dyn Adapter>>> {
     let tl = timeline::build_for(trace, timeline::ServiceHint::of(readiness));
     let pid = timeline::past_shells(&tl.processes, tl.service.pid);
     let exec = FinalExec::of_pid(trace, pid).or_else(|| FinalExec::of(trace));

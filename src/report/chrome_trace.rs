@@ -149,7 +149,9 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
                 "process_name",
                 pid,
                 tid64,
-                format!("{label} ({}{role}) {argv}", life.pid).trim_end().to_string(),
+                format!("{label} ({}{role}) {argv}", life.pid)
+                    .trim_end()
+                    .to_string(),
             ));
             meta.push(metadata("thread_name", pid, tid64, format!("{label} main")));
         } else {

@@ -147,7 +147,11 @@ pub fn render(e: &Explanation) -> String {
             } else {
                 String::new()
             };
-            out.push_str(&format!("  {:>9}  {}{exe}{pid}\n", dur(step.start_ns), step.label()));
+            out.push_str(&format!(
+                "  {:>9}  {}{exe}{pid}\n",
+                dur(step.start_ns),
+                step.label()
+            ));
         }
     }
     out.push_str(&groups("files opened, by kind", &tl.opens_by_kind, 8));

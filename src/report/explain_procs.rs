@@ -81,7 +81,8 @@ pub fn render(tl: &Timeline) -> String {
     }
     out.push_str("\nprocesses (one lane each: start → end, time held on the critical path)\n");
     // The service, its path, helpers that held the path or listen, then the rest.
-    let matters = |p: &ProcessInfo| p.role != "helper" || p.blocked_ns > 0 || tl.listens.iter().any(|l| l.pid == p.pid);
+    let matters =
+        |p: &ProcessInfo| p.role != "helper" || p.blocked_ns > 0 || tl.listens.iter().any(|l| l.pid == p.pid);
     let mut shown: Vec<&ProcessInfo> = tl.processes.iter().filter(|p| matters(p)).collect();
     shown.extend(tl.processes.iter().filter(|p| !matters(p)));
     let hidden = shown.len().saturating_sub(MAX_LANES);
@@ -104,7 +105,11 @@ pub fn render(tl: &Timeline) -> String {
             .iter()
             .filter(|l| l.pid == p.pid)
             .map(|l| {
-                let a = l.addr.as_ref().map(|a| a.to_string()).unwrap_or_else(|| "?".into());
+                let a = l
+                    .addr
+                    .as_ref()
+                    .map(|a| a.to_string())
+                    .unwrap_or_else(|| "?".into());
                 format!("listen {a} at {}", dur(l.t_ns))
             })
             .collect();
@@ -129,7 +134,9 @@ pub fn render(tl: &Timeline) -> String {
         }
     }
     if hidden > 0 {
-        out.push_str(&format!("  … {hidden} more short-lived processes (all in the JSON)\n"));
+        out.push_str(&format!(
+            "  … {hidden} more short-lived processes (all in the JSON)\n"
+        ));
     }
     out
 }

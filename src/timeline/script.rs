@@ -45,7 +45,10 @@ fn takes_value(interp: &str, opt: &str) -> bool {
         return matches!(opt, "-W" | "-X" | "--check-hash-based-pycs");
     }
     if interp.starts_with("node") {
-        return matches!(opt, "-r" | "--require" | "--import" | "--loader" | "--conditions" | "-C");
+        return matches!(
+            opt,
+            "-r" | "--require" | "--import" | "--loader" | "--conditions" | "-C"
+        );
     }
     if interp.starts_with("ruby") || interp.starts_with("perl") {
         return matches!(opt, "-I" | "-r" | "-C");
@@ -103,22 +106,52 @@ mod tests {
 
     #[test]
     fn names_the_script_an_interpreter_runs() {
-        assert_eq!(s("/usr/bin/bash", &["bash", "start.sh", "x"]).as_deref(), Some("start.sh"));
+        assert_eq!(
+            s("/usr/bin/bash", &["bash", "start.sh", "x"]).as_deref(),
+            Some("start.sh")
+        );
         // A `#!/usr/bin/env bash` shim: the kernel's argv for the interpreter.
         assert_eq!(
-            s("/usr/bin/bash", &["bash", "/opt/fixture/.pyenv/shims/python3", "-c", "pass"]).as_deref(),
+            s(
+                "/usr/bin/bash",
+                &["bash", "/opt/fixture/.pyenv/shims/python3", "-c", "pass"]
+            )
+            .as_deref(),
             Some("/opt/fixture/.pyenv/shims/python3")
         );
-        assert_eq!(s("/usr/bin/dash", &["/bin/sh", "-e", "./run.sh"]).as_deref(), Some("./run.sh"));
+        assert_eq!(
+            s("/usr/bin/dash", &["/bin/sh", "-e", "./run.sh"]).as_deref(),
+            Some("./run.sh")
+        );
         assert_eq!(s("/usr/bin/dash", &["sh", "-ec", "exec server"]), None);
         assert_eq!(s("/usr/bin/perl", &["perl", "-e", "1"]), None);
-        assert_eq!(s("/usr/bin/dash", &["sh", "-x", "./run.sh"]).as_deref(), Some("./run.sh"));
-        assert_eq!(s("/usr/bin/python3.11", &["python3", "-u", "-W", "ignore", "app.py"]).as_deref(), Some("app.py"));
+        assert_eq!(
+            s("/usr/bin/dash", &["sh", "-x", "./run.sh"]).as_deref(),
+            Some("./run.sh")
+        );
+        assert_eq!(
+            s(
+                "/usr/bin/python3.11",
+                &["python3", "-u", "-W", "ignore", "app.py"]
+            )
+            .as_deref(),
+            Some("app.py")
+        );
         assert_eq!(s("/usr/bin/python3.11", &["python3", "-m", "http.server"]), None);
         assert_eq!(s("/usr/bin/python3.11", &["python3", "-c", "pass"]), None);
-        assert_eq!(s("/usr/bin/node", &["node", "-r", "./hook.js", "server.js"]).as_deref(), Some("server.js"));
-        assert_eq!(s("/usr/bin/bash", &["bash", "-o", "pipefail", "x.sh"]).as_deref(), Some("x.sh"));
+        assert_eq!(
+            s("/usr/bin/node", &["node", "-r", "./hook.js", "server.js"]).as_deref(),
+            Some("server.js")
+        );
+        assert_eq!(
+            s("/usr/bin/bash", &["bash", "-o", "pipefail", "x.sh"]).as_deref(),
+            Some("x.sh")
+        );
         assert_eq!(s("/usr/bin/bash", &["bash"]), None);
-        assert_eq!(s("/srv/app/server", &["server", "config.toml"]), None, "not an interpreter");
+        assert_eq!(
+            s("/srv/app/server", &["server", "config.toml"]),
+            None,
+            "not an interpreter"
+        );
     }
 }

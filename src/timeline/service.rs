@@ -64,14 +64,22 @@ pub(super) fn find(
         ServiceHint::Port(port) => {
             if let Some(l) = listens.iter().find(|l| port_of(&l.addr) == Some(port)) {
                 let addr = l.addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
-                return (l.pid, format!("listens on {addr}, the probe's port"), Some(l.clone()));
+                return (
+                    l.pid,
+                    format!("listens on {addr}, the probe's port"),
+                    Some(l.clone()),
+                );
             }
             let bound = events.iter().find_map(|e| match e.event {
                 Event::Bind { addr, ok: true, .. } if port_of(addr) == Some(port) => Some(e.pid),
                 _ => None,
             });
             if let Some(pid) = bound {
-                return (pid, format!("bound port {port}, the probe's"), first_listen_of(pid));
+                return (
+                    pid,
+                    format!("bound port {port}, the probe's"),
+                    first_listen_of(pid),
+                );
             }
             by_first_listen(&format!("no listen on port {port} was seen; "))
         }
@@ -91,28 +99,30 @@ pub(super) fn find(
 }
 
 /// `pid`, or, when its final program is a shell that forked (rather than
-/// exec'd) its work, the longest-lived child that exec'd something, repeated:
-/// the process a `start.sh` that forks and waits on a runtime really runs.
+/// exec'd) its work, the child it ended up waiting on, repeated: the process a
+/// `start.sh` that forks and waits on a runtime really runs. That child is the
+/// last one started among those that exec'd and were still running when the
+/// shell ended (or at the end of the trace): a script's helpers come first,
+/// its foreground command or `wait`ed server last.
 pub fn past_shells(procs: &[ProcessInfo], pid: i32) -> i32 {
-    let end = procs
-        .iter()
-        .filter_map(|p| p.exit_ns)
-        .max()
-        .unwrap_or(0);
     let mut pid = pid;
     for _ in 0..procs.len() {
         let Some(p) = procs.iter().find(|p| p.pid == pid) else {
             return pid;
         };
-        let exe_is_shell = script::is_shell(&p.program) || p.argv.first().is_some_and(|a| script::is_shell(a));
-        if !exe_is_shell {
+        let shell = script::is_shell(&p.program) || p.argv.first().is_some_and(|a| script::is_shell(a));
+        if !shell {
             return pid;
         }
-        let life = |c: &ProcessInfo| c.exit_ns.unwrap_or(end.max(c.start_ns)) - c.start_ns;
+        let outlived = |c: &ProcessInfo| match (c.exit_ns, p.exit_ns) {
+            (None, _) => true,
+            (Some(c), Some(s)) => c >= s,
+            (Some(_), None) => false,
+        };
         let Some(child) = procs
             .iter()
             .filter(|c| c.parent == Some(pid) && c.execs > 0)
-            .max_by_key(|c| life(c))
+            .max_by_key(|c| (outlived(c), c.start_ns))
         else {
             return pid;
         };
@@ -159,7 +169,11 @@ pub(super) fn resolve(
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let until = path.get(i + 1).and_then(|n| start.get(n)).copied().unwrap_or(done);
+            let until = path
+                .get(i + 1)
+                .and_then(|n| start.get(n))
+                .copied()
+                .unwrap_or(done);
             (*p, (start.get(p).copied().unwrap_or(0), until))
         })
         .collect();
@@ -226,7 +240,10 @@ fn union_ns(mut spans: Vec<(u64, u64)>) -> u64 {
 mod tests {
     #[test]
     fn union_merges_overlaps() {
-        assert_eq!(super::union_ns(vec![(5, 10), (0, 3), (8, 12), (20, 21)]), 3 + 7 + 1);
+        assert_eq!(
+            super::union_ns(vec![(5, 10), (0, 3), (8, 12), (20, 21)]),
+            3 + 7 + 1
+        );
         assert_eq!(super::union_ns(vec![]), 0);
     }
 }
