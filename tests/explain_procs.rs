@@ -365,3 +365,75 @@ fn env_bash_shim_chain_names_the_shims_and_the_root_is_the_service() {
         "{out}"
     );
 }
+
+/// A start script that runs a helper VM to completion (a boot check, as a
+/// broker's scripts do) and then execs the node: one BEAM section per VM,
+/// not one sum; the helper VM held the critical path, the node serves.
+#[test]
+fn two_beam_vms_get_a_section_each() {
+    let Some(erl) = testkit::tool("ERLANG", "erl") else {
+        return;
+    };
+    let script = fixtures("beam-start/start.sh");
+    write_exec(
+        &script,
+        "#!/bin/sh\nerl=\"$1\"; shift\n\"$erl\" -noshell -eval 'halt().'\nexec \"$erl\" \"$@\"\n",
+    );
+    let epmd_port = free_port();
+    let dist_port = other_port(epmd_port);
+    let (ep, dp) = (epmd_port.to_string(), dist_port.to_string());
+    let sname = format!("coldstart2vm{}", std::process::id());
+    let ready = format!("tcp:127.0.0.1:{dist_port}");
+    let (doc, _out, _) = explain(
+        &[
+            "--ready",
+            &ready,
+            "--",
+            "sh",
+            script.to_str().unwrap(),
+            erl.to_str().unwrap(),
+            "-sname",
+            &sname,
+            "-noshell",
+            "-kernel",
+            "inet_dist_use_interface",
+            "{127,0,0,1}",
+            "-kernel",
+            "inet_dist_listen_min",
+            &dp,
+            "-kernel",
+            "inet_dist_listen_max",
+            &dp,
+        ],
+        &[("ERL_EPMD_PORT", &ep), ("ERL_EPMD_ADDRESS", "127.0.0.1")],
+    );
+    let service = tl(&doc)["service"]["pid"].as_i64().unwrap();
+    assert_eq!(doc["adapters"], serde_json::json!(["beam"]));
+    let helper_vm = processes(&doc, |p| p["role"] == "helper" && argv_has(p, "halt()"))
+        .into_iter()
+        .find(|p| p["program"].as_str().is_some_and(|s| s.ends_with("beam.smp")))
+        .unwrap_or_else(|| panic!("the helper VM: {}", tl(&doc)["processes"]))
+        .clone();
+    assert!(
+        helper_vm["blocked_ns"].as_u64().unwrap() > 0,
+        "the script waited on it: {helper_vm}"
+    );
+    let titles: Vec<String> = doc["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["source"] == "beam")
+        .map(|s| s["title"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(titles.len(), 2, "{titles:?}");
+    assert!(
+        titles.iter().any(|t| t.ends_with(&format!("VM pid {service}"))),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.ends_with(&format!("VM pid {}", helper_vm["pid"]))),
+        "{titles:?}"
+    );
+}
