@@ -196,6 +196,8 @@ fn start_script_run(mode: &str) -> Option<(Value, String, Value, i64, i64)> {
     assert_eq!(helper["role"], "helper", "{helper}");
     assert!(argv_has(helper, "socket"), "{helper}");
     assert_eq!(helper["blocked_ns"], 0, "it ran alongside: {helper}");
+    // … overlapping the script's stretch (which waited for it to listen).
+    assert!(helper["overlap_ns"].as_u64().unwrap() > 0, "{helper}");
     assert_eq!(process(&doc, server_pid)["role"], "service");
     // The adapter comes from the server's program, whatever the root ran.
     assert_eq!(

@@ -18,6 +18,15 @@ fn command(p: &ProcessInfo, max: usize) -> String {
     } else {
         p.argv.join(" ")
     };
+    // One line per lane: an inline program's newlines are shown, not obeyed.
+    let line: String = line
+        .chars()
+        .flat_map(|c| match c {
+            '\n' => vec!['\\', 'n'],
+            c if c.is_control() => vec![' '],
+            c => vec![c],
+        })
+        .collect();
     if line.chars().count() > max {
         let cut: String = line.chars().take(max.saturating_sub(1)).collect();
         format!("{cut}…")
@@ -79,7 +88,10 @@ pub fn render(tl: &Timeline) -> String {
     if tl.processes.len() < 2 && svc.thread_list.is_empty() {
         return out;
     }
-    out.push_str("\nprocesses (one lane each: start → end, time held on the critical path)\n");
+    out.push_str(
+        "\nprocesses (one lane each, start → end; helpers: \"held\" started and ended within the \
+         critical path, \"beside\" ran on past it, overlapping it that long)\n",
+    );
     // The service, its path, helpers that held the path or listen, then the rest.
     let matters =
         |p: &ProcessInfo| p.role != "helper" || p.blocked_ns > 0 || tl.listens.iter().any(|l| l.pid == p.pid);
@@ -97,6 +109,7 @@ pub fn render(tl: &Timeline) -> String {
         };
         let held = match p.role.as_str() {
             "helper" if p.blocked_ns > 0 => format!("held {}", dur(p.blocked_ns)),
+            "helper" if p.overlap_ns > 0 => format!("beside {}", dur(p.overlap_ns)),
             "helper" => "alongside".into(),
             _ => String::new(),
         };

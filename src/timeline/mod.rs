@@ -177,6 +177,13 @@ pub struct ProcessInfo {
     /// alongside (still running when the path moved on).
     #[serde(default)]
     pub blocked_ns: u64,
+    /// For a helper: how long its life overlapped the critical path's stretch
+    /// it started in (≥ `blocked_ns`). A helper still running when the path
+    /// moved on may have been waited for all the same (a script waiting for
+    /// it to listen): the tracer cannot tell, so this says how much it could
+    /// have held.
+    #[serde(default)]
+    pub overlap_ns: u64,
     /// The threads it started, with their names.
     #[serde(default)]
     pub thread_list: Vec<ThreadInfo>,

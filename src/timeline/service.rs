@@ -200,13 +200,18 @@ pub(super) fn resolve(
             }
             at = parent.get(&a).copied().flatten();
         }
-        let (Some(owner), Some(exit)) = (owner, p.exit_ns) else {
+        let Some(owner) = owner else {
             continue;
         };
         let (from, until) = stretch[&owner];
-        if p.start_ns >= from && p.start_ns < until && exit <= until {
-            p.blocked_ns = exit - p.start_ns;
-            held.push((p.start_ns, exit));
+        let life_end = p.exit_ns.unwrap_or(end_ns);
+        p.overlap_ns = life_end.min(until).saturating_sub(p.start_ns.max(from));
+        match p.exit_ns {
+            Some(exit) if p.start_ns >= from && p.start_ns < until && exit <= until => {
+                p.blocked_ns = exit - p.start_ns;
+                held.push((p.start_ns, exit));
+            }
+            _ => {}
         }
     }
     ServiceInfo {

@@ -597,6 +597,11 @@ fn the_probes_port_picks_the_service_and_its_phases() {
     assert_eq!(role(102), Some(("helper", 0)), "the helper runs alongside");
     assert_eq!(role(103), Some(("service", 0)));
     assert_eq!(tl.service.blocked_ns, 3 * MS);
+    // The helper overlapped the root's stretch from its fork (6) to the server's (10).
+    assert_eq!(
+        tl.processes.iter().find(|p| p.pid == 102).map(|p| p.overlap_ns),
+        Some(4 * MS)
+    );
     let root = &tl.processes[0];
     assert_eq!(root.script.as_deref(), Some("start.sh"));
     assert_eq!(root.label(), "start.sh");
