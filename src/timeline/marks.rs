@@ -1,5 +1,5 @@
-//! The tracer's marks: spawn, each exec, libraries mapped, the first listen,
-//! accept and response, the root's exit.
+//! The tracer's marks: spawn, each exec, libraries mapped, the service's
+//! listen, accept and response, the root's exit.
 
 use super::{Ev, ExecStep, ListenInfo, ProcessInfo};
 use crate::sample::{Mark, MarkSource};
@@ -32,7 +32,15 @@ pub(super) fn marks(events: &[Ev], found: &Found) -> Vec<Mark> {
         let addr = l.addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
         marks.push(mark("first-listen", l.t_ns, l.pid).with_detail(addr));
     }
-    let first = |pred: &dyn Fn(&Event) -> bool| events.iter().find(|e| pred(e.event));
+    // The service's own accept and response when it made them (a helper's,
+    // epmd answering a registration, is not the first request); else the tree's.
+    let server = found.first_listen.map(|l| l.pid);
+    let first = |pred: &dyn Fn(&Event) -> bool| {
+        events
+            .iter()
+            .find(|e| Some(e.pid) == server && pred(e.event))
+            .or_else(|| events.iter().find(|e| pred(e.event)))
+    };
     if let Some(e) = first(&|ev| matches!(ev, Event::Accept { .. })) {
         marks.push(mark("first-accept", e.t_ns, e.pid));
     }

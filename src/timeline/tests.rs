@@ -532,6 +532,16 @@ fn start_script_trace() -> Trace {
                 &["python3", "helper.py"],
             ),
             listen(9, 102, 3, 7001),
+            // The helper answers someone first (epmd answering a registration).
+            ev(9, 102, Event::Accept { listen_fd: 3, fd: 4 }),
+            ev(
+                9,
+                102,
+                Event::FirstWrite {
+                    fd: 4,
+                    role: SocketRole::Accepted,
+                },
+            ),
             fork(10, 100, 103),
             exec_argv(
                 11,
@@ -602,6 +612,10 @@ fn the_probes_port_picks_the_service_and_its_phases() {
         tl.processes.iter().find(|p| p.pid == 102).map(|p| p.overlap_ns),
         Some(4 * MS)
     );
+    let mark = |name: &str| tl.marks.iter().find(|m| m.name == name).map(|m| (m.t_ns, m.pid));
+    assert_eq!(mark("first-listen"), Some((20 * MS, Some(103))));
+    assert_eq!(mark("first-accept"), Some((21 * MS, Some(103))));
+    assert_eq!(mark("first-response"), Some((22 * MS, Some(103))));
     let root = &tl.processes[0];
     assert_eq!(root.script.as_deref(), Some("start.sh"));
     assert_eq!(root.label(), "start.sh");
