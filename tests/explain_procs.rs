@@ -265,7 +265,7 @@ fn erlang_node_epmd_is_a_lane_not_the_service() {
     let (ep, dp) = (epmd_port.to_string(), dist_port.to_string());
     let sname = format!("coldstart{}", std::process::id());
     let ready = format!("tcp:127.0.0.1:{dist_port}");
-    let (doc, out, _) = explain(
+    let (doc, out, chrome) = explain(
         &[
             "--ready",
             &ready,
@@ -314,6 +314,15 @@ fn erlang_node_epmd_is_a_lane_not_the_service() {
     );
     assert_eq!(doc["adapters"], serde_json::json!(["beam"]));
     assert!(out.contains("helper"), "{out}");
+    // Its Chrome trace tracks carry the same thread names.
+    let thread_tracks: Vec<&str> = chrome["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == beam_pid)
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(thread_tracks.iter().any(|n| n.contains("sched")), "{thread_tracks:?}");
 }
 
 #[test]
