@@ -95,6 +95,28 @@ fn log_readiness_and_timeouts_end_alike() {
     assert_eq!(traced.outcome, Outcome::Timeout, "{traced:?}");
 }
 
+/// A root that fails before ready ends the run at once, traced or not, and
+/// whether or not it left a child running: "exited before ready", not a timeout.
+fn a_root_failing_before_ready_ends_the_run_at_once() {
+    let port = testkit::free_port();
+    let ready = format!("tcp:127.0.0.1:{port}");
+    for script in ["echo giving up; exit 1", "sleep 30 & echo giving up; exit 1"] {
+        let started = std::time::Instant::now();
+        let (plain, traced) = both(script, &ready, 60_000);
+        for s in [&plain, &traced] {
+            assert_eq!(s.outcome, Outcome::ExitedEarly, "{script}: {s:?}");
+            assert_eq!(
+                s.exit_status.as_ref().and_then(|x| x.code),
+                Some(1),
+                "{script}: {s:?}"
+            );
+            assert!(s.output_tail.iter().any(|l| l.contains("giving up")), "{s:?}");
+        }
+        // Both runs together, far from the 60 s timeout either would wait out.
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{script}");
+    }
+}
+
 /// The same command's minor faults as wait4 reports them to a plain parent
 /// (std's spawn + wait4): the oracle for the figure the tracer's wait4 gives.
 #[allow(clippy::zombie_processes)] // reaped by the wait4 below, which std cannot see
@@ -175,7 +197,11 @@ fn traced_listen_readiness_is_the_tracers_first_listen() {
 }
 
 fn main() {
-    let tests: [(&str, fn()); 6] = [
+    let tests: [(&str, fn()); 7] = [
+        (
+            "a_root_failing_before_ready_ends_the_run_at_once",
+            a_root_failing_before_ready_ends_the_run_at_once,
+        ),
         (
             "a_clean_exit_is_ready_in_both_and_only_the_traced_run_has_a_trace",
             a_clean_exit_is_ready_in_both_and_only_the_traced_run_has_a_trace,

@@ -242,7 +242,7 @@ impl Arms<'_> {
     }
 
     fn choose(&mut self, trace: &coldstart::trace::Trace) -> Result<()> {
-        let mut chosen = explain::choose_adapters(&self.args.adapter, trace)?;
+        let mut chosen = explain::choose_adapters_for(&self.args.adapter, trace, &self.readiness)?;
         let settings = adapter::Options {
             class_depth: self.args.class_depth.map(|d| d as usize),
         };

@@ -74,11 +74,13 @@ impl AdaptedRun {
                 t0_mono_ns: self.sample.t0_mono_ns,
                 trace,
             };
-            out.push(a.collect(&got).unwrap_or_else(|e| Section {
-                source: a.name().to_string(),
-                title: format!("{} adapter", a.name()),
-                notes: vec![format!("could not read what the runtime reported: {e:#}")],
-                ..Section::default()
+            out.extend(a.collect_all(&got).unwrap_or_else(|e| {
+                vec![Section {
+                    source: a.name().to_string(),
+                    title: format!("{} adapter", a.name()),
+                    notes: vec![format!("could not read what the runtime reported: {e:#}")],
+                    ..Section::default()
+                }]
             }));
         }
         if let Some(s) = checkpoints(&self.sample.marks) {

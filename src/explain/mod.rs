@@ -89,7 +89,8 @@ pub fn explanation(
     else {
         bail!("no traced run")
     };
-    let mut timeline = timeline::build(&trace);
+    let hint = timeline::ServiceHint::parse(&readiness.to_string());
+    let mut timeline = timeline::build_for(&trace, hint);
     timeline::add_ready_phases(&mut timeline, &trace, (ready_ms * 1e6) as u64);
     Ok(Explanation {
         schema: "coldstart.explain/2".into(),
@@ -170,7 +171,7 @@ pub fn from_experiment(
 /// checkpoints and OpenTelemetry spans). One run each: no overheads measured.
 pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result<Explanation> {
     let (ready_ns, trace) = traced_run(target, readiness, opts, 0)?;
-    let adapters = choose_adapters("auto", &trace)?;
+    let adapters = choose_adapters_for("auto", &trace, readiness)?;
     let ms = ready_ns as f64 / 1e6;
     let traced = stats::summarize(&[ms]);
     let mut e = explanation(target, readiness, None, traced, None, vec![(ms, trace)])?;
@@ -214,9 +215,24 @@ pub fn traced_run(
     }
 }
 
-/// The adapters for `spec`, detected from the program that finally ran in `trace`.
+/// The adapters for `spec`, detected from the program that finally ran in
+/// `trace`'s root process. Prefer [`choose_adapters_for`], which knows the probe.
 pub fn choose_adapters(spec: &str, trace: &Trace) -> Result<Vec<Box<dyn Adapter>>> {
     adapter::select(spec, FinalExec::of(trace).as_ref())
+}
+
+/// The adapters for `spec`, detected from the service process's final program
+/// (the process the probe talks to; past a shell that forked and waited on
+/// it): a start script that forks a BEAM or a JVM gets that runtime's adapter.
+pub fn choose_adapters_for(
+    spec: &str,
+    trace: &Trace,
+    readiness: &Readiness,
+) -> Result<Vec<Box<dyn Adapter>>> {
+    let tl = timeline::build_for(trace, timeline::ServiceHint::of(readiness));
+    let pid = timeline::past_shells(&tl.processes, tl.service.pid);
+    let exec = FinalExec::of_pid(trace, pid).or_else(|| FinalExec::of(trace));
+    adapter::select(spec, exec.as_ref())
 }
 
 /// Explanations stored before the field existed always had the receiver.

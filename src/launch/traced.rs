@@ -63,6 +63,11 @@ impl Traced<'_> {
         self.session.status()
     }
 
+    /// The root's exit (code, signal), waiting up to `patience` for the tracer to reap it.
+    pub fn root_exit(&self, patience: std::time::Duration) -> Option<(Option<i32>, Option<i32>)> {
+        self.session.root_exit(patience)
+    }
+
     pub fn wait(&mut self) -> Outcome {
         self.session.wait()
     }

@@ -128,37 +128,40 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
             _ => {}
         }
     }
-    let program: BTreeMap<i32, String> = timeline
-        .processes
-        .iter()
-        .map(|p| (p.pid, p.program.clone()))
-        .collect();
+    // Tracks named after what each process ran (its script, else its program)
+    // with its argv, and threads after the names they gave themselves.
+    let procs: BTreeMap<i32, &crate::timeline::ProcessInfo> =
+        timeline.processes.iter().map(|p| (p.pid, p)).collect();
+    let thread_name = |tid: i32| trace.task_names.get(&tid).cloned();
     for (&tid, life) in &lives {
         let (pid, tid64) = (life.pid as i64, tid as i64);
-        let prog = program
-            .get(&life.pid)
-            .map(|p| basename(p).to_string())
-            .unwrap_or_default();
-        let label = if prog.is_empty() {
-            format!("pid {}", life.pid)
-        } else {
-            prog
-        };
+        let proc_info = procs.get(&life.pid);
+        let label = proc_info.map_or_else(|| format!("pid {}", life.pid), |p| p.label());
         if tid == life.pid {
+            let role = proc_info
+                .map(|p| p.role.as_str())
+                .filter(|r| !r.is_empty())
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default();
+            let argv = proc_info.map(|p| p.argv.join(" ")).unwrap_or_default();
+            let argv: String = argv.chars().take(160).collect();
             meta.push(metadata(
                 "process_name",
                 pid,
                 tid64,
-                format!("{label} ({})", life.pid),
+                format!("{label} ({}{role}) {argv}", life.pid)
+                    .trim_end()
+                    .to_string(),
             ));
             meta.push(metadata("thread_name", pid, tid64, format!("{label} main")));
         } else {
-            meta.push(metadata("thread_name", pid, tid64, format!("thread {tid}")));
+            let name = thread_name(tid).map_or_else(|| format!("thread {tid}"), |n| format!("{n} ({tid})"));
+            meta.push(metadata("thread_name", pid, tid64, name));
         }
         let name = if tid == life.pid {
             label
         } else {
-            format!("thread {tid}")
+            thread_name(tid).unwrap_or_else(|| format!("thread {tid}"))
         };
         tracks.entry((pid, tid64)).or_default().push(complete(
             name,
@@ -174,7 +177,7 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
     for e in &trace.events {
         let (pid, tid) = (e.pid as i64, e.tid as i64);
         let ev = match &e.event {
-            Event::Exec { path, exe, argv0 } => instant(
+            Event::Exec { path, exe, argv0, .. } => instant(
                 format!("exec {}", basename(path)),
                 "exec",
                 e.ts_ns,
@@ -399,6 +402,7 @@ mod tests {
                         path: "/usr/bin/python3".into(),
                         exe: "/usr/bin/python3.11".into(),
                         argv0: "python3".into(),
+                        argv: vec!["python3".into()],
                     },
                 ),
                 e(
@@ -461,6 +465,7 @@ mod tests {
                         path: "/bin/true".into(),
                         exe: "/bin/true".into(),
                         argv0: "true".into(),
+                        argv: vec!["true".into()],
                     },
                 ),
                 e(
@@ -496,6 +501,7 @@ mod tests {
             outcome: Outcome::Reached,
             warnings: vec![],
             root_usage: None,
+            task_names: Default::default(),
         }
     }
 

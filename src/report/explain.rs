@@ -98,11 +98,17 @@ pub fn render(e: &Explanation) -> String {
         .iter()
         .map(|p| (p.dur_ns, format!("phase {}", p.name)))
         .collect();
+    for p in tl.processes.iter().filter(|p| p.blocked_ns > 0) {
+        blame.push((
+            p.blocked_ns,
+            format!("process {} (pid {}) on the critical path", p.label(), p.pid),
+        ));
+    }
     for step in &tl.exec_chain {
         if let Some(end) = step.end_ns {
             blame.push((
                 end - step.start_ns,
-                format!("exec {} (before the next exec)", step.path),
+                format!("exec {} (before the next exec)", step.label()),
             ));
         }
     }
@@ -131,12 +137,21 @@ pub fn render(e: &Explanation) -> String {
             tl.counts.execs, tl.counts.exec_failures
         ));
         for step in &tl.exec_chain {
-            let exe = if step.exe != step.path {
+            let exe = if step.exe != step.label() {
                 format!("  [{}]", step.exe)
             } else {
                 String::new()
             };
-            out.push_str(&format!("  {:>9}  {}{exe}\n", dur(step.start_ns), step.path));
+            let pid = if step.pid != tl.root_pid && step.pid != 0 {
+                format!("  (pid {})", step.pid)
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "  {:>9}  {}{exe}{pid}\n",
+                dur(step.start_ns),
+                step.label()
+            ));
         }
     }
     out.push_str(&groups("files opened, by kind", &tl.opens_by_kind, 8));
@@ -174,6 +189,7 @@ pub fn render(e: &Explanation) -> String {
             .unwrap_or_else(|| "?".into());
         out.push_str(&format!("\nlisten {addr} at {} (pid {})\n", dur(l.t_ns), l.pid));
     }
+    out.push_str(&super::explain_procs::render(tl));
     let c = &tl.counts;
     out.push_str(&format!(
         "\nprocesses {}, threads started {}, execs {}, opens {} ({} failed), libraries mapped {}, connects {}\n",

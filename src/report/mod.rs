@@ -4,6 +4,7 @@
 pub mod chrome_trace;
 pub mod csv;
 pub mod explain;
+pub mod explain_procs;
 pub mod export;
 /// Number formatting is shared with the sample model and the gate.
 pub use crate::format;

@@ -207,6 +207,7 @@ mod tests {
                     path: d(&exe),
                     exe: d(&exe),
                     argv0: "prog".into(),
+                    argv: vec!["prog".into()],
                 }),
                 open(&d(&data), true),
                 open(&d(&link), true),                        // the same file
@@ -221,6 +222,7 @@ mod tests {
             outcome: Outcome::Reached,
             warnings: Vec::new(),
             root_usage: None,
+            task_names: Default::default(),
         };
         let set = FileSet::from_trace(&trace);
         let canon = |p: &Path| std::fs::canonicalize(p).expect("canonical");

@@ -127,6 +127,17 @@ impl Launched {
         }
     }
 
+    /// A traced root's exit status, once it has exited: the tracer reaps it,
+    /// possibly a moment after its pidfd said so (hence the patience).
+    pub fn traced_root_exit(&self) -> Option<ExitStatus> {
+        match &self.how {
+            How::Traced(Some(s)) => s
+                .root_exit(std::time::Duration::from_secs(2))
+                .map(|(code, signal)| ExitStatus { code, signal }),
+            _ => None,
+        }
+    }
+
     /// End the trace session (killing what is left of the tree) and return the
     /// trace. After this, reaping with waitpid(-1) is safe again.
     pub fn finish_trace(&mut self) -> Result<Option<Trace>> {

@@ -271,7 +271,18 @@ pub fn run(
                         sample.ready_ns = Some(woke - t0);
                         break;
                     }
-                    continue;
+                    // As in a plain run: a root that fails ends the run now,
+                    // whatever it left running (a clean exit may be a daemonizing
+                    // start: readiness is still awaited from its tree).
+                    match child.traced_root_exit() {
+                        Some(status) if !opts.exit_policy.accepts(&status) => {
+                            sample.exit_status = Some(status);
+                            exited = Some((None, None));
+                            sample.outcome = Outcome::ExitedEarly;
+                            break;
+                        }
+                        _ => continue,
+                    }
                 }
                 let (status, ru) = wait_exit(child.pid);
                 let clean = opts.exit_policy.accepts(&status);

@@ -1,5 +1,5 @@
-//! The tracer's marks: spawn, each exec, libraries mapped, the first listen,
-//! accept and response, the root's exit.
+//! The tracer's marks: spawn, each exec, libraries mapped, the service's
+//! listen, accept and response, the root's exit.
 
 use super::{Ev, ExecStep, ListenInfo, ProcessInfo};
 use crate::sample::{Mark, MarkSource};
@@ -22,17 +22,25 @@ pub(super) fn marks(events: &[Ev], found: &Found) -> Vec<Mark> {
     let root = found.root.pid;
     let mut marks = vec![mark("spawn", 0, root)];
     for step in found.chain {
-        marks.push(mark("exec", step.start_ns, root).with_detail(step.path.clone()));
+        marks.push(mark("exec", step.start_ns, step.pid).with_detail(step.path.clone()));
     }
-    let final_exec = found.chain.last().map_or(0, |s| s.start_ns);
+    let (final_exec, final_pid) = found.chain.last().map_or((0, root), |s| (s.start_ns, s.pid));
     if found.loader_end > final_exec {
-        marks.push(mark("libraries-mapped", found.loader_end, root));
+        marks.push(mark("libraries-mapped", found.loader_end, final_pid));
     }
     if let Some(l) = found.first_listen {
         let addr = l.addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
         marks.push(mark("first-listen", l.t_ns, l.pid).with_detail(addr));
     }
-    let first = |pred: &dyn Fn(&Event) -> bool| events.iter().find(|e| pred(e.event));
+    // The service's own accept and response when it made them (a helper's,
+    // epmd answering a registration, is not the first request); else the tree's.
+    let server = found.first_listen.map(|l| l.pid);
+    let first = |pred: &dyn Fn(&Event) -> bool| {
+        events
+            .iter()
+            .find(|e| Some(e.pid) == server && pred(e.event))
+            .or_else(|| events.iter().find(|e| pred(e.event)))
+    };
     if let Some(e) = first(&|ev| matches!(ev, Event::Accept { .. })) {
         marks.push(mark("first-accept", e.t_ns, e.pid));
     }

@@ -5,21 +5,32 @@
 //! spawn), like a Sample's marks and a Section's spans, so a stored timeline
 //! stands on its own. [`Timeline::t0_mono_ns`] says where time zero was.
 //!
+//! # The service process
+//!
+//! The phases are those of one process of the tree, the *service process*
+//! ([`Timeline::service`]): the one the readiness probe talks to (tcp/http: the
+//! process listening on the probe's port; `listen`: the one whose listen made
+//! the run ready; `exit`: the root; log/file: the root's program, past shells
+//! that forked and waited on it). The *path* is the chain of forks from the
+//! root to it; every other process is a lane of its own ([`ProcessInfo::role`]
+//! `helper`), with the time it held the path ([`ProcessInfo::blocked_ns`]).
+//!
 //! # Phases (each starts where the previous ends)
 //!
-//! * `exec-chain`: time zero → the exec of the *final program*, the last
-//!   successful exec of the root process. Wrappers and shims (the pyenv
-//!   `python3` bash shim execs `pyenv`, which execs `pyenv-exec`, which execs
-//!   the interpreter) are the steps of [`Timeline::exec_chain`], each with its
-//!   own cost.
+//! * `exec-chain`: time zero → the exec of the *final program*, the service
+//!   process's last successful exec. Wrappers and shims (the pyenv `python3`
+//!   bash shim execs `pyenv`, which execs `pyenv-exec`, which execs the
+//!   interpreter), and the execs of the path's processes before each forked the
+//!   next, are the steps of [`Timeline::exec_chain`], each with its own cost.
 //! * `loader`: final exec → the last executable mapping of a shared library by
-//!   the root process *before its first successful open of a file that is not
+//!   that process *before its first successful open of a file that is not
 //!   part of dynamic loading* (a library, `/etc/ld.so.*`). That first ordinary
 //!   open is where the program's own code takes over; libraries `dlopen`ed later
 //!   (Python extension modules, `libjvm.so` after `jvm.cfg`) count as init. A
 //!   static binary (Go) maps nothing: the phase is empty.
-//! * `init`: loader end → the first successful listen(2) anywhere in the tree,
-//!   or → the end of the trace when nothing listens.
+//! * `init`: loader end → the service process's listen (on the probe's port),
+//!   or → the end of the trace when it does not listen. A helper's listen
+//!   (epmd's, a sidecar's) does not end init.
 //!
 //! `listen → ready` and `first request` come from the probe, not the tracer:
 //! [`add_ready_phases`].
@@ -31,6 +42,8 @@ mod marks;
 mod net;
 mod phases;
 mod processes;
+mod script;
+mod service;
 
 use crate::trace::{Event, SockAddr, Trace};
 use serde::{Deserialize, Serialize};
@@ -38,17 +51,35 @@ use serde::{Deserialize, Serialize};
 pub use crate::sample::{Mark, Phase};
 pub use files::package_key;
 pub use phases::add_ready_phases;
+pub use script::script;
+pub use service::{past_shells, ServiceHint};
 
-/// One program of the root's exec chain, running from its exec to the next.
+/// One program on the way to the service process, running from its exec to
+/// the next step's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecStep {
     pub start_ns: u64,
-    /// The next exec of the root; `None` for the final program.
+    /// The next step's exec; `None` for the final program.
     pub end_ns: Option<u64>,
     pub path: String,
     /// What the kernel ran (the interpreter of a script).
     pub exe: String,
     pub argv0: String,
+    /// The process that exec'd (the root, or a process on the path to the service).
+    #[serde(default)]
+    pub pid: i32,
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// The script the interpreter runs (`bash start.sh` → start.sh), if any.
+    #[serde(default)]
+    pub script: Option<String>,
+}
+
+impl ExecStep {
+    /// What a report names: the script when an interpreter runs one, else the path.
+    pub fn label(&self) -> &str {
+        self.script.as_deref().unwrap_or(&self.path)
+    }
 }
 
 /// Opens of one kind, or under one package/directory.
@@ -88,7 +119,33 @@ pub struct ListenInfo {
     pub addr: Option<SockAddr>,
 }
 
-/// One process of the tree.
+/// A thread a process started, with the name it gave itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    pub tid: i32,
+    /// Its `/proc/PID/task/TID/comm` as the tracer last read it (at its exit,
+    /// or before the kill at the end); `None` when it could not be read.
+    pub name: Option<String>,
+    pub start_ns: u64,
+    pub exit_ns: Option<u64>,
+}
+
+/// The process the phases are about, and the fork path to it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceInfo {
+    pub pid: i32,
+    /// Why this one ("listens on 127.0.0.1:8000, the probe's port").
+    pub why: String,
+    /// Its listen that ends init (on the probe's port when known).
+    pub listen: Option<ListenInfo>,
+    /// Root → … → the service, through the forks.
+    pub path: Vec<i32>,
+    /// How much of the critical path other processes held (the union of their
+    /// [`ProcessInfo::blocked_ns`] spans).
+    pub blocked_ns: u64,
+}
+
+/// One process of the tree: a lane of the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessInfo {
     pub pid: i32,
@@ -103,6 +160,48 @@ pub struct ProcessInfo {
     pub execs: usize,
     /// Threads it started.
     pub threads: usize,
+    /// Its current argv (from its last exec, or inherited).
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// The script its interpreter runs (`bash start.sh` → start.sh).
+    #[serde(default)]
+    pub script: Option<String>,
+    /// Its name (`/proc/PID/comm`) as the tracer last read it.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `service`, `launcher` (on the fork path to the service) or `helper`.
+    #[serde(default)]
+    pub role: String,
+    /// For a helper: how long it held the critical path (it started in a
+    /// launcher's or the service's stretch and ended within it); 0 when it ran
+    /// alongside (still running when the path moved on).
+    #[serde(default)]
+    pub blocked_ns: u64,
+    /// For a helper: how long its life overlapped the critical path's stretch
+    /// it started in (≥ `blocked_ns`). A helper still running when the path
+    /// moved on may have been waited for all the same (a script waiting for
+    /// it to listen): the tracer cannot tell, so this says how much it could
+    /// have held.
+    #[serde(default)]
+    pub overlap_ns: u64,
+    /// The threads it started, with their names.
+    #[serde(default)]
+    pub thread_list: Vec<ThreadInfo>,
+}
+
+impl ProcessInfo {
+    /// What a report names: its script, else its program (base name), else `pid N`.
+    pub fn label(&self) -> String {
+        let name = self
+            .script
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .unwrap_or(&self.program);
+        match name.rsplit('/').next().filter(|n| !n.is_empty()) {
+            Some(n) => n.to_string(),
+            None => format!("pid {}", self.pid),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,6 +226,9 @@ pub struct Timeline {
     /// The last instant the tracer saw.
     pub end_ns: u64,
     pub root_pid: i32,
+    /// The process the phases are about (see the module docs).
+    #[serde(default)]
+    pub service: ServiceInfo,
     pub exec_chain: Vec<ExecStep>,
     pub phases: Vec<Phase>,
     /// The tracer's marks ([`crate::sample::MarkSource::Tracer`]), in time order.
@@ -165,8 +267,15 @@ fn events(trace: &Trace) -> Vec<Ev<'_>> {
     events
 }
 
-/// Build the timeline of a trace.
+/// Build the timeline of a trace, the service process found from the first
+/// listen (or the root): [`build_for`] with [`ServiceHint::FirstListen`].
 pub fn build(trace: &Trace) -> Timeline {
+    build_for(trace, ServiceHint::FirstListen)
+}
+
+/// Build the timeline of a trace for a readiness probe: `hint` says which
+/// process the probe talks to (see [`ServiceHint::of`]).
+pub fn build_for(trace: &Trace, hint: ServiceHint) -> Timeline {
     let root = trace.root_pid;
     let events = events(trace);
     let end = trace
@@ -174,21 +283,24 @@ pub fn build(trace: &Trace) -> Timeline {
         .saturating_sub(trace.t0_ns)
         .max(events.iter().map(|e| e.t_ns).max().unwrap_or(0));
 
-    let exec_chain = exec::chain(&events, root);
-    let final_exec = exec_chain.last().map_or(0, |s| s.start_ns);
-    let loader_end = exec::loader_end(&events, root, final_exec);
+    let mut processes = processes::tree(&events, root, &trace.task_names);
     let listens = net::listens(&events);
-    let init_end = listens.first().map_or(end, |l| l.t_ns).max(loader_end);
+    let (pid, why, listen) = service::find(&events, &processes, &listens, hint);
+    let service = service::resolve(&mut processes, pid, why, listen, end);
+    let starts = |p: i32| processes.iter().find(|x| x.pid == p).map_or(0, |x| x.start_ns);
+    let exec_chain = exec::chain(&events, &service.path, &starts);
+    let (final_exec, final_pid) = exec_chain.last().map_or((0, pid), |s| (s.start_ns, s.pid));
+    let loader_end = exec::loader_end(&events, final_pid, final_exec);
+    let init_end = service.listen.as_ref().map_or(end, |l| l.t_ns).max(loader_end);
     let phases = phases::tiling(final_exec, loader_end, init_end);
     let connects = net::connects(&events, (loader_end, init_end));
     let (opens_by_kind, opens_by_package) = files::open_groups(&events);
-    let processes = processes::tree(&events, root);
     let marks = marks::marks(
         &events,
         &marks::Found {
             chain: &exec_chain,
             loader_end,
-            first_listen: listens.first(),
+            first_listen: service.listen.as_ref().or(listens.first()),
             root: &processes[0],
         },
     );
@@ -198,6 +310,7 @@ pub fn build(trace: &Trace) -> Timeline {
         t0_mono_ns: trace.t0_ns,
         end_ns: end,
         root_pid: root,
+        service,
         exec_chain,
         phases,
         marks,

@@ -1,52 +1,68 @@
-//! The process tree: who forked whom, what each ran, how each ended.
+//! The process tree: who forked whom, what each ran (argv, script), how each
+//! ended, and its threads with the names they gave themselves.
 
-use super::{Ev, ProcessInfo};
+use super::{script, Ev, ProcessInfo, ThreadInfo};
 use crate::trace::Event;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-/// The root first, then every forked process in the order it started.
-pub(super) fn tree(events: &[Ev], root: i32) -> Vec<ProcessInfo> {
-    let mut procs: Vec<ProcessInfo> = vec![ProcessInfo {
-        pid: root,
-        parent: None,
-        start_ns: 0,
+fn new_process(pid: i32, parent: Option<i32>, start_ns: u64, like: Option<&ProcessInfo>) -> ProcessInfo {
+    ProcessInfo {
+        pid,
+        parent,
+        start_ns,
         exit_ns: None,
         exit_code: None,
         exit_signal: None,
-        program: String::new(),
+        program: like.map(|p| p.program.clone()).unwrap_or_default(),
         execs: 0,
         threads: 0,
-    }];
+        argv: like.map(|p| p.argv.clone()).unwrap_or_default(),
+        script: like.and_then(|p| p.script.clone()),
+        name: None,
+        role: String::new(),
+        blocked_ns: 0,
+        overlap_ns: 0,
+        thread_list: Vec::new(),
+    }
+}
+
+/// The root first, then every forked process in the order it started.
+/// `names`: the tracer's task names (tid → comm).
+pub(super) fn tree(events: &[Ev], root: i32, names: &BTreeMap<i32, String>) -> Vec<ProcessInfo> {
+    let mut procs: Vec<ProcessInfo> = vec![new_process(root, None, 0, None)];
     let mut index: HashMap<i32, usize> = HashMap::from([(root, 0)]);
+    // Threads: tid → (index of its process, position in its thread_list).
+    let mut threads: HashMap<i32, (usize, usize)> = HashMap::new();
     for e in events {
         match e.event {
             Event::Clone { child, thread: false } => {
-                let program = index
-                    .get(&e.pid)
-                    .map(|&i| procs[i].program.clone())
-                    .unwrap_or_default();
+                let parent = index.get(&e.pid).map(|&i| procs[i].clone());
                 index.insert(*child, procs.len());
-                procs.push(ProcessInfo {
-                    pid: *child,
-                    parent: Some(e.pid),
-                    start_ns: e.t_ns,
-                    exit_ns: None,
-                    exit_code: None,
-                    exit_signal: None,
-                    program,
-                    execs: 0,
-                    threads: 0,
-                });
+                procs.push(new_process(*child, Some(e.pid), e.t_ns, parent.as_ref()));
             }
-            Event::Clone { thread: true, .. } => {
+            Event::Clone { child, thread: true } => {
                 if let Some(&i) = index.get(&e.pid) {
                     procs[i].threads += 1;
+                    threads.insert(*child, (i, procs[i].thread_list.len()));
+                    procs[i].thread_list.push(ThreadInfo {
+                        tid: *child,
+                        name: names.get(child).cloned(),
+                        start_ns: e.t_ns,
+                        exit_ns: None,
+                    });
                 }
             }
-            Event::Exec { path, .. } => {
+            Event::Exec { path, exe, argv, .. } => {
                 if let Some(&i) = index.get(&e.pid) {
-                    procs[i].program = path.clone();
-                    procs[i].execs += 1;
+                    let p = &mut procs[i];
+                    p.program = path.clone();
+                    p.execs += 1;
+                    p.argv = argv.clone();
+                    p.script = script::script(exe, argv);
+                    // Its threads ended at the exec (only the exec'ing one survives).
+                    for t in p.thread_list.iter_mut().filter(|t| t.exit_ns.is_none()) {
+                        t.exit_ns = Some(e.t_ns);
+                    }
                 }
             }
             Event::Exit { code, signal } if e.tid == e.pid => {
@@ -56,8 +72,18 @@ pub(super) fn tree(events: &[Ev], root: i32) -> Vec<ProcessInfo> {
                     procs[i].exit_signal = *signal;
                 }
             }
+            Event::Exit { .. } => {
+                if let Some(&(i, k)) = threads.get(&e.tid) {
+                    if let Some(t) = procs[i].thread_list.get_mut(k) {
+                        t.exit_ns.get_or_insert(e.t_ns);
+                    }
+                }
+            }
             _ => {}
         }
+    }
+    for p in &mut procs {
+        p.name = names.get(&p.pid).cloned();
     }
     procs
 }

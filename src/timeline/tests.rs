@@ -22,6 +22,7 @@ fn exec(ts: u64, pid: i32, path: &str) -> TraceEvent {
             path: path.into(),
             exe: path.into(),
             argv0: basename(path).into(),
+            argv: vec![basename(path).into()],
         },
     )
 }
@@ -50,6 +51,7 @@ fn trace(events: Vec<TraceEvent>, end_ms: u64) -> Trace {
         outcome: Outcome::Reached,
         warnings: vec![],
         root_usage: None,
+        task_names: Default::default(),
     }
 }
 fn phase<'a>(t: &'a Timeline, name: &str) -> &'a Phase {
@@ -471,4 +473,168 @@ fn round_trips_through_json() {
     let text = serde_json::to_string(&t).unwrap();
     let back: Timeline = serde_json::from_str(&text).unwrap();
     assert_eq!(back, t);
+}
+
+fn fork(ts: u64, parent: i32, child: i32) -> TraceEvent {
+    ev(ts, parent, Event::Clone { child, thread: false })
+}
+fn exec_argv(ts: u64, pid: i32, path: &str, exe: &str, argv: &[&str]) -> TraceEvent {
+    ev(
+        ts,
+        pid,
+        Event::Exec {
+            path: path.into(),
+            exe: exe.into(),
+            argv0: argv[0].into(),
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+        },
+    )
+}
+fn listen(ts: u64, pid: i32, fd: i32, port: u16) -> TraceEvent {
+    ev(
+        ts,
+        pid,
+        Event::Listen {
+            fd,
+            addr: Some(SockAddr::Inet {
+                ip: std::net::Ipv4Addr::LOCALHOST.into(),
+                port,
+            }),
+        },
+    )
+}
+fn exit(ts: u64, pid: i32, code: i32) -> TraceEvent {
+    ev(
+        ts,
+        pid,
+        Event::Exit {
+            code: Some(code),
+            signal: None,
+        },
+    )
+}
+
+/// `sh start.sh`: runs `dirname` (waited on), starts a helper that listens
+/// first, then forks the server and waits. The probe's port picks the server.
+fn start_script_trace() -> Trace {
+    trace(
+        vec![
+            exec_argv(1, 100, "/bin/sh", "/usr/bin/dash", &["sh", "start.sh"]),
+            fork(2, 100, 101),
+            exec_argv(3, 101, "/usr/bin/dirname", "/usr/bin/dirname", &["dirname", "x"]),
+            exit(5, 101, 0),
+            fork(6, 100, 102),
+            exec_argv(
+                7,
+                102,
+                "/usr/bin/python3",
+                "/usr/bin/python3.11",
+                &["python3", "helper.py"],
+            ),
+            listen(9, 102, 3, 7001),
+            // The helper answers someone first (epmd answering a registration).
+            ev(9, 102, Event::Accept { listen_fd: 3, fd: 4 }),
+            ev(
+                9,
+                102,
+                Event::FirstWrite {
+                    fd: 4,
+                    role: SocketRole::Accepted,
+                },
+            ),
+            fork(10, 100, 103),
+            exec_argv(
+                11,
+                103,
+                "/usr/bin/java",
+                "/usr/lib/jvm/bin/java",
+                &["java", "-jar", "app.jar"],
+            ),
+            mmap(12, 103, "/usr/lib/jvm/lib/server/libjvm.so"),
+            open(13, 103, "/srv/app.jar", true),
+            listen(20, 103, 5, 7002),
+            ev(21, 103, Event::Accept { listen_fd: 5, fd: 6 }),
+            ev(
+                22,
+                103,
+                Event::FirstWrite {
+                    fd: 6,
+                    role: SocketRole::Accepted,
+                },
+            ),
+        ],
+        25,
+    )
+}
+
+#[test]
+fn the_probes_port_picks_the_service_and_its_phases() {
+    let t = start_script_trace();
+    let mut tl = build_for(&t, ServiceHint::Port(7002));
+    assert_eq!(tl.service.pid, 103);
+    assert_eq!(tl.service.path, vec![100, 103]);
+    // The chain: the root's exec before it forked the server, then the server's.
+    let chain: Vec<(i32, &str)> = tl.exec_chain.iter().map(|s| (s.pid, s.label())).collect();
+    assert_eq!(chain, vec![(100, "start.sh"), (103, "/usr/bin/java")]);
+    assert_eq!(phase(&tl, "exec-chain").end_ns, 11 * MS);
+    assert_eq!(phase(&tl, "loader").end_ns, 12 * MS);
+    assert_eq!(
+        phase(&tl, "init").end_ns,
+        20 * MS,
+        "the server's listen, not the helper's"
+    );
+    add_ready_phases(&mut tl, &t, 21 * MS);
+    assert_eq!(phase(&tl, "listen→ready").start_ns, 20 * MS);
+    assert_eq!(
+        (
+            phase(&tl, "first request").start_ns,
+            phase(&tl, "first request").end_ns
+        ),
+        (21 * MS, 22 * MS)
+    );
+    let role = |pid: i32| {
+        tl.processes
+            .iter()
+            .find(|p| p.pid == pid)
+            .map(|p| (p.role.as_str(), p.blocked_ns))
+    };
+    assert_eq!(role(100), Some(("launcher", 0)));
+    assert_eq!(
+        role(101),
+        Some(("helper", 3 * MS)),
+        "dirname ran and ended on the path"
+    );
+    assert_eq!(role(102), Some(("helper", 0)), "the helper runs alongside");
+    assert_eq!(role(103), Some(("service", 0)));
+    assert_eq!(tl.service.blocked_ns, 3 * MS);
+    // The helper overlapped the root's stretch from its fork (6) to the server's (10).
+    assert_eq!(
+        tl.processes.iter().find(|p| p.pid == 102).map(|p| p.overlap_ns),
+        Some(4 * MS)
+    );
+    let mark = |name: &str| tl.marks.iter().find(|m| m.name == name).map(|m| (m.t_ns, m.pid));
+    assert_eq!(mark("first-listen"), Some((20 * MS, Some(103))));
+    assert_eq!(mark("first-accept"), Some((21 * MS, Some(103))));
+    assert_eq!(mark("first-response"), Some((22 * MS, Some(103))));
+    let root = &tl.processes[0];
+    assert_eq!(root.script.as_deref(), Some("start.sh"));
+    assert_eq!(root.label(), "start.sh");
+}
+
+#[test]
+fn without_a_port_the_service_follows_the_readiness() {
+    let t = start_script_trace();
+    // listen: whoever listened first (that is what made the run ready).
+    assert_eq!(build_for(&t, ServiceHint::FirstListen).service.pid, 102);
+    // exit: the root, whose own events end at the trace's end (no listen).
+    let tl = build_for(&t, ServiceHint::Root);
+    assert_eq!(tl.service.pid, 100);
+    assert_eq!(phase(&tl, "init").end_ns, 25 * MS);
+    // log/file: past the shell, to the child it waits on (the last started of
+    // those still running), not the earlier helper.
+    assert_eq!(build_for(&t, ServiceHint::Output).service.pid, 103);
+    // A port nothing listened on: said so, first listen instead.
+    let tl = build_for(&t, ServiceHint::Port(7999));
+    assert_eq!(tl.service.pid, 102);
+    assert!(tl.service.why.contains("7999"), "{}", tl.service.why);
 }

@@ -172,3 +172,42 @@ fn forker_tree_processes_and_threads() {
         assert_eq!(p.exit_signal, Some(libc::SIGKILL), "{p:?}");
     }
 }
+
+#[test]
+fn threads_are_named_whether_they_ended_or_were_killed() {
+    let python = require!(testkit::python());
+    let py = python.to_str().expect("a UTF-8 interpreter path");
+    // One thread names itself and ends (its name is read at its exit stop),
+    // one names itself and lives on until the kill (read right before it);
+    // the listen that ends the trace comes after both named themselves.
+    let script = "import ctypes, socket, threading\n\
+        libc = ctypes.CDLL(None)\n\
+        name = lambda n: libc.prctl(15, n, 0, 0, 0)\n\
+        t = threading.Thread(target=lambda: name(b'cs-early')); t.start(); t.join()\n\
+        named = threading.Event()\n\
+        def late():\n    name(b'cs-late'); named.set(); threading.Event().wait()\n\
+        threading.Thread(target=late, daemon=True).start()\n\
+        named.wait()\n\
+        s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n\
+        threading.Event().wait()\n";
+    let mut o = TraceOptions::new(vec![py.into(), "-c".into(), script.into()], python.clone());
+    o.timeout = TIMEOUT;
+    o.stop_when = StopWhen::Listen;
+    let t = trace(&o).expect("trace");
+    assert_eq!(t.outcome, Outcome::Reached);
+    let tl = super::build(&t);
+    let root = &tl.processes[0];
+    let named: Vec<(Option<&str>, bool)> = root
+        .thread_list
+        .iter()
+        .map(|th| (th.name.as_deref(), th.exit_ns.is_some()))
+        .collect();
+    assert!(named.contains(&(Some("cs-early"), true)), "{named:?}");
+    assert!(
+        named.contains(&(Some("cs-late"), true)),
+        "killed at the end: {named:?}"
+    );
+    assert_eq!(root.argv.first().map(String::as_str), Some(py));
+    assert_eq!(root.argv.get(1).map(String::as_str), Some("-c"));
+    assert_eq!(root.script, None, "-c runs no script file");
+}

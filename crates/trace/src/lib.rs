@@ -94,7 +94,7 @@ mod testkit;
 
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::net::IpAddr;
 use std::os::fd::OwnedFd;
@@ -196,6 +196,11 @@ pub struct Trace {
     /// it (None if it was still running when tracing ended).
     #[serde(default)]
     pub root_usage: Option<RootUsage>,
+    /// The name of every task the tracer could read one for (tid → its
+    /// `/proc/tid/comm`: what threads call themselves, "java", "epmd"…),
+    /// read while it lived: at its exit, or right before the kill at the end.
+    #[serde(default)]
+    pub task_names: BTreeMap<i32, String>,
 }
 
 /// What wait4(2) reports for a reaped process: its own use plus that of the
@@ -245,11 +250,14 @@ pub struct TraceEvent {
 pub enum Event {
     /// A successful execve/execveat (seen at `PTRACE_EVENT_EXEC`).
     /// `path` is the path given to execve, `exe` what the kernel ran
-    /// (/proc/pid/exe: the interpreter for a script), `argv0` the new `argv[0]`.
+    /// (/proc/pid/exe: the interpreter for a script), `argv0` the new `argv[0]`,
+    /// `argv` all of it (from /proc/pid/cmdline: for a `#!` script, the
+    /// interpreter's argv, the script's path among its arguments).
     Exec {
         path: String,
         exe: String,
         argv0: String,
+        argv: Vec<String>,
     },
     /// An execve/execveat that failed (PATH search misses, ENOEXEC, ...).
     ExecFailed { path: String, errno: i32 },
@@ -343,6 +351,8 @@ pub struct Status {
     pub first_response: Option<u64>,
     /// The whole tree has exited (or been killed and reaped).
     pub exited: bool,
+    /// The root process's exit (code, signal) once the tracer reaped it.
+    pub root_exit: Option<(Option<i32>, Option<i32>)>,
 }
 
 /// State shared by the tracer thread and the [`Session`].
@@ -359,6 +369,9 @@ struct SharedState {
     status: Status,
     /// Processes (tgids) alive as far as the tracer knows: the ones to kill.
     live: HashSet<i32>,
+    /// Task names (tid → /proc/tid/comm), read at each task's exit stop and,
+    /// for the tasks still alive, right before they are killed.
+    names: BTreeMap<i32, String>,
 }
 
 impl Shared {
@@ -449,6 +462,29 @@ impl Session {
         self.shared.lock().status.clone()
     }
 
+    /// The root's exit (code, signal), waiting up to `patience` for the tracer
+    /// to reap it: a caller that saw the root exit (its pidfd) asks this, the
+    /// tracer thread's wait may come a moment later.
+    pub fn root_exit(&self, patience: Duration) -> Option<(Option<i32>, Option<i32>)> {
+        let until = Instant::now() + patience;
+        let mut state = self.shared.lock();
+        loop {
+            if state.status.root_exit.is_some() || state.status.exited {
+                return state.status.root_exit;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return None;
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, until - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
     /// Block until the options' [`StopWhen`] holds, the tree exits, or the
     /// options' timeout (from [`start`]) passes.
     pub fn wait(&mut self) -> Outcome {
@@ -492,7 +528,15 @@ impl Session {
     /// born after this call). Returns at once; [`Session::finish`] waits.
     pub fn kill(&self) {
         self.shared.kill.store(true, Ordering::SeqCst);
-        let state = self.shared.lock();
+        let mut state = self.shared.lock();
+        // Their names die with them: read first (a task born after this, or
+        // one that renames itself meanwhile, keeps its exit-stop name or none).
+        let live: Vec<i32> = state.live.iter().copied().collect();
+        for pid in live {
+            for (tid, name) in procfs::thread_names(pid) {
+                state.names.insert(tid, name);
+            }
+        }
         for &pid in &state.live {
             // The pid is a tracee the tracer holds as live; it leaves `live` (under
             // this lock) right after its exit is collected, so a reuse of the number
@@ -525,6 +569,7 @@ impl Session {
             outcome: self.outcome,
             warnings: collected.warnings,
             root_usage: collected.root_usage,
+            task_names: std::mem::take(&mut self.shared.lock().names),
         })
     }
 }

@@ -166,14 +166,38 @@ pub fn exe(tid: i32) -> Option<String> {
     readlink(&format!("/proc/{tid}/exe"))
 }
 
-/// argv[0] of `tid`'s current program, from /proc/pid/cmdline.
-pub fn argv0(tid: i32) -> Option<String> {
+/// The argv of `tid`'s current program, from /proc/pid/cmdline (at most 8 KiB:
+/// enough for a program, its script and its options; a long tail is cut).
+pub fn argv(tid: i32) -> Option<Vec<String>> {
     use std::io::Read;
-    let mut f = std::fs::File::open(format!("/proc/{tid}/cmdline")).ok()?;
-    let mut buf = [0u8; 1024];
-    let n = f.read(&mut buf).ok()?;
-    let end = buf[..n].iter().position(|&b| b == 0).unwrap_or(n);
-    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+    let f = std::fs::File::open(format!("/proc/{tid}/cmdline")).ok()?;
+    let mut buf = Vec::with_capacity(1024);
+    f.take(8192).read_to_end(&mut buf).ok()?;
+    if buf.last() == Some(&0) {
+        buf.pop();
+    }
+    Some(
+        buf.split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+/// The name of a task (`/proc/tid/comm`: a thread's name as the program set
+/// it, a process's program name otherwise). Readable only while it lives.
+pub fn comm(tid: i32) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/{tid}/comm")).ok()?;
+    Some(s.trim_end_matches('\n').to_string())
+}
+
+/// Every live thread of process `tgid` with its name.
+pub fn thread_names(tgid: i32) -> Vec<(i32, String)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{tgid}/task")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|tid| Some((tid, comm(tid)?)))
+        .collect()
 }
 
 /// Thread group id of `tid` (its process), from /proc/tid/status.

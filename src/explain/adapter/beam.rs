@@ -32,9 +32,29 @@ impl Adapter for Beam {
         Ok(Injection::default())
     }
 
+    /// One section per VM that loaded code: a helper VM's modules (a boot
+    /// script's, a remote shell's) are not added to the service's.
+    fn collect_all(&self, got: &Collected) -> Result<Vec<Section>> {
+        let Some(trace) = got.trace else {
+            return Ok(vec![self.collect(got)?]);
+        };
+        let pids = vms(trace);
+        if pids.len() < 2 {
+            return Ok(vec![self.collect(got)?]);
+        }
+        Ok(pids
+            .into_iter()
+            .map(|pid| {
+                let mut s = section(trace, Some(pid));
+                s.title = format!("{} — VM pid {pid}", s.title);
+                s
+            })
+            .collect())
+    }
+
     fn collect(&self, got: &Collected) -> Result<Section> {
         Ok(match got.trace {
-            Some(trace) => section(trace),
+            Some(trace) => section(trace, None),
             None => Section {
                 source: "beam".into(),
                 title: "BEAM modules loaded (from the tracer)".into(),
@@ -43,6 +63,17 @@ impl Adapter for Beam {
             },
         })
     }
+}
+
+/// The processes (VMs) that opened `.beam` files, in the order they first did.
+fn vms(trace: &Trace) -> Vec<i32> {
+    let mut pids: Vec<i32> = Vec::new();
+    for e in &trace.events {
+        if matches!(&e.event, Event::Open { path, .. } if path.ends_with(".beam")) && !pids.contains(&e.pid) {
+            pids.push(e.pid);
+        }
+    }
+    pids
 }
 
 /// One application as one VM loaded it.
@@ -117,10 +148,10 @@ fn app_file_modules(text: &str) -> Option<usize> {
 
 /// `.beam` opens by emulator process (OS pid), by application: modules loaded
 /// against what each application ships, the code path's misses, and the span
-/// of code loading.
-fn section(trace: &Trace) -> Section {
+/// of code loading; of one VM (`pid`) or of the whole tree.
+fn section(trace: &Trace, pid: Option<i32>) -> Section {
     let mut vms: BTreeMap<i32, Vm> = BTreeMap::new();
-    for e in &trace.events {
+    for e in trace.events.iter().filter(|e| pid.is_none_or(|p| e.pid == p)) {
         let Event::Open { path, ok, .. } = &e.event else {
             continue;
         };
@@ -316,7 +347,7 @@ mod tests {
         };
         let t = trace_erl(erl, &["-noshell", "-eval", "lists:sum([1]), halt()."]);
         assert!(Beam.detect(&FinalExec::of(&t).expect("an exec")));
-        let sec = section(&t);
+        let sec = section(&t, None);
         let vm = t.root_pid.to_string();
         let rows = rows_of(&sec, &vm);
         assert!(
@@ -412,7 +443,7 @@ mod tests {
         );
         let ebin_s = ebin.display().to_string();
         let t = trace_erl(erl, &["-noshell", "-pa", &ebin_s, "-eval", &eval]);
-        let sec = section(&t);
+        let sec = section(&t, None);
 
         // The VM's own list, counted by the application directory above ebin/.
         let listed = std::fs::read_to_string(&loaded_file).expect("the VM wrote its list");

@@ -78,6 +78,14 @@ impl<'a> FinalExec<'a> {
             _ => None,
         })
     }
+
+    /// Process `pid`'s last successful exec in `trace`.
+    pub fn of_pid(trace: &'a Trace, pid: i32) -> Option<FinalExec<'a>> {
+        trace.events.iter().rev().find_map(|e| match &e.event {
+            crate::trace::Event::Exec { path, exe, .. } if e.pid == pid => Some(FinalExec { path, exe }),
+            _ => None,
+        })
+    }
 }
 
 /// Settings from the command line that shape what an adapter reports.
@@ -99,6 +107,11 @@ pub trait Adapter {
     fn configure(&mut self, _opts: &Options) {}
     /// Parse what the runtime reported.
     fn collect(&self, got: &Collected) -> Result<Section>;
+    /// Its sections: one, or one per VM/process where the runtime ran in
+    /// several (two BEAM nodes' modules are not summed).
+    fn collect_all(&self, got: &Collected) -> Result<Vec<Section>> {
+        Ok(vec![self.collect(got)?])
+    }
 }
 
 /// Every adapter, most specific first: auto-detection takes the first that

@@ -584,6 +584,7 @@ mod tests {
             outcome: Outcome::Reached,
             warnings: Vec::new(),
             root_usage: None,
+            task_names: Default::default(),
         };
         assert_eq!(pth_files(&trace), ["a.pth", "b.pth"]);
     }

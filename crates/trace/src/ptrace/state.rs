@@ -199,6 +199,15 @@ impl Tracer {
                 let tgid = procfs::tgid(tid).unwrap_or(tid);
                 self.add_task(tid, tgid, true);
             }
+            if (status >> 16) & 0xffff == libc::PTRACE_EVENT_EXIT {
+                // The last moment its name can be read (threads name themselves
+                // after they start; the name is gone with the task).
+                if let Some(name) = procfs::comm(tid) {
+                    self.shared.update(|s| {
+                        s.names.insert(tid, name);
+                    });
+                }
+            }
             if self.shared.kill.load(Ordering::SeqCst) {
                 // Killing: no more events, just let every task die. SIGKILL
                 // takes effect even from a ptrace stop, and kills the whole
@@ -288,6 +297,7 @@ impl Tracer {
             });
         }
         if tid == self.root {
+            self.shared.update(|s| s.status.root_exit = Some((code, signal)));
             if let Some(tx) = self.started.take() {
                 // The root died before exec: the child wrote why (or was killed).
                 let _ = tx.send(Err(anyhow!(self.child_error().unwrap_or_else(|| format!(
@@ -371,7 +381,8 @@ impl Tracer {
         };
         let exe = procfs::exe(tid).unwrap_or_default();
         let path = path.unwrap_or_else(|| exe.clone());
-        let argv0 = procfs::argv0(tid).unwrap_or_default();
+        let argv = procfs::argv(tid).unwrap_or_default();
+        let argv0 = argv.first().cloned().unwrap_or_default();
         if let Ok(md) = std::fs::metadata(&exe) {
             use std::os::unix::fs::MetadataExt;
             if md.mode() & (libc::S_ISUID | libc::S_ISGID) != 0 {
@@ -385,7 +396,16 @@ impl Tracer {
             p.accepted.clear();
             p.connecting.clear();
         }
-        self.emit(now, tid, Event::Exec { path, exe, argv0 });
+        self.emit(
+            now,
+            tid,
+            Event::Exec {
+                path,
+                exe,
+                argv0,
+                argv,
+            },
+        );
         if tid == self.root {
             if let Some(tx) = self.started.take() {
                 let _ = tx.send(Ok(Started {

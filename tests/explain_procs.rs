@@ -1,0 +1,453 @@
+//! `coldstart explain` on real multi-process targets: the service process (the
+//! one the probe talks to) gives the phases; helpers, daemons and launchers are
+//! lanes of their own. A start script whose helper listens first, an Erlang
+//! node whose epmd listens first, a `#!/usr/bin/env bash` shim chain.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn explain(args: &[&str], env: &[(&str, &str)]) -> (Value, String, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("e.json");
+    let chrome = dir.path().join("t.json");
+    let mut all: Vec<String> = vec![
+        "explain".into(),
+        "-q".into(),
+        "--runs".into(),
+        "1".into(),
+        "--export-json".into(),
+        json.to_str().unwrap().into(),
+        "--export-trace".into(),
+        chrome.to_str().unwrap().into(),
+    ];
+    for (k, v) in env {
+        all.push("-e".into());
+        all.push(format!("{k}={v}"));
+    }
+    all.extend(args.iter().map(|a| a.to_string()));
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    let o = run(&refs);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    (json_file(&json), stdout(&o), json_file(&chrome))
+}
+
+/// Write an executable file atomically (other test binaries may run it meanwhile).
+fn write_exec(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    if std::fs::read_to_string(path).is_ok_and(|t| t == text) {
+        return;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+fn fixtures(name: &str) -> PathBuf {
+    testkit::fixtures_dir().join(name)
+}
+
+fn tl(doc: &Value) -> &Value {
+    &doc["timeline"]
+}
+
+fn phase(doc: &Value, name: &str) -> Option<(u64, u64)> {
+    tl(doc)["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .map(|p| (p["start_ns"].as_u64().unwrap(), p["end_ns"].as_u64().unwrap()))
+}
+
+fn process(doc: &Value, pid: i64) -> &Value {
+    tl(doc)["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == pid)
+        .unwrap_or_else(|| panic!("no process {pid}"))
+}
+
+fn processes<'a>(doc: &'a Value, pred: impl Fn(&Value) -> bool + 'a) -> Vec<&'a Value> {
+    tl(doc)["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| pred(p))
+        .collect()
+}
+
+fn argv_has(p: &Value, needle: &str) -> bool {
+    p["argv"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|x| x.as_str().is_some_and(|s| s.contains(needle))))
+}
+
+/// (pid, t_ns) of the listen on `port`.
+fn listen_on(doc: &Value, port: u16) -> Option<(i64, u64)> {
+    tl(doc)["listens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["addr"]["port"] == port)
+        .map(|l| (l["pid"].as_i64().unwrap(), l["t_ns"].as_u64().unwrap()))
+}
+
+/// sh start.sh PYTHON HELPER_PORT SERVER_PORT exec|wait: a helper that listens
+/// first (the script waits on a FIFO until it does), then the server, exec'd
+/// or forked and waited on.
+fn start_script() -> PathBuf {
+    let path = fixtures("start-script/start.sh");
+    write_exec(
+        &path,
+        r#"#!/bin/sh
+# The helper listens first; the script goes on once it says so through a FIFO.
+py="$1"
+fifo="$(dirname "$0")/helper-up.$$"
+rm -f "$fifo"
+mkfifo "$fifo" || exit 1
+"$py" -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+open(sys.argv[2], "w").write("up\n")
+time.sleep(600)' "$2" "$fifo" &
+read up < "$fifo"
+rm -f "$fifo"
+if [ "$4" = wait ]; then
+    "$py" -m http.server --bind 127.0.0.1 "$3" &
+    wait
+else
+    exec "$py" -m http.server --bind 127.0.0.1 "$3"
+fi
+"#,
+    );
+    path
+}
+
+fn other_port(than: u16) -> u16 {
+    loop {
+        let p = free_port();
+        if p != than {
+            return p;
+        }
+    }
+}
+
+/// Phases, lanes and adapter of a start script run; returns the doc and the
+/// service and helper pids.
+fn start_script_run(mode: &str) -> Option<(Value, String, Value, i64, i64)> {
+    let python = testkit::python()?;
+    let script = start_script();
+    let (helper_port, server_port) = {
+        let a = free_port();
+        (a, other_port(a))
+    };
+    let ready = format!("tcp:127.0.0.1:{server_port}");
+    let (hp, sp) = (helper_port.to_string(), server_port.to_string());
+    let (doc, out, chrome) = explain(
+        &[
+            "--ready",
+            &ready,
+            "--",
+            "sh",
+            script.to_str().unwrap(),
+            python.to_str().unwrap(),
+            &hp,
+            &sp,
+            mode,
+        ],
+        &[],
+    );
+    let (helper_pid, helper_t) = listen_on(&doc, helper_port).expect("the helper's listen");
+    let (server_pid, server_t) = listen_on(&doc, server_port).expect("the server's listen");
+    assert!(helper_t < server_t, "the helper listens first");
+    let service = &tl(&doc)["service"];
+    assert_eq!(service["pid"], server_pid, "the server is the service: {service}");
+    assert!(
+        service["why"].as_str().unwrap().contains("probe's port"),
+        "{service}"
+    );
+    assert_eq!(service["listen"]["addr"]["port"], server_port);
+    // Its phases: init ends and listen→ready starts at the server's listen, not the helper's.
+    let (_, init_end) = phase(&doc, "init").expect("init");
+    assert_eq!(init_end, server_t);
+    let (lr_start, _) = phase(&doc, "listen→ready").expect("listen→ready");
+    assert_eq!(lr_start, server_t);
+    // The server's exec is the last of the chain; the script is named, not /bin/sh.
+    let chain = tl(&doc)["exec_chain"].as_array().unwrap();
+    let last = chain.last().unwrap();
+    assert_eq!(last["pid"], server_pid);
+    assert!(argv_has(last, "http.server"), "{last}");
+    assert!(
+        chain
+            .iter()
+            .any(|s| s["script"].as_str().is_some_and(|s| s.ends_with("start.sh"))),
+        "{chain:?}"
+    );
+    let (_, phase_chain_end) = phase(&doc, "exec-chain").unwrap();
+    assert_eq!(phase_chain_end, last["start_ns"].as_u64().unwrap());
+    // The helper: a lane of its own, with its argv, not on the path.
+    let helper = process(&doc, helper_pid);
+    assert_eq!(helper["role"], "helper", "{helper}");
+    assert!(argv_has(helper, "socket"), "{helper}");
+    assert_eq!(helper["blocked_ns"], 0, "it ran alongside: {helper}");
+    // … overlapping the script's stretch (which waited for it to listen).
+    assert!(helper["overlap_ns"].as_u64().unwrap() > 0, "{helper}");
+    assert_eq!(process(&doc, server_pid)["role"], "service");
+    // The adapter comes from the server's program, whatever the root ran.
+    assert_eq!(
+        doc["adapters"],
+        serde_json::json!(["python"]),
+        "{}",
+        doc["adapters"]
+    );
+    assert!(out.contains("service process: pid"), "{out}");
+    assert!(out.contains("start.sh"), "{out}");
+    Some((doc, out, chrome, server_pid, helper_pid))
+}
+
+#[test]
+fn start_script_whose_helper_listens_first_then_execs_the_server() {
+    let Some((doc, _out, chrome, server_pid, helper_pid)) = start_script_run("exec") else {
+        return;
+    };
+    // exec'd: the root itself became the server.
+    assert_eq!(server_pid, tl(&doc)["root_pid"].as_i64().unwrap());
+    assert_ne!(server_pid, helper_pid);
+    // Chrome trace: each process's track is named after what it ran.
+    let names: Vec<String> = chrome["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.contains(&format!("({helper_pid}, helper)")) && n.contains("socket")),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .any(|n| n.contains(&format!("({server_pid}, service)"))),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn start_script_that_forks_and_waits_on_the_server() {
+    let Some((doc, out, _chrome, server_pid, _helper)) = start_script_run("wait") else {
+        return;
+    };
+    let root = tl(&doc)["root_pid"].as_i64().unwrap();
+    assert_ne!(server_pid, root, "forked, not exec'd");
+    assert_eq!(process(&doc, root)["role"], "launcher");
+    assert_eq!(tl(&doc)["service"]["path"], serde_json::json!([root, server_pid]));
+    assert!(out.contains("fork path:"), "{out}");
+}
+
+#[test]
+fn erlang_node_epmd_is_a_lane_not_the_service() {
+    let Some(erl) = testkit::tool("ERLANG", "erl") else {
+        return;
+    };
+    // A private epmd (its port from the environment), loopback only, and the
+    // node's distribution listener on a port of ours: that is the probe's.
+    let epmd_port = free_port();
+    let dist_port = other_port(epmd_port);
+    let (ep, dp) = (epmd_port.to_string(), dist_port.to_string());
+    let sname = format!("coldstart{}", std::process::id());
+    let ready = format!("tcp:127.0.0.1:{dist_port}");
+    let (doc, out, chrome) = explain(
+        &[
+            "--ready",
+            &ready,
+            "--",
+            erl.to_str().unwrap(),
+            "-sname",
+            &sname,
+            "-noshell",
+            "-kernel",
+            "inet_dist_use_interface",
+            "{127,0,0,1}",
+            "-kernel",
+            "inet_dist_listen_min",
+            &dp,
+            "-kernel",
+            "inet_dist_listen_max",
+            &dp,
+        ],
+        &[("ERL_EPMD_PORT", &ep), ("ERL_EPMD_ADDRESS", "127.0.0.1")],
+    );
+    let (epmd_pid, epmd_t) = listen_on(&doc, epmd_port).expect("epmd's listen");
+    let (beam_pid, beam_t) = listen_on(&doc, dist_port).expect("the node's listen");
+    assert!(epmd_t < beam_t, "epmd listens first");
+    let epmd = process(&doc, epmd_pid);
+    assert_eq!(epmd["role"], "helper", "{epmd}");
+    assert!(argv_has(epmd, "epmd"), "{epmd}");
+    let service = &tl(&doc)["service"];
+    assert_eq!(service["pid"], beam_pid, "{service}");
+    let last = tl(&doc)["exec_chain"].as_array().unwrap().last().unwrap().clone();
+    assert!(last["exe"].as_str().unwrap().ends_with("beam.smp"), "{last}");
+    assert_eq!(phase(&doc, "init").unwrap().1, beam_t);
+    assert_eq!(phase(&doc, "listen→ready").unwrap().0, beam_t);
+    // erlexec waits for `epmd -daemon` (system(3)) before it execs the VM:
+    // that shell held the critical path, the daemon it left ran alongside.
+    let held: Vec<&Value> = processes(&doc, |p| p["blocked_ns"].as_u64().unwrap_or(0) > 0);
+    assert!(held.iter().any(|p| argv_has(p, "epmd")), "{held:?}");
+    assert!(service["blocked_ns"].as_u64().unwrap() > 0, "{service}");
+    assert_eq!(epmd["blocked_ns"], 0, "the daemon runs alongside: {epmd}");
+    // The VM's threads, by the names it gave them.
+    let threads = process(&doc, beam_pid)["thread_list"].as_array().unwrap().clone();
+    assert!(
+        threads
+            .iter()
+            .any(|t| t["name"].as_str().is_some_and(|n| n.contains("sched"))),
+        "{threads:?}"
+    );
+    assert_eq!(doc["adapters"], serde_json::json!(["beam"]));
+    assert!(out.contains("helper"), "{out}");
+    // Its Chrome trace tracks carry the same thread names.
+    let thread_tracks: Vec<&str> = chrome["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == beam_pid)
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(
+        thread_tracks.iter().any(|n| n.contains("sched")),
+        "{thread_tracks:?}"
+    );
+}
+
+#[test]
+fn env_bash_shim_chain_names_the_shims_and_the_root_is_the_service() {
+    let Some(python) = testkit::python() else {
+        return;
+    };
+    // env(1) and bash are the shim's own requirements, as pyenv's.
+    let env = testkit::which("env").expect("env(1) on PATH");
+    testkit::which("bash").expect("bash on PATH");
+    // As pyenv's: `#!/usr/bin/env bash` scripts, so the kernel runs env, env
+    // execs bash, and the exec chain's paths say bash; the scripts are named.
+    let dir = fixtures("env-shim");
+    let inner = dir.join("pyenv-exec");
+    let outer = dir.join("python3");
+    write_exec(
+        &inner,
+        &format!("#!{} bash\nexec '{}' \"$@\"\n", env.display(), python.display()),
+    );
+    write_exec(
+        &outer,
+        &format!("#!{} bash\nexec '{}' \"$@\"\n", env.display(), inner.display()),
+    );
+    let (doc, out, _) = explain(
+        &["--ready", "exit", "--", outer.to_str().unwrap(), "-c", "pass"],
+        &[],
+    );
+    let t = tl(&doc);
+    assert_eq!(t["service"]["pid"], t["root_pid"]);
+    assert_eq!(process(&doc, t["root_pid"].as_i64().unwrap())["role"], "service");
+    let chain = t["exec_chain"].as_array().unwrap();
+    let scripts: Vec<&str> = chain.iter().filter_map(|s| s["script"].as_str()).collect();
+    assert!(scripts.contains(&outer.to_str().unwrap()), "{chain:?}");
+    assert!(scripts.contains(&inner.to_str().unwrap()), "{chain:?}");
+    let last = chain.last().unwrap();
+    assert_eq!(
+        std::fs::canonicalize(last["exe"].as_str().unwrap()).ok(),
+        std::fs::canonicalize(&python).ok(),
+        "ends at the real interpreter: {last}"
+    );
+    // The report names the shims, never bare bash, in blame and the chain.
+    let bash_lines: Vec<&str> = out
+        .lines()
+        .filter(|l| {
+            l.trim_end().ends_with("/bash") || l.contains("exec /usr/bin/bash") || l.contains("bash (before")
+        })
+        .collect();
+    assert!(bash_lines.is_empty(), "{bash_lines:?}\n{out}");
+    assert!(
+        out.contains(&format!("exec {} (before the next exec)", outer.display())),
+        "{out}"
+    );
+}
+
+/// A start script that runs a helper VM to completion (a boot check, as a
+/// broker's scripts do) and then execs the node: one BEAM section per VM,
+/// not one sum; the helper VM held the critical path, the node serves.
+#[test]
+fn two_beam_vms_get_a_section_each() {
+    let Some(erl) = testkit::tool("ERLANG", "erl") else {
+        return;
+    };
+    let script = fixtures("beam-start/start.sh");
+    write_exec(
+        &script,
+        "#!/bin/sh\nerl=\"$1\"; shift\n\"$erl\" -noshell -eval 'halt().'\nexec \"$erl\" \"$@\"\n",
+    );
+    let epmd_port = free_port();
+    let dist_port = other_port(epmd_port);
+    let (ep, dp) = (epmd_port.to_string(), dist_port.to_string());
+    let sname = format!("coldstart2vm{}", std::process::id());
+    let ready = format!("tcp:127.0.0.1:{dist_port}");
+    let (doc, _out, _) = explain(
+        &[
+            "--ready",
+            &ready,
+            "--",
+            "sh",
+            script.to_str().unwrap(),
+            erl.to_str().unwrap(),
+            "-sname",
+            &sname,
+            "-noshell",
+            "-kernel",
+            "inet_dist_use_interface",
+            "{127,0,0,1}",
+            "-kernel",
+            "inet_dist_listen_min",
+            &dp,
+            "-kernel",
+            "inet_dist_listen_max",
+            &dp,
+        ],
+        &[("ERL_EPMD_PORT", &ep), ("ERL_EPMD_ADDRESS", "127.0.0.1")],
+    );
+    let service = tl(&doc)["service"]["pid"].as_i64().unwrap();
+    assert_eq!(doc["adapters"], serde_json::json!(["beam"]));
+    let helper_vm = processes(&doc, |p| p["role"] == "helper" && argv_has(p, "halt()"))
+        .into_iter()
+        .find(|p| p["program"].as_str().is_some_and(|s| s.ends_with("beam.smp")))
+        .unwrap_or_else(|| panic!("the helper VM: {}", tl(&doc)["processes"]))
+        .clone();
+    assert!(
+        helper_vm["blocked_ns"].as_u64().unwrap() > 0,
+        "the script waited on it: {helper_vm}"
+    );
+    let titles: Vec<String> = doc["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["source"] == "beam")
+        .map(|s| s["title"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(titles.len(), 2, "{titles:?}");
+    assert!(
+        titles.iter().any(|t| t.ends_with(&format!("VM pid {service}"))),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.ends_with(&format!("VM pid {}", helper_vm["pid"]))),
+        "{titles:?}"
+    );
+}
