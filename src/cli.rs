@@ -53,6 +53,49 @@ pub enum Command {
         after_long_help = LAMBDA_HELP
     )]
     Lambda(Box<LambdaArgs>),
+    /// Write stored experiments as one self-contained HTML report (charts inline, no
+    /// network): distributions, runs in order, A/B verdicts, sweeps, explain's
+    /// waterfall, lambda's lanes, and each target's history.
+    #[command(after_long_help = REPORT_HELP)]
+    Report(ReportArgs),
+    /// Print a shell completion script: `coldstart completions bash > /etc/bash_completion.d/coldstart`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `coldstart man | man -l -`.
+    Man,
+}
+
+const REPORT_HELP: &str = "\
+EXAMPLES
+  coldstart report -o report.html                 # the latest experiment
+  coldstart report latest~1 latest -o report.html
+  coldstart report 12 --no-history -o r.html";
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Experiments: id, latest, latest~N or git commit prefix [default: latest].
+    #[arg(value_name = "REF")]
+    pub experiments: Vec<String>,
+    /// The HTML file to write (`-`: stdout).
+    #[arg(short, long, value_name = "PATH")]
+    pub output: PathBuf,
+    /// Leave out the history chart (each target's median over stored experiments).
+    #[arg(long)]
+    pub no_history: bool,
+    /// Noise threshold for the comparisons [default: the one each experiment ran with].
+    #[arg(long, value_name = "PCT", value_parser = parse_fraction)]
+    pub noise: Option<f64>,
+    /// No message on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 const REF_HELP: &str = "\
@@ -150,6 +193,9 @@ pub struct ExplainArgs {
     /// process/thread, one per source inside the runtime.
     #[arg(long, value_name = "PATH")]
     pub export_trace: Option<PathBuf>,
+    /// Write a self-contained HTML report: the waterfall, the sections, the arms' distributions.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
     /// Runtime adapters for the adapted runs: `auto` (from the program that finally
     /// runs: python, node, jvm, go, beam, else native), `none`, or a list such as
     /// `python,native`. Each turns on the runtime's own startup report (importtime,
@@ -265,6 +311,9 @@ pub struct ExportArgs {
     /// Write one CSV row per run.
     #[arg(long, value_name = "PATH")]
     pub export_csv: Option<PathBuf>,
+    /// Write a self-contained HTML report (charts inline; opens from disk).
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
 }
 
 /// Where results are stored.
@@ -322,6 +371,9 @@ pub struct CompareArgs {
     /// Write the comparison tables as Markdown.
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report of the comparison.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
     #[command(flatten)]
     pub noise: NoiseArg,
     #[command(flatten)]
@@ -358,6 +410,9 @@ pub struct GateArgs {
     /// Also write the Markdown table to this file.
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report: the decision, both sides' distributions and the comparison.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
     #[command(flatten)]
     pub noise: NoiseArg,
     #[command(flatten)]
@@ -785,6 +840,7 @@ impl ExportArgs {
             markdown: self.export_markdown.clone(),
             csv: self.export_csv.clone(),
             trace: None,
+            html: self.export_html.clone(),
         }
     }
 

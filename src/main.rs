@@ -50,6 +50,12 @@ fn real_main() -> anyhow::Result<i32> {
         _ => (raw, Vec::new()),
     };
     let mut cli = cli::Cli::parse_from(args);
+    // Commands that only print what clap knows need no Lab (no watchdog, no cgroup).
+    match &cli.command {
+        cli::Command::Completions(a) => return cmd::shell::completions(a),
+        cli::Command::Man => return cmd::shell::man(),
+        _ => {}
+    }
     // Before any thread: it forks the watchdog.
     Lab::open()?;
     match &mut cli.command {
@@ -63,6 +69,8 @@ fn real_main() -> anyhow::Result<i32> {
         cli::Command::Show(a) => cmd::history::show(a),
         cli::Command::Compare(a) => cmd::history::compare(a),
         cli::Command::Gate(a) => cmd::history::gate(a),
+        cli::Command::Report(a) => cmd::report::run(a),
+        cli::Command::Completions(_) | cli::Command::Man => Ok(0),
         cli::Command::Lambda(a) => {
             a.variants = lambda_variants;
             cmd::lambda::run(a)

@@ -41,7 +41,7 @@ pub fn describe(s: &Stored) -> String {
     )
 }
 
-fn commit(c: &Option<String>, dirty: Option<bool>) -> String {
+pub fn commit(c: &Option<String>, dirty: Option<bool>) -> String {
     match c {
         Some(c) => format!(
             "{}{}",
