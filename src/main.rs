@@ -26,6 +26,8 @@ fn main() {
 }
 
 fn real_main() -> anyhow::Result<i32> {
+    // Reports fit the terminal (or COLUMNS); without either they are left as they are.
+    coldstart::report::width::detect();
     let raw: Vec<String> = std::env::args().collect();
     // `bench` variants use a grammar clap cannot express; cut them out first.
     let mut lambda_variants = Vec::new();

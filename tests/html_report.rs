@@ -522,7 +522,7 @@ fn the_checks_see_console_errors_exceptions_and_network_requests() {
         "{:?}",
         seen.errors
     );
-    assert!(seen.requests.iter().any(|u| *u == pixel), "{:?}", seen.requests);
+    assert!(seen.requests.contains(&pixel), "{:?}", seen.requests);
     assert_eq!(seen.sections, ["x"]);
     let seen = b.load(&clean);
     assert!(seen.errors.is_empty() && seen.requests.is_empty(), "{seen:?}");

@@ -85,7 +85,15 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     // 2. A known injected difference must come out as "slower", by about the delay.
     let (name, cmd) = &servers[0];
     let port = free_port()?;
-    let mut argv: Vec<String> = vec!["--runs".into(), runs, "--ready".into(), format!("tcp:{port}")];
+    let html = out.join("demo-report.html");
+    let mut argv: Vec<String> = vec![
+        "--runs".into(),
+        runs,
+        "--ready".into(),
+        format!("tcp:{port}"),
+        "--export-html".into(),
+        html.display().to_string(),
+    ];
     for (variant, delay) in [(name.to_string(), "0"), (format!("{name}+50ms"), "50")] {
         argv.extend([
             "--name".into(),
@@ -101,7 +109,40 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         "2. A known difference: the same server with a 50 ms init delay",
         &argv,
     )?);
+    if !coldstart::out::closed() {
+        let mut explain = vec!["--ready".to_string(), format!("tcp:{port}"), "--".into()];
+        explain.extend(cmd.iter().cloned());
+        explain.extend(["--port".into(), port.to_string()]);
+        coldstart::out::out!("{}", next_steps(name, &explain, &html))?;
+    }
     Ok(code)
+}
+
+/// Where to go from the demo: each command on a line of its own (never wrapped).
+fn next_steps(name: &str, explain_args: &[String], html: &Path) -> String {
+    let slow = format!("{name}+50ms");
+    [
+        "\n== What next".to_string(),
+        "Where the time goes (traced timeline, phases, imports, classes):".into(),
+        format!(
+            "  coldstart explain {}",
+            coldstart::target::shell_join(explain_args)
+        ),
+        "Every experiment above is stored; list them, or show one again:".into(),
+        "  coldstart history".into(),
+        "  coldstart show latest".into(),
+        "Fail a CI job on a startup regression (here the 50 ms one fails):".into(),
+        format!(
+            "  coldstart gate --baseline latest:{} --candidate latest:{} --max-regression 5%",
+            coldstart::target::shell_quote(name),
+            coldstart::target::shell_quote(&slow)
+        ),
+        "See it: the HTML report of experiment 2 (distributions, runs, the verdict):".into(),
+        format!("  {}", html.display()),
+        "  coldstart report latest -o report.html   # any stored experiment".into(),
+        String::new(),
+    ]
+    .join("\n")
 }
 
 fn section(title: &str, bench_args: &[String]) -> Result<i32> {

@@ -63,10 +63,13 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         &analysis,
         explanation.as_ref(),
     ))?;
-    outln!(
-        "experiment {} ({})",
-        stored.id,
-        report::history::describe(&stored)
+    out!(
+        "{}",
+        report::width::fit(&format!(
+            "experiment {} ({})\n",
+            stored.id,
+            report::history::describe(&stored)
+        ))
     )?;
     if args.meta {
         outln!("{}", serde_json::to_string_pretty(&stored.meta)?)?;

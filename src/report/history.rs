@@ -28,6 +28,7 @@ pub fn render(listed: &[Listed]) -> String {
             e.stopped.clone().unwrap_or_else(|| "incomplete".into()),
         ]);
     }
+    super::width::fit_table(&mut t, &[]);
     format!("{t}\n")
 }
 

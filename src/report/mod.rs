@@ -18,4 +18,5 @@ pub mod terminal;
 /// or a regular file (atomically); see [`export`].
 pub use export::write as write_export;
 pub mod html;
+pub mod width;
 pub mod words;

@@ -5,8 +5,14 @@
 use super::format::{ms, p_value};
 use crate::stats::{percent, Comparison, Verdict};
 
-/// One sentence about `name` against `baseline`.
+/// One sentence about `name` against `baseline`, with the power statement.
 pub fn verdict(c: &Comparison, name: &str, baseline: &str) -> String {
+    sentence(c, name, baseline, true)
+}
+
+/// The sentence; `power`: end with "could detect ≥ …" (the terminal prints the
+/// power line right under it instead).
+pub fn sentence(c: &Comparison, name: &str, baseline: &str, power: bool) -> String {
     let mut parts = Vec::new();
     let rel = c.relative.as_ref();
     let shift = c.shift.as_ref();
@@ -46,7 +52,7 @@ pub fn verdict(c: &Comparison, name: &str, baseline: &str) -> String {
     if let Some(m) = &c.mann_whitney {
         parts.push(format!("p = {}", p_value(m.p_value)));
     }
-    if let Some(d) = &c.detectable {
+    if let Some(d) = c.detectable.as_ref().filter(|_| power) {
         parts.push(format!("could detect ≥ {}", percent(d.relative)));
     }
     parts.join("; ")

@@ -25,7 +25,7 @@ fn basename(p: &str) -> &str {
 /// The spans drawn for a source: the longest, at most two levels deep.
 fn spans(s: &Section) -> Vec<&crate::sample::section::Span> {
     let mut v: Vec<_> = s.spans.iter().filter(|x| x.depth <= 1).collect();
-    v.sort_by(|a, b| b.dur_ns.cmp(&a.dur_ns));
+    v.sort_by_key(|x| std::cmp::Reverse(x.dur_ns));
     v.truncate(MAX_SPANS);
     v.sort_by_key(|x| (x.depth, x.start_ns));
     v
