@@ -246,18 +246,29 @@ impl Browser {
         seen
     }
 
-    /// The whole page, and its first 1400 px, as PNG files.
+    /// The whole page, and 1300 px from its first chart on (the README's picture), as PNG files.
     fn screenshot(&mut self, full: &Path, top: &Path) {
         let metrics = self.page("Page.getLayoutMetrics", json!({}), &mut |_| {});
         let height = metrics["cssContentSize"]["height"]
             .as_f64()
             .unwrap_or(900.0)
             .min(16000.0);
-        for (path, h) in [(full, height), (top, height.min(1400.0))] {
+        let first = self.page(
+            "Runtime.evaluate",
+            json!({ "expression": "(() => { const f = document.querySelector('figure');
+                      return f ? Math.max(0, f.getBoundingClientRect().top + window.scrollY - 60) : 0; })()",
+                    "returnByValue": true }),
+            &mut |_| {},
+        );
+        let from = first["result"]["value"].as_f64().unwrap_or(0.0);
+        for (path, y, h) in [
+            (full, 0.0, height),
+            (top, from, (height - from).clamp(1.0, 1300.0)),
+        ] {
             let shot = self.page(
                 "Page.captureScreenshot",
                 json!({ "format": "png", "captureBeyondViewport": true,
-                        "clip": { "x": 0, "y": 0, "width": 1000, "height": h, "scale": 1 } }),
+                        "clip": { "x": 0, "y": y, "width": 1000, "height": h, "scale": 1 } }),
                 &mut |_| {},
             );
             use base64::Engine;

@@ -88,7 +88,7 @@ pub fn distribution(id: &str, r: &ExperimentResult, a: &Analysis) -> Markup {
                     @if let Some((l, h)) = s.p50_ci {
                         rect.ci x=(n(x.at(l))) y=(n(cy - 12.0)) width=(n((x.at(h) - x.at(l)).max(1.0))) height="24"
                             fill=(svg::colour(i)) tabindex="0"
-                            data-tip=(format!("{}: median {} , 95% CI {} – {}", v.name, ms(s.p50), ms(l), ms(h))) {}
+                            data-tip=(format!("{}: median {}, 95% CI {} – {}", v.name, ms(s.p50), ms(l), ms(h))) {}
                     }
                     @for (k, t) in xs.iter().enumerate() {
                         @let jitter = ((k as f64 * 0.618_034).fract() - 0.5) * 16.0;
