@@ -200,3 +200,25 @@ fn real_python() -> Option<String> {
 fn free_port() -> Result<u16> {
     coldstart::probe::tcp::unused_port()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_ends_pointing_at_explain_history_gate_and_its_report() {
+        let args: Vec<String> = ["--ready", "tcp:24567", "--", "/x/rust-server", "--port", "24567"]
+            .map(String::from)
+            .to_vec();
+        let text = next_steps("rust", &args, Path::new("/x/target/examples/demo-report.html"));
+        for line in [
+            "  coldstart explain --ready tcp:24567 -- /x/rust-server --port 24567",
+            "  coldstart history",
+            "  coldstart gate --baseline latest:rust --candidate latest:rust+50ms --max-regression 5%",
+            "  /x/target/examples/demo-report.html",
+            "  coldstart report latest -o report.html   # any stored experiment",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
+    }
+}
