@@ -460,6 +460,33 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         all_html.to_str().unwrap(),
     ]);
 
+    // compare and gate over two variants of the A/B.
+    let compare_html = path("compare.html");
+    ok(&[
+        "compare",
+        "--store",
+        &store,
+        "2:plain",
+        "2:json",
+        "--export-html",
+        compare_html.to_str().unwrap(),
+    ]);
+    let gate_html = path("gate.html");
+    let o = run(&[
+        "gate",
+        "--store",
+        &store,
+        "--baseline",
+        "2:plain",
+        "--candidate",
+        "2:json",
+        "--max",
+        "60s",
+        "--export-html",
+        gate_html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+
     let mut b = Browser::start(&chromium);
     let ab_sections = ["settings", "distribution", "runs", "comparisons"];
     check(&mut b, &bench_html, "bench-ab", &ab_sections);
@@ -480,6 +507,13 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         &lambda_html,
         "lambda",
         &[&ab_sections[..], &["sweep", "lambda"]].concat(),
+    );
+    check(&mut b, &compare_html, "compare", &ab_sections);
+    check(
+        &mut b,
+        &gate_html,
+        "gate",
+        &[&ab_sections[..], &["gate"]].concat(),
     );
     check(
         &mut b,

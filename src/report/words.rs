@@ -22,6 +22,11 @@ pub fn sentence(c: &Comparison, name: &str, baseline: &str, power: bool) -> Stri
         _ => String::new(),
     };
     let direction = |est: f64| if est >= 0.0 { "slower" } else { "faster" };
+    // Some reasons already begin with "no verdict: ".
+    let reason = |default: &'static str| {
+        let r = c.reason.as_deref().unwrap_or(default);
+        r.strip_prefix("no verdict: ").unwrap_or(r).to_string()
+    };
     let head = match (c.verdict, shift) {
         (Verdict::Faster | Verdict::Slower, Some(s)) => {
             format!("{name} starts {size} {} than {baseline}", direction(s.estimate))
@@ -37,13 +42,10 @@ pub fn sentence(c: &Comparison, name: &str, baseline: &str, power: bool) -> Stri
         ),
         (Verdict::None, Some(s)) => format!(
             "no verdict: {} (estimate: {name} {size} {})",
-            c.reason.as_deref().unwrap_or("the runs cannot support one"),
+            reason("the runs cannot support one"),
             direction(s.estimate)
         ),
-        (_, None) => format!(
-            "no verdict: {}",
-            c.reason.as_deref().unwrap_or("a side has no successful run")
-        ),
+        (_, None) => format!("no verdict: {}", reason("a side has no successful run")),
     };
     parts.push(head);
     if let Some((lo, hi)) = rel.and_then(|r| r.ci) {
@@ -127,5 +129,11 @@ mod tests {
             "a",
         );
         assert!(s.starts_with("no verdict: "), "{s}");
+        assert!(!s.contains("no verdict: no verdict"), "{s}");
+        let few = verdict(&compare(&xs(100.0, 2), &xs(125.0, 2), opts), "b", "a");
+        assert!(
+            few.starts_with("no verdict: ") && !few.contains("no verdict: no verdict"),
+            "{few}"
+        );
     }
 }
