@@ -13,8 +13,8 @@ const MIN: usize = 40;
 static WIDTH: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
 
 /// Find the width to fit, once per process (the binary calls this at start):
-/// COLUMNS when set to a number, else the width of the terminal on stdout (or
-/// stderr, when stdout carries an export), else None: no limit.
+/// COLUMNS when set to a number, else the width of the terminal on stdout, else
+/// None: no limit.
 pub fn detect() {
     WIDTH.get_or_init(|| {
         if let Some(c) = std::env::var("COLUMNS")
@@ -23,9 +23,9 @@ pub fn detect() {
         {
             return (c > 0).then_some(c.max(MIN));
         }
-        terminal_size::terminal_size_of(std::io::stdout())
-            .or_else(|| terminal_size::terminal_size_of(std::io::stderr()))
-            .map(|(w, _)| usize::from(w.0).max(MIN))
+        // stdout only: reports printed to a pipe or file stay whole even when
+        // stderr is a terminal.
+        terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0).max(MIN))
     });
 }
 
