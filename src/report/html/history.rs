@@ -56,14 +56,24 @@ pub fn section(trends: &[Trend]) -> Markup {
     );
     let at = |id: i64| x.at(ids.iter().position(|i| *i == id).unwrap_or(0) as f64);
     let step = (ids.len() / 12).max(1);
+    let commit_of = |id: i64| {
+        trends
+            .iter()
+            .flat_map(|t| t.points.iter())
+            .find(|p| p.0 == id && p.2 != "—")
+            .map(|p| p.2.chars().take(7).collect::<String>())
+    };
     let plot = html! {
         (svg::y_axis(&y, svg::LEFT, svg::WIDTH - svg::RIGHT, "", "median (ms)"))
         g.axis {
             line x1=(n(x.r0)) x2=(n(x.r1)) y1=(n(bottom)) y2=(n(bottom)) {}
             @for id in ids.iter().step_by(step) {
                 text x=(n(at(*id))) y=(n(bottom + 14.0)) text-anchor="middle" { "#" (id) }
+                @if let Some(c) = commit_of(*id) {
+                    text.label x=(n(at(*id))) y=(n(bottom + 26.0)) text-anchor="middle" { (c) }
+                }
             }
-            text.label x=(n((x.r0 + x.r1) / 2.0)) y=(n(bottom + 30.0)) text-anchor="middle" { "stored experiment, oldest first" }
+            text.label x=(n((x.r0 + x.r1) / 2.0)) y=(n(bottom + 42.0)) text-anchor="middle" { "stored experiment (commit), oldest first" }
         }
         @for (i, t) in trends.iter().enumerate() {
             polyline fill="none" stroke=(svg::colour(i)) stroke-width="2"
@@ -79,7 +89,7 @@ pub fn section(trends: &[Trend]) -> Markup {
         section id="history" data-section="history" aria-labelledby="history-h" {
             h2 id="history-h" { "History" }
             figure {
-                (chart("history-c", 270.0, "Median over stored experiments", desc, plot))
+                (chart("history-c", 285.0, "Median over stored experiments", desc, plot))
                 figcaption { (desc) }
             }
             ul.legend aria-label="Colours" {
