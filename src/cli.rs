@@ -20,7 +20,8 @@ pub enum Command {
     /// Measure spawn → ready of one or more variants, with honest statistics.
     #[command(
         override_usage = "coldstart bench [OPTIONS] -- COMMAND [ARGS...]\n       \
-                          coldstart bench [OPTIONS] --name A [VARIANT OPTIONS] -- COMMAND... --name B [VARIANT OPTIONS] -- COMMAND...",
+                          coldstart bench [OPTIONS] --name A [VARIANT OPTIONS] -- COMMAND... \\\n           \
+                          --name B [VARIANT OPTIONS] -- COMMAND...",
         after_long_help = BENCH_HELP
     )]
     Bench(Box<BenchArgs>),
@@ -48,11 +49,56 @@ pub enum Command {
     /// Emulate AWS Lambda's init phase locally (Runtime, Extensions and Telemetry APIs,
     /// CPU in proportion to memory) and measure Init Duration over cold starts.
     #[command(
-        override_usage = "coldstart lambda --runtime BOOTSTRAP [--extensions DIR] [--memory MB,...] [OPTIONS]\n       \
-                          coldstart lambda [OPTIONS] --name A --extensions DIR_A --name B --extensions DIR_B",
+        override_usage = "coldstart lambda --runtime BOOTSTRAP [--extensions DIR] \\\n           \
+                          [--memory MB,...] [OPTIONS]\n       \
+                          coldstart lambda [OPTIONS] --name A --extensions DIR_A \\\n           \
+                          --name B --extensions DIR_B",
         after_long_help = LAMBDA_HELP
     )]
     Lambda(Box<LambdaArgs>),
+    /// Write stored experiments as one self-contained HTML report (charts inline, no
+    /// network): distributions, runs in order, A/B verdicts, sweeps, explain's
+    /// waterfall, lambda's lanes, and each target's history.
+    #[command(after_long_help = REPORT_HELP)]
+    Report(ReportArgs),
+    /// Print a shell completion script: `coldstart completions bash > /etc/bash_completion.d/coldstart`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `coldstart man | man -l -`.
+    Man,
+}
+
+const REPORT_HELP: &str = "\
+EXAMPLES
+  coldstart report -o report.html                 # the latest experiment
+  coldstart report latest~1 latest -o report.html
+  coldstart report 12 --no-history -o r.html";
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Experiments: id, latest, latest~N or git commit prefix [default: latest].
+    #[arg(value_name = "REF")]
+    pub experiments: Vec<String>,
+    /// The HTML file to write (`-`: stdout).
+    #[arg(short, long, value_name = "PATH")]
+    pub output: PathBuf,
+    /// Leave out the history chart (each target's median over stored experiments).
+    #[arg(long)]
+    pub no_history: bool,
+    /// Noise threshold for the comparisons [default: the one each experiment ran with].
+    #[arg(long, value_name = "PCT", value_parser = parse_fraction)]
+    pub noise: Option<f64>,
+    /// No message on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 const REF_HELP: &str = "\
@@ -88,9 +134,11 @@ REFERENCES
 
 EXAMPLES
   coldstart bench --name main -- ./main/server --name pr -- ./pr/server
-  coldstart gate --baseline latest:main --candidate latest:pr --max-regression 5% --warn 2%
+  coldstart gate --baseline latest:main --candidate latest:pr \\
+      --max-regression 5% --warn 2%
   coldstart gate --baseline latest~1 --candidate latest --max 12s
-  coldstart gate --baseline 1a2b3c --candidate latest --max-regression 20% --across-invocations";
+  coldstart gate --baseline 1a2b3c --candidate latest \\
+      --max-regression 20% --across-invocations";
 
 const EXPLAIN_HELP: &str = "\
 HOW
@@ -114,14 +162,19 @@ HOW
 
 EXAMPLES
   coldstart explain --ready exit -- python3 -c pass
-  coldstart explain --ready http://127.0.0.1:8080/ --export-trace run.json -- ./server
+  coldstart explain --ready http://127.0.0.1:8080/ --export-trace run.json \\
+      -- ./server
   (open run.json in https://ui.perfetto.dev or chrome://tracing)
-  coldstart explain --ready log:listening -- java -jar app.jar       # classes by package
-  coldstart explain --adapter none --no-otlp --ready exit -- ./tool  # the tracer only";
+  coldstart explain --ready listen --export-html explain.html -- ./server
+  # classes by package:
+  coldstart explain --ready log:listening -- java -jar app.jar
+  # the tracer only:
+  coldstart explain --adapter none --no-otlp --ready exit -- ./tool";
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
-    /// Readiness, as for bench: exit, tcp:[HOST:]PORT, http://…, log:REGEX, file:PATH, listen.
+    /// Readiness, as for bench: exit, tcp:[HOST:]PORT, http://…, https://…, log:REGEX,
+    /// file:PATH, listen.
     #[arg(long, value_name = "PROBE")]
     pub ready: Option<String>,
     /// Count a non-zero exit or a death by signal as a successful run (with --ready
@@ -150,6 +203,9 @@ pub struct ExplainArgs {
     /// process/thread, one per source inside the runtime.
     #[arg(long, value_name = "PATH")]
     pub export_trace: Option<PathBuf>,
+    /// Write a self-contained HTML report: the waterfall, the sections, the arms' distributions.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
     /// Runtime adapters for the adapted runs: `auto` (from the program that finally
     /// runs: python, node, deno, jvm, go, beam, else native), `none`, or a list such as
     /// `python,native`. Each turns on the runtime's own startup report (importtime,
@@ -269,6 +325,9 @@ pub struct ExportArgs {
     /// Write one CSV row per run.
     #[arg(long, value_name = "PATH")]
     pub export_csv: Option<PathBuf>,
+    /// Write a self-contained HTML report (charts inline; opens from disk).
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
 }
 
 /// Where results are stored.
@@ -326,6 +385,9 @@ pub struct CompareArgs {
     /// Write the comparison tables as Markdown.
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report of the comparison.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
     #[command(flatten)]
     pub noise: NoiseArg,
     #[command(flatten)]
@@ -362,6 +424,9 @@ pub struct GateArgs {
     /// Also write the Markdown table to this file.
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report: the decision, both sides' distributions and the comparison.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
     #[command(flatten)]
     pub noise: NoiseArg,
     #[command(flatten)]
@@ -384,8 +449,12 @@ READINESS (--ready)
   log:REGEX            a stdout/stderr line matches; named groups (?P<name>..) are
                        captured per run and summarised when numeric
   file:PATH            the file exists (inotify; removed after each run)
-  tcp and http poll every --poll-interval (default 200us); exit, log and file are
-  event-driven. A port that already accepts connections before the spawn is refused.
+  https://HOST:PORT/P  the same GET over TLS
+  listen               the target calls listen(2) (an LD_PRELOAD shim; static and
+                       Go programs are traced instead)
+  tcp and http poll every --poll-interval (default 200us); exit, log, file and
+  listen are event-driven. A port that already accepts connections before the
+  spawn is refused.
 
 STATISTICS
   p50 is shown with its 95% distribution-free confidence interval. Each variant is
@@ -441,14 +510,25 @@ FLAGS FOR HYPERFINE USERS
 EXAMPLES
   coldstart bench --ready exit -- python3 -c 'import json'
   coldstart bench --cache cold --runs 10 -- python3 -c 'import numpy'
-  coldstart bench --prepare 'rm -rf data && mkdir data' --ready tcp:5432 -- ./db --dir data
-  coldstart bench --runs 30 --ready http://127.0.0.1:8080/health --requests 5 -- ./server --port 8080
+  coldstart bench --prepare 'rm -rf data && mkdir data' \\
+      --ready tcp:5432 -- ./db --dir data
+  coldstart bench --runs 30 --ready http://127.0.0.1:8080/health \\
+      --requests 5 -- ./server --port 8080
   coldstart bench --ready 'log:listening on (?P<port>\\d+)' \\
-      --name baseline -- ./v98/bootstrap --name candidate -- ./build/bootstrap
-  coldstart bench --target-ci 2% --max-runs 200 -- ./cli --version";
+      --name baseline -- ./v98/bootstrap \\
+      --name candidate -- ./build/bootstrap
+  coldstart bench --target-ci 2% --max-runs 200 -- ./cli --version
+  coldstart bench --export-html report.html --name a -- ./a --name b -- ./b";
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
+    /// Start a variant: `--name NAME [--env K=V] [--ready R] [--cwd DIR] -- COMMAND...`
+    /// (see VARIANTS; repeat for each variant, the first is the baseline).
+    // Listed for --help, completions and the man page; the variant grammar
+    // (split_bench_args) takes every --name before clap parses the rest.
+    #[arg(long, value_name = "NAME")]
+    #[allow(dead_code)]
+    pub name: Option<String>,
     /// Targets named in coldstart.toml, or command strings run through the shell
     /// (`'sleep 0.1'`, as hyperfine), each a variant (instead of a command after `--`).
     #[arg(value_name = "TARGET|COMMAND")]
@@ -523,7 +603,8 @@ pub struct BenchArgs {
 /// Options that apply to one variant (after its --name) or to all (before any).
 #[derive(Args, Debug, Clone, Default)]
 pub struct VariantArgs {
-    /// Readiness: exit, tcp:[HOST:]PORT, http://…, log:REGEX, file:PATH (see READINESS).
+    /// Readiness: exit, tcp:[HOST:]PORT, http://…, https://…, log:REGEX, file:PATH, listen
+    /// (see READINESS).
     #[arg(long, value_name = "PROBE")]
     pub ready: Option<String>,
     /// Environment variable for the target, KEY=VALUE (repeatable).
@@ -647,13 +728,24 @@ LIMITS
   (a suppressed init), and the run counts as failed.
 
 EXAMPLES
-  coldstart lambda --runtime ./bootstrap --extensions ./layer/extensions --memory 1024 --runs 25 --event event.json
-  coldstart lambda --runtime ./bootstrap --extensions ./ext --memory 128,512,1769,3008
-  coldstart lambda --runtime ./bootstrap --name v98 --extensions ./v98 --name candidate --extensions ./new
-  coldstart lambda --runtime ./bootstrap --no-cgroup --name bare --bare --name emulated   # emulator overhead";
+  coldstart lambda --runtime ./bootstrap --extensions ./layer/extensions \\
+      --memory 1024 --runs 25 --event event.json
+  coldstart lambda --runtime ./bootstrap --extensions ./ext \\
+      --memory 128,512,1769,3008
+  coldstart lambda --runtime ./bootstrap \\
+      --name v98 --extensions ./v98 --name candidate --extensions ./new
+  # the emulator's overhead:
+  coldstart lambda --runtime ./bootstrap --no-cgroup \\
+      --name bare --bare --name emulated";
 
 #[derive(Args, Debug)]
 pub struct LambdaArgs {
+    /// Start a variant: `--name NAME [--runtime P] [--extensions DIR] [--memory MB,...]`
+    /// (see VARIANTS; the first is the baseline).
+    // Listed for --help, completions and the man page; split_lambda_args takes it first.
+    #[arg(long, value_name = "NAME")]
+    #[allow(dead_code)]
+    pub name: Option<String>,
     /// Measured runs per variant.
     #[arg(short, long, default_value_t = 20)]
     pub runs: usize,
@@ -890,6 +982,7 @@ impl ExportArgs {
             markdown: self.export_markdown.clone(),
             csv: self.export_csv.clone(),
             trace: None,
+            html: self.export_html.clone(),
         }
     }
 

@@ -26,6 +26,8 @@ fn main() {
 }
 
 fn real_main() -> anyhow::Result<i32> {
+    // Reports fit the terminal (or COLUMNS); without either they are left as they are.
+    coldstart::report::width::detect();
     let raw: Vec<String> = std::env::args().collect();
     // `bench` variants use a grammar clap cannot express; cut them out first.
     let mut lambda_variants = Vec::new();
@@ -50,6 +52,12 @@ fn real_main() -> anyhow::Result<i32> {
         _ => (raw, Vec::new()),
     };
     let mut cli = cli::Cli::parse_from(args);
+    // Commands that only print what clap knows need no Lab (no watchdog, no cgroup).
+    match &cli.command {
+        cli::Command::Completions(a) => return cmd::shell::completions(a),
+        cli::Command::Man => return cmd::shell::man(),
+        _ => {}
+    }
     // Before any thread: it forks the watchdog.
     Lab::open()?;
     match &mut cli.command {
@@ -63,6 +71,8 @@ fn real_main() -> anyhow::Result<i32> {
         cli::Command::Show(a) => cmd::history::show(a),
         cli::Command::Compare(a) => cmd::history::compare(a),
         cli::Command::Gate(a) => cmd::history::gate(a),
+        cli::Command::Report(a) => cmd::report::run(a),
+        cli::Command::Completions(_) | cli::Command::Man => Ok(0),
         cli::Command::Lambda(a) => {
             a.variants = lambda_variants;
             cmd::lambda::run(a)

@@ -93,6 +93,7 @@ pub fn measure(plan: &Plan, settings: &Settings, outputs: &Outputs, runner: &mut
             }
             None => e,
         })?;
+    write_html(&outputs.exports, &m, settings, None)?;
     out::out!("{}", report::terminal::render(&m.result, &m.analysis))?;
     if let Some((id, location)) = &m.stored_as {
         out::outln!("stored as experiment {id} in {location}")?;
@@ -101,6 +102,42 @@ pub fn measure(plan: &Plan, settings: &Settings, outputs: &Outputs, runner: &mut
         return Err(e.context("the runs were measured and printed, but storing them failed"));
     }
     Ok(exit_code(&m.result))
+}
+
+/// The HTML report of a session just measured (when `--export-html` asked for one).
+pub fn write_html(
+    exports: &Exports,
+    m: &Measured,
+    settings: &Settings,
+    explanation: Option<&crate::explain::Explanation>,
+) -> Result<()> {
+    if exports.html.is_none() {
+        return Ok(());
+    }
+    let meta = store::meta::collect();
+    let heading = match &m.stored_as {
+        Some((id, _)) => format!("Experiment {id}"),
+        None => "This run (not stored)".to_string(),
+    };
+    let report = report::html::Report {
+        title: format!("coldstart report: {heading}"),
+        experiments: vec![report::html::Experiment {
+            heading,
+            id: m.stored_as.as_ref().map(|(id, _)| *id),
+            created_unix_s: None,
+            meta: Some(&meta),
+            settings: Some(settings),
+            result: &m.result,
+            analysis: &m.analysis,
+            explanation,
+        }],
+        history: Vec::new(),
+        gate: None,
+    };
+    exports.write_html(&report).map_err(|e| match &m.stored_as {
+        Some((id, location)) => e.context(format!("the runs are stored as experiment {id} in {location}")),
+        None => e,
+    })
 }
 
 /// Progress on screen, and each finished run committed to the store.

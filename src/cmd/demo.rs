@@ -85,7 +85,15 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     // 2. A known injected difference must come out as "slower", by about the delay.
     let (name, cmd) = &servers[0];
     let port = free_port()?;
-    let mut argv: Vec<String> = vec!["--runs".into(), runs, "--ready".into(), format!("tcp:{port}")];
+    let html = out.join("demo-report.html");
+    let mut argv: Vec<String> = vec![
+        "--runs".into(),
+        runs,
+        "--ready".into(),
+        format!("tcp:{port}"),
+        "--export-html".into(),
+        html.display().to_string(),
+    ];
     for (variant, delay) in [(name.to_string(), "0"), (format!("{name}+50ms"), "50")] {
         argv.extend([
             "--name".into(),
@@ -101,7 +109,40 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         "2. A known difference: the same server with a 50 ms init delay",
         &argv,
     )?);
+    if !coldstart::out::closed() {
+        let mut explain = vec!["--ready".to_string(), format!("tcp:{port}"), "--".into()];
+        explain.extend(cmd.iter().cloned());
+        explain.extend(["--port".into(), port.to_string()]);
+        coldstart::out::out!("{}", next_steps(name, &explain, &html))?;
+    }
     Ok(code)
+}
+
+/// Where to go from the demo: each command on a line of its own (never wrapped).
+fn next_steps(name: &str, explain_args: &[String], html: &Path) -> String {
+    let slow = format!("{name}+50ms");
+    [
+        "\n== What next".to_string(),
+        "Where the time goes (traced timeline, phases, imports, classes):".into(),
+        format!(
+            "  coldstart explain {}",
+            coldstart::target::shell_join(explain_args)
+        ),
+        "Every experiment above is stored; list them, or show one again:".into(),
+        "  coldstart history".into(),
+        "  coldstart show latest".into(),
+        "Fail a CI job on a startup regression (here the 50 ms one fails):".into(),
+        format!(
+            "  coldstart gate --baseline latest:{} --candidate latest:{} --max-regression 5%",
+            coldstart::target::shell_quote(name),
+            coldstart::target::shell_quote(&slow)
+        ),
+        "See it: the HTML report of experiment 2 (distributions, runs, the verdict):".into(),
+        format!("  {}", html.display()),
+        "  coldstart report latest -o report.html   # any stored experiment".into(),
+        String::new(),
+    ]
+    .join("\n")
 }
 
 fn section(title: &str, bench_args: &[String]) -> Result<i32> {
@@ -158,4 +199,26 @@ fn real_python() -> Option<String> {
 /// A port nothing listens on right now, outside the ephemeral range.
 fn free_port() -> Result<u16> {
     coldstart::probe::tcp::unused_port()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_ends_pointing_at_explain_history_gate_and_its_report() {
+        let args: Vec<String> = ["--ready", "tcp:24567", "--", "/x/rust-server", "--port", "24567"]
+            .map(String::from)
+            .to_vec();
+        let text = next_steps("rust", &args, Path::new("/x/target/examples/demo-report.html"));
+        for line in [
+            "  coldstart explain --ready tcp:24567 -- /x/rust-server --port 24567",
+            "  coldstart history",
+            "  coldstart gate --baseline latest:rust --candidate latest:rust+50ms --max-regression 5%",
+            "  /x/target/examples/demo-report.html",
+            "  coldstart report latest -o report.html   # any stored experiment",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
+    }
 }

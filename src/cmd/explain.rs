@@ -32,6 +32,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     let exports = Exports {
         json: args.export_json.clone(),
         trace: args.export_trace.clone(),
+        html: args.export_html.clone(),
         ..Exports::default()
     };
     exports.check()?;
@@ -157,6 +158,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         let doc = report::chrome_trace::to_chrome_trace(trace, &explanation.timeline, &explanation.sources);
         report::write_export(p, serde_json::to_string(&doc)?.as_bytes())?;
     }
+    coldstart::session::write_html(&exports, &m, &settings, Some(&explanation))?;
     // Printed last: exports survive a reader that closes stdout early.
     out::out!("{}", report::explain::render(&explanation))?;
     if let Some((id, location)) = &m.stored_as {

@@ -12,7 +12,7 @@ use coldstart::report::{self, json::Settings};
 use coldstart::stats::{self, Design, Ratio};
 use coldstart::store::{Filter, Store, Stored};
 
-fn open(args: &StoreArgs) -> Result<Store> {
+pub(crate) fn open(args: &StoreArgs) -> Result<Store> {
     let root = config::project_root();
     let cfg = config::load(&root)?;
     let spec = config::store_spec(args.store.as_deref(), cfg.as_ref(), &root);
@@ -57,10 +57,19 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         }
     }
     exports.write_experiment(&stored.result, &analysis, &settings)?;
-    outln!(
-        "experiment {} ({})",
-        stored.id,
-        report::history::describe(&stored)
+    exports.write_html(&crate::cmd::report::single(
+        &stored,
+        &settings,
+        &analysis,
+        explanation.as_ref(),
+    ))?;
+    out!(
+        "{}",
+        report::width::fit(&format!(
+            "experiment {} ({})\n",
+            stored.id,
+            report::history::describe(&stored)
+        ))
     )?;
     if args.meta {
         outln!("{}", serde_json::to_string_pretty(&stored.meta)?)?;
@@ -74,7 +83,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
 }
 
 /// The stored explanation of experiment `id`, if it is a `coldstart explain`.
-fn explanation(store: &mut Store, id: i64) -> Result<Option<Explanation>> {
+pub(crate) fn explanation(store: &mut Store, id: i64) -> Result<Option<Explanation>> {
     store
         .explanation(id)?
         .map(|json| {
@@ -229,7 +238,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
 }
 
 pub fn compare(args: &CompareArgs) -> Result<i32> {
-    report::export::check(&[&args.export_json, &args.export_markdown])?;
+    report::export::check(&[&args.export_json, &args.export_markdown, &args.export_html])?;
     let mut store = open(&args.store)?;
     let (bref, bvar) = split_ref(&args.baseline);
     let (cref, cvar) = split_ref(&args.candidate);
@@ -238,6 +247,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     let mut markdown = String::new();
     let mut docs = Vec::new();
     let mut text = String::new();
+    let mut shown = Vec::new();
     let pairs = pairs(&b, bvar, &c, cvar)?;
     for (_, bi, ci) in &pairs {
         refuse_self(&b, *bi, &c, *ci)?;
@@ -254,6 +264,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         markdown += &report::markdown::render(&analysis);
         markdown += "\n";
         docs.push(serde_json::json!({ "variants": analysis.variants }));
+        shown.push((result, analysis));
     }
     let (overhead_text, overhead_doc) = overheads(&mut store, &b, &c)?;
     if !overhead_text.is_empty() {
@@ -261,6 +272,10 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     }
     if let Some(p) = &args.export_markdown {
         report::write_export(p, markdown.as_bytes())?;
+    }
+    if let Some(p) = &args.export_html {
+        let html = crate::cmd::report::comparison(&b, &c, &shown);
+        report::write_export(p, html.as_bytes())?;
     }
     if let Some(p) = &args.export_json {
         let mut doc = serde_json::json!({ "schema": "coldstart.compare/1", "baseline": b.id, "candidate": c.id, "pairs": docs });
@@ -314,7 +329,7 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
             .transpose()?,
         margin: args.warn_margin,
     };
-    report::export::check(&[&args.markdown])?;
+    report::export::check(&[&args.markdown, &args.export_html])?;
     let mut store = open(&args.store)?;
     let (bref, bvar) = split_ref(&args.baseline);
     let (cref, cvar) = split_ref(&args.candidate);
@@ -370,6 +385,12 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
     let md = report::gate::render(&rows, b.id, c.id);
     if let Some(p) = &args.markdown {
         report::write_export(p, md.as_bytes())?;
+    }
+    if let Some(p) = &args.export_html {
+        report::write_export(
+            p,
+            crate::cmd::report::gate(&b, &c, &rows, args.noise.noise)?.as_bytes(),
+        )?;
     }
     out!("{md}")?;
     Ok(if rows.iter().any(|r| r.status == Status::Fail) {

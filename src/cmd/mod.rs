@@ -10,3 +10,5 @@ pub mod explain;
 mod fuzz_tests;
 pub mod history;
 pub mod lambda;
+pub mod report;
+pub mod shell;

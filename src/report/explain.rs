@@ -68,14 +68,16 @@ pub fn render(e: &Explanation) -> String {
         .map(|p| p.name.chars().count())
         .max()
         .unwrap_or(4);
+    // The bar shrinks to fit the terminal (the rest of the line takes 40 + name_w).
+    let bar_w = super::width::columns().map_or(WIDTH, |c| c.saturating_sub(40 + name_w).clamp(10, WIDTH));
     for p in &tl.phases {
-        let a = (p.start_ns as f64 / span * WIDTH as f64).round() as usize;
-        let b = ((p.end_ns as f64 / span * WIDTH as f64).round() as usize).max(a + usize::from(p.dur_ns > 0));
-        let bar: String = (0..WIDTH)
+        let a = (p.start_ns as f64 / span * bar_w as f64).round() as usize;
+        let b = ((p.end_ns as f64 / span * bar_w as f64).round() as usize).max(a + usize::from(p.dur_ns > 0));
+        let bar: String = (0..bar_w)
             .map(|i| {
                 if i < a {
                     '·'
-                } else if i < b.min(WIDTH) {
+                } else if i < b.min(bar_w) {
                     '█'
                 } else {
                     ' '
@@ -203,7 +205,7 @@ pub fn render(e: &Explanation) -> String {
     for sec in &e.sources {
         out.push_str(&section(sec));
     }
-    out
+    super::width::fit(&out)
 }
 
 /// One source inside the runtime: its headline facts, its top offenders, its notes.

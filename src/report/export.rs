@@ -238,12 +238,14 @@ pub struct Exports {
     pub csv: Option<PathBuf>,
     /// Chrome Trace Event JSON (explain).
     pub trace: Option<PathBuf>,
+    /// The self-contained HTML report (report/html).
+    pub html: Option<PathBuf>,
 }
 
 impl Exports {
     /// Refuse, before anything runs, a path that cannot be written.
     pub fn check(&self) -> Result<()> {
-        check(&[&self.json, &self.markdown, &self.csv, &self.trace])
+        check(&[&self.json, &self.markdown, &self.csv, &self.trace, &self.html])
     }
 
     /// An experiment's results in every format asked for.
@@ -261,6 +263,15 @@ impl Exports {
         }
         if let Some(p) = &self.csv {
             write(p, &super::csv::render(result).context("rendering CSV")?)?;
+        }
+        Ok(())
+    }
+
+    /// The HTML report, if asked for (its model needs what only the command knows:
+    /// the stored id, the metadata, an explanation).
+    pub fn write_html(&self, report: &super::html::Report) -> Result<()> {
+        if let Some(p) = &self.html {
+            write(p, super::html::render(report).as_bytes())?;
         }
         Ok(())
     }

@@ -28,6 +28,7 @@ pub fn render(listed: &[Listed]) -> String {
             e.stopped.clone().unwrap_or_else(|| "incomplete".into()),
         ]);
     }
+    super::width::fit_table(&mut t, &[]);
     format!("{t}\n")
 }
 
@@ -41,7 +42,7 @@ pub fn describe(s: &Stored) -> String {
     )
 }
 
-fn commit(c: &Option<String>, dirty: Option<bool>) -> String {
+pub fn commit(c: &Option<String>, dirty: Option<bool>) -> String {
     match c {
         Some(c) => format!(
             "{}{}",

@@ -18,3 +18,6 @@ pub mod terminal;
 /// Write an export to its path: `-` (stdout), a device or FIFO, a symlink's target
 /// or a regular file (atomically); see [`export`].
 pub use export::write as write_export;
+pub mod html;
+pub mod width;
+pub mod words;

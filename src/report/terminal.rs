@@ -47,9 +47,12 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
         };
     }
     right_align(&mut t, 1..9);
+    // Least useful first: mean ± sd, p99, min, max.
+    let hidden = super::width::fit_table(&mut t, &[7, 5, 2, 6]);
     out.push_str(&format!("spawn → ready ({})\n", readiness_line(analysis)));
     out.push_str(&t.to_string());
     out.push('\n');
+    out.push_str(&super::width::hidden_note(&hidden));
     if analysis
         .variants
         .iter()
@@ -61,6 +64,11 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     for v in analysis.variants.iter().skip(1) {
         if let Some(c) = &v.vs_baseline {
             out.push_str(&format!("  Δ {} vs {}: {}\n", v.name, baseline, comparison(c)));
+            // The same in plain words.
+            out.push_str(&format!(
+                "      {}\n",
+                super::words::sentence(c, &v.name, baseline, false)
+            ));
             if let Some(d) = detectable(c) {
                 out.push_str(&format!("      {d}\n"));
             }
@@ -90,7 +98,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     if result.stopped != Some(crate::experiment::StopReason::Completed) {
         out.push_str(&format!("stopped: {}\n", result.stopped_label()));
     }
-    out
+    super::width::fit(&out)
 }
 
 /// Marks per variant: when each happened after the spawn (median and CI).
@@ -112,6 +120,7 @@ fn marks(a: &Analysis) -> String {
         }
     }
     right_align(&mut t, 3..5);
+    super::width::fit_table(&mut t, &[]);
     format!("marks\n{t}\n")
 }
 
@@ -166,6 +175,7 @@ fn resources(a: &Analysis) -> String {
         t.add_row(row);
     }
     right_align(&mut t, 1..header.len());
+    super::width::fit_table(&mut t, &[]);
     let mut out = format!("{t}\n");
     if a.variants
         .iter()

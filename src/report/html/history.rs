@@ -1,0 +1,107 @@
+//! History: a target's median over stored experiments (oldest first), labelled by
+//! commit: the trend a CI gate guards.
+
+use super::svg::{self, chart, n, Scale};
+use crate::report::format::ms;
+use crate::report::history::{commit, utc};
+use crate::store::Listed;
+use maud::{html, Markup};
+
+/// One target's medians over experiments.
+#[derive(Debug, Clone)]
+pub struct Trend {
+    pub target: String,
+    /// (experiment id, when, commit label, median ms), oldest first.
+    pub points: Vec<(i64, i64, String, f64)>,
+}
+
+/// The trends of `targets` in a store listing (any order); targets with fewer
+/// than two stored medians have no trend and are left out.
+pub fn trends(listed: &[Listed], targets: &[String]) -> Vec<Trend> {
+    let mut out = Vec::new();
+    for target in targets {
+        let mut points: Vec<(i64, i64, String, f64)> = listed
+            .iter()
+            .filter_map(|e| {
+                let i = e.variants.iter().position(|v| v == target)?;
+                let p50 = (*e.p50_ms.get(i)?)?;
+                Some((e.id, e.created_unix_s, commit(&e.git_commit, e.git_dirty), p50))
+            })
+            .collect();
+        points.sort_by_key(|p| p.0);
+        if points.len() >= 2 && !out.iter().any(|t: &Trend| &t.target == target) {
+            out.push(Trend {
+                target: target.clone(),
+                points,
+            });
+        }
+    }
+    out
+}
+
+pub fn section(trends: &[Trend]) -> Markup {
+    let all: Vec<f64> = trends.iter().flat_map(|t| t.points.iter().map(|p| p.3)).collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut ids: Vec<i64> = trends.iter().flat_map(|t| t.points.iter().map(|p| p.0)).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let (top, bottom) = (10.0, 230.0);
+    let y = Scale::padded(lo, hi, bottom, top);
+    let x = Scale::padded(
+        0.0,
+        (ids.len().max(2) - 1) as f64,
+        svg::LEFT,
+        svg::WIDTH - svg::RIGHT,
+    );
+    let at = |id: i64| x.at(ids.iter().position(|i| *i == id).unwrap_or(0) as f64);
+    let step = (ids.len() / 12).max(1);
+    let commit_of = |id: i64| {
+        trends
+            .iter()
+            .flat_map(|t| t.points.iter())
+            .find(|p| p.0 == id && p.2 != "—")
+            .map(|p| p.2.chars().take(7).collect::<String>())
+    };
+    let plot = html! {
+        (svg::y_axis(&y, svg::LEFT, svg::WIDTH - svg::RIGHT, "", "median (ms)"))
+        g.axis {
+            line x1=(n(x.r0)) x2=(n(x.r1)) y1=(n(bottom)) y2=(n(bottom)) {}
+            @for id in ids.iter().step_by(step) {
+                text x=(n(at(*id))) y=(n(bottom + 14.0)) text-anchor="middle" { "#" (id) }
+                @if let Some(c) = commit_of(*id) {
+                    text.label x=(n(at(*id))) y=(n(bottom + 26.0)) text-anchor="middle" { (c) }
+                }
+            }
+            text.label x=(n((x.r0 + x.r1) / 2.0)) y=(n(bottom + 42.0)) text-anchor="middle" { "stored experiment (commit), oldest first" }
+        }
+        @for (i, t) in trends.iter().enumerate() {
+            polyline fill="none" stroke=(svg::colour(i)) stroke-width="2"
+                points=(t.points.iter().map(|p| format!("{},{}", n(at(p.0)), n(y.at(p.3)))).collect::<Vec<_>>().join(" ")) {}
+            @for p in &t.points {
+                circle cx=(n(at(p.0))) cy=(n(y.at(p.3))) r="3.5" fill=(svg::colour(i)) tabindex="0"
+                    data-tip=(format!("{}: {} in experiment {} ({}, commit {})", t.target, ms(p.3), p.0, utc(p.1), p.2)) {}
+            }
+        }
+    };
+    let desc = "Each line is one target's median spawn → ready time in every stored experiment that ran it.";
+    html! {
+        section id="history" data-section="history" aria-labelledby="history-h" {
+            h2 id="history-h" { "History" }
+            figure {
+                (chart("history-c", 285.0, "Median over stored experiments", desc, plot))
+                figcaption { (desc) }
+            }
+            ul.legend aria-label="Colours" {
+                @for (i, t) in trends.iter().enumerate() { li { span style=(format!("background:{}", svg::colour(i))) {} (t.target) } }
+            }
+            @for t in trends {
+                table {
+                    caption { (t.target) ": median per experiment" }
+                    thead { tr { th scope="col" { "experiment" } th scope="col" { "when (UTC)" } th scope="col" { "commit" } th.num scope="col" { "median" } } }
+                    tbody { @for p in &t.points { tr { th scope="row" { (p.0) } td { (utc(p.1)) } td { (p.2) } td.num { (ms(p.3)) } } } }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,575 @@
+//! The HTML report of real experiments (bench A/B, explain, lambda, and a history
+//! over two benches), opened from a file:// URL in headless Chromium (Debian's
+//! `chromium`) driven over the DevTools protocol: no console error, no uncaught
+//! exception, no request leaving the file, every section the data has present in
+//! the DOM, the hover script working; a screenshot of each under
+//! target/html-report/ (CI keeps it). A negative test proves the checks see a
+//! console error, an exception and a network request.
+//!
+//! Without chromium on PATH the tests skip visibly; COLDSTART_REQUIRE_CHROMIUM=1
+//! turns that into a failure.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// What a page did while it loaded.
+#[derive(Debug, Default)]
+struct Loaded {
+    /// Console errors, uncaught exceptions and error log entries (CSP refusals included).
+    errors: Vec<String>,
+    /// Requests for anything but the file itself (and data: URLs).
+    requests: Vec<String>,
+    /// `data-section` of every section in the DOM, in order.
+    sections: Vec<String>,
+    /// The hover box's text after a mouseover on the first `data-tip` element.
+    tip: String,
+}
+
+/// Headless Chromium over `--remote-debugging-pipe` (fd 3: our commands, fd 4: its
+/// answers and events, each a JSON message ending in NUL).
+struct Browser {
+    child: Child,
+    to: std::fs::File,
+    from: mpsc::Receiver<Value>,
+    next: u64,
+    session: String,
+    _profile: tempfile::TempDir,
+}
+
+const WAIT: Duration = Duration::from_secs(90);
+
+impl Browser {
+    fn start(chromium: &Path) -> Browser {
+        let profile = tempfile::tempdir().unwrap();
+        let (ours_r, theirs_w) = pipe();
+        let (theirs_r, ours_w) = pipe();
+        let (r, w) = (theirs_r.as_raw_fd(), theirs_w.as_raw_fd());
+        let mut cmd = Command::new(chromium);
+        cmd.args([
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--remote-debugging-pipe",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--mute-audio",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        // SAFETY: between fork and exec only async-signal-safe calls (fcntl, dup2,
+        // close) on descriptors this process owns; no allocation.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Out of the way first, in case a pipe end already sits on 3 or 4.
+                let hi_r = libc::fcntl(r, libc::F_DUPFD, 10);
+                let hi_w = libc::fcntl(w, libc::F_DUPFD, 10);
+                if hi_r < 0 || hi_w < 0 || libc::dup2(hi_r, 3) < 0 || libc::dup2(hi_w, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(hi_r);
+                libc::close(hi_w);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("spawn chromium");
+        drop((theirs_r, theirs_w));
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(std::fs::File::from(ours_r));
+            let mut buf = Vec::new();
+            while matches!(reader.read_until(0, &mut buf), Ok(n) if n > 0) {
+                if buf.last() == Some(&0) {
+                    buf.pop();
+                }
+                if let Ok(v) = serde_json::from_slice::<Value>(&buf) {
+                    if tx.send(v).is_err() {
+                        break;
+                    }
+                }
+                buf.clear();
+            }
+        });
+        let mut b = Browser {
+            child,
+            to: std::fs::File::from(ours_w),
+            from: rx,
+            next: 0,
+            session: String::new(),
+            _profile: profile,
+        };
+        let target = b.call(
+            "Target.createTarget",
+            json!({ "url": "about:blank" }),
+            &mut |_| {},
+        );
+        let target = target["targetId"].as_str().expect("a target id").to_string();
+        let attached = b.call(
+            "Target.attachToTarget",
+            json!({ "targetId": target, "flatten": true }),
+            &mut |_| {},
+        );
+        b.session = attached["sessionId"].as_str().expect("a session").to_string();
+        for domain in ["Page.enable", "Runtime.enable", "Log.enable", "Network.enable"] {
+            b.page(domain, json!({}), &mut |_| {});
+        }
+        b.page(
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": 1000, "height": 900, "deviceScaleFactor": 1, "mobile": false }),
+            &mut |_| {},
+        );
+        b
+    }
+
+    /// Send a browser-level command and wait for its answer; events meanwhile go to `on`.
+    fn call(&mut self, method: &str, params: Value, on: &mut dyn FnMut(&Value)) -> Value {
+        self.send(json!({ "method": method, "params": params }), on)
+    }
+
+    /// A command to the page's session.
+    fn page(&mut self, method: &str, params: Value, on: &mut dyn FnMut(&Value)) -> Value {
+        let session = self.session.clone();
+        self.send(
+            json!({ "method": method, "params": params, "sessionId": session }),
+            on,
+        )
+    }
+
+    fn send(&mut self, mut msg: Value, on: &mut dyn FnMut(&Value)) -> Value {
+        self.next += 1;
+        let id = self.next;
+        msg["id"] = json!(id);
+        let mut bytes = serde_json::to_vec(&msg).unwrap();
+        bytes.push(0);
+        self.to.write_all(&bytes).expect("write to chromium");
+        loop {
+            let v = self
+                .from
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|_| panic!("chromium did not answer {msg} within {WAIT:?}"));
+            if v["id"] == json!(id) {
+                assert!(v.get("error").is_none(), "{}: {}", msg["method"], v["error"]);
+                return v["result"].clone();
+            }
+            on(&v);
+        }
+    }
+
+    /// Open `file` and wait for its load event, recording what it did.
+    fn load(&mut self, file: &Path) -> Loaded {
+        let url = format!("file://{}", file.canonicalize().unwrap().display());
+        let mut seen = Loaded::default();
+        let mut loaded = false;
+        let record = |v: &Value, seen: &mut Loaded, loaded: &mut bool| {
+            let p = &v["params"];
+            match v["method"].as_str().unwrap_or("") {
+                "Runtime.consoleAPICalled" if p["type"] == "error" || p["type"] == "assert" => {
+                    seen.errors.push(format!(
+                        "console.{}: {}",
+                        p["type"].as_str().unwrap_or("?"),
+                        p["args"]
+                    ))
+                }
+                "Runtime.exceptionThrown" => {
+                    seen.errors.push(format!("exception: {}", p["exceptionDetails"]))
+                }
+                "Log.entryAdded" if p["entry"]["level"] == "error" => {
+                    seen.errors.push(format!("log: {}", p["entry"]["text"]))
+                }
+                "Network.requestWillBeSent" => {
+                    let u = p["request"]["url"].as_str().unwrap_or("").to_string();
+                    if !(u.starts_with("file:") || u.starts_with("data:")) {
+                        seen.requests.push(u);
+                    }
+                }
+                "Page.loadEventFired" => *loaded = true,
+                _ => {}
+            }
+        };
+        self.page("Page.navigate", json!({ "url": url }), &mut |v| {
+            record(v, &mut seen, &mut loaded)
+        });
+        while !loaded {
+            let v = self.from.recv_timeout(WAIT).expect("the page's load event");
+            record(&v, &mut seen, &mut loaded);
+        }
+        let eval = |b: &mut Browser, seen: &mut Loaded, expr: &str| -> Value {
+            let mut events = Vec::new();
+            let r = b.page(
+                "Runtime.evaluate",
+                json!({ "expression": expr, "returnByValue": true }),
+                &mut |v| events.push(v.clone()),
+            );
+            let mut ignored = false;
+            for v in &events {
+                record(v, seen, &mut ignored);
+            }
+            r["result"]["value"].clone()
+        };
+        let sections = eval(
+            self,
+            &mut seen,
+            "[...document.querySelectorAll('[data-section]')].map(e => e.dataset.section)",
+        );
+        seen.sections = sections
+            .as_array()
+            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        let tip = eval(
+            self,
+            &mut seen,
+            "(() => { const t = document.querySelector('[data-tip]'); if (!t) return '';
+               t.dispatchEvent(new MouseEvent('mouseover', {bubbles: true, clientX: 10, clientY: 10}));
+               const box = document.getElementById('tip');
+               const shown = box && box.style.display === 'block' ? box.textContent : '';
+               t.dispatchEvent(new MouseEvent('mouseout', {bubbles: true}));
+               return shown; })()",
+        );
+        seen.tip = tip.as_str().unwrap_or("").to_string();
+        seen
+    }
+
+    /// The whole page, and 1300 px from its first chart on (the README's picture), as PNG files.
+    fn screenshot(&mut self, full: &Path, top: &Path) {
+        let metrics = self.page("Page.getLayoutMetrics", json!({}), &mut |_| {});
+        let height = metrics["cssContentSize"]["height"]
+            .as_f64()
+            .unwrap_or(900.0)
+            .min(16000.0);
+        let first = self.page(
+            "Runtime.evaluate",
+            json!({ "expression": "(() => { const f = document.querySelector('figure');
+                      return f ? Math.max(0, f.getBoundingClientRect().top + window.scrollY - 60) : 0; })()",
+                    "returnByValue": true }),
+            &mut |_| {},
+        );
+        let from = first["result"]["value"].as_f64().unwrap_or(0.0);
+        for (path, y, h) in [
+            (full, 0.0, height),
+            (top, from, (height - from).clamp(1.0, 1300.0)),
+        ] {
+            let shot = self.page(
+                "Page.captureScreenshot",
+                json!({ "format": "png", "captureBeyondViewport": true,
+                        "clip": { "x": 0, "y": y, "width": 1000, "height": h, "scale": 1 } }),
+                &mut |_| {},
+            );
+            use base64::Engine;
+            let png = base64::engine::general_purpose::STANDARD
+                .decode(shot["data"].as_str().expect("screenshot data"))
+                .expect("base64");
+            assert!(png.starts_with(b"\x89PNG"), "a PNG");
+            std::fs::write(path, png).unwrap();
+        }
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let mut msg = serde_json::to_vec(&json!({ "id": 0, "method": "Browser.close" })).unwrap();
+        msg.push(0);
+        let closed = self.to.write_all(&msg).is_ok();
+        // Browser.close ends every chromium process; wait for it rather than kill.
+        for _ in 0..200 {
+            if !closed || matches!(self.child.try_wait(), Ok(Some(_))) {
+                break;
+            }
+            let _ = self.from.recv_timeout(Duration::from_millis(50));
+        }
+        if !matches!(self.child.try_wait(), Ok(Some(_))) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn pipe() -> (OwnedFd, OwnedFd) {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe")
+}
+
+fn chromium() -> Option<PathBuf> {
+    testkit::tool("CHROMIUM", "chromium")
+}
+
+/// Where screenshots go: target/html-report/ (a CI artifact).
+fn shots() -> PathBuf {
+    let d = root().join("target/html-report");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "coldstart {args:?}\n{}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+fn set(xs: &[&str]) -> BTreeSet<String> {
+    xs.iter().map(|s| s.to_string()).collect()
+}
+
+/// Open `file`, check it, and save its screenshots as `name`.png / `name`-top.png.
+fn check(browser: &mut Browser, file: &Path, name: &str, sections: &[&str]) {
+    let seen = browser.load(file);
+    assert!(seen.errors.is_empty(), "{name}: console errors {:?}", seen.errors);
+    assert!(
+        seen.requests.is_empty(),
+        "{name}: network requests {:?}",
+        seen.requests
+    );
+    let got: BTreeSet<String> = seen.sections.iter().cloned().collect();
+    assert_eq!(got, set(sections), "{name}: sections in the DOM");
+    assert!(
+        !seen.tip.is_empty(),
+        "{name}: hovering a chart element shows its details"
+    );
+    let dir = shots();
+    browser.screenshot(
+        &dir.join(format!("{name}.png")),
+        &dir.join(format!("{name}-top.png")),
+    );
+}
+
+#[test]
+fn reports_of_real_experiments_load_clean_in_chromium() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.db").display().to_string();
+    let path = |f: &str| dir.path().join(f);
+    let py = real_python();
+
+    // bench A/B, twice (the second gives each target a history of two), the
+    // second exported by bench itself.
+    let ab = |export: &[&str]| {
+        let mut a = vec!["bench", "-q", "--store", &store, "--runs", "12"];
+        a.extend_from_slice(export);
+        a.extend([
+            "--name",
+            "plain",
+            "--",
+            &py,
+            "-c",
+            "pass",
+            "--name",
+            "json",
+            "--",
+            &py,
+            "-c",
+            "import json",
+        ]);
+        ok(&a);
+    };
+    ab(&[]);
+    let bench_html = path("bench.html");
+    ab(&["--export-html", bench_html.to_str().unwrap()]);
+    // explain on a small target: the Python adapter gives the sections.
+    let explain_html = path("explain.html");
+    ok(&[
+        "explain",
+        "-q",
+        "--store",
+        &store,
+        "--runs",
+        "3",
+        "--ready",
+        "exit",
+        "--export-html",
+        explain_html.to_str().unwrap(),
+        "--",
+        &py,
+        "-c",
+        "import json",
+    ]);
+    // lambda: the stdlib-only runtime and extension, two memory sizes (a sweep).
+    let ext = path("extensions");
+    std::fs::create_dir(&ext).unwrap();
+    std::fs::copy(
+        root().join("examples/lambda/python/raw_extension.py"),
+        ext.join("py-ext"),
+    )
+    .unwrap();
+    let lambda_html = path("lambda.html");
+    ok(&[
+        "lambda",
+        "-q",
+        "--store",
+        &store,
+        "--no-cgroup",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+        "--memory",
+        "256,512",
+        "--runtime",
+        root()
+            .join("examples/lambda/python/raw_runtime.py")
+            .to_str()
+            .unwrap(),
+        "--extensions",
+        ext.to_str().unwrap(),
+        "--export-html",
+        lambda_html.to_str().unwrap(),
+    ]);
+    // `report` over the store: the A/B (with history) and everything at once.
+    let report_html = path("report.html");
+    ok(&[
+        "report",
+        "-q",
+        "--store",
+        &store,
+        "2",
+        "-o",
+        report_html.to_str().unwrap(),
+    ]);
+    let all_html = path("all.html");
+    ok(&[
+        "report",
+        "-q",
+        "--store",
+        &store,
+        "1",
+        "2",
+        "3",
+        "4",
+        "-o",
+        all_html.to_str().unwrap(),
+    ]);
+
+    // compare and gate over two variants of the A/B.
+    let compare_html = path("compare.html");
+    ok(&[
+        "compare",
+        "--store",
+        &store,
+        "2:plain",
+        "2:json",
+        "--export-html",
+        compare_html.to_str().unwrap(),
+    ]);
+    let gate_html = path("gate.html");
+    let o = run(&[
+        "gate",
+        "--store",
+        &store,
+        "--baseline",
+        "2:plain",
+        "--candidate",
+        "2:json",
+        "--max",
+        "60s",
+        "--export-html",
+        gate_html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+
+    let mut b = Browser::start(&chromium);
+    let ab_sections = ["settings", "distribution", "runs", "comparisons"];
+    check(&mut b, &bench_html, "bench-ab", &ab_sections);
+    check(
+        &mut b,
+        &report_html,
+        "report-ab-history",
+        &[&ab_sections[..], &["history"]].concat(),
+    );
+    check(
+        &mut b,
+        &explain_html,
+        "explain",
+        &[&ab_sections[..], &["waterfall", "sources"]].concat(),
+    );
+    check(
+        &mut b,
+        &lambda_html,
+        "lambda",
+        &[&ab_sections[..], &["sweep", "lambda"]].concat(),
+    );
+    check(&mut b, &compare_html, "compare", &ab_sections);
+    check(
+        &mut b,
+        &gate_html,
+        "gate",
+        &[&ab_sections[..], &["gate"]].concat(),
+    );
+    check(
+        &mut b,
+        &all_html,
+        "all",
+        &[
+            &ab_sections[..],
+            &["waterfall", "sources", "sweep", "lambda", "history"],
+        ]
+        .concat(),
+    );
+}
+
+#[test]
+fn the_checks_see_console_errors_exceptions_and_network_requests() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.html");
+    // No CSP here: the request must really be attempted (to a loopback port where
+    // nothing listens; Chromium refuses well-known ports such as 9 before any request).
+    let pixel = format!("http://127.0.0.1:{}/pixel.png", free_port());
+    std::fs::write(
+        &bad,
+        format!(
+            "<!doctype html><html><body><section data-section=\"x\"></section>\
+             <img src=\"{pixel}\" alt=\"\">\
+             <script>console.error('boom'); undefinedFunction();</script></body></html>"
+        ),
+    )
+    .unwrap();
+    let clean = dir.path().join("clean.html");
+    std::fs::write(
+        &clean,
+        "<!doctype html><html><body><section data-section=\"y\"></section>\
+         <script>console.log('fine')</script></body></html>",
+    )
+    .unwrap();
+    let mut b = Browser::start(&chromium);
+    let seen = b.load(&bad);
+    assert!(
+        seen.errors
+            .iter()
+            .any(|e| e.contains("console.error") && e.contains("boom")),
+        "{:?}",
+        seen.errors
+    );
+    assert!(
+        seen.errors.iter().any(|e| e.contains("undefinedFunction")),
+        "{:?}",
+        seen.errors
+    );
+    assert!(seen.requests.contains(&pixel), "{:?}", seen.requests);
+    assert_eq!(seen.sections, ["x"]);
+    let seen = b.load(&clean);
+    assert!(seen.errors.is_empty() && seen.requests.is_empty(), "{seen:?}");
+    assert_eq!(seen.sections, ["y"]);
+}

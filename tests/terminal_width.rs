@@ -1,0 +1,167 @@
+//! Output that fits an 80-column terminal: real bench, explain, show, compare and
+//! history reports at COLUMNS=80 have no line wider than 80; a wide terminal keeps
+//! every column; each comparison has its verdict in plain words; help lists every
+//! probe and --name and never wraps an example mid-command; completions and the
+//! man page are generated.
+
+mod common;
+use common::*;
+
+fn with_columns(cols: &str, args: &[&str]) -> std::process::Output {
+    coldstart()
+        .env("COLUMNS", cols)
+        .args(args)
+        .output()
+        .expect("spawn coldstart")
+}
+
+fn ok80(args: &[&str]) -> String {
+    let o = with_columns("80", args);
+    assert!(
+        o.status.success(),
+        "coldstart {args:?}\n{}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let text = stdout(&o);
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "coldstart {args:?}: a line of {} columns:\n{line}\n\n{text}",
+            line.chars().count()
+        );
+    }
+    text
+}
+
+#[test]
+fn real_reports_fit_80_columns_and_say_the_verdict_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db").display().to_string();
+    let py = real_python();
+    let bench = [
+        "bench",
+        "-q",
+        "--store",
+        &store,
+        "--runs",
+        "12",
+        "--name",
+        "plain",
+        "--",
+        &py,
+        "-c",
+        "pass",
+        "--name",
+        "json",
+        "--",
+        &py,
+        "-c",
+        "import json",
+    ];
+    let text = ok80(&bench);
+    assert!(text.contains("left out to fit the terminal"), "{text}");
+    // Under the Δ line (wrapped or not), the same in words, before the power line.
+    let after = &text[text.find("Δ json vs plain").expect("Δ line")..];
+    let after = &after[..after.find("could detect").unwrap_or(after.len())];
+    let flat = after.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("json starts ") || flat.contains("no significant difference between json and plain"),
+        "{text}"
+    );
+    ok80(&[
+        "explain",
+        "-q",
+        "--store",
+        &store,
+        "--runs",
+        "2",
+        "--ready",
+        "exit",
+        "--",
+        &py,
+        "-c",
+        "import json",
+    ]);
+    ok80(&["show", "--store", &store, "1"]);
+    ok80(&["show", "--store", &store, "2"]);
+    ok80(&["compare", "--store", &store, "1:plain", "1:json"]);
+    ok80(&["history", "--store", &store]);
+
+    // A wide terminal keeps every column.
+    let o = with_columns("200", &["show", "--store", &store, "1"]);
+    let wide = stdout(&o);
+    assert!(wide.contains("mean ± sd") && wide.contains("p99"), "{wide}");
+    assert!(!wide.contains("left out"), "{wide}");
+}
+
+#[test]
+fn help_lists_every_probe_and_name_and_never_wraps_an_example() {
+    let bench = ok80(&["bench", "--help"]);
+    for needle in [
+        "listen",
+        "https://",
+        "--name <NAME>",
+        "tcp:[HOST:]PORT",
+        "log:REGEX",
+        "file:PATH",
+    ] {
+        assert!(bench.contains(needle), "bench --help lacks {needle}");
+    }
+    assert!(ok80(&["lambda", "--help"]).contains("--name <NAME>"));
+    for cmd in [
+        "bench",
+        "explain",
+        "lambda",
+        "gate",
+        "compare",
+        "report",
+        "history",
+        "show",
+        "demo",
+        "completions",
+    ] {
+        let help = ok80(&[cmd, "--help"]);
+        let Some(at) = help.find("\nEXAMPLES\n") else {
+            continue;
+        };
+        let mut continued = false;
+        for line in help[at + 10..].lines().take_while(|l| !l.is_empty()) {
+            let t = line.trim_start();
+            assert!(
+                continued || t.starts_with("coldstart ") || t.starts_with('#') || t.starts_with('('),
+                "{cmd} --help: an example wrapped mid-command: {line:?}\n{help}"
+            );
+            continued = line.ends_with('\\');
+        }
+    }
+}
+
+#[test]
+fn completions_and_man_page() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef coldstart"),
+        ("fish", "complete -c coldstart"),
+    ] {
+        let o = run(&["completions", shell]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s = stdout(&o);
+        assert!(s.contains(marker), "{shell}: {s}");
+        assert!(
+            s.contains("report") && s.contains("export-html"),
+            "{shell} completes every command and flag"
+        );
+    }
+    let o = run(&["man"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let man = stdout(&o);
+    assert!(man.contains(".TH coldstart"), "{man}");
+    assert!(
+        man.contains("bench") && man.contains("report"),
+        "subcommands in the man page"
+    );
+    let o = run(&["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("tcsh"), "{}", stderr(&o));
+}
