@@ -15,6 +15,7 @@ pub(crate) fn variants() -> Vec<crate::experiment::Variant> {
             target: crate::target::Target::new(vec!["true".into()], Vec::new(), None)
                 .expect("true is on PATH"),
             readiness: "exit".into(),
+            params: Vec::new(),
         })
         .collect()
 }

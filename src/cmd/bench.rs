@@ -5,7 +5,7 @@ use crate::cli::{BenchArgs, VariantArgs, VariantSpec};
 use anyhow::{anyhow, bail, Result};
 use coldstart::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
 use coldstart::config::{self, Config};
-use coldstart::experiment::{CiOf, Order, Plan, StopRule, Variant};
+use coldstart::experiment::{CiOf, Order, Plan, StopRule, Sweep, Variant};
 use coldstart::out;
 use coldstart::run::{Plain, RunOptions, Spec};
 use coldstart::sample::ExitPolicy;
@@ -14,9 +14,9 @@ use coldstart::target::{parse_env, Readiness, Target};
 use std::path::Path;
 use std::time::Duration;
 
-/// A fully validated plan and the runner that does its runs: every bad input
-/// fails here, before any spawn.
-pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(Plan, Plain)> {
+/// A fully validated plan, the runner that does its runs, and what it sweeps
+/// (recorded in the settings): every bad input fails here, before any spawn.
+pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(Plan, Plain, Sweep)> {
     let from_config = config_variants(args, config, root)?;
     let specs: &[VariantSpec] = if from_config.is_empty() {
         &args.variants
@@ -42,36 +42,29 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
     let poll_interval = bounds::count("--poll-interval", args.poll_interval as usize, 1, 10_000_000)
         .map_err(|e| anyhow!("{e} (microseconds)"))?;
     args.common.export.check_dirs()?;
-    let shared_env = args
-        .shared
-        .env
-        .iter()
-        .map(|e| parse_env(e))
-        .collect::<Result<Vec<_>>>()?;
+    let mut sweep = super::sweep::parse(&args.sweep)?;
     let mut variants: Vec<Variant> = Vec::new();
     let mut run_specs = Vec::new();
-    for spec in specs {
-        let mut env = shared_env.clone();
-        for e in &spec.args.env {
-            env.push(parse_env(e)?);
-        }
-        let cwd = spec.args.cwd.clone().or_else(|| args.shared.cwd.clone());
-        let target = Target::new(spec.argv.clone(), env, cwd)?;
-        let ready_spec = spec
-            .args
-            .ready
-            .as_deref()
-            .or(args.shared.ready.as_deref())
-            .unwrap_or("exit");
-        let readiness = Readiness::parse(ready_spec)?;
-        let name = spec.name.clone().unwrap_or_else(|| target.display_command());
+    for point in super::sweep::expand(specs, &args.shared, &mut sweep)? {
+        let spec = &point.spec;
+        let env = spec.args.env.iter().map(|e| parse_env(e)).collect::<Result<Vec<_>>>()?;
+        let target = Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?;
+        let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
+        let name = match &spec.name {
+            Some(_) => point.name(),
+            None if point.point.is_empty() => target.display_command(),
+            None => point.name(),
+        };
         if variants.iter().any(|v| v.name == name) {
             bail!("two variants are named '{name}': give each its own --name");
         }
         let spec = Spec { target, readiness };
-        variants.push(spec.variant(name));
+        let mut variant = spec.variant(name);
+        variant.params = point.point.clone();
+        variants.push(variant);
         run_specs.push(spec);
     }
+    sweep.default_along(specs.len());
     let stop = match &args.target_ci {
         None => StopRule::Fixed { runs },
         Some(t) => {
@@ -144,6 +137,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             specs: run_specs,
             opts,
         },
+        sweep,
     ))
 }
 
@@ -221,8 +215,9 @@ fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
 pub fn run(args: &BenchArgs) -> Result<i32> {
     let root = config::project_root();
     let config = config::load(&root)?;
-    let (plan, mut runner) = plan(args, config.as_ref(), &root)?;
-    let settings = session::settings(&plan, (&runner.opts).into(), args.common.noise.noise);
+    let (plan, mut runner, sweep) = plan(args, config.as_ref(), &root)?;
+    let mut settings = session::settings(&plan, (&runner.opts).into(), args.common.noise.noise);
+    settings.sweep = (!sweep.params.is_empty()).then_some(sweep);
     let code = session::measure(
         &plan,
         &settings,

@@ -4,11 +4,13 @@
 use super::db::{transaction, Db, Dialect, Value};
 use anyhow::{bail, Result};
 
-pub const CURRENT: i64 = 2;
+pub const CURRENT: i64 = 3;
 
 /// Migration N takes the schema from version N-1 to N (2: `explanations`, one
 /// row per `coldstart explain`, its explanation as the JSON export has it; IF NOT
-/// EXISTS, so a version number set back by hand does not wedge the store). Written for SQLite;
+/// EXISTS, so a version number set back by hand does not wedge the store; 3: a
+/// variant's sweep parameters, `variants.params_json`, a JSON object in parameter
+/// order, NULL when nothing was swept). Written for SQLite;
 /// `sql_for` adapts the few words PostgreSQL spells differently.
 const MIGRATIONS: &[&str] = &[
     "
@@ -61,6 +63,7 @@ CREATE TABLE IF NOT EXISTS explanations (
     data_json TEXT NOT NULL
 );
 ",
+    "ALTER TABLE variants ADD COLUMN params_json TEXT;",
 ];
 
 fn sql_for(dialect: Dialect, sql: &str) -> String {

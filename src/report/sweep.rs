@@ -1,0 +1,132 @@
+//! The sweep table: a row per parameter point, a column group per variant (its
+//! median, and how it compares with the baseline at the same point and, with
+//! `--compare-along`, with its own first value), then the best-value lines.
+//! Shared by the terminal and Markdown reports; empty when nothing was swept.
+
+use super::terminal::median_with_ci;
+use crate::analysis::{Analysis, Best, VariantAnalysis};
+use crate::format::{ms, signed_percent};
+use crate::stats::{percent, Comparison, Verdict};
+
+/// The table as rows of cells (header first), or None without a sweep.
+pub fn cells(a: &Analysis) -> Option<Vec<Vec<String>>> {
+    let swept: Vec<&VariantAnalysis> = a.variants.iter().filter(|v| !v.params.is_empty()).collect();
+    let first = swept.first()?;
+    let names: Vec<&str> = first.params.iter().map(|(k, _)| k.as_str()).collect();
+    let mut points: Vec<&[(String, String)]> = Vec::new();
+    let mut bases: Vec<&str> = Vec::new();
+    for v in &swept {
+        if !points.contains(&v.params.as_slice()) {
+            points.push(&v.params);
+        }
+        if !bases.contains(&v.base.as_str()) {
+            bases.push(&v.base);
+        }
+    }
+    let along = swept.iter().find_map(|v| v.first.as_ref().map(|_| ()));
+    let along_name = a
+        .variants
+        .iter()
+        .find_map(|v| v.first.as_deref())
+        .and_then(|f| a.variants.iter().find(|v| v.name == f))
+        .map(|f| short_point(&f.params));
+    let mut header: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    for (i, b) in bases.iter().enumerate() {
+        header.push(format!("{b} p50 [95% CI]"));
+        if i > 0 {
+            header.push(format!("{b} vs {}", bases[0]));
+        }
+        if along.is_some() {
+            header.push(format!("{b} vs {}", along_name.clone().unwrap_or_default()));
+        }
+    }
+    let mut rows = vec![header];
+    for pt in &points {
+        let mut row: Vec<String> = pt.iter().map(|(_, v)| v.clone()).collect();
+        for (i, b) in bases.iter().enumerate() {
+            let v = swept.iter().find(|v| v.base == *b && v.params.as_slice() == *pt);
+            row.push(
+                v.and_then(|v| v.ready_ms.as_ref())
+                    .map_or_else(|| "—".into(), median_with_ci),
+            );
+            if i > 0 {
+                row.push(v.and_then(|v| v.vs_baseline.as_ref()).map_or_else(|| "—".into(), short));
+            }
+            if along.is_some() {
+                row.push(v.and_then(|v| v.vs_first.as_ref()).map_or_else(|| "first".into(), short));
+            }
+        }
+        rows.push(row);
+    }
+    Some(rows)
+}
+
+/// `heap=64m` (the values of the along parameter's first point are what the
+/// column compares with; a grid's other values vary by row).
+fn short_point(params: &[(String, String)]) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A comparison in one cell: the verdict, the relative shift and its 95% CI.
+pub fn short(c: &Comparison) -> String {
+    let verdict = match c.verdict {
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::Same => "~",
+        Verdict::WithinNoise => "~ (noise)",
+        Verdict::None => "no verdict",
+    };
+    match &c.relative {
+        Some(r) => match r.ci {
+            Some((lo, hi)) => format!(
+                "{verdict} {} [{}, {}]",
+                signed_percent(r.estimate),
+                signed_percent(lo),
+                signed_percent(hi)
+            ),
+            None => format!("{verdict} {}", signed_percent(r.estimate)),
+        },
+        None => verdict.to_string(),
+    }
+}
+
+/// One line per resource parameter and variant (and setting of the others).
+pub fn best_lines(a: &Analysis) -> Vec<String> {
+    a.best.iter().map(best_line).collect()
+}
+
+fn best_line(b: &Best) -> String {
+    let at = if b.others.is_empty() {
+        String::new()
+    } else {
+        format!(" at {}", short_point(&b.others))
+    };
+    let within = percent(b.noise);
+    if b.value == b.fastest {
+        format!(
+            "best {} for {}{at}: {} (p50 {}), the fastest and the cheapest within {within}",
+            b.param,
+            b.variant,
+            b.value,
+            ms(b.p50_ms)
+        )
+    } else {
+        format!(
+            "best {} for {}{at}: {} (p50 {}), the cheapest within {within} of the fastest, {} (p50 {}){}",
+            b.param,
+            b.variant,
+            b.value,
+            ms(b.p50_ms),
+            b.fastest,
+            ms(b.fastest_p50_ms),
+            b.vs_fastest
+                .as_ref()
+                .map(|c| format!("; vs it: {}", short(c)))
+                .unwrap_or_default()
+        )
+    }
+}
