@@ -156,8 +156,8 @@ fn resources_order_by_cost() {
 #[test]
 fn params_serialise_as_an_ordered_object() {
     let v = variant("a", &[("z", "1"), ("a", "2")]);
-    let json = serde_json::to_value(&v).unwrap();
-    assert_eq!(json["params"].to_string(), r#"{"z":"1","a":"2"}"#);
+    let json = serde_json::to_string(&v).unwrap();
+    assert!(json.contains(r#""params":{"z":"1","a":"2"}"#), "{json}");
     #[derive(serde::Deserialize)]
     struct P {
         #[serde(with = "params_serde")]

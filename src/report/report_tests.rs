@@ -46,6 +46,7 @@ fn settings() -> json::Settings {
         requests: 2,
         seed: 42,
         noise: 0.01,
+        sweep: None,
     }
 }
 

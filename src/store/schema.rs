@@ -174,4 +174,59 @@ mod tests {
             Some(r#"{"schema":"coldstart.explain/1"}"#)
         );
     }
+
+    /// A store of schema version 2 (before sweeps) opens, gains
+    /// `variants.params_json`, loads its old variants with no parameters, and
+    /// stores and loads a sweep point's values in order.
+    #[test]
+    fn a_version_2_store_migrates_to_sweep_parameters() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.db");
+        {
+            let mut db = Sqlite::open(&path).unwrap();
+            db.batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                .unwrap();
+            db.batch(MIGRATIONS[0]).unwrap();
+            db.batch(MIGRATIONS[1]).unwrap();
+            db.batch(
+                r#"INSERT INTO meta VALUES ('schema_version', '2');
+                 INSERT INTO experiments (created_unix_s, command_line, coldstart_version, settings_json, stopped)
+                 VALUES (1, 'coldstart bench -- true', '0.1.0', '{"runs":"1","warmup":0,"order":"shuffled","timeout_ms":1,"poll_interval_us":1,"requests":0,"seed":1}', 'completed');
+                 INSERT INTO variants (experiment_id, idx, name, command, readiness, target_json)
+                 VALUES (1, 0, 'old', 'true', 'exit', '{"argv":["true"],"program":"/bin/true","env":[],"cwd":null}');"#,
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(version(store.db.as_mut()).unwrap(), CURRENT);
+        let old = store.load(1).unwrap();
+        assert_eq!(old.result.variants[0].name, "old");
+        assert!(old.result.variants[0].params.is_empty());
+
+        let target = old.result.variants[0].target.clone();
+        let params = vec![("n".to_string(), "4".to_string()), ("heap".to_string(), "64m".to_string())];
+        let point = crate::experiment::Variant {
+            name: crate::experiment::sweep::point_name("agent", &params),
+            target,
+            readiness: "exit".into(),
+            params: params.clone(),
+        };
+        let id = store
+            .begin(&crate::store::meta::collect(), "{}", &[point])
+            .unwrap();
+        let back = store.load(id).unwrap();
+        assert_eq!(back.result.variants[0].params, params, "values in parameter order");
+        assert_eq!(back.result.variants[0].base_name(), "agent");
+        // history --target NAME finds the sweep points of NAME.
+        let found = store
+            .list(&Filter {
+                target: Some("agent".into()),
+                ..Filter::default()
+            })
+            .unwrap();
+        assert_eq!(found.iter().map(|l| l.id).collect::<Vec<_>>(), [id]);
+        drop(store);
+        let mut again = Store::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(again.load(id).unwrap().result.variants[0].params, params);
+    }
 }
