@@ -283,6 +283,10 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
     let mut cv = c.result.variants[ci].clone();
     bv.name = format!("{}@{}", bv.name, b.id);
     cv.name = format!("{}@{}", cv.name, c.id);
+    // A pair, not a sweep: the values are in the names; without params the
+    // candidate is compared with the baseline whatever their points.
+    bv.params.clear();
+    cv.params.clear();
     fn pick(s: &Stored, i: usize, as_idx: usize) -> impl Iterator<Item = coldstart::sample::Sample> + '_ {
         s.result
             .samples
