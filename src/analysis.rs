@@ -242,8 +242,9 @@ fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::Compare
                 p50_ms: chosen.2,
                 fastest: fastest.0.clone(),
                 fastest_p50_ms: fastest.2,
-                vs_fastest: (chosen.1 != fastest.1)
-                    .then(|| stats::compare(&result.ready_ms(fastest.1), &result.ready_ms(chosen.1), options)),
+                vs_fastest: (chosen.1 != fastest.1).then(|| {
+                    stats::compare(&result.ready_ms(fastest.1), &result.ready_ms(chosen.1), options)
+                }),
                 noise: options.noise,
             });
         }

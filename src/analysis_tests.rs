@@ -269,7 +269,12 @@ fn sweep_result(ms: impl Fn(&str, u32) -> f64) -> ExperimentResult {
                 ..variants().remove(0)
             });
             for round in 0..12 {
-                samples.push(sample(i, round, false, Some(ms(base, n) * (1.0 + round as f64 * 1e-3))));
+                samples.push(sample(
+                    i,
+                    round,
+                    false,
+                    Some(ms(base, n) * (1.0 + round as f64 * 1e-3)),
+                ));
             }
         }
     }
@@ -298,7 +303,10 @@ fn each_point_is_compared_with_the_baseline_at_the_same_value() {
     let a = crate::analysis::analyze_sweep(&r, 0.01, Some(&sweep(Some("n"), false)));
     let cand: Vec<_> = a.variants.iter().filter(|v| v.base == "cand").collect();
     for v in &cand {
-        assert_eq!(v.baseline.as_deref(), Some(v.name.replace("cand", "base").as_str()));
+        assert_eq!(
+            v.baseline.as_deref(),
+            Some(v.name.replace("cand", "base").as_str())
+        );
         let c = v.vs_baseline.as_ref().expect("compared");
         assert_eq!(c.verdict, Verdict::Faster, "{}", v.name);
         let rel = c.relative.as_ref().unwrap().estimate;

@@ -100,7 +100,11 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
         ];
         let at: Vec<usize> = groups
             .iter()
-            .map(|g| header.find(g).unwrap_or_else(|| panic!("no column '{g}' in {header}")))
+            .map(|g| {
+                header
+                    .find(g)
+                    .unwrap_or_else(|| panic!("no column '{g}' in {header}"))
+            })
             .collect();
         assert!(at.windows(2).all(|w| w[0] < w[1]), "column order: {header}");
         let rows: Vec<&str> = lines[head + 1..]
@@ -166,11 +170,23 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
         assert!(md_text.contains("| heap | c2 p50 [95% CI] |"), "{md_text}");
 
         // Stored points, by reference.
-        let o = run(&["compare", "--store", &store, "latest:c2[heap=96m]", "latest:c1[heap=96m]"]);
+        let o = run(&[
+            "compare",
+            "--store",
+            &store,
+            "latest:c2[heap=96m]",
+            "latest:c1[heap=96m]",
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).contains("c2[heap=96m]@") && stdout(&o).contains("c1[heap=96m]@"));
         // Every variant at one heap against the same variant at another.
-        let o = run(&["compare", "--store", &store, "latest:[heap=64m]", "latest:[heap=128m]"]);
+        let o = run(&[
+            "compare",
+            "--store",
+            &store,
+            "latest:[heap=64m]",
+            "latest:[heap=128m]",
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
         for v in ["c2", "c1"] {
             assert!(
@@ -191,16 +207,29 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
             "600s",
         ]);
         assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-        assert!(stdout(&o).contains("c2[heap=128m] → c1[heap=128m]"), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("c2[heap=128m] → c1[heap=128m]"),
+            "{}",
+            stdout(&o)
+        );
         let o = run(&["show", "--store", &store, "latest:[heap=64m]"]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).contains("c1[heap=64m]") && !stdout(&o).contains("heap=96m"));
         let o = run(&["history", "--store", &store, "--target", "c1[heap=64m]", "--json"]);
         assert_eq!(
-            serde_json::from_str::<serde_json::Value>(&stdout(&o)).unwrap().as_array().map(Vec::len),
+            serde_json::from_str::<serde_json::Value>(&stdout(&o))
+                .unwrap()
+                .as_array()
+                .map(Vec::len),
             Some(1)
         );
-        let o = run(&["compare", "--store", &store, "latest:c1[heap=1g]", "latest:c2[heap=64m]"]);
+        let o = run(&[
+            "compare",
+            "--store",
+            &store,
+            "latest:c1[heap=1g]",
+            "latest:c2[heap=64m]",
+        ]);
         assert_eq!(o.status.code(), Some(2));
         assert!(
             stderr(&o).contains("no variant 'c1[heap=1g]' (it has: c2[heap=64m]"),
@@ -215,8 +244,14 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
 fn sweep_mistakes_fail_before_any_run() {
     let marker = marker("sweep-mistake");
     for (args, says) in [
-        (vec!["--param", "heap=64m", "--", "sh", "-c", "true"], "--param heap is used nowhere"),
-        (vec!["--param", "heap=64m", "--", "echo", "-Xmx{hepa}"], "unknown parameter {hepa}"),
+        (
+            vec!["--param", "heap=64m", "--", "sh", "-c", "true"],
+            "--param heap is used nowhere",
+        ),
+        (
+            vec!["--param", "heap=64m", "--", "echo", "-Xmx{hepa}"],
+            "unknown parameter {hepa}",
+        ),
     ] {
         let mut full = vec!["bench", "--no-store", "--env", &marker];
         full.extend(args);

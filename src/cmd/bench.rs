@@ -47,7 +47,12 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
     let mut run_specs = Vec::new();
     for point in super::sweep::expand(specs, &args.shared, &mut sweep)? {
         let spec = &point.spec;
-        let env = spec.args.env.iter().map(|e| parse_env(e)).collect::<Result<Vec<_>>>()?;
+        let env = spec
+            .args
+            .env
+            .iter()
+            .map(|e| parse_env(e))
+            .collect::<Result<Vec<_>>>()?;
         let target = Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?;
         let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
         let name = match &spec.name {

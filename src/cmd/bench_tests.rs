@@ -255,7 +255,10 @@ fn a_runner_error_aborts_the_experiment() {
 fn try_plan(args: &[&str]) -> Result<(Plan, coldstart::run::Plain, Sweep), String> {
     let raw: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let (globals, variants) = crate::cli::split_bench_args(&raw)?;
-    let argv = ["coldstart", "bench"].iter().map(|s| s.to_string()).chain(globals);
+    let argv = ["coldstart", "bench"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(globals);
     let mut cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
     let crate::cli::Command::Bench(b) = &mut cli.command else {
         panic!("not a bench command");
@@ -310,11 +313,18 @@ fn params_make_a_point_per_value_of_each_variant() {
         ]
     );
     let v = &plan.variants[3];
-    assert_eq!(v.params, [("heap".to_string(), "96m".to_string()), ("n".into(), "2".into())]);
+    assert_eq!(
+        v.params,
+        [("heap".to_string(), "96m".to_string()), ("n".into(), "2".into())]
+    );
     assert_eq!(v.base_name(), "a");
     let t = &runner.specs[3].target;
     assert_eq!(t.argv, ["echo", "-Xmx96m"]);
-    assert!(t.env.contains(&("HEAP".to_string(), "96m".to_string())), "{:?}", t.env);
+    assert!(
+        t.env.contains(&("HEAP".to_string(), "96m".to_string())),
+        "{:?}",
+        t.env
+    );
     assert_eq!(t.cwd.as_deref(), Some(dir.path().join("2").as_path()));
     assert_eq!(runner.specs[3].readiness.to_string(), "file:/tmp/ready-2");
     // `{{heap}}` is literal; the shared --env reaches b as well.
@@ -328,7 +338,11 @@ fn params_make_a_point_per_value_of_each_variant() {
     let measured = rounds(&ids);
     assert!(!measured.is_empty());
     for r in &measured {
-        assert_eq!(r.iter().copied().collect::<BTreeSet<_>>().len(), 8, "every point once a round: {r:?}");
+        assert_eq!(
+            r.iter().copied().collect::<BTreeSet<_>>().len(),
+            8,
+            "every point once a round: {r:?}"
+        );
     }
     assert!(
         measured.windows(2).any(|w| w[0] != w[1]),
@@ -351,14 +365,35 @@ fn an_unnamed_sweep_is_named_after_its_command_and_compared_along() {
 #[test]
 fn sweep_mistakes_are_one_line_each() {
     for (args, says) in [
-        (&["--param", "n=1,2", "--", "echo", "{m}"][..], "unknown parameter {m}"),
-        (&["--param", "n=1,2", "--", "echo", "x"][..], "--param n is used nowhere"),
-        (&["--param", "n=1,2", "--param", "n=3", "--", "echo", "{n}"][..], "given twice"),
-        (&["--param", "n=1,2", "--compare-along", "m", "--", "echo", "{n}"][..], "--compare-along m: no such parameter"),
-        (&["--param", "n=1,2", "--resource", "m", "--", "echo", "{n}"][..], "--resource m: no such parameter"),
+        (
+            &["--param", "n=1,2", "--", "echo", "{m}"][..],
+            "unknown parameter {m}",
+        ),
+        (
+            &["--param", "n=1,2", "--", "echo", "x"][..],
+            "--param n is used nowhere",
+        ),
+        (
+            &["--param", "n=1,2", "--param", "n=3", "--", "echo", "{n}"][..],
+            "given twice",
+        ),
+        (
+            &["--param", "n=1,2", "--compare-along", "m", "--", "echo", "{n}"][..],
+            "--compare-along m: no such parameter",
+        ),
+        (
+            &["--param", "n=1,2", "--resource", "m", "--", "echo", "{n}"][..],
+            "--resource m: no such parameter",
+        ),
         (&["--param", "n=2..1", "--", "echo", "{n}"][..], "backwards"),
-        (&["--name", "a[1]", "--", "echo"][..], "brackets mark parameter values"),
-        (&["--param", "n=1,2", "--env", "K={x}", "--", "echo", "{n}"][..], "--env of variant"),
+        (
+            &["--name", "a[1]", "--", "echo"][..],
+            "brackets mark parameter values",
+        ),
+        (
+            &["--param", "n=1,2", "--env", "K={x}", "--", "echo", "{n}"][..],
+            "--env of variant",
+        ),
     ] {
         let e = try_plan(args).map(|_| ()).expect_err(&args.join(" "));
         assert!(e.contains(says), "{args:?}: {e}");

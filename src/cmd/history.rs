@@ -309,7 +309,10 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
 pub fn compare(args: &CompareArgs) -> Result<i32> {
     report::export::check(&[&args.export_json, &args.export_markdown])?;
     let mut store = open(&args.store)?;
-    let (bref, cref) = (Reference::parse(&args.baseline)?, Reference::parse(&args.candidate)?);
+    let (bref, cref) = (
+        Reference::parse(&args.baseline)?,
+        Reference::parse(&args.candidate)?,
+    );
     let b = store.load_ref(&bref.experiment)?;
     let c = store.load_ref(&cref.experiment)?;
     let mut markdown = String::new();
@@ -393,7 +396,10 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
     };
     report::export::check(&[&args.markdown])?;
     let mut store = open(&args.store)?;
-    let (bref, cref) = (Reference::parse(&args.baseline)?, Reference::parse(&args.candidate)?);
+    let (bref, cref) = (
+        Reference::parse(&args.baseline)?,
+        Reference::parse(&args.candidate)?,
+    );
     let b = store.load_ref(&bref.experiment)?;
     let c = store.load_ref(&cref.experiment)?;
     let (bvar, cvar) = (bref.variant.as_ref(), cref.variant.as_ref());

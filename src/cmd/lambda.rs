@@ -17,6 +17,10 @@ use std::time::Duration;
 /// Lambda's smallest and largest memory sizes.
 const MEMORY_RANGE: std::ops::RangeInclusive<u64> = 128..=10_240;
 
+/// A variant at one memory size: its name, its parameter values (`memory`, when
+/// several sizes run) and its configuration.
+pub type Point = (String, Vec<(String, String)>, Config);
+
 /// The memory sizes a variant runs at.
 fn memories(args: &LambdaArgs, a: &LambdaVariantArgs) -> Vec<u64> {
     if !a.memory.is_empty() {
@@ -32,7 +36,7 @@ fn memories(args: &LambdaArgs, a: &LambdaVariantArgs) -> Vec<u64> {
 /// run. When more than one memory size runs, memory is a swept parameter (a
 /// resource): each variant runs at each of its sizes as `NAME[memory=MB]`, and the
 /// reports show bench's sweep table.
-pub fn variants(args: &LambdaArgs) -> Result<Vec<(String, Vec<(String, String)>, Config)>> {
+pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
     let unnamed = [LambdaVariantSpec {
         name: String::new(),
         args: LambdaVariantArgs::default(),
@@ -46,7 +50,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<(String, Vec<(String, String)>,
     sizes.sort_unstable();
     sizes.dedup();
     let swept = sizes.len() > 1;
-    let mut out: Vec<(String, Vec<(String, String)>, Config)> = Vec::new();
+    let mut out: Vec<Point> = Vec::new();
     for spec in specs {
         let a = &spec.args;
         let runtime = a
@@ -113,7 +117,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<(String, Vec<(String, String)>,
 }
 
 /// What a memory sweep records in the settings: `memory`, a resource.
-fn memory_sweep(configs: &[(String, Vec<(String, String)>, Config)], along: Option<&str>) -> Result<Option<Sweep>> {
+fn memory_sweep(configs: &[Point], along: Option<&str>) -> Result<Option<Sweep>> {
     let mut sizes: Vec<u64> = configs
         .iter()
         .filter(|(_, p, _)| !p.is_empty())
@@ -123,7 +127,9 @@ fn memory_sweep(configs: &[(String, Vec<(String, String)>, Config)], along: Opti
     sizes.dedup();
     if sizes.is_empty() {
         if let Some(a) = along {
-            bail!("--compare-along {a}: only a memory sweep (--memory 128,512,...) has a parameter, `memory`");
+            bail!(
+                "--compare-along {a}: only a memory sweep (--memory 128,512,...) has a parameter, `memory`"
+            );
         }
         return Ok(None);
     }
@@ -136,7 +142,10 @@ fn memory_sweep(configs: &[(String, Vec<(String, String)>, Config)], along: Opti
         compare_along: along.map(str::to_string),
     };
     sweep.check().map_err(|e| anyhow!(e))?;
-    let mut bases: Vec<&str> = configs.iter().map(|(n, _, _)| n.split('[').next().unwrap_or(n)).collect();
+    let mut bases: Vec<&str> = configs
+        .iter()
+        .map(|(n, _, _)| n.split('[').next().unwrap_or(n))
+        .collect();
     bases.dedup();
     sweep.default_along(bases.len());
     Ok(Some(sweep))

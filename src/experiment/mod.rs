@@ -7,5 +7,5 @@ pub mod schedule;
 pub mod sweep;
 
 pub use plan::{CiOf, Order, Plan, StopRule, Variant};
-pub use sweep::{Param, Sweep};
 pub use schedule::{execute_with, ExperimentResult, Observer, Runner, StopReason};
+pub use sweep::{Param, Sweep};

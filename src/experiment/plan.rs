@@ -19,7 +19,11 @@ pub struct Variant {
     pub readiness: String,
     /// A sweep point's parameter values, in parameter order (empty when nothing
     /// is swept); the name is then `BASE[name=value,...]` (see `sweep`).
-    #[serde(with = "super::sweep::params_serde", skip_serializing_if = "Vec::is_empty", default)]
+    #[serde(
+        with = "super::sweep::params_serde",
+        skip_serializing_if = "Vec::is_empty",
+        default
+    )]
     pub params: Vec<(String, String)>,
 }
 

@@ -269,8 +269,12 @@ fn should_stop(
             let Some(base) = median_of(b) else {
                 return false;
             };
-            match stats::hodges_lehmann(&result.ready_ms(b), &result.ready_ms(v), stats::COMPARE_CONFIDENCE)
-                .and_then(|s| s.ci)
+            match stats::hodges_lehmann(
+                &result.ready_ms(b),
+                &result.ready_ms(v),
+                stats::COMPARE_CONFIDENCE,
+            )
+            .and_then(|s| s.ci)
             {
                 Some((lo, hi)) => within((hi - lo) / 2.0, base.p50),
                 None => false,

@@ -71,10 +71,9 @@ impl Sweep {
                 ));
             }
         }
-        let size = self
-            .params
-            .iter()
-            .try_fold(1usize, |n, p| n.checked_mul(p.values.len()).filter(|n| *n <= MAX_VALUES));
+        let size = self.params.iter().try_fold(1usize, |n, p| {
+            n.checked_mul(p.values.len()).filter(|n| *n <= MAX_VALUES)
+        });
         if size.is_none() {
             return Err(format!(
                 "the parameters make more than {MAX_VALUES} combinations per variant: sweep fewer values"
@@ -133,7 +132,9 @@ pub fn parse_param(spec: &str) -> Result<Param, String> {
     } else {
         let vs: Vec<String> = values.split(',').map(str::to_string).collect();
         if vs.iter().any(|v| v.is_empty()) {
-            return Err(format!("bad --param '{spec}': an empty value (write NAME=V1,V2,...)"));
+            return Err(format!(
+                "bad --param '{spec}': an empty value (write NAME=V1,V2,...)"
+            ));
         }
         if let Some(bad) = vs.iter().find(|v| v.contains([']', '['])) {
             return Err(format!(
@@ -159,9 +160,7 @@ pub fn parse_param(spec: &str) -> Result<Param, String> {
 /// A parameter name: a letter or `_`, then letters, digits, `_` or `-`.
 pub fn check_name(name: &str) -> Result<(), String> {
     let mut chars = name.chars();
-    let ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if ok {
         Ok(())
@@ -349,11 +348,7 @@ pub fn cost(value: &str) -> Option<f64> {
 pub fn by_cost(values: &[String]) -> Vec<String> {
     let mut out = values.to_vec();
     if values.iter().all(|v| cost(v).is_some()) {
-        out.sort_by(|a, b| {
-            cost(a)
-                .unwrap_or(0.0)
-                .total_cmp(&cost(b).unwrap_or(0.0))
-        });
+        out.sort_by(|a, b| cost(a).unwrap_or(0.0).total_cmp(&cost(b).unwrap_or(0.0)));
     }
     out
 }

@@ -9,7 +9,10 @@ fn values(spec: &str) -> Vec<String> {
 fn lists_and_ranges() {
     assert_eq!(values("heap=64m,80m,96m"), ["64m", "80m", "96m"]);
     assert_eq!(values("n=1..16:x2"), ["1", "2", "4", "8", "16"]);
-    assert_eq!(values("n=1..10:1"), (1..=10).map(|i| i.to_string()).collect::<Vec<_>>());
+    assert_eq!(
+        values("n=1..10:1"),
+        (1..=10).map(|i| i.to_string()).collect::<Vec<_>>()
+    );
     assert_eq!(values("n=1..4"), ["1", "2", "3", "4"]);
     assert_eq!(values("n=0..1:0.25"), ["0", "0.25", "0.5", "0.75", "1"]);
     // Float steps end inclusively at the end despite rounding.
@@ -69,7 +72,10 @@ fn several_params_form_a_grid() {
         ]
     );
     assert_eq!(sweep(&[]).grid(), vec![Vec::<(String, String)>::new()]);
-    assert!(sweep(&["a=1..100", "b=1..100"]).check().unwrap_err().contains("combinations"));
+    assert!(sweep(&["a=1..100", "b=1..100"])
+        .check()
+        .unwrap_err()
+        .contains("combinations"));
     assert!(sweep(&["a=1,2", "a=3"]).check().unwrap_err().contains("twice"));
     let mut s = sweep(&["a=1,2"]);
     s.compare_along = Some("b".into());
@@ -89,17 +95,26 @@ fn substitution() {
     assert_eq!(used.iter().collect::<Vec<_>>(), ["heap", "n"]);
     let mut none = BTreeSet::new();
     // Not parameter names: left alone.
-    assert_eq!(sub("awk '{print $1}' {} { n } {", &mut none).unwrap(), "awk '{print $1}' {} { n } {");
+    assert_eq!(
+        sub("awk '{print $1}' {} { n } {", &mut none).unwrap(),
+        "awk '{print $1}' {} { n } {"
+    );
     // The escape for a literal {name}.
     assert_eq!(sub("{{heap}} is {heap}", &mut none).unwrap(), "{heap} is 64m");
     assert_eq!(none.iter().collect::<Vec<_>>(), ["heap"]);
     let e = sub("-Xmx{hepa}", &mut none).unwrap_err();
-    assert!(e.contains("unknown parameter {hepa}") && e.contains("--param hepa="), "{e}");
+    assert!(
+        e.contains("unknown parameter {hepa}") && e.contains("--param hepa="),
+        "{e}"
+    );
     assert!(e.contains("{{hepa}}"), "{e}");
 }
 
 fn variant(name: &str, params: &[(&str, &str)]) -> Variant {
-    let params: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let params: Vec<(String, String)> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     Variant {
         name: point_name(name, &params),
         target: Target::new(vec!["true".into()], Vec::new(), None).unwrap(),
@@ -144,7 +159,10 @@ fn along_one_parameter_of_a_grid_keeps_the_others() {
 #[test]
 fn resources_order_by_cost() {
     let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    assert_eq!(by_cost(&v(&["1g", "64m", "512M", "96m"])), v(&["64m", "96m", "512M", "1g"]));
+    assert_eq!(
+        by_cost(&v(&["1g", "64m", "512M", "96m"])),
+        v(&["64m", "96m", "512M", "1g"])
+    );
     assert_eq!(by_cost(&v(&["1769", "128", "512"])), v(&["128", "512", "1769"]));
     // Not all sizes: the order given.
     assert_eq!(by_cost(&v(&["small", "1g"])), v(&["small", "1g"]));
@@ -166,5 +184,8 @@ fn params_serialise_as_an_ordered_object() {
     let back: P = serde_json::from_str(r#"{"params":{"z":"1","a":"2"}}"#).unwrap();
     assert_eq!(back.params, v.params);
     // No sweep, no key.
-    assert!(serde_json::to_value(variant("a", &[])).unwrap().get("params").is_none());
+    assert!(serde_json::to_value(variant("a", &[]))
+        .unwrap()
+        .get("params")
+        .is_none());
 }

@@ -50,10 +50,16 @@ pub fn cells(a: &Analysis) -> Option<Vec<Vec<String>>> {
                     .map_or_else(|| "—".into(), median_with_ci),
             );
             if i > 0 {
-                row.push(v.and_then(|v| v.vs_baseline.as_ref()).map_or_else(|| "—".into(), short));
+                row.push(
+                    v.and_then(|v| v.vs_baseline.as_ref())
+                        .map_or_else(|| "—".into(), short),
+                );
             }
             if along.is_some() {
-                row.push(v.and_then(|v| v.vs_first.as_ref()).map_or_else(|| "first".into(), short));
+                row.push(
+                    v.and_then(|v| v.vs_first.as_ref())
+                        .map_or_else(|| "first".into(), short),
+                );
             }
         }
         rows.push(row);

@@ -50,7 +50,9 @@ impl Selector {
                 params: Vec::new(),
             });
         };
-        let bad = |why: &str| anyhow::anyhow!("bad variant '{s}': {why} (write NAME[param=value,...] or [param=value])");
+        let bad = |why: &str| {
+            anyhow::anyhow!("bad variant '{s}': {why} (write NAME[param=value,...] or [param=value])")
+        };
         let inner = s[open + 1..]
             .strip_suffix(']')
             .ok_or_else(|| bad("it does not end with ']'"))?;
@@ -82,19 +84,15 @@ impl Selector {
     /// For a name alone (history's listing): `base[k=v,...]` read back.
     pub fn matches_name(&self, name: &str) -> bool {
         match Selector::parse(name) {
-            Ok(Selector {
-                name: base,
-                params,
-            }) if !params.is_empty() => self.matches_parts(name, base.as_deref().unwrap_or(""), &params),
+            Ok(Selector { name: base, params }) if !params.is_empty() => {
+                self.matches_parts(name, base.as_deref().unwrap_or(""), &params)
+            }
             _ => self.matches_parts(name, name, &[]),
         }
     }
 
     fn matches_parts(&self, full: &str, base: &str, params: &[(String, String)]) -> bool {
-        let named = self
-            .name
-            .as_deref()
-            .is_none_or(|n| n == full || n == base);
+        let named = self.name.as_deref().is_none_or(|n| n == full || n == base);
         named && self.params.iter().all(|p| params.contains(p))
     }
 
@@ -145,10 +143,22 @@ mod tests {
         assert_eq!(Reference::parse("latest~1").unwrap().variant, None);
         assert_eq!(Reference::parse("latest:").unwrap().variant, None);
         assert_eq!(
-            Reference::parse("1a2b:main").unwrap().variant.unwrap().name.as_deref(),
+            Reference::parse("1a2b:main")
+                .unwrap()
+                .variant
+                .unwrap()
+                .name
+                .as_deref(),
             Some("main")
         );
-        for bad in ["latest:a[heap]", "latest:a[heap=64m", "latest:a]", "latest:a[=1]", "latest:a[x=1,x=2]", "latest:a[x=]"] {
+        for bad in [
+            "latest:a[heap]",
+            "latest:a[heap=64m",
+            "latest:a]",
+            "latest:a[=1]",
+            "latest:a[x=1,x=2]",
+            "latest:a[x=]",
+        ] {
             let e = Reference::parse(bad).unwrap_err().to_string();
             assert!(e.starts_with("bad variant") && !e.contains('\n'), "{bad}: {e}");
         }

@@ -204,7 +204,10 @@ mod tests {
         assert!(old.result.variants[0].params.is_empty());
 
         let target = old.result.variants[0].target.clone();
-        let params = vec![("n".to_string(), "4".to_string()), ("heap".to_string(), "64m".to_string())];
+        let params = vec![
+            ("n".to_string(), "4".to_string()),
+            ("heap".to_string(), "64m".to_string()),
+        ];
         let point = crate::experiment::Variant {
             name: crate::experiment::sweep::point_name("agent", &params),
             target,
@@ -215,7 +218,10 @@ mod tests {
             .begin(&crate::store::meta::collect(), "{}", &[point])
             .unwrap();
         let back = store.load(id).unwrap();
-        assert_eq!(back.result.variants[0].params, params, "values in parameter order");
+        assert_eq!(
+            back.result.variants[0].params, params,
+            "values in parameter order"
+        );
         assert_eq!(back.result.variants[0].base_name(), "agent");
         // history --target NAME finds the sweep points of NAME.
         let found = store
