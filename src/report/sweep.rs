@@ -111,10 +111,9 @@ fn best_line(b: &Best) -> String {
     } else {
         format!(" at {}", short_point(&b.others))
     };
-    let within = percent(b.noise);
     if b.value == b.fastest {
         format!(
-            "best {} for {}{at}: {} (p50 {}), the fastest and the cheapest within {within}",
+            "best {} for {}{at}: {} (p50 {}): the cheapest value is the fastest",
             b.param,
             b.variant,
             b.value,
@@ -122,11 +121,12 @@ fn best_line(b: &Best) -> String {
         )
     } else {
         format!(
-            "best {} for {}{at}: {} (p50 {}), the cheapest within {within} of the fastest, {} (p50 {}){}",
+            "best {} for {}{at}: {} (p50 {}), the cheapest within {} of the fastest, {} (p50 {}){}",
             b.param,
             b.variant,
             b.value,
             ms(b.p50_ms),
+            percent(b.noise),
             b.fastest,
             ms(b.fastest_p50_ms),
             b.vs_fastest
