@@ -421,7 +421,8 @@ EXAMPLES
       --name baseline -- ./v98/bootstrap --name candidate -- ./build/bootstrap
   coldstart bench --target-ci 2% --max-runs 200 -- ./cli --version
   coldstart bench --param heap=64m,128m,256m --resource heap --runs 10 \\
-      --name c2 -- java -Xmx{heap} -jar app.jar --name c1 -- java -Xmx{heap} -XX:TieredStopAtLevel=1 -jar app.jar";
+      --name c2 -- java -Xmx{heap} -jar app.jar \\
+      --name c1 -- java -Xmx{heap} -XX:TieredStopAtLevel=1 -jar app.jar";
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
