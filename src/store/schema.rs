@@ -63,8 +63,41 @@ CREATE TABLE IF NOT EXISTS explanations (
     data_json TEXT NOT NULL
 );
 ",
-    "ALTER TABLE variants ADD COLUMN params_json TEXT;",
+    // Applied through `add_column` (SQLite has no ADD COLUMN IF NOT EXISTS).
+    "ALTER TABLE variants ADD COLUMN params_json TEXT",
 ];
+
+/// Whether `table` already has `column`: a migration that adds one is skipped
+/// then, like the IF NOT EXISTS of the others (a version set back by hand).
+fn has_column(db: &mut dyn Db, table: &str, column: &str) -> Result<bool> {
+    let rows = match db.dialect() {
+        Dialect::Sqlite => db.query(
+            "SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2",
+            &[table.into(), column.into()],
+        )?,
+        Dialect::Postgres => db.query(
+            "SELECT COUNT(*) FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name::text = $1::text AND column_name::text = $2::text",
+            &[table.into(), column.into()],
+        )?,
+    };
+    Ok(rows.first().and_then(|r| r[0].int()).unwrap_or(0) > 0)
+}
+
+/// Run one migration; an ALTER TABLE … ADD COLUMN only when the column is missing.
+fn apply(db: &mut dyn Db, dialect: Dialect, step: &str) -> Result<()> {
+    if let Some(rest) = step.strip_prefix("ALTER TABLE ") {
+        let mut words = rest.split_whitespace();
+        if let (Some(table), Some("ADD"), Some("COLUMN"), Some(column)) =
+            (words.next(), words.next(), words.next(), words.next())
+        {
+            if has_column(db, table, column)? {
+                return Ok(());
+            }
+        }
+    }
+    db.batch(&sql_for(dialect, step))
+}
 
 fn sql_for(dialect: Dialect, sql: &str) -> String {
     match dialect {
@@ -103,7 +136,7 @@ pub fn migrate(db: &mut dyn Db, name: &str) -> Result<()> {
             );
         }
         for (i, step) in MIGRATIONS.iter().enumerate().skip(have as usize) {
-            db.batch(&sql_for(dialect, step))?;
+            apply(db, dialect, step)?;
             let v = (i + 1) as i64;
             db.execute("DELETE FROM meta WHERE key = 'schema_version'", &[])?;
             db.execute(
@@ -234,5 +267,23 @@ mod tests {
         drop(store);
         let mut again = Store::open(path.to_str().unwrap()).unwrap();
         assert_eq!(again.load(id).unwrap().result.variants[0].params, params);
+    }
+
+    /// A version number set back by hand (to 2) does not wedge the store: the
+    /// column migration 3 adds is there already, so it is skipped.
+    #[test]
+    fn a_version_set_back_reapplies_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("back.db");
+        drop(Store::open(path.to_str().unwrap()).unwrap());
+        {
+            let mut db = Sqlite::open(&path).unwrap();
+            db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'", &[])
+                .unwrap();
+        }
+        let mut store = Store::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(version(store.db.as_mut()).unwrap(), CURRENT);
+        assert!(has_column(store.db.as_mut(), "variants", "params_json").unwrap());
+        assert!(!has_column(store.db.as_mut(), "variants", "no_such").unwrap());
     }
 }
