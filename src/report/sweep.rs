@@ -23,21 +23,21 @@ pub fn cells(a: &Analysis) -> Option<Vec<Vec<String>>> {
             bases.push(&v.base);
         }
     }
-    let along = swept.iter().find_map(|v| v.first.as_ref().map(|_| ()));
-    let along_name = a
+    // With --compare-along: what the first point of a variant holds (`heap=64m`).
+    let along = a
         .variants
         .iter()
         .find_map(|v| v.first.as_deref())
         .and_then(|f| a.variants.iter().find(|v| v.name == f))
-        .map(|f| short_point(&f.params));
+        .map(|f| along_label(&f.params, &names, &a.variants));
     let mut header: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     for (i, b) in bases.iter().enumerate() {
         header.push(format!("{b} p50 [95% CI]"));
         if i > 0 {
             header.push(format!("{b} vs {}", bases[0]));
         }
-        if along.is_some() {
-            header.push(format!("{b} vs {}", along_name.clone().unwrap_or_default()));
+        if let Some(first) = &along {
+            header.push(format!("{b} vs {first}"));
         }
     }
     let mut rows = vec![header];
@@ -67,8 +67,26 @@ pub fn cells(a: &Analysis) -> Option<Vec<Vec<String>>> {
     Some(rows)
 }
 
-/// `heap=64m` (the values of the along parameter's first point are what the
-/// column compares with; a grid's other values vary by row).
+/// The along parameter's first value, `heap=64m`: the parameter whose value is the
+/// same at every first point (in a grid the other values vary by row).
+fn along_label(first: &[(String, String)], names: &[&str], all: &[VariantAnalysis]) -> String {
+    let firsts: Vec<&VariantAnalysis> = all
+        .iter()
+        .filter(|v| all.iter().any(|w| w.first.as_deref() == Some(v.name.as_str())))
+        .collect();
+    let fixed: Vec<(String, String)> = first
+        .iter()
+        .filter(|(k, x)| {
+            names.contains(&k.as_str())
+                && firsts
+                    .iter()
+                    .all(|f| f.params.iter().any(|(fk, fx)| fk == k && fx == x))
+        })
+        .cloned()
+        .collect();
+    short_point(if fixed.len() == 1 { &fixed } else { first })
+}
+
 fn short_point(params: &[(String, String)]) -> String {
     params
         .iter()

@@ -193,4 +193,26 @@ mod tests {
         assert!(!sel.matches_name("agent"));
         assert!(Selector::parse("agent").unwrap().matches_name("agent[heap=96m]"));
     }
+
+    /// `Store::resolve` takes a whole reference: the variant part is checked
+    /// and the experiment part resolved as before.
+    #[test]
+    fn resolve_reads_the_experiment_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = crate::store::Store::open(dir.path().join("r.db").to_str().unwrap()).unwrap();
+        let meta = crate::store::meta::collect();
+        let first = store
+            .begin(&meta, "{}", &[variant("a", &[("heap", "64m")])])
+            .unwrap();
+        let second = store
+            .begin(&meta, "{}", &[variant("a", &[("heap", "96m")])])
+            .unwrap();
+        assert_eq!(store.resolve("latest:a[heap=96m]").unwrap(), second);
+        assert_eq!(store.resolve("latest~1:[heap=64m]").unwrap(), first);
+        assert_eq!(store.resolve(&format!("{first}:a")).unwrap(), first);
+        let e = store.resolve("latest:a[heap").unwrap_err().to_string();
+        assert!(e.starts_with("bad variant 'a[heap'"), "{e}");
+        let e = store.resolve("newest:a[heap=1]").unwrap_err().to_string();
+        assert!(e.contains("bad experiment reference 'newest'"), "{e}");
+    }
 }
