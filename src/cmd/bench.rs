@@ -5,6 +5,7 @@ use crate::cli::{BenchArgs, VariantArgs, VariantSpec};
 use anyhow::{anyhow, bail, Result};
 use coldstart::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
 use coldstart::config::{self, Config};
+use coldstart::experiment::sweep::baseline_of;
 use coldstart::experiment::{CiOf, Order, Plan, StopRule, Sweep, Variant};
 use coldstart::out;
 use coldstart::run::{Plain, RunOptions, Spec};
@@ -82,7 +83,8 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
                 );
             }
             if CiOf::from(args.target_ci_of) == CiOf::Shift {
-                if variants.len() < 2 {
+                // In a sweep, a point has a baseline only where another variant runs at its values.
+                if !(0..variants.len()).any(|i| baseline_of(&variants, i).is_some()) {
                     bail!("--target-ci-of shift needs a second variant to compare with the baseline");
                 }
                 if Order::from(args.order) == Order::Sequential {
