@@ -664,6 +664,23 @@ mod sweep_grammar {
             }
         }
 
+        /// A point's name reads back as a selector that picks exactly it.
+        #[test]
+        fn point_names_read_back(
+            base in "[a-z][a-z0-9 ./'-]{0,8}",
+            pt in prop::collection::btree_map("[a-z_][a-z0-9_-]{0,4}", "[A-Za-z0-9.:=/%-]{1,6}", 1..4),
+        ) {
+            let pt: Vec<(String, String)> = pt.into_iter().collect();
+            let name = sweep::point_name(&base, &pt);
+            let sel = coldstart::store::reference::Selector::parse(&name).unwrap();
+            prop_assert_eq!(sel.name.as_deref(), Some(base.as_str()));
+            prop_assert_eq!(&sel.params, &pt);
+            prop_assert!(sel.matches_name(&name));
+            let r = Reference::parse(&format!("latest:{name}")).unwrap();
+            prop_assert_eq!(r.experiment, "latest");
+            prop_assert_eq!(r.variant, Some(sel));
+        }
+
         #[test]
         fn references(r in text()) {
             if let Err(e) = Reference::parse(&r) {
