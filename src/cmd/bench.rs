@@ -56,11 +56,8 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             .collect::<Result<Vec<_>>>()?;
         let target = Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?;
         let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
-        let name = match &spec.name {
-            Some(_) => point.name(),
-            None if point.point.is_empty() => target.display_command(),
-            None => point.name(),
-        };
+        // `--name`, else the command as written (placeholders included), + the values.
+        let name = point.name();
         if variants.iter().any(|v| v.name == name) {
             bail!("two variants are named '{name}': give each its own --name");
         }
