@@ -1,7 +1,8 @@
 //! Samples → statistics: per-variant summaries and the comparison of each variant
 //! with the baseline (the first variant). Reports render this; they compute nothing.
 
-use crate::experiment::ExperimentResult;
+use crate::experiment::sweep::{baseline_of, by_cost, first_along};
+use crate::experiment::{ExperimentResult, Sweep};
 use crate::stats::{self, Comparison, Summary};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -9,6 +10,12 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Serialize)]
 pub struct VariantAnalysis {
     pub name: String,
+    /// The name without a sweep point's values, and the values (the JSON export
+    /// has them beside the variant, as `params`).
+    #[serde(skip)]
+    pub base: String,
+    #[serde(skip)]
+    pub params: Vec<(String, String)>,
     pub command: String,
     pub readiness: String,
     /// Successful measured runs (warmups excluded).
@@ -35,8 +42,41 @@ pub struct VariantAnalysis {
     pub metrics: BTreeMap<String, Summary>,
     /// Marks (checkpoints, log marks, lambda's instants): time since spawn, per name, in order of median.
     pub marks: Vec<MarkSummary>,
-    /// This variant vs the baseline (None for the baseline itself).
+    /// This variant vs the baseline (None for the baseline itself): the first
+    /// variant, or in a sweep the baseline variant at the same parameter values.
     pub vs_baseline: Option<Comparison>,
+    /// The name of the variant `vs_baseline` compared with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    /// With `--compare-along NAME`: this point vs the same variant at NAME's first
+    /// value (the other parameters equal), and that point's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_first: Option<Comparison>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first: Option<String>,
+}
+
+/// For a resource parameter, per variant (and per setting of the other
+/// parameters): the cheapest value whose median is within the noise threshold of
+/// the best median.
+#[derive(Debug, Clone, Serialize)]
+pub struct Best {
+    /// The variant's base name (without the values).
+    pub variant: String,
+    pub param: String,
+    /// The other parameters' values this choice holds for.
+    #[serde(with = "crate::experiment::sweep::params_serde")]
+    pub others: Vec<(String, String)>,
+    /// The cheapest value within the threshold, and its median (ms).
+    pub value: String,
+    pub p50_ms: f64,
+    /// The value with the lowest median, and that median.
+    pub fastest: String,
+    pub fastest_p50_ms: f64,
+    /// `value` compared with `fastest` (bench's verdict; None when they are one).
+    pub vs_fastest: Option<Comparison>,
+    /// The threshold "within" means (a fraction of the fastest median).
+    pub noise: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -51,15 +91,26 @@ pub struct MarkSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct Analysis {
     pub variants: Vec<VariantAnalysis>,
+    /// Best values of resource parameters (empty unless a sweep has one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub best: Vec<Best>,
 }
 
 /// `noise`: the practical-significance threshold for the comparisons (0.01 = 1 %).
 pub fn analyze(result: &ExperimentResult, noise: f64) -> Analysis {
+    analyze_sweep(result, noise, None)
+}
+
+/// [`analyze`], with what a sweep adds: comparisons along `--compare-along` and
+/// the best value of each resource parameter. Each point is compared with the
+/// baseline at the same values whether or not `sweep` is given (that is in the
+/// variants' params).
+pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep>) -> Analysis {
     let options = stats::CompareOptions {
         design: result.design,
         noise,
     };
-    let baseline = result.ready_ms(0);
+    let along = sweep.and_then(|s| s.compare_along.as_deref());
     let variants = result
         .variants
         .iter()
@@ -99,6 +150,8 @@ pub fn analyze(result: &ExperimentResult, noise: f64) -> Analysis {
             let marks = mark_summaries(&ok);
             VariantAnalysis {
                 name: v.name.clone(),
+                base: v.base_name().to_string(),
+                params: v.params.clone(),
                 command: v.target.display_command(),
                 readiness: v.readiness.clone(),
                 ok_runs: ok.len(),
@@ -125,11 +178,78 @@ pub fn analyze(result: &ExperimentResult, noise: f64) -> Analysis {
                 captures,
                 metrics,
                 marks,
-                vs_baseline: (i > 0).then(|| stats::compare(&baseline, &ready, options)),
+                vs_baseline: baseline_of(&result.variants, i)
+                    .map(|b| stats::compare(&result.ready_ms(b), &ready, options)),
+                baseline: baseline_of(&result.variants, i).map(|b| result.variants[b].name.clone()),
+                vs_first: along
+                    .and_then(|a| first_along(&result.variants, i, a))
+                    .map(|f| stats::compare(&result.ready_ms(f), &ready, options)),
+                first: along
+                    .and_then(|a| first_along(&result.variants, i, a))
+                    .map(|f| result.variants[f].name.clone()),
             }
         })
         .collect();
-    Analysis { variants }
+    let best = sweep.map_or_else(Vec::new, |s| best_values(result, s, options));
+    Analysis { variants, best }
+}
+
+/// Per resource parameter, variant base and setting of the other parameters:
+/// the cheapest value whose median is within the noise threshold of the fastest.
+fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::CompareOptions) -> Vec<Best> {
+    let mut out = Vec::new();
+    for p in sweep.params.iter().filter(|p| p.resource) {
+        let cheapest_first = by_cost(&p.values);
+        let mut groups: Vec<(String, Vec<(String, String)>)> = Vec::new();
+        for v in &result.variants {
+            let others: Vec<_> = v.params.iter().filter(|(k, _)| *k != p.name).cloned().collect();
+            let key = (v.base_name().to_string(), others);
+            if v.params.iter().any(|(k, _)| *k == p.name) && !groups.contains(&key) {
+                groups.push(key);
+            }
+        }
+        for (base, others) in groups {
+            // (value, variant index, median) of this group, cheapest first.
+            let points: Vec<(String, usize, f64)> = cheapest_first
+                .iter()
+                .filter_map(|value| {
+                    let i = result.variants.iter().position(|v| {
+                        v.base_name() == base
+                            && v.params.iter().all(|(k, x)| {
+                                if *k == p.name {
+                                    x == value
+                                } else {
+                                    others.iter().any(|(ok, ox)| ok == k && ox == x)
+                                }
+                            })
+                    })?;
+                    let mut xs = result.ready_ms(i);
+                    xs.sort_by(f64::total_cmp);
+                    Some((value.clone(), i, stats::summarize(&xs)?.p50))
+                })
+                .collect();
+            let Some(fastest) = points.iter().min_by(|a, b| a.2.total_cmp(&b.2)) else {
+                continue;
+            };
+            let Some(chosen) = points.iter().find(|x| x.2 <= fastest.2 * (1.0 + options.noise)) else {
+                continue;
+            };
+            out.push(Best {
+                variant: base.clone(),
+                param: p.name.clone(),
+                others: others.clone(),
+                value: chosen.0.clone(),
+                p50_ms: chosen.2,
+                fastest: fastest.0.clone(),
+                fastest_p50_ms: fastest.2,
+                vs_fastest: (chosen.1 != fastest.1).then(|| {
+                    stats::compare(&result.ready_ms(fastest.1), &result.ready_ms(chosen.1), options)
+                }),
+                noise: options.noise,
+            });
+        }
+    }
+    out
 }
 
 /// First occurrence of each mark name per run, summarised across runs.

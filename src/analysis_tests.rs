@@ -15,6 +15,7 @@ pub(crate) fn variants() -> Vec<crate::experiment::Variant> {
             target: crate::target::Target::new(vec!["true".into()], Vec::new(), None)
                 .expect("true is on PATH"),
             readiness: "exit".into(),
+            params: Vec::new(),
         })
         .collect()
 }
@@ -251,4 +252,98 @@ fn metrics_are_summarised_per_variant_from_successful_runs() {
     assert_eq!((m["throttled_ms"].n, m["throttled_ms"].p50), (2, 0.25));
     assert_eq!(a.variants[1].metrics["billed_ms"].p50, 100.0, "per variant");
     assert!(a.variants[0].captures.is_empty(), "metrics are not captures");
+}
+
+/// A sweep result: variants `base` and `cand` at n = 1, 2, 4 (variant-major),
+/// each run's ready time from `ms(base, n)` plus a little per-round jitter.
+fn sweep_result(ms: impl Fn(&str, u32) -> f64) -> ExperimentResult {
+    let mut vs = Vec::new();
+    let mut samples = Vec::new();
+    for base in ["base", "cand"] {
+        for n in [1u32, 2, 4] {
+            let params = vec![("n".to_string(), n.to_string())];
+            let i = vs.len();
+            vs.push(crate::experiment::Variant {
+                name: crate::experiment::sweep::point_name(base, &params),
+                params,
+                ..variants().remove(0)
+            });
+            for round in 0..12 {
+                samples.push(sample(
+                    i,
+                    round,
+                    false,
+                    Some(ms(base, n) * (1.0 + round as f64 * 1e-3)),
+                ));
+            }
+        }
+    }
+    ExperimentResult {
+        variants: vs,
+        ..result(samples)
+    }
+}
+
+fn sweep(along: Option<&str>, resource: bool) -> crate::experiment::Sweep {
+    crate::experiment::Sweep {
+        params: vec![crate::experiment::Param {
+            name: "n".into(),
+            values: vec!["1".into(), "2".into(), "4".into()],
+            resource,
+        }],
+        compare_along: along.map(str::to_string),
+    }
+}
+
+#[test]
+fn each_point_is_compared_with_the_baseline_at_the_same_value() {
+    use crate::stats::Verdict;
+    // The time grows with n; cand is 20 % faster than base at every n.
+    let r = sweep_result(|b, n| f64::from(n) * 10.0 * if b == "cand" { 0.8 } else { 1.0 });
+    let a = crate::analysis::analyze_sweep(&r, 0.01, Some(&sweep(Some("n"), false)));
+    let cand: Vec<_> = a.variants.iter().filter(|v| v.base == "cand").collect();
+    for v in &cand {
+        assert_eq!(
+            v.baseline.as_deref(),
+            Some(v.name.replace("cand", "base").as_str())
+        );
+        let c = v.vs_baseline.as_ref().expect("compared");
+        assert_eq!(c.verdict, Verdict::Faster, "{}", v.name);
+        let rel = c.relative.as_ref().unwrap().estimate;
+        assert!((rel + 0.2).abs() < 0.02, "{}: {rel}", v.name);
+    }
+    for v in a.variants.iter().filter(|v| v.base == "base") {
+        assert!(v.vs_baseline.is_none(), "{} is a baseline", v.name);
+    }
+    // Along n: each value against n=1 of the same variant (2× and 4×).
+    assert!(a.variants[0].vs_first.is_none());
+    assert_eq!(a.variants[1].first.as_deref(), Some("base[n=1]"));
+    let ratio = |i: usize| a.variants[i].vs_first.as_ref().unwrap().ratio.unwrap();
+    assert!((ratio(1) - 2.0).abs() < 0.05 && (ratio(2) - 4.0).abs() < 0.1);
+    assert!((ratio(5) - 4.0).abs() < 0.1, "cand[n=4] vs cand[n=1]");
+    assert_eq!(a.variants[5].first.as_deref(), Some("cand[n=1]"));
+    assert!(a.best.is_empty(), "n is not a resource");
+}
+
+#[test]
+fn the_best_value_of_a_resource_is_the_cheapest_within_the_noise() {
+    // base: n=1 slow, n=2 within 0.5 % of n=4 (the fastest); cand: n=1 fastest.
+    let r = sweep_result(|b, n| match (b, n) {
+        ("base", 1) => 100.0,
+        ("base", 2) => 50.25,
+        ("base", _) => 50.0,
+        (_, 1) => 30.0,
+        (_, _) => 40.0,
+    });
+    let a = crate::analysis::analyze_sweep(&r, 0.01, Some(&sweep(None, true)));
+    let best: Vec<_> = a
+        .best
+        .iter()
+        .map(|b| (b.variant.as_str(), b.value.as_str(), b.fastest.as_str()))
+        .collect();
+    assert_eq!(best, [("base", "2", "4"), ("cand", "1", "1")]);
+    assert!(a.best[0].vs_fastest.is_some() && a.best[1].vs_fastest.is_none());
+    // A tighter threshold than the 0.5 % gap: the fastest itself.
+    let a = crate::analysis::analyze_sweep(&r, 0.001, Some(&sweep(None, true)));
+    assert_eq!(a.best[0].value, "4");
 }

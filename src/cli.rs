@@ -469,6 +469,18 @@ STATISTICS
   have called faster/slower 80% of the time, and the runs a smaller one needs.
   `--target-ci 1% --target-ci-of shift` runs until the comparison is that precise.
 
+SWEEPS
+  --param heap=64m,96m,128m   a list; --param n=1..16:x2 (1 2 4 8 16), n=1..10:1
+  `{heap}` in the command, --env values, --cwd and --ready takes each value
+  (`{{heap}}` is a literal `{heap}`; an unknown `{name}`, or a parameter used
+  nowhere, is an error). Several --param make a grid. Each variant runs at every
+  value as its own variant, NAME[heap=64m], all in the same shuffled rounds. The
+  sweep table has a row per value and a column group per variant; each variant is
+  compared with the baseline at the same value, and with --compare-along heap each
+  value with the variant's first one. --resource heap adds the cheapest value whose
+  median is within --noise of the fastest. Stored points are referenced as
+  latest:NAME[heap=64m] (or latest:[heap=64m] for every variant at that value).
+
 FAILURES
   A run fails when the target is not ready before --timeout, exits before ready,
   or (--ready exit) exits non-zero or by a signal: a crash is not a fast start.
@@ -518,7 +530,10 @@ EXAMPLES
       --name baseline -- ./v98/bootstrap \\
       --name candidate -- ./build/bootstrap
   coldstart bench --target-ci 2% --max-runs 200 -- ./cli --version
-  coldstart bench --export-html report.html --name a -- ./a --name b -- ./b";
+  coldstart bench --export-html report.html --name a -- ./a --name b -- ./b
+  coldstart bench --param heap=64m,128m,256m --resource heap --runs 10 \\
+      --name c2 -- java -Xmx{heap} -jar app.jar \\
+      --name c1 -- java -Xmx{heap} -XX:TieredStopAtLevel=1 -jar app.jar";
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -594,10 +609,29 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub conditions: ConditionArgs,
     #[command(flatten)]
+    pub sweep: SweepArgs,
+    #[command(flatten)]
     pub shared: VariantArgs,
     /// Variants (see VARIANTS below); filled in by the variant grammar, not by clap.
     #[arg(skip)]
     pub variants: Vec<VariantSpec>,
+}
+
+/// bench's sweep (see SWEEPS in `bench --help`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SweepArgs {
+    /// Sweep a parameter: NAME=V1,V2,... or a range NAME=FROM..TO:xFACTOR / :STEP;
+    /// `{NAME}` in the command, --env, --cwd or --ready takes each value. Repeat for
+    /// a grid. Every variant runs at every value, all interleaved.
+    #[arg(long = "param", value_name = "NAME=VALUES")]
+    pub params: Vec<String>,
+    /// Compare each value of this parameter with its first value, within each variant.
+    #[arg(long, value_name = "NAME")]
+    pub compare_along: Option<String>,
+    /// This parameter is a resource (more costs more): report its cheapest value whose
+    /// median is within the noise threshold of the fastest (repeatable).
+    #[arg(long = "resource", value_name = "NAME")]
+    pub resources: Vec<String>,
 }
 
 /// Options that apply to one variant (after its --name) or to all (before any).
@@ -709,8 +743,12 @@ const LAMBDA_HELP: &str = "\
 VARIANTS
   Options before the first `--name` apply to all variants; each `--name NAME` starts
   a variant that may set its own --runtime, --extensions, --memory, --env, --bare.
-  Each memory size of a variant is its own variant (a sweep), named NAME@MBMB. The
-  first variant is the baseline the others are compared with.
+  Each memory size of a variant is its own variant (a sweep of the parameter
+  `memory`, a resource), named NAME[memory=MB]; the sweep table compares each
+  variant with the baseline at the same size, --compare-along memory each size
+  with the first, and a best-value line names the smallest size within --noise of
+  the fastest. Stored points: latest:NAME[memory=512]. The first variant is the
+  baseline the others are compared with.
 
 WHAT A RUN IS
   A fresh execution environment: the Lambda APIs on a free loopback port
@@ -785,6 +823,10 @@ pub struct LambdaArgs {
     /// Write the last successful invoke's response body here.
     #[arg(long, value_name = "PATH")]
     pub save_response: Option<PathBuf>,
+    /// With several --memory sizes: compare each size with the first, within each
+    /// variant (`memory`, the only parameter lambda sweeps).
+    #[arg(long, value_name = "memory")]
+    pub compare_along: Option<String>,
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]

@@ -4,7 +4,7 @@
 //! transaction per run) while progress is shown; then analysis, exports and the
 //! terminal report, in that order (exports survive a reader that closes stdout).
 
-use crate::analysis::{analyze, Analysis};
+use crate::analysis::{analyze_sweep, Analysis};
 use crate::experiment::{self, ExperimentResult, Observer, Plan, Runner, StopReason, Variant};
 use crate::out;
 use crate::report::{self, export::Exports, json::Settings, progress::Progress};
@@ -69,7 +69,7 @@ pub fn run(
         }
         stored_as = Some((id, store.location.clone()));
     }
-    let analysis = analyze(&result, outputs.noise);
+    let analysis = analyze_sweep(&result, outputs.noise, settings.sweep.as_ref());
     Ok((
         Measured {
             result,
@@ -216,5 +216,6 @@ pub fn settings(plan: &Plan, run: RunSettings, noise: f64) -> Settings {
         requests: run.requests,
         seed: plan.seed,
         noise,
+        sweep: None,
     }
 }

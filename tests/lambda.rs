@@ -302,8 +302,27 @@ fn rust_runtime_invoke_and_memory_sweep() {
         .iter()
         .map(|v| v["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["256MB", "1024MB"]);
-    assert!(stdout(&o).contains("Δ 1024MB vs 256MB"), "{}", stdout(&o));
+    // A memory sweep: one variant per size, `memory` a parameter (a resource),
+    // each size compared with the first.
+    assert_eq!(
+        names,
+        [format!("{rust}[memory=256]"), format!("{rust}[memory=1024]")]
+    );
+    assert_eq!(doc["variants"][1]["params"]["memory"], "1024");
+    assert_eq!(
+        doc["variants"][1]["stats"]["first"],
+        format!("{rust}[memory=256]")
+    );
+    assert!(
+        stdout(&o).contains(&format!("{rust} vs memory=256")),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains(&format!("best memory for {rust}: ")),
+        "{}",
+        stdout(&o)
+    );
     assert!(
         processes_with(&m).is_empty(),
         "left behind: {:?}",

@@ -21,6 +21,7 @@ fn variant(name: &str, readiness: &str) -> Variant {
             cwd: None,
         },
         readiness: readiness.into(),
+        params: Vec::new(),
     }
 }
 

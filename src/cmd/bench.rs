@@ -5,7 +5,8 @@ use crate::cli::{BenchArgs, HookArgs, VariantArgs, VariantSpec};
 use anyhow::{anyhow, bail, Result};
 use coldstart::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
 use coldstart::config::{self, Config};
-use coldstart::experiment::{CiOf, Order, Plan, StopRule, Variant};
+use coldstart::experiment::sweep::baseline_of;
+use coldstart::experiment::{CiOf, Order, Plan, StopRule, Sweep, Variant};
 use coldstart::out;
 use coldstart::run::conditions::{Conditions, Settings};
 use coldstart::run::hooks::{self, Hooks};
@@ -16,9 +17,9 @@ use coldstart::target::{parse_env, Readiness, Target};
 use std::path::Path;
 use std::time::Duration;
 
-/// A fully validated plan and the runner that does its runs: every bad input
-/// fails here, before any spawn.
-pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(Plan, Plain)> {
+/// A fully validated plan, the runner that does its runs, and what it sweeps
+/// (recorded in the settings): every bad input fails here, before any spawn.
+pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(Plan, Plain, Sweep)> {
     let shell = hooks::parse_shell(args.conditions.shell.as_deref(), args.conditions.no_shell)?;
     let from_config = config_variants(args, config, root, &shell)?;
     let specs: &[VariantSpec] = if from_config.is_empty() {
@@ -45,36 +46,39 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
     let poll_interval = bounds::count("--poll-interval", args.poll_interval as usize, 1, 10_000_000)
         .map_err(|e| anyhow!("{e} (microseconds)"))?;
     args.common.export.check_dirs()?;
-    let shared_env = args
-        .shared
-        .env
-        .iter()
-        .map(|e| parse_env(e))
-        .collect::<Result<Vec<_>>>()?;
+    let mut sweep = super::sweep::parse(&args.sweep)?;
     let mut variants: Vec<Variant> = Vec::new();
     let mut run_specs = Vec::new();
-    for spec in specs {
-        let mut env = shared_env.clone();
-        for e in &spec.args.env {
-            env.push(parse_env(e)?);
-        }
-        let cwd = spec.args.cwd.clone().or_else(|| args.shared.cwd.clone());
-        let target = Target::new(spec.argv.clone(), env, cwd)?;
-        let ready_spec = spec
+    // Hooks are chosen per variant as given, then follow it to each of its points.
+    let spec_hooks = variant_hooks(&args.shared.hooks, specs)?;
+    let points_per_spec = sweep.grid().len().max(1);
+    let mut hooks = Vec::new();
+    for (i, point) in super::sweep::expand(specs, &args.shared, &mut sweep)?
+        .into_iter()
+        .enumerate()
+    {
+        hooks.push(point_hooks(&spec_hooks[i / points_per_spec], &point.point)?);
+        let spec = &point.spec;
+        let env = spec
             .args
-            .ready
-            .as_deref()
-            .or(args.shared.ready.as_deref())
-            .unwrap_or("exit");
-        let readiness = Readiness::parse(ready_spec)?;
-        let name = spec.name.clone().unwrap_or_else(|| target.display_command());
+            .env
+            .iter()
+            .map(|e| parse_env(e))
+            .collect::<Result<Vec<_>>>()?;
+        let target = Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?;
+        let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
+        // `--name`, else the command as written (placeholders included), + the values.
+        let name = point.name();
         if variants.iter().any(|v| v.name == name) {
             bail!("two variants are named '{name}': give each its own --name");
         }
         let spec = Spec { target, readiness };
-        variants.push(spec.variant(name));
+        let mut variant = spec.variant(name);
+        variant.params = point.point.clone();
+        variants.push(variant);
         run_specs.push(spec);
     }
+    sweep.default_along(specs.len());
     let stop = match &args.target_ci {
         None => StopRule::Fixed { runs },
         Some(t) => {
@@ -87,7 +91,8 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
                 );
             }
             if CiOf::from(args.target_ci_of) == CiOf::Shift {
-                if variants.len() < 2 {
+                // In a sweep, a point has a baseline only where another variant runs at its values.
+                if !(0..variants.len()).any(|i| baseline_of(&variants, i).is_some()) {
                     bail!("--target-ci-of shift needs a second variant to compare with the baseline");
                 }
                 if Order::from(args.order) == Order::Sequential {
@@ -142,7 +147,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
         exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
         show_output: args.conditions.show_output,
     };
-    let conditions = conditions(args, specs, shell)?;
+    let conditions = conditions(args, hooks, shell)?;
     Ok((
         plan,
         Plain {
@@ -150,11 +155,12 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             opts,
             conditions,
         },
+        sweep,
     ))
 }
 
 /// Hooks per variant, page cache, shell and output (see run::conditions).
-fn conditions(args: &BenchArgs, specs: &[VariantSpec], shell: Vec<String>) -> Result<Conditions> {
+fn conditions(args: &BenchArgs, hooks: Vec<Hooks>, shell: Vec<String>) -> Result<Conditions> {
     let c = &args.conditions;
     if c.drop_caches {
         coldstart::run::cache::check_drop_caches()?;
@@ -169,7 +175,7 @@ fn conditions(args: &BenchArgs, specs: &[VariantSpec], shell: Vec<String>) -> Re
         }
     }
     Ok(Conditions::new(Settings {
-        hooks: variant_hooks(&args.shared.hooks, specs)?,
+        hooks,
         shell,
         cache: c.cache.into(),
         drop_caches: c.drop_caches,
@@ -213,6 +219,27 @@ fn variant_hooks(global: &HookArgs, specs: &[VariantSpec]) -> Result<Vec<Hooks>>
             })
         })
         .collect()
+}
+
+/// A sweep point's hooks: `{name}` replaced by the point's values, as in its command.
+fn point_hooks(hooks: &Hooks, point: &[(String, String)]) -> Result<Hooks> {
+    if point.is_empty() {
+        return Ok(hooks.clone());
+    }
+    let sub = |line: &Option<String>, flag: &str| -> Result<Option<String>> {
+        line.as_deref()
+            .map(|l| {
+                coldstart::experiment::sweep::substitute(l, point, &mut Default::default())
+                    .map_err(|e| anyhow!("{flag}: {e}"))
+            })
+            .transpose()
+    };
+    Ok(Hooks {
+        setup: sub(&hooks.setup, "--setup")?,
+        prepare: sub(&hooks.prepare, "--prepare")?,
+        conclude: sub(&hooks.conclude, "--conclude")?,
+        cleanup: sub(&hooks.cleanup, "--cleanup")?,
+    })
 }
 
 /// A positional word that is a command line rather than a coldstart.toml target name.
@@ -308,8 +335,9 @@ fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
 pub fn run(args: &BenchArgs) -> Result<i32> {
     let root = config::project_root();
     let config = config::load(&root)?;
-    let (plan, mut runner) = plan(args, config.as_ref(), &root)?;
-    let settings = session::settings(&plan, (&runner.opts).into(), args.common.noise.noise);
+    let (plan, mut runner, sweep) = plan(args, config.as_ref(), &root)?;
+    let mut settings = session::settings(&plan, (&runner.opts).into(), args.common.noise.noise);
+    settings.sweep = (!sweep.params.is_empty()).then_some(sweep);
     let measured = session::measure(
         &plan,
         &settings,

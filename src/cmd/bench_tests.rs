@@ -250,3 +250,153 @@ fn a_runner_error_aborts_the_experiment() {
     assert_eq!(runs, 1);
     assert!(format!("{err:#}").contains("setup broke"));
 }
+
+/// `coldstart bench ARGS` → its plan, or the one-line error it would print.
+fn try_plan(args: &[&str]) -> Result<(Plan, coldstart::run::Plain, Sweep), String> {
+    let raw: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let (globals, variants) = crate::cli::split_bench_args(&raw)?;
+    let argv = ["coldstart", "bench"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(globals);
+    let mut cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+    let crate::cli::Command::Bench(b) = &mut cli.command else {
+        panic!("not a bench command");
+    };
+    b.variants = variants;
+    crate::cmd::bench::plan(b, None, std::path::Path::new(".")).map_err(|e| format!("{e:#}"))
+}
+
+#[test]
+fn params_make_a_point_per_value_of_each_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in ["1", "2"] {
+        std::fs::create_dir(dir.path().join(n)).unwrap();
+    }
+    let cwd = format!("{}/{{n}}", dir.path().display());
+    let (plan, runner, sweep) = try_plan(&[
+        "--param",
+        "heap=64m,96m",
+        "--param",
+        "n=1..2",
+        "--env",
+        "HEAP={heap}",
+        "--ready",
+        "file:/tmp/ready-{n}",
+        "--name",
+        "a",
+        "--cwd",
+        &cwd,
+        "--",
+        "echo",
+        "-Xmx{heap}",
+        "--name",
+        "b",
+        "--",
+        "echo",
+        "{{heap}}",
+        "{n}",
+    ])
+    .unwrap();
+    let names: Vec<&str> = plan.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "a[heap=64m,n=1]",
+            "a[heap=64m,n=2]",
+            "a[heap=96m,n=1]",
+            "a[heap=96m,n=2]",
+            "b[heap=64m,n=1]",
+            "b[heap=64m,n=2]",
+            "b[heap=96m,n=1]",
+            "b[heap=96m,n=2]"
+        ]
+    );
+    let v = &plan.variants[3];
+    assert_eq!(
+        v.params,
+        [("heap".to_string(), "96m".to_string()), ("n".into(), "2".into())]
+    );
+    assert_eq!(v.base_name(), "a");
+    let t = &runner.specs[3].target;
+    assert_eq!(t.argv, ["echo", "-Xmx96m"]);
+    assert!(
+        t.env.contains(&("HEAP".to_string(), "96m".to_string())),
+        "{:?}",
+        t.env
+    );
+    assert_eq!(t.cwd.as_deref(), Some(dir.path().join("2").as_path()));
+    assert_eq!(runner.specs[3].readiness.to_string(), "file:/tmp/ready-2");
+    // `{{heap}}` is literal; the shared --env reaches b as well.
+    let b = &runner.specs[6].target;
+    assert_eq!(b.argv, ["echo", "{heap}", "1"]);
+    assert!(b.env.contains(&("HEAP".to_string(), "96m".to_string())));
+    assert_eq!(sweep.params.len(), 2);
+    assert_eq!(sweep.compare_along, None, "two variants: compared at each value");
+    // Every point of every variant is in each round.
+    let (_, ids, _) = execute(&plan, |_, _| 10.0);
+    let measured = rounds(&ids);
+    assert!(!measured.is_empty());
+    for r in &measured {
+        assert_eq!(
+            r.iter().copied().collect::<BTreeSet<_>>().len(),
+            8,
+            "every point once a round: {r:?}"
+        );
+    }
+    assert!(
+        measured.windows(2).any(|w| w[0] != w[1]),
+        "shuffled rounds: {measured:?}"
+    );
+}
+
+#[test]
+fn an_unnamed_sweep_is_named_after_its_command_and_compared_along() {
+    let (plan, _, sweep) = try_plan(&["--param", "n=1..4:x2", "--", "echo", "{n}"]).unwrap();
+    let names: Vec<&str> = plan.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["echo '{n}'[n=1]", "echo '{n}'[n=2]", "echo '{n}'[n=4]"]);
+    assert_eq!(sweep.compare_along.as_deref(), Some("n"));
+    // Without --param, braces are nobody's business.
+    let (plan, runner, _) = try_plan(&["--", "echo", "{n}"]).unwrap();
+    assert!(plan.variants[0].params.is_empty());
+    assert_eq!(runner.specs[0].target.argv, ["echo", "{n}"]);
+}
+
+#[test]
+fn sweep_mistakes_are_one_line_each() {
+    for (args, says) in [
+        (
+            &["--param", "n=1,2", "--", "echo", "{m}"][..],
+            "unknown parameter {m}",
+        ),
+        (
+            &["--param", "n=1,2", "--", "echo", "x"][..],
+            "--param n is used nowhere",
+        ),
+        (
+            &["--param", "n=1,2", "--param", "n=3", "--", "echo", "{n}"][..],
+            "given twice",
+        ),
+        (
+            &["--param", "n=1,2", "--compare-along", "m", "--", "echo", "{n}"][..],
+            "--compare-along m: no such parameter",
+        ),
+        (
+            &["--param", "n=1,2", "--resource", "m", "--", "echo", "{n}"][..],
+            "--resource m: no such parameter",
+        ),
+        (&["--param", "n=2..1", "--", "echo", "{n}"][..], "backwards"),
+        (
+            &["--name", "a[1]", "--", "echo"][..],
+            "brackets mark parameter values",
+        ),
+        (
+            &["--param", "n=1,2", "--env", "K={x}", "--", "echo", "{n}"][..],
+            "--env of variant",
+        ),
+    ] {
+        let e = try_plan(args).map(|_| ()).expect_err(&args.join(" "));
+        assert!(e.contains(says), "{args:?}: {e}");
+        assert!(!e.trim_end().contains('\n'), "one line: {e}");
+    }
+}

@@ -66,6 +66,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
                 name: name.to_string(),
                 target: target.clone(),
                 readiness: readiness.to_string(),
+                params: Vec::new(),
             })
             .collect(),
         warmup,

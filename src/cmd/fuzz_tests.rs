@@ -596,3 +596,96 @@ mod otlp_receiver {
         }
     }
 }
+
+/// `--param` specs, `{name}` templates and `REF:NAME[k=v]` references: no panic,
+/// errors are one line, ranges ascend, and substitution puts in exactly the value.
+mod sweep_grammar {
+    use super::*;
+    use coldstart::experiment::sweep::{self, MAX_VALUES};
+    use coldstart::store::reference::Reference;
+
+    fn text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("n".to_string()),
+            Just("heap".to_string()),
+            Just("=".to_string()),
+            Just(",".to_string()),
+            Just("..".to_string()),
+            Just(":".to_string()),
+            Just(":x".to_string()),
+            Just("{".to_string()),
+            Just("}".to_string()),
+            Just("{{".to_string()),
+            Just("[".to_string()),
+            Just("]".to_string()),
+            Just("latest".to_string()),
+            "-?[0-9]{1,6}(\\.[0-9]{1,3})?",
+            "[a-z]{1,4}",
+            any::<String>().prop_map(|s| s.chars().take(6).collect()),
+        ];
+        prop::collection::vec(piece, 0..8).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(config(1024))]
+
+        #[test]
+        fn param_specs(spec in text()) {
+            match sweep::parse_param(&spec) {
+                Ok(p) => {
+                    prop_assert!(!p.values.is_empty() && p.values.len() <= MAX_VALUES);
+                    prop_assert!(p.values.iter().all(|v| !v.is_empty() && !v.contains([']', '['])));
+                    if spec[p.name.len() + 1..].contains("..") {
+                        let xs: Vec<f64> = p.values.iter().map(|v| v.parse().unwrap()).collect();
+                        prop_assert!(xs.windows(2).all(|w| w[0] < w[1]), "{spec}: {xs:?}");
+                    }
+                }
+                Err(e) => prop_assert!(!e.contains('\n'), "{e}"),
+            }
+        }
+
+        #[test]
+        fn substitution(template in text(), value in "[a-z0-9.]{1,5}") {
+            let point = vec![("n".to_string(), value.clone())];
+            let mut used = std::collections::BTreeSet::new();
+            match sweep::substitute(&template, &point, &mut used) {
+                Ok(out) => {
+                    if !template.contains('{') {
+                        prop_assert_eq!(&out, &template);
+                    }
+                    // The literal escape and a placeholder round-trip.
+                    let wrapped = format!("<{{n}}|{{{{n}}}}|{template}>");
+                    if let Ok(w) = sweep::substitute(&wrapped, &point, &mut used) {
+                        let want = format!("<{value}|{{n}}|");
+                        prop_assert!(w.starts_with(&want), "{w}");
+                    }
+                }
+                Err(e) => prop_assert!(e.contains("unknown parameter") && !e.contains('\n'), "{e}"),
+            }
+        }
+
+        /// A point's name reads back as a selector that picks exactly it.
+        #[test]
+        fn point_names_read_back(
+            base in "[a-z][a-z0-9 ./'-]{0,8}",
+            pt in prop::collection::btree_map("[a-z_][a-z0-9_-]{0,4}", "[A-Za-z0-9.:=/%-]{1,6}", 1..4),
+        ) {
+            let pt: Vec<(String, String)> = pt.into_iter().collect();
+            let name = sweep::point_name(&base, &pt);
+            let sel = coldstart::store::reference::Selector::parse(&name).unwrap();
+            prop_assert_eq!(sel.name.as_deref(), Some(base.as_str()));
+            prop_assert_eq!(&sel.params, &pt);
+            prop_assert!(sel.matches_name(&name));
+            let r = Reference::parse(&format!("latest:{name}")).unwrap();
+            prop_assert_eq!(r.experiment, "latest");
+            prop_assert_eq!(r.variant, Some(sel));
+        }
+
+        #[test]
+        fn references(r in text()) {
+            if let Err(e) = Reference::parse(&r) {
+                prop_assert!(!e.to_string().contains('\n'));
+            }
+        }
+    }
+}

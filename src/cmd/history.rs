@@ -2,7 +2,7 @@
 
 use crate::cli::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
 use anyhow::{bail, Context, Result};
-use coldstart::analysis::analyze;
+use coldstart::analysis::{analyze, analyze_sweep};
 use coldstart::config;
 use coldstart::experiment::ExperimentResult;
 use coldstart::explain::{self, Explanation, ADAPTED, ARMS, TRACED, UNTRACED};
@@ -10,6 +10,7 @@ use coldstart::gate::{self, Limits, Regression, Side, Status};
 use coldstart::out::{out, outln};
 use coldstart::report::{self, json::Settings};
 use coldstart::stats::{self, Design, Ratio};
+use coldstart::store::reference::{Reference, Selector};
 use coldstart::store::{Filter, Store, Stored};
 
 pub(crate) fn open(args: &StoreArgs) -> Result<Store> {
@@ -25,11 +26,18 @@ pub(crate) fn open(args: &StoreArgs) -> Result<Store> {
 
 pub fn history(args: &HistoryArgs) -> Result<i32> {
     let mut store = open(&args.store)?;
-    let listed = store.list(&Filter {
-        target: args.target.clone(),
+    // `--target agent[heap=64m]`: the store filters by the name, the values here.
+    let selector = args.target.as_deref().map(Selector::parse).transpose()?;
+    let points = selector.as_ref().filter(|s| s.has_params());
+    let mut listed = store.list(&Filter {
+        target: selector.as_ref().map_or(args.target.clone(), |s| s.name.clone()),
         commit: args.commit.clone(),
-        limit: Some(args.limit),
+        limit: points.is_none().then_some(args.limit),
     })?;
+    if let Some(sel) = points {
+        listed.retain(|l| l.variants.iter().any(|v| sel.matches_name(v)));
+        listed.truncate(args.limit);
+    }
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&listed)?)?;
     } else if listed.is_empty() {
@@ -44,9 +52,18 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     args.export.check_dirs()?;
     let mut store = open(&args.store)?;
     let id = store.resolve(&args.experiment)?;
-    let stored = store.load(id)?;
+    let mut stored = store.load(id)?;
+    // `show REF:VARIANT[heap=64m]`: only the variants picked.
+    if let Some(sel) = Reference::parse(&args.experiment)?.variant {
+        let picked = select(&stored, &sel)?;
+        stored.result = subset(&stored.result, &picked);
+    }
     let settings: Settings = serde_json::from_str(&stored.settings_json)?;
-    let analysis = analyze(&stored.result, args.noise.unwrap_or(settings.noise));
+    let analysis = analyze_sweep(
+        &stored.result,
+        args.noise.unwrap_or(settings.noise),
+        settings.sweep.as_ref(),
+    );
     let explanation = explanation(&mut store, id)?;
     // Exports first, printing last (see out.rs). An explain's JSON is the
     // explanation it exported when it ran (its samples are `--export-csv`'s).
@@ -129,63 +146,120 @@ fn overheads(store: &mut Store, b: &Stored, c: &Stored) -> Result<(String, serde
     Ok((text, serde_json::Value::Object(doc)))
 }
 
-/// `REF` or `REF:VARIANT`.
-fn split_ref(s: &str) -> (&str, Option<&str>) {
-    match s.split_once(':') {
-        Some((r, v)) if !v.is_empty() => (r, Some(v)),
-        _ => (s, None),
+/// The variants of `s` that `sel` picks; an error naming what it has when none.
+fn select(s: &Stored, sel: &Selector) -> Result<Vec<usize>> {
+    let picked: Vec<usize> = (0..s.result.variants.len())
+        .filter(|&i| sel.matches(&s.result.variants[i]))
+        .collect();
+    if picked.is_empty() {
+        let names: Vec<&str> = s.result.variants.iter().map(|v| v.name.as_str()).collect();
+        bail!(
+            "experiment {} has no variant '{sel}' (it has: {})",
+            s.id,
+            names.join(", ")
+        );
+    }
+    Ok(picked)
+}
+
+/// The picked variants of a result, renumbered (for `show REF:VARIANT`).
+fn subset(r: &ExperimentResult, picked: &[usize]) -> ExperimentResult {
+    ExperimentResult {
+        variants: picked.iter().map(|&i| r.variants[i].clone()).collect(),
+        samples: r
+            .samples
+            .iter()
+            .filter_map(|x| {
+                let at = picked.iter().position(|&i| i == x.variant)?;
+                let mut x = x.clone();
+                x.variant = at;
+                Some(x)
+            })
+            .collect(),
+        stopped: r.stopped,
+        design: r.design,
     }
 }
 
-/// Pairs of (name, baseline variant index, candidate variant index): the named
-/// variants, else those with equal names, else the only variant of each.
-fn pairs(b: &Stored, bv: Option<&str>, c: &Stored, cv: Option<&str>) -> Result<Vec<(String, usize, usize)>> {
-    let index = |s: &Stored, name: &str| {
-        s.result
-            .variants
-            .iter()
-            .position(|v| v.name == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = s.result.variants.iter().map(|v| v.name.as_str()).collect();
-                anyhow::anyhow!(
-                    "experiment {} has no variant '{name}' (it has: {})",
-                    s.id,
-                    names.join(", ")
-                )
-            })
+/// Pairs of (name, baseline variant index, candidate variant index). A side
+/// with a selector picks its variants (a selector on one side applies to
+/// both); one variant each makes one pair; otherwise variants pair up by what
+/// the selectors leave open (the name, and the values not named), so
+/// `latest:[heap=64m]` against `latest:[heap=96m]` pairs each variant with itself.
+fn pairs(
+    b: &Stored,
+    bsel: Option<&Selector>,
+    c: &Stored,
+    csel: Option<&Selector>,
+) -> Result<Vec<(String, usize, usize)>> {
+    let (bsel, csel) = match (bsel, csel) {
+        (None, None) => return pairs_by_name(b, c),
+        (Some(x), None) => (x, x),
+        (None, Some(y)) => (y, y),
+        (Some(x), Some(y)) => (x, y),
     };
-    match (bv, cv) {
-        (Some(x), Some(y)) => Ok(vec![(
-            if x == y {
-                x.to_string()
-            } else {
-                format!("{x} → {y}")
-            },
-            index(b, x)?,
-            index(c, y)?,
-        )]),
-        (Some(x), None) => Ok(vec![(x.to_string(), index(b, x)?, index(c, x)?)]),
-        (None, Some(y)) => Ok(vec![(y.to_string(), index(b, y)?, index(c, y)?)]),
-        (None, None) => {
-            let same: Vec<_> = c
-                .result
-                .variants
-                .iter()
-                .enumerate()
-                .filter_map(|(ci, v)| Some((v.name.clone(), index(b, &v.name).ok()?, ci)))
-                .collect();
-            if !same.is_empty() {
-                Ok(same)
-            } else if b.result.variants.len() == 1 && c.result.variants.len() == 1 {
-                Ok(vec![(c.result.variants[0].name.clone(), 0, 0)])
-            } else {
-                bail!(
-                    "experiments {} and {} share no variant name: pick variants with REF:VARIANT",
-                    b.id,
-                    c.id
-                )
-            }
+    let (bs, cs) = (select(b, bsel)?, select(c, csel)?);
+    let label = |bi: usize, ci: usize| {
+        let (x, y) = (&b.result.variants[bi].name, &c.result.variants[ci].name);
+        if x == y {
+            x.clone()
+        } else {
+            format!("{x} → {y}")
         }
+    };
+    if let ([bi], [ci]) = (&bs[..], &cs[..]) {
+        return Ok(vec![(label(*bi, *ci), *bi, *ci)]);
+    }
+    let named = bsel.name.is_some() || csel.name.is_some();
+    let key = |v: &coldstart::experiment::Variant| {
+        let open: Vec<(String, String)> = v
+            .params
+            .iter()
+            .filter(|(k, _)| !bsel.params.iter().chain(&csel.params).any(|(n, _)| n == k))
+            .cloned()
+            .collect();
+        ((!named).then(|| v.base_name().to_string()), open)
+    };
+    let out: Vec<_> = cs
+        .iter()
+        .filter_map(|&ci| {
+            let k = key(&c.result.variants[ci]);
+            let bi = *bs.iter().find(|&&bi| key(&b.result.variants[bi]) == k)?;
+            Some((label(bi, ci), bi, ci))
+        })
+        .collect();
+    if out.is_empty() {
+        bail!(
+            "'{bsel}' of experiment {} and '{csel}' of experiment {} pick variants that do not pair up: name one variant on each side",
+            b.id,
+            c.id
+        );
+    }
+    Ok(out)
+}
+
+/// Without selectors: variants with equal names, else the only variant of each.
+fn pairs_by_name(b: &Stored, c: &Stored) -> Result<Vec<(String, usize, usize)>> {
+    let same: Vec<_> = c
+        .result
+        .variants
+        .iter()
+        .enumerate()
+        .filter_map(|(ci, v)| {
+            let bi = b.result.variants.iter().position(|x| x.name == v.name)?;
+            Some((v.name.clone(), bi, ci))
+        })
+        .collect();
+    if !same.is_empty() {
+        Ok(same)
+    } else if b.result.variants.len() == 1 && c.result.variants.len() == 1 {
+        Ok(vec![(c.result.variants[0].name.clone(), 0, 0)])
+    } else {
+        bail!(
+            "experiments {} and {} share no variant name: pick variants with REF:VARIANT",
+            b.id,
+            c.id
+        )
     }
 }
 
@@ -218,6 +292,10 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
     let mut cv = c.result.variants[ci].clone();
     bv.name = format!("{}@{}", bv.name, b.id);
     cv.name = format!("{}@{}", cv.name, c.id);
+    // A pair, not a sweep: the values are in the names; without params the
+    // candidate is compared with the baseline whatever their points.
+    bv.params.clear();
+    cv.params.clear();
     fn pick(s: &Stored, i: usize, as_idx: usize) -> impl Iterator<Item = coldstart::sample::Sample> + '_ {
         s.result
             .samples
@@ -240,15 +318,17 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
 pub fn compare(args: &CompareArgs) -> Result<i32> {
     report::export::check(&[&args.export_json, &args.export_markdown, &args.export_html])?;
     let mut store = open(&args.store)?;
-    let (bref, bvar) = split_ref(&args.baseline);
-    let (cref, cvar) = split_ref(&args.candidate);
-    let b = store.load_ref(bref)?;
-    let c = store.load_ref(cref)?;
+    let (bref, cref) = (
+        Reference::parse(&args.baseline)?,
+        Reference::parse(&args.candidate)?,
+    );
+    let b = store.load_ref(&bref.experiment)?;
+    let c = store.load_ref(&cref.experiment)?;
     let mut markdown = String::new();
     let mut docs = Vec::new();
     let mut text = String::new();
     let mut shown = Vec::new();
-    let pairs = pairs(&b, bvar, &c, cvar)?;
+    let pairs = pairs(&b, bref.variant.as_ref(), &c, cref.variant.as_ref())?;
     for (_, bi, ci) in &pairs {
         refuse_self(&b, *bi, &c, *ci)?;
     }
@@ -331,10 +411,13 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
     };
     report::export::check(&[&args.markdown, &args.export_html])?;
     let mut store = open(&args.store)?;
-    let (bref, bvar) = split_ref(&args.baseline);
-    let (cref, cvar) = split_ref(&args.candidate);
-    let b = store.load_ref(bref)?;
-    let c = store.load_ref(cref)?;
+    let (bref, cref) = (
+        Reference::parse(&args.baseline)?,
+        Reference::parse(&args.candidate)?,
+    );
+    let b = store.load_ref(&bref.experiment)?;
+    let c = store.load_ref(&cref.experiment)?;
+    let (bvar, cvar) = (bref.variant.as_ref(), cref.variant.as_ref());
     let mut pairs = pairs(&b, bvar, &c, cvar)?;
     // Two explains: the gate judges the program (the untraced arm), not the
     // tracer's or the adapters' cost, unless an arm is named.
@@ -419,7 +502,9 @@ fn side(s: &Stored, v: usize) -> Side {
 
 /// Flags win; coldstart.toml's [targets.NAME] fills in what they leave out.
 fn target_limits(name: &str, flags: Limits, cfg: Option<&config::Config>) -> Result<Limits> {
-    let Some(t) = cfg.and_then(|c| c.targets.get(name)) else {
+    // A sweep point's limits are its variant's: [targets.agent] for agent[heap=64m].
+    let base = name.split_once('[').map_or(name, |(b, _)| b);
+    let Some(t) = cfg.and_then(|c| c.targets.get(name).or_else(|| c.targets.get(base))) else {
         return Ok(flags);
     };
     let file = |what: &str, v: &Option<String>| -> Result<Option<Regression>> {

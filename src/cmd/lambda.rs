@@ -5,7 +5,8 @@
 use crate::cli::{LambdaArgs, LambdaVariantArgs, LambdaVariantSpec};
 use anyhow::{anyhow, bail, Context, Result};
 use coldstart::config;
-use coldstart::experiment::{Plan, StopRule};
+use coldstart::experiment::sweep::point_name;
+use coldstart::experiment::{Param, Plan, StopRule, Sweep};
 use coldstart::lambda::{discover_extensions, env, sandbox, ColdStarts, Config, Options};
 use coldstart::session::{self, RunSettings};
 use coldstart::target::{parse_env, Target};
@@ -16,8 +17,26 @@ use std::time::Duration;
 /// Lambda's smallest and largest memory sizes.
 const MEMORY_RANGE: std::ops::RangeInclusive<u64> = 128..=10_240;
 
-/// Variants (name, config) from the arguments, validated before any run.
-pub fn variants(args: &LambdaArgs) -> Result<Vec<(String, Config)>> {
+/// A variant at one memory size: its name, its parameter values (`memory`, when
+/// several sizes run) and its configuration.
+pub type Point = (String, Vec<(String, String)>, Config);
+
+/// The memory sizes a variant runs at.
+fn memories(args: &LambdaArgs, a: &LambdaVariantArgs) -> Vec<u64> {
+    if !a.memory.is_empty() {
+        a.memory.clone()
+    } else if !args.shared.memory.is_empty() {
+        args.shared.memory.clone()
+    } else {
+        vec![1769]
+    }
+}
+
+/// Variants (name, params, config) from the arguments, validated before any
+/// run. When more than one memory size runs, memory is a swept parameter (a
+/// resource): each variant runs at each of its sizes as `NAME[memory=MB]`, and the
+/// reports show bench's sweep table.
+pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
     let unnamed = [LambdaVariantSpec {
         name: String::new(),
         args: LambdaVariantArgs::default(),
@@ -27,7 +46,11 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<(String, Config)>> {
     } else {
         &args.variants
     };
-    let mut out: Vec<(String, Config)> = Vec::new();
+    let mut sizes: Vec<u64> = specs.iter().flat_map(|s| memories(args, &s.args)).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let swept = sizes.len() > 1;
+    let mut out: Vec<Point> = Vec::new();
     for spec in specs {
         let a = &spec.args;
         let runtime = a
@@ -53,36 +76,33 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<(String, Config)>> {
             vars.push(parse_env(e)?);
         }
         env::check_user_env(&vars)?;
-        let memories = if !a.memory.is_empty() {
-            a.memory.clone()
-        } else if !args.shared.memory.is_empty() {
-            args.shared.memory.clone()
-        } else {
-            vec![1769]
-        };
-        for &mb in &memories {
+        if spec.name.contains(['[', ']']) {
+            bail!(
+                "bad --name '{}': brackets mark parameter values (name[memory=512]); pick a name without them",
+                spec.name
+            );
+        }
+        for mb in memories(args, a) {
             if !MEMORY_RANGE.contains(&mb) {
                 bail!("--memory {mb}: Lambda allows 128 to 10240 MB");
             }
             let base = if spec.name.is_empty() {
-                if memories.len() > 1 {
-                    String::new()
-                } else {
-                    runtime.display_command()
-                }
+                runtime.display_command()
             } else {
                 spec.name.clone()
             };
-            let name = match (base.is_empty(), memories.len() > 1) {
-                (true, _) => format!("{mb}MB"),
-                (false, true) => format!("{base}@{mb}MB"),
-                (false, false) => base,
+            let params = if swept {
+                vec![("memory".to_string(), mb.to_string())]
+            } else {
+                Vec::new()
             };
-            if out.iter().any(|(n, _)| *n == name) {
+            let name = point_name(&base, &params);
+            if out.iter().any(|(n, _, _)| *n == name) {
                 bail!("two variants are named '{name}': give each its own --name");
             }
             out.push((
                 name,
+                params,
                 Config {
                     runtime: runtime.clone(),
                     extensions: extensions.clone(),
@@ -94,6 +114,41 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<(String, Config)>> {
         }
     }
     Ok(out)
+}
+
+/// What a memory sweep records in the settings: `memory`, a resource.
+fn memory_sweep(configs: &[Point], along: Option<&str>) -> Result<Option<Sweep>> {
+    let mut sizes: Vec<u64> = configs
+        .iter()
+        .filter(|(_, p, _)| !p.is_empty())
+        .map(|(_, _, c)| c.memory_mb)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    if sizes.is_empty() {
+        if let Some(a) = along {
+            bail!(
+                "--compare-along {a}: only a memory sweep (--memory 128,512,...) has a parameter, `memory`"
+            );
+        }
+        return Ok(None);
+    }
+    let mut sweep = Sweep {
+        params: vec![Param {
+            name: "memory".into(),
+            values: sizes.iter().map(u64::to_string).collect(),
+            resource: true,
+        }],
+        compare_along: along.map(str::to_string),
+    };
+    sweep.check().map_err(|e| anyhow!(e))?;
+    let mut bases: Vec<&str> = configs
+        .iter()
+        .map(|(n, _, _)| n.split('[').next().unwrap_or(n))
+        .collect();
+    bases.dedup();
+    sweep.default_along(bases.len());
+    Ok(Some(sweep))
 }
 
 pub fn run(args: &LambdaArgs) -> Result<i32> {
@@ -109,6 +164,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let function_timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
     args.common.export.check_dirs()?;
     let configs = variants(args)?;
+    let sweep = memory_sweep(&configs, args.compare_along.as_deref())?;
     let event = match &args.event {
         Some(p) => {
             let bytes = std::fs::read(p).with_context(|| format!("reading --event {}", p.display()))?;
@@ -122,7 +178,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         }
         None => b"{}".to_vec(),
     };
-    let cgroups = if args.no_cgroup || configs.iter().all(|(_, c)| c.bare) {
+    let cgroups = if args.no_cgroup || configs.iter().all(|(_, _, c)| c.bare) {
         None
     } else {
         Some(sandbox::Cgroups::detect()?)
@@ -151,7 +207,14 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         tail_lines: args.common.output_lines,
     };
     let plan = Plan {
-        variants: configs.iter().map(|(name, c)| c.variant(name.clone())).collect(),
+        variants: configs
+            .iter()
+            .map(|(name, params, c)| {
+                let mut v = c.variant(name.clone());
+                v.params = params.clone();
+                v
+            })
+            .collect(),
         warmup: args.warmup,
         order: args.order.into(),
         stop: StopRule::Fixed { runs: args.runs },
@@ -187,11 +250,12 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     }
     let root = config::project_root();
     let cfg = config::load(&root)?;
-    let settings = session::settings(&plan, recorded, args.common.noise.noise);
+    let mut settings = session::settings(&plan, recorded, args.common.noise.noise);
+    settings.sweep = sweep;
     let outputs = args.common.outputs(cfg.as_ref(), &root);
     let mut runner = ColdStarts {
         rt: &rt,
-        configs: configs.into_iter().map(|(_, c)| c).collect(),
+        configs: configs.into_iter().map(|(_, _, c)| c).collect(),
         opts,
     };
     session::measure(&plan, &settings, &outputs, &mut runner)

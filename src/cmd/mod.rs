@@ -12,3 +12,4 @@ pub mod history;
 pub mod lambda;
 pub mod report;
 pub mod shell;
+pub mod sweep;

@@ -4,6 +4,8 @@
 
 pub mod plan;
 pub mod schedule;
+pub mod sweep;
 
 pub use plan::{CiOf, Order, Plan, StopRule, Variant};
 pub use schedule::{execute_with, ExperimentResult, Observer, Runner, StopReason};
+pub use sweep::{Param, Sweep};

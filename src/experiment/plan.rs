@@ -17,6 +17,22 @@ pub struct Variant {
     /// `tcp:127.0.0.1:8080`, …) or `lambda:init`. Text, not `Readiness`: stored
     /// variants of any kind load back without being parsed into a probe.
     pub readiness: String,
+    /// A sweep point's parameter values, in parameter order (empty when nothing
+    /// is swept); the name is then `BASE[name=value,...]` (see `sweep`).
+    #[serde(
+        with = "super::sweep::params_serde",
+        skip_serializing_if = "Vec::is_empty",
+        default
+    )]
+    pub params: Vec<(String, String)>,
+}
+
+impl Variant {
+    /// The name without the point's values: `agent` for `agent[heap=64m]`.
+    pub fn base_name(&self) -> &str {
+        let suffix = super::sweep::point_name("", &self.params);
+        self.name.strip_suffix(&suffix).unwrap_or(&self.name)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -260,16 +260,25 @@ fn should_stop(
             };
             within((hi - lo) / 2.0, summary.p50)
         }),
-        CiOf::Shift => median_of(0).is_some_and(|base| {
-            let b = result.ready_ms(0);
-            (1..plan.variants.len()).all(|v| {
-                match stats::hodges_lehmann(&b, &result.ready_ms(v), stats::COMPARE_CONFIDENCE)
-                    .and_then(|s| s.ci)
-                {
-                    Some((lo, hi)) => within((hi - lo) / 2.0, base.p50),
-                    None => false,
-                }
-            })
+        // Each variant against its baseline: the first variant, or in a sweep the
+        // baseline variant at the same parameter values.
+        CiOf::Shift => (0..plan.variants.len()).all(|v| {
+            let Some(b) = super::sweep::baseline_of(&plan.variants, v) else {
+                return true;
+            };
+            let Some(base) = median_of(b) else {
+                return false;
+            };
+            match stats::hodges_lehmann(
+                &result.ready_ms(b),
+                &result.ready_ms(v),
+                stats::COMPARE_CONFIDENCE,
+            )
+            .and_then(|s| s.ci)
+            {
+                Some((lo, hi)) => within((hi - lo) / 2.0, base.p50),
+                None => false,
+            }
         }),
     };
     all_tight.then_some(StopReason::TargetCi)

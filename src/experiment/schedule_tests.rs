@@ -110,6 +110,7 @@ fn plan(n: usize, runs: usize, warmup: usize, order: Order, seed: u64) -> Plan {
                     cwd: None,
                 },
                 readiness: "exit".into(),
+                params: Vec::new(),
             })
             .collect(),
         warmup,

@@ -35,6 +35,7 @@ impl Config {
                 ..self.runtime.clone()
             },
             readiness: LAMBDA_INIT.to_string(),
+            params: Vec::new(),
         }
     }
 }

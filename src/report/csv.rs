@@ -4,31 +4,52 @@
 use crate::experiment::ExperimentResult;
 use anyhow::Result;
 
+/// The columns after `variant` and the sweep's parameter columns.
+const COLUMNS: &[&str] = &[
+    "round",
+    "warmup",
+    "outcome",
+    "ready_ns",
+    "exit_code",
+    "exit_signal",
+    "cpu_total_us",
+    "cpu_user_us",
+    "cpu_sys_us",
+    "peak_rss_kb",
+    "minor_faults",
+    "major_faults",
+    "processes",
+    "threads",
+    "first_request_ns",
+    "shutdown_ns",
+    "killed",
+    "captures",
+    "marks",
+    "metrics",
+];
+
 pub fn render(result: &ExperimentResult) -> Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "variant",
-        "round",
-        "warmup",
-        "outcome",
-        "ready_ns",
-        "exit_code",
-        "exit_signal",
-        "cpu_total_us",
-        "cpu_user_us",
-        "cpu_sys_us",
-        "peak_rss_kb",
-        "minor_faults",
-        "major_faults",
-        "processes",
-        "threads",
-        "first_request_ns",
-        "shutdown_ns",
-        "killed",
-        "captures",
-        "marks",
-        "metrics",
-    ])?;
+    // One column per swept parameter, named after it (`param.NAME` if that
+    // name is taken by a fixed column), in the order they were declared.
+    let mut params: Vec<&str> = Vec::new();
+    for v in &result.variants {
+        for (k, _) in &v.params {
+            if !params.contains(&k.as_str()) {
+                params.push(k);
+            }
+        }
+    }
+    let mut header = vec!["variant".to_string()];
+    header.extend(params.iter().map(|p| {
+        if *p == "variant" || COLUMNS.contains(p) {
+            format!("param.{p}")
+        } else {
+            p.to_string()
+        }
+    }));
+    header.extend(COLUMNS.iter().map(|c| c.to_string()));
+    w.write_record(&header)?;
     for s in &result.samples {
         let opt = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_default();
         let outcome = serde_json::to_value(&s.outcome)?
@@ -41,8 +62,17 @@ pub fn render(result: &ExperimentResult) -> Result<Vec<u8>> {
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(";");
-        w.write_record([
-            result.variants[s.variant].name.clone(),
+        let variant = &result.variants[s.variant];
+        let mut record = vec![variant.name.clone()];
+        record.extend(params.iter().map(|p| {
+            variant
+                .params
+                .iter()
+                .find(|(k, _)| k == p)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        }));
+        record.extend([
             s.round.to_string(),
             s.warmup.to_string(),
             outcome,
@@ -79,7 +109,8 @@ pub fn render(result: &ExperimentResult) -> Result<Vec<u8>> {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
                 .join(";"),
-        ])?;
+        ]);
+        w.write_record(&record)?;
     }
     Ok(w.into_inner()?)
 }

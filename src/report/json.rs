@@ -20,6 +20,9 @@ pub struct Settings {
     /// The noise threshold the comparisons used (fraction of the baseline median).
     #[serde(default = "default_noise")]
     pub noise: f64,
+    /// What was swept (parameters, their values, resources, --compare-along).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::experiment::Sweep>,
 }
 
 fn default_noise() -> f64 {
@@ -42,6 +45,9 @@ struct Document<'a> {
     settings: &'a Settings,
     stopped: &'a str,
     variants: Vec<VariantDoc<'a>>,
+    /// A sweep's best values of resource parameters.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    best: &'a [crate::analysis::Best],
     samples: &'a [crate::sample::Sample],
 }
 
@@ -78,6 +84,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis, settings: &Setting
             .zip(&analysis.variants)
             .map(|(variant, stats)| VariantDoc { variant, stats })
             .collect(),
+        best: &analysis.best,
         samples: &result.samples,
     };
     Ok(serde_json::to_string_pretty(&doc)? + "\n")

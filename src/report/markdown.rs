@@ -39,8 +39,9 @@ pub fn render(analysis: &Analysis) -> String {
         .filter_map(|v| {
             let c = v.vs_baseline.as_ref()?;
             let power = detectable(c).map(|d| format!(" ({d})")).unwrap_or_default();
+            let against = v.baseline.as_deref().map_or_else(|| base.clone(), escape);
             Some(format!(
-                "- **{}** vs {base}: {}{power}",
+                "- **{}** vs {against}: {}{power}",
                 escape(&v.name),
                 comparison(c)
             ))
@@ -49,6 +50,20 @@ pub fn render(analysis: &Analysis) -> String {
     if !deltas.is_empty() {
         out.push('\n');
         out.push_str(&deltas.join("\n"));
+        out.push('\n');
+    }
+    if let Some(rows) = super::sweep::cells(analysis) {
+        out.push('\n');
+        for (i, r) in rows.iter().enumerate() {
+            let cells: Vec<String> = r.iter().map(|c| escape(c)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+            if i == 0 {
+                out.push_str(&format!("|{}\n", ":--|".repeat(r.len())));
+            }
+        }
+        for line in super::sweep::best_lines(analysis) {
+            out.push_str(&format!("\n- {}", escape(&line)));
+        }
         out.push('\n');
     }
     out.push_str("\nSpawn → ready. `*`: tail quantile from too few runs to be reliable.\n");

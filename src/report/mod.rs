@@ -13,6 +13,7 @@ pub mod history;
 pub mod json;
 pub mod markdown;
 pub mod progress;
+pub mod sweep;
 pub mod terminal;
 
 /// Write an export to its path: `-` (stdout), a device or FIFO, a symlink's target

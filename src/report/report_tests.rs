@@ -46,6 +46,7 @@ fn settings() -> json::Settings {
         requests: 2,
         seed: 42,
         noise: 0.01,
+        sweep: None,
     }
 }
 
@@ -205,17 +206,74 @@ fn keys_of(v: &serde_json::Value, into: &mut BTreeSet<String>) {
     }
 }
 
+/// The experiment's variants as a sweep of `heap` (a resource, compared
+/// along): base at 64m/96m, cand at 64m/96m, from the same samples; its JSON export.
+fn sweep_export() -> serde_json::Value {
+    let mut samples = Vec::new();
+    for round in 0..8 {
+        for (v, ms) in [(0, 20.0), (1, 30.0), (2, 15.0), (3, 25.0)] {
+            samples.push(sample(v, round, false, Some(ms + round as f64 * 0.01)));
+        }
+    }
+    let mut r = result(samples);
+    let v = r.variants[0].clone();
+    r.variants = ["base", "cand"]
+        .iter()
+        .flat_map(|b| ["64m", "96m"].map(|h| (b.to_string(), h)))
+        .map(|(b, h)| {
+            let params = vec![("heap".to_string(), h.to_string())];
+            crate::experiment::Variant {
+                name: crate::experiment::sweep::point_name(&b, &params),
+                params,
+                ..v.clone()
+            }
+        })
+        .collect();
+    let sweep = crate::experiment::Sweep {
+        params: vec![crate::experiment::Param {
+            name: "heap".into(),
+            values: vec!["64m".into(), "96m".into()],
+            resource: true,
+        }],
+        compare_along: Some("heap".into()),
+    };
+    let settings = json::Settings {
+        sweep: Some(sweep.clone()),
+        ..settings()
+    };
+    let a = crate::analysis::analyze_sweep(&r, 0.01, Some(&sweep));
+    // The sweep table too: a row per heap, a group per variant.
+    let md = markdown::render(&a);
+    assert!(md.contains("| heap | base p50 [95% CI] | base vs heap=64m | cand p50 [95% CI] | cand vs base | cand vs heap=64m |"), "{md}");
+    assert!(md.contains("| 96m | 30.0 ms"), "{md}");
+    let text = terminal::render(&r, &a);
+    assert!(
+        text.contains("best heap for base: 64m") && text.contains("best heap for cand: 64m"),
+        "{text}"
+    );
+    let csv_text = String::from_utf8(csv::render(&r).expect("csv")).expect("utf-8");
+    assert!(csv_text.starts_with("variant,heap,round,"), "{csv_text}");
+    assert!(csv_text.contains("\ncand[heap=96m],96m,"), "{csv_text}");
+    serde_json::from_str(&json::render(&r, &a, &settings).expect("json")).expect("valid JSON")
+}
+
 #[test]
 fn json_export_has_every_documented_field() {
     let r = experiment();
     let text = json::render(&r, &analyze(&r, 0.01), &settings()).expect("json");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let swept = sweep_export();
+    assert_eq!(swept["variants"][3]["params"]["heap"], "96m");
+    assert_eq!(swept["variants"][3]["stats"]["baseline"], "base[heap=96m]");
+    assert_eq!(swept["variants"][3]["stats"]["first"], "cand[heap=64m]");
+    assert_eq!(swept["settings"]["sweep"]["params"][0]["resource"], true);
     assert_eq!(doc["schema"], json::SCHEMA);
     assert_eq!(doc["settings"]["seed"], 42);
     assert_eq!(doc["samples"].as_array().map(Vec::len), Some(r.samples.len()));
     assert_eq!(doc["variants"].as_array().map(Vec::len), Some(2));
     let mut present = BTreeSet::new();
     keys_of(&doc, &mut present);
+    keys_of(&swept, &mut present);
     let (keys, sample_fields) = documented();
     assert!(keys.len() > 30, "the example was read: {keys:?}");
     let missing: Vec<&String> = keys.difference(&present).collect();

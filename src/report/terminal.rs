@@ -60,9 +60,10 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     {
         out.push_str("  * tail quantile from too few runs to be reliable (p90 needs ≥ 10, p99 ≥ 100)\n");
     }
-    let baseline = analysis.variants.first().map(|v| v.name.as_str()).unwrap_or("");
+    let first = analysis.variants.first().map(|v| v.name.as_str()).unwrap_or("");
     for v in analysis.variants.iter().skip(1) {
         if let Some(c) = &v.vs_baseline {
+            let baseline = v.baseline.as_deref().unwrap_or(first);
             out.push_str(&format!("  Δ {} vs {}: {}\n", v.name, baseline, comparison(c)));
             // The same in plain words.
             out.push_str(&format!(
@@ -75,6 +76,26 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
         }
     }
     out.push('\n');
+    if let Some(rows) = super::sweep::cells(analysis) {
+        let mut t = table();
+        let mut rows = rows.into_iter();
+        if let Some(h) = rows.next() {
+            t.set_header(h);
+        }
+        let n = analysis.variants.first().map_or(0, |v| v.params.len());
+        for r in rows {
+            t.add_row(r);
+        }
+        let cols = t.column_count();
+        right_align(&mut t, n..cols);
+        out.push_str("sweep: p50 per value; each variant vs the baseline at the same value\n");
+        out.push_str(&t.to_string());
+        out.push('\n');
+        for line in super::sweep::best_lines(analysis) {
+            out.push_str(&format!("  {line}\n"));
+        }
+        out.push('\n');
+    }
     out.push_str(&resources(analysis));
     out.push_str(&marks(analysis));
     for v in &analysis.variants {

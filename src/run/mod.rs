@@ -74,6 +74,7 @@ impl Spec {
             name: name.into(),
             target: self.target.clone(),
             readiness: self.readiness.to_string(),
+            params: Vec::new(),
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod db;
 pub mod meta;
 #[cfg(feature = "postgres")]
 mod postgres;
+pub mod reference;
 pub mod schema;
 mod sqlite;
 
@@ -55,6 +56,16 @@ pub struct Filter {
     pub target: Option<String>,
     pub commit: Option<String>,
     pub limit: Option<usize>,
+}
+
+/// A variant's parameters as stored: NULL when nothing was swept.
+fn params_json(params: &[(String, String)]) -> Result<Option<String>> {
+    if params.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    crate::experiment::sweep::params_serde::serialize(params, &mut serde_json::Serializer::new(&mut out))?;
+    Ok(Some(String::from_utf8(out)?))
 }
 
 /// The default store of a project: `.coldstart/coldstart.db` under its root.
@@ -117,8 +128,8 @@ impl Store {
             let id = rows.first().and_then(|r| r[0].int()).ok_or_else(|| anyhow!("insert returned no id"))?;
             for (i, v) in variants.iter().enumerate() {
                 db.execute(
-                    "INSERT INTO variants (experiment_id, idx, name, command, readiness, target_json) \
-                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    "INSERT INTO variants (experiment_id, idx, name, command, readiness, target_json, params_json) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
                     &[
                         id.into(),
                         (i as i64).into(),
@@ -126,6 +137,7 @@ impl Store {
                         v.target.display_command().into(),
                         v.readiness.clone().into(),
                         serde_json::to_string(&v.target)?.into(),
+                        params_json(&v.params)?.into(),
                     ],
                 )?;
             }
@@ -210,9 +222,14 @@ impl Store {
         );
         let mut params: Vec<Value> = Vec::new();
         if let Some(t) = &filter.target {
+            // A name matches itself and its sweep points (`NAME[...]`).
             params.push(t.clone().into());
+            params.push(format!("{t}[").into());
             sql += &format!(
-                " AND EXISTS (SELECT 1 FROM variants v WHERE v.experiment_id = e.id AND v.name = ${})",
+                " AND EXISTS (SELECT 1 FROM variants v WHERE v.experiment_id = e.id AND (v.name = ${} \
+                 OR substr(v.name, 1, {}) = ${}))",
+                params.len() - 1,
+                t.chars().count() + 1,
                 params.len()
             );
         }
@@ -297,7 +314,7 @@ impl Store {
         };
         let mut variants = Vec::new();
         for v in self.db.query(
-            "SELECT name, readiness, target_json FROM variants WHERE experiment_id = $1 ORDER BY idx",
+            "SELECT name, readiness, target_json, params_json FROM variants WHERE experiment_id = $1 ORDER BY idx",
             &[id.into()],
         )? {
             let target: Target = serde_json::from_str(&v[2].text().unwrap_or_default())
@@ -308,6 +325,14 @@ impl Store {
                 name: v[0].text().unwrap_or_default(),
                 target,
                 readiness: v[1].text().unwrap_or_default(),
+                params: match v[3].text() {
+                    None => Vec::new(),
+                    Some(json) => {
+                        let mut d = serde_json::Deserializer::from_str(&json);
+                        crate::experiment::sweep::params_serde::deserialize(&mut d)
+                            .with_context(|| format!("experiment {id}: unreadable parameters"))?
+                    }
+                },
             });
         }
         let samples = self
@@ -358,8 +383,11 @@ impl Store {
     }
 
     /// An experiment reference: an id, `latest`, `latest~N`, or a git commit
-    /// prefix (the newest experiment at that commit).
+    /// prefix (the newest experiment at that commit). A variant part
+    /// (`:NAME`, `:NAME[heap=64m]`, see [`reference`]) is checked and left to the caller.
     pub fn resolve(&mut self, reference: &str) -> Result<i64> {
+        let parsed = reference::Reference::parse(reference)?;
+        let reference = parsed.experiment.as_str();
         if let Ok(id) = reference.parse::<i64>() {
             return Ok(id);
         }

@@ -4,11 +4,13 @@
 use super::db::{transaction, Db, Dialect, Value};
 use anyhow::{bail, Result};
 
-pub const CURRENT: i64 = 2;
+pub const CURRENT: i64 = 3;
 
 /// Migration N takes the schema from version N-1 to N (2: `explanations`, one
 /// row per `coldstart explain`, its explanation as the JSON export has it; IF NOT
-/// EXISTS, so a version number set back by hand does not wedge the store). Written for SQLite;
+/// EXISTS, so a version number set back by hand does not wedge the store; 3: a
+/// variant's sweep parameters, `variants.params_json`, a JSON object in parameter
+/// order, NULL when nothing was swept). Written for SQLite;
 /// `sql_for` adapts the few words PostgreSQL spells differently.
 const MIGRATIONS: &[&str] = &[
     "
@@ -61,7 +63,41 @@ CREATE TABLE IF NOT EXISTS explanations (
     data_json TEXT NOT NULL
 );
 ",
+    // Applied through `add_column` (SQLite has no ADD COLUMN IF NOT EXISTS).
+    "ALTER TABLE variants ADD COLUMN params_json TEXT",
 ];
+
+/// Whether `table` already has `column`: a migration that adds one is skipped
+/// then, like the IF NOT EXISTS of the others (a version set back by hand).
+fn has_column(db: &mut dyn Db, table: &str, column: &str) -> Result<bool> {
+    let rows = match db.dialect() {
+        Dialect::Sqlite => db.query(
+            "SELECT COUNT(*) FROM pragma_table_info($1) WHERE name = $2",
+            &[table.into(), column.into()],
+        )?,
+        Dialect::Postgres => db.query(
+            "SELECT COUNT(*) FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name::text = $1::text AND column_name::text = $2::text",
+            &[table.into(), column.into()],
+        )?,
+    };
+    Ok(rows.first().and_then(|r| r[0].int()).unwrap_or(0) > 0)
+}
+
+/// Run one migration; an ALTER TABLE … ADD COLUMN only when the column is missing.
+fn apply(db: &mut dyn Db, dialect: Dialect, step: &str) -> Result<()> {
+    if let Some(rest) = step.strip_prefix("ALTER TABLE ") {
+        let mut words = rest.split_whitespace();
+        if let (Some(table), Some("ADD"), Some("COLUMN"), Some(column)) =
+            (words.next(), words.next(), words.next(), words.next())
+        {
+            if has_column(db, table, column)? {
+                return Ok(());
+            }
+        }
+    }
+    db.batch(&sql_for(dialect, step))
+}
 
 fn sql_for(dialect: Dialect, sql: &str) -> String {
     match dialect {
@@ -100,7 +136,7 @@ pub fn migrate(db: &mut dyn Db, name: &str) -> Result<()> {
             );
         }
         for (i, step) in MIGRATIONS.iter().enumerate().skip(have as usize) {
-            db.batch(&sql_for(dialect, step))?;
+            apply(db, dialect, step)?;
             let v = (i + 1) as i64;
             db.execute("DELETE FROM meta WHERE key = 'schema_version'", &[])?;
             db.execute(
@@ -170,5 +206,84 @@ mod tests {
             again.explanation(1).unwrap().as_deref(),
             Some(r#"{"schema":"coldstart.explain/1"}"#)
         );
+    }
+
+    /// A store of schema version 2 (before sweeps) opens, gains
+    /// `variants.params_json`, loads its old variants with no parameters, and
+    /// stores and loads a sweep point's values in order.
+    #[test]
+    fn a_version_2_store_migrates_to_sweep_parameters() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.db");
+        {
+            let mut db = Sqlite::open(&path).unwrap();
+            db.batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                .unwrap();
+            db.batch(MIGRATIONS[0]).unwrap();
+            db.batch(MIGRATIONS[1]).unwrap();
+            db.batch(
+                r#"INSERT INTO meta VALUES ('schema_version', '2');
+                 INSERT INTO experiments (created_unix_s, command_line, coldstart_version, settings_json, stopped)
+                 VALUES (1, 'coldstart bench -- true', '0.1.0', '{"runs":"1","warmup":0,"order":"shuffled","timeout_ms":1,"poll_interval_us":1,"requests":0,"seed":1}', 'completed');
+                 INSERT INTO variants (experiment_id, idx, name, command, readiness, target_json)
+                 VALUES (1, 0, 'old', 'true', 'exit', '{"argv":["true"],"program":"/bin/true","env":[],"cwd":null}');"#,
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(version(store.db.as_mut()).unwrap(), CURRENT);
+        let old = store.load(1).unwrap();
+        assert_eq!(old.result.variants[0].name, "old");
+        assert!(old.result.variants[0].params.is_empty());
+
+        let target = old.result.variants[0].target.clone();
+        let params = vec![
+            ("n".to_string(), "4".to_string()),
+            ("heap".to_string(), "64m".to_string()),
+        ];
+        let point = crate::experiment::Variant {
+            name: crate::experiment::sweep::point_name("agent", &params),
+            target,
+            readiness: "exit".into(),
+            params: params.clone(),
+        };
+        let id = store
+            .begin(&crate::store::meta::collect(), "{}", &[point])
+            .unwrap();
+        let back = store.load(id).unwrap();
+        assert_eq!(
+            back.result.variants[0].params, params,
+            "values in parameter order"
+        );
+        assert_eq!(back.result.variants[0].base_name(), "agent");
+        // history --target NAME finds the sweep points of NAME.
+        let found = store
+            .list(&Filter {
+                target: Some("agent".into()),
+                ..Filter::default()
+            })
+            .unwrap();
+        assert_eq!(found.iter().map(|l| l.id).collect::<Vec<_>>(), [id]);
+        drop(store);
+        let mut again = Store::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(again.load(id).unwrap().result.variants[0].params, params);
+    }
+
+    /// A version number set back by hand (to 2) does not wedge the store: the
+    /// column migration 3 adds is there already, so it is skipped.
+    #[test]
+    fn a_version_set_back_reapplies_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("back.db");
+        drop(Store::open(path.to_str().unwrap()).unwrap());
+        {
+            let mut db = Sqlite::open(&path).unwrap();
+            db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'", &[])
+                .unwrap();
+        }
+        let mut store = Store::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(version(store.db.as_mut()).unwrap(), CURRENT);
+        assert!(has_column(store.db.as_mut(), "variants", "params_json").unwrap());
+        assert!(!has_column(store.db.as_mut(), "variants", "no_such").unwrap());
     }
 }

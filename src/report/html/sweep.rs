@@ -1,9 +1,9 @@
 //! Sweeps: the median (with its 95 % CI as a band) against a parameter's value,
 //! one line per group of variants that differ only in that parameter.
 //!
-//! A variant's parameters come from [`params_of`]: today lambda's memory sizes
-//! (variants named `NAME@1024MB` or `1024MB`); a variant that carries its own
-//! (name, value) list (bench's parameter sweeps) is read the same way.
+//! A variant's parameters come from [`params_of`]: the (name, value) list a sweep
+//! point carries (bench's `--param`, lambda's `--memory`), else, for lambda
+//! experiments stored before sweeps existed, the memory in a `NAME@1024MB` name.
 
 use super::section;
 use super::svg::{self, chart, n, Scale};
@@ -32,6 +32,9 @@ pub struct SweepLine {
 
 /// A variant's group name and its parameters (name, value).
 pub fn params_of(v: &Variant) -> (String, Vec<(String, String)>) {
+    if !v.params.is_empty() {
+        return (v.base_name().to_string(), v.params.clone());
+    }
     let lambda = v.readiness.starts_with("lambda");
     if lambda {
         let (group, size) = match v.name.rsplit_once('@') {

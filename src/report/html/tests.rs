@@ -16,6 +16,7 @@ fn variant(name: &str, readiness: &str) -> Variant {
         target: Target::new(vec!["true".into(), "--port".into(), "8080".into()], vec![], None)
             .expect("true is on PATH"),
         readiness: readiness.into(),
+        params: Vec::new(),
     }
 }
 
