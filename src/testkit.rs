@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 12] = [
+pub const SWITCHES: [&str; 13] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -31,6 +31,7 @@ pub const SWITCHES: [&str; 12] = [
     "LAMBDA_CLIENTS",
     "CGROUP",
     "CHROMIUM",
+    "DENO",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").

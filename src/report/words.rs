@@ -22,6 +22,7 @@ pub fn sentence(c: &Comparison, name: &str, baseline: &str, power: bool) -> Stri
         _ => String::new(),
     };
     let direction = |est: f64| if est >= 0.0 { "slower" } else { "faster" };
+    let sign = |est: f64| if est >= 0.0 { "+" } else { "−" };
     // Some reasons already begin with "no verdict: ".
     let reason = |default: &'static str| {
         let r = c.reason.as_deref().unwrap_or(default);
@@ -36,14 +37,15 @@ pub fn sentence(c: &Comparison, name: &str, baseline: &str, power: bool) -> Stri
             direction(s.estimate),
             percent(c.noise)
         ),
+        // No verdict word where there is no verdict: the estimate is signed instead.
         (Verdict::Same, Some(s)) => format!(
-            "no significant difference between {name} and {baseline} (estimate {size} {})",
-            direction(s.estimate)
+            "no significant difference between {name} and {baseline} (estimate {}{size})",
+            sign(s.estimate)
         ),
         (Verdict::None, Some(s)) => format!(
-            "no verdict: {} (estimate: {name} {size} {})",
+            "no verdict: {} (estimate: {name} {}{size} against {baseline})",
             reason("the runs cannot support one"),
-            direction(s.estimate)
+            sign(s.estimate)
         ),
         (_, None) => format!("no verdict: {}", reason("a side has no successful run")),
     };

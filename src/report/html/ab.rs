@@ -12,17 +12,27 @@ use maud::{html, Markup};
 const ROW: f64 = 30.0;
 
 pub fn render(id: &str, a: &Analysis) -> Markup {
-    let baseline = a.variants.first().map(|v| v.name.as_str()).unwrap_or("");
-    let rows: Vec<_> = a
-        .variants
-        .iter()
-        .enumerate()
-        .filter_map(|(i, v)| v.vs_baseline.as_ref().map(|c| (i, v, c)))
-        .collect();
-    let noise = rows.first().map_or(0.01, |(_, _, c)| c.noise);
+    let first = a.variants.first().map(|v| v.name.as_str()).unwrap_or("");
+    // Each comparison with what it was made against: the baseline (in a sweep, the
+    // baseline variant at the same values), and with --compare-along the first value.
+    let mut rows: Vec<_> = Vec::new();
+    for (i, v) in a.variants.iter().enumerate() {
+        if let Some(c) = &v.vs_baseline {
+            rows.push((i, v, c, v.baseline.as_deref().unwrap_or(first)));
+        }
+        if let Some(c) = &v.vs_first {
+            rows.push((i, v, c, v.first.as_deref().unwrap_or(first)));
+        }
+    }
+    let baseline = match rows.first() {
+        Some((_, _, _, b)) if rows.iter().all(|r| r.3 == *b) => *b,
+        Some(_) => "its baseline",
+        None => first,
+    };
+    let noise = rows.first().map_or(0.01, |(_, _, c, _)| c.noise);
     let mut lo = -noise * 1.5;
     let mut hi = noise * 1.5;
-    for (_, _, c) in &rows {
+    for (_, _, c, _) in &rows {
         if let Some(r) = &c.relative {
             let (l, h) = r.ci.unwrap_or((r.estimate, r.estimate));
             lo = lo.min(l).min(r.estimate);
@@ -36,7 +46,7 @@ pub fn render(id: &str, a: &Analysis) -> Markup {
             height=(n(axis_y - 4.0)) data-tip=(format!("noise threshold ±{}", crate::stats::percent(noise))) {}
         line.zero x1=(n(x.at(0.0))) x2=(n(x.at(0.0))) y1="4" y2=(n(axis_y)) {}
         (svg::x_axis(&x, axis_y, 4.0, " %", &format!("shift vs {baseline}, % of its median (right: slower)")))
-        @for (k, (i, v, c)) in rows.iter().enumerate() {
+        @for (k, (i, v, c, base)) in rows.iter().enumerate() {
             @let cy = 10.0 + k as f64 * ROW + ROW / 2.0;
             text x=(n(svg::LEFT - 8.0)) y=(n(cy + 4.0)) text-anchor="end" { (svg::clip(&v.name, 22)) }
             @if let Some(r) = &c.relative {
@@ -45,7 +55,7 @@ pub fn render(id: &str, a: &Analysis) -> Markup {
                         stroke=(svg::colour(*i)) stroke-width="3" {}
                 }
                 circle cx=(n(x.at(r.estimate * 100.0))) cy=(n(cy)) r="5" fill=(svg::colour(*i)) tabindex="0"
-                    data-tip=(words::verdict(c, &v.name, baseline)) {}
+                    data-tip=(words::verdict(c, &v.name, base)) {}
             }
         }
     };
@@ -53,15 +63,15 @@ pub fn render(id: &str, a: &Analysis) -> Markup {
                 median (dot) with its 95 % confidence interval (bar); the grey band is the noise threshold \
                 inside which no difference counts as faster or slower.";
     let body = html! {
-        @if rows.iter().any(|(_, _, c)| c.relative.is_some()) {
+        @if rows.iter().any(|(_, _, c, _)| c.relative.is_some()) {
             figure {
                 (chart(&format!("{id}-ab"), axis_y + 40.0, "Shift of each variant against the baseline", desc, plot))
                 figcaption { (desc) }
             }
         }
-        @for (_, v, c) in &rows {
-            h4 { (v.name) " vs " (baseline) }
-            p.verdict { (words::verdict(c, &v.name, baseline)) }
+        @for (_, v, c, base) in &rows {
+            h4 { (v.name) " vs " (base) }
+            p.verdict { (words::verdict(c, &v.name, base)) }
             table {
                 caption { "The figures behind the sentence" }
                 tbody {
