@@ -165,6 +165,13 @@ pub struct ExplainArgs {
     /// A mark from an output line, NAME=REGEX (repeatable), shown with the app's checkpoints.
     #[arg(long = "mark", value_name = "NAME=REGEX")]
     pub marks: Vec<String>,
+    /// Requests to send after ready in every run (GET to --request-url, default: the
+    /// http readiness URL): each is a phase (`request 1`: the cold handler) [default: 0].
+    #[arg(long, default_value_t = 0)]
+    pub requests: usize,
+    /// URL for --requests (when readiness is not http).
+    #[arg(long)]
+    pub request_url: Option<String>,
     /// No progress lines.
     #[arg(short, long)]
     pub quiet: bool,

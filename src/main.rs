@@ -11,6 +11,10 @@ use clap::Parser;
 use coldstart::Lab;
 
 fn main() {
+    // explain's calibration target: coldstart's own binary, before anything else.
+    if let Some(code) = coldstart::explain::estimate::calibration_target() {
+        std::process::exit(code);
+    }
     let code = match real_main() {
         // 130 is "interrupted"; SIGQUIT's conventional code is 131.
         Ok(130) => Lab::get().map_or(130, Lab::exit_code),

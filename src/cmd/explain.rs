@@ -7,7 +7,7 @@ use adapter::Adapter;
 use anyhow::{bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::{Order, Plan, Runner, StopReason, StopRule, Variant};
-use coldstart::explain::{self, adapted, adapter, otlp, ADAPTED, ARMS, TRACED, UNTRACED};
+use coldstart::explain::{self, adapted, adapter, estimate, otlp, ADAPTED, ARMS, TRACED, UNTRACED};
 use coldstart::launch::signals;
 use coldstart::out;
 use coldstart::report::{self, export::Exports};
@@ -38,11 +38,19 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     let timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
     let runs = coldstart::bounds::runs("--runs", args.runs, 1)?;
     let warmup = coldstart::bounds::runs("--warmup", args.warmup, 0)?;
+    coldstart::bounds::count("--requests", args.requests, 0, coldstart::bounds::MAX_REQUESTS)?;
+    let request_url = match &args.request_url {
+        Some(u) => Some(url::Url::parse(u).map_err(|e| anyhow::anyhow!("bad --request-url '{u}': {e}"))?),
+        None => None,
+    };
+    if args.requests > 0 && request_url.is_none() && !matches!(readiness, Readiness::Http { .. }) {
+        bail!("--requests needs a URL: use http readiness or give --request-url http://127.0.0.1:PORT/");
+    }
     let opts = RunOptions {
         timeout,
         poll_interval: Duration::from_micros(200),
-        requests: 0,
-        request_url: None,
+        requests: args.requests,
+        request_url,
         grace: Duration::from_secs(2),
         tail_lines: 10,
         log_marks: args
@@ -95,6 +103,11 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         run_target.env.extend(r.env());
     }
     if !args.quiet {
+        out::errln!("coldstart explain: calibrating the tracer's cost per stop on this machine…");
+    }
+    let calibration = estimate::calibrate(&opts, estimate::CALIBRATION_ROUNDS)
+        .context("calibrating the tracer (the untraced estimates need it)")?;
+    if !args.quiet {
         out::errln!(
             "coldstart explain: {runs} untraced, {runs} traced and {runs} adapted runs, interleaved…"
         );
@@ -141,7 +154,13 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         _ => {}
     }
     let adapters = arms.adapters.take().unwrap_or_default();
-    let mut explanation = explain::from_experiment(&mut m.result, &arms.adapted, &adapters)?;
+    let mut explanation = explain::from_experiment(
+        &mut m.result,
+        &arms.adapted,
+        &adapters,
+        Some(&calibration),
+        args.requests,
+    )?;
     explanation.otlp = !args.no_otlp;
     let json = serde_json::to_string_pretty(&explanation)? + "\n";
     if let (Some((id, location)), Some(spec)) = (&m.stored_as, &outputs.store) {

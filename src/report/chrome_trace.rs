@@ -496,6 +496,7 @@ mod tests {
             outcome: Outcome::Reached,
             warnings: vec![],
             root_usage: None,
+            stops: Vec::new(),
         }
     }
 

@@ -47,6 +47,9 @@ pub fn render(e: &Explanation) -> String {
             overhead(o, e.adapter_overhead_ci)
         ));
     }
+    if let Some(est) = &e.estimate {
+        out.push_str(&super::estimate::headline(est));
+    }
     for w in &e.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
@@ -68,6 +71,15 @@ pub fn render(e: &Explanation) -> String {
         .map(|p| p.name.chars().count())
         .max()
         .unwrap_or(4);
+    let est = e.estimate.as_ref();
+    let phase_est =
+        |name: &str| super::estimate::untraced(est.and_then(|x| x.phases.iter().find(|p| p.name == name)));
+    if est.is_some() {
+        out.push_str(&format!(
+            "  {:name_w$}  {:WIDTH$}  {:>21}  {:>9}  ≈ untraced\n",
+            "", "", "traced", ""
+        ));
+    }
     for p in &tl.phases {
         let a = (p.start_ns as f64 / span * WIDTH as f64).round() as usize;
         let b = ((p.end_ns as f64 / span * WIDTH as f64).round() as usize).max(a + usize::from(p.dur_ns > 0));
@@ -83,11 +95,12 @@ pub fn render(e: &Explanation) -> String {
             })
             .collect();
         out.push_str(&format!(
-            "  {:name_w$}  {bar}  {:>9} → {:>9}  {:>9}\n",
+            "  {:name_w$}  {bar}  {:>9} → {:>9}  {:>9}{}\n",
             p.name,
             dur(p.start_ns),
             dur(p.end_ns),
-            dur(p.dur_ns)
+            dur(p.dur_ns),
+            phase_est(&p.name)
         ));
     }
 
@@ -96,13 +109,14 @@ pub fn render(e: &Explanation) -> String {
     let mut blame: Vec<(u64, String)> = tl
         .phases
         .iter()
-        .map(|p| (p.dur_ns, format!("phase {}", p.name)))
+        .map(|p| (p.dur_ns, format!("phase {}{}", p.name, phase_est(&p.name))))
         .collect();
-    for step in &tl.exec_chain {
+    let step_est = |i: usize| super::estimate::untraced(est.and_then(|x| x.exec_chain.get(i)));
+    for (i, step) in tl.exec_chain.iter().enumerate() {
         if let Some(end) = step.end_ns {
             blame.push((
                 end - step.start_ns,
-                format!("exec {} (before the next exec)", step.path),
+                format!("exec {} (before the next exec){}", step.path, step_est(i)),
             ));
         }
     }
@@ -120,7 +134,7 @@ pub fn render(e: &Explanation) -> String {
         }
     }
     blame.sort_by_key(|b| std::cmp::Reverse(b.0));
-    out.push_str("\nblame (largest first; phases tile the run, the rest overlap them)\n");
+    out.push_str("\nblame (largest first, traced; phases tile the run, the rest overlap them)\n");
     for (ns, what) in blame.iter().filter(|(ns, _)| *ns > 0).take(12) {
         out.push_str(&format!("  {:>9}  {what}\n", dur(*ns)));
     }
@@ -130,16 +144,24 @@ pub fn render(e: &Explanation) -> String {
             "\nexec chain ({} execs, {} failed PATH lookups)\n",
             tl.counts.execs, tl.counts.exec_failures
         ));
-        for step in &tl.exec_chain {
+        for (i, step) in tl.exec_chain.iter().enumerate() {
             let exe = if step.exe != step.path {
                 format!("  [{}]", step.exe)
             } else {
                 String::new()
             };
-            out.push_str(&format!("  {:>9}  {}{exe}\n", dur(step.start_ns), step.path));
+            out.push_str(&format!(
+                "  {:>9}  {}{exe}{}\n",
+                dur(step.start_ns),
+                step.path,
+                step_est(i)
+            ));
         }
     }
     out.push_str(&groups("files opened, by kind", &tl.opens_by_kind, 8));
+    if let Some(x) = est.filter(|x| !x.opens_by_kind.is_empty()) {
+        out.push_str(&super::estimate::spans(&x.opens_by_kind, 8));
+    }
     out.push_str(&groups(
         "files opened, by package or directory",
         &tl.opens_by_package,

@@ -3,6 +3,7 @@
 
 pub mod chrome_trace;
 pub mod csv;
+pub mod estimate;
 pub mod explain;
 pub mod export;
 /// Number formatting is shared with the sample model and the gate.

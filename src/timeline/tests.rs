@@ -50,6 +50,7 @@ fn trace(events: Vec<TraceEvent>, end_ms: u64) -> Trace {
         outcome: Outcome::Reached,
         warnings: vec![],
         root_usage: None,
+        stops: Vec::new(),
     }
 }
 fn phase<'a>(t: &'a Timeline, name: &str) -> &'a Phase {

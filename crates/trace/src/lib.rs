@@ -196,6 +196,23 @@ pub struct Trace {
     /// it (None if it was still running when tracing ended).
     #[serde(default)]
     pub root_usage: Option<RootUsage>,
+    /// Every ptrace stop of the tree, in the order seen (not serialized: a
+    /// server's boot can make hundreds of thousands). What the tracer costs a
+    /// run is mostly these: explain's untraced estimate subtracts them.
+    #[serde(skip)]
+    pub stops: Vec<Stop>,
+}
+
+/// One ptrace stop: a tracee held by the tracer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// CLOCK_MONOTONIC ns when the tracer saw the stop.
+    pub ts_ns: u64,
+    /// The process (thread group) held.
+    pub pid: i32,
+    /// How long the tracer took before resuming it (decoding, reading memory
+    /// and procfs); the kernel's round trip around it is not in here.
+    pub held_ns: u32,
 }
 
 /// What wait4(2) reports for a reaped process: its own use plus that of the
@@ -525,6 +542,7 @@ impl Session {
             outcome: self.outcome,
             warnings: collected.warnings,
             root_usage: collected.root_usage,
+            stops: collected.stops,
         })
     }
 }

@@ -445,6 +445,7 @@ mod tests {
             outcome: Outcome::Reached,
             warnings: Vec::new(),
             root_usage: None,
+            stops: Vec::new(),
         };
         assert_eq!(pth_files(&trace), ["a.pth", "b.pth"]);
     }

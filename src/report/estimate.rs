@@ -1,0 +1,64 @@
+//! The untraced estimates beside the traced figures (explain/estimate.rs).
+
+use super::format::ms;
+use crate::explain::estimate::{Estimate, Estimated};
+
+/// The method and its error, under the overhead line.
+pub fn headline(e: &Estimate) -> String {
+    let c = &e.calibration;
+    let mut out = format!(
+        "untraced estimate: each of the {} stops before ready costs {:.1} µs (kernel round trip, calibrated: {} rounds, ±{:.0} %) + the tracer's own time on it (measured; {:.1} µs in calibration) = {} in the run shown\n",
+        thousands(e.stops),
+        c.round_trip_us,
+        c.rounds,
+        c.spread_pct,
+        c.held_us,
+        ms(e.stops_cost_ms),
+    );
+    match (e.untraced_median_ms, e.error_pct) {
+        (Some(u), Some(err)) => out.push_str(&format!(
+            "  calibrated estimate of the total {} vs untraced median {} ({err:+.1} %); the rest of the traced−untraced difference is spread over the stops (×{:.2} per stop): estimated total {}\n",
+            ms(e.calibrated_total_ms),
+            ms(u),
+            e.scale,
+            ms(e.total_ms)
+        )),
+        _ => out.push_str(&format!(
+            "  estimated total {} (no untraced runs to check it against)\n",
+            ms(e.total_ms)
+        )),
+    }
+    out
+}
+
+/// `  ≈ 12.3 ms untraced`, or nothing without an estimate.
+pub fn untraced(e: Option<&Estimated>) -> String {
+    e.map(|e| format!("  ≈ {} untraced", ms(e.estimate_ms)))
+        .unwrap_or_default()
+}
+
+/// The open groups' spans, estimated.
+pub fn spans(groups: &[Estimated], n: usize) -> String {
+    let mut out = String::from("  their spans untraced (≈): ");
+    let parts: Vec<String> = groups
+        .iter()
+        .take(n)
+        .map(|g| format!("{} {}", g.name, ms(g.estimate_ms)))
+        .collect();
+    out.push_str(&parts.join(" · "));
+    out.push('\n');
+    out
+}
+
+/// 5320 → 5,320.
+pub fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
