@@ -189,6 +189,10 @@ pub struct ExplainArgs {
     /// The program and its arguments.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+    /// explain A vs B: `--name A [--ready …] [-e …] -- COMMAND --name B -- COMMAND`
+    /// (split off before clap, as bench's variants).
+    #[arg(skip)]
+    pub variants: Vec<VariantSpec>,
 }
 
 /// What bench and lambda share: failure policy, order seed, progress, exports, store.

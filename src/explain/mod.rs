@@ -6,6 +6,7 @@
 
 pub mod adapted;
 pub mod adapter;
+pub mod attribution;
 pub mod estimate;
 pub mod otlp;
 pub mod requests;
@@ -77,6 +78,10 @@ pub struct Explanation {
     /// tracer; `bench --explain` and explanations stored before: none).
     #[serde(default)]
     pub estimate: Option<estimate::Estimate>,
+    /// The regular files the run shown opened (successfully), sorted: what
+    /// explain A vs B names when only one build opens a file.
+    #[serde(default)]
+    pub opened_files: Vec<String>,
 }
 
 /// The explanation of the traced run nearest the traced median.
@@ -97,6 +102,7 @@ pub fn explanation(
     };
     let mut timeline = timeline::build(&trace);
     timeline::add_ready_phases(&mut timeline, &trace, (ready_ms * 1e6) as u64);
+    let opened_files = attribution::opened_files(&trace);
     Ok(Explanation {
         schema: "coldstart.explain/2".into(),
         command: target.display_command(),
@@ -116,6 +122,7 @@ pub fn explanation(
         timeline,
         trace: Some(trace),
         estimate: None,
+        opened_files,
     })
 }
 

@@ -5,6 +5,7 @@ pub mod chrome_trace;
 pub mod csv;
 pub mod estimate;
 pub mod explain;
+pub mod explain_ab;
 pub mod export;
 /// Number formatting is shared with the sample model and the gate.
 pub use crate::format;
