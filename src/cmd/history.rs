@@ -120,6 +120,33 @@ fn overheads(store: &mut Store, b: &Stored, c: &Stored) -> Result<(String, serde
     Ok((text, serde_json::Value::Object(doc)))
 }
 
+/// Two stored explains' attribution of their difference (untraced arms,
+/// per-run phase estimates); None unless both are explains.
+fn attribution(
+    store: &mut Store,
+    b: &Stored,
+    c: &Stored,
+) -> Result<Option<explain::attribution::Attribution>> {
+    if !is_explain(b) || !is_explain(c) {
+        return Ok(None);
+    }
+    let (Some(eb), Some(ec)) = (explanation(store, b.id)?, explanation(store, c.id)?) else {
+        return Ok(None);
+    };
+    let untraced = |s: &Stored| s.result.ready_ms(UNTRACED);
+    let (ub, uc) = (untraced(b), untraced(c));
+    let (nb, nc) = (format!("@{}", b.id), format!("@{}", c.id));
+    let side = |name, untraced_ms, explanation| explain::attribution::Side {
+        name,
+        untraced_ms,
+        explanation,
+    };
+    Ok(Some(explain::attribution::attribute(
+        &side(&nb, &ub, &eb),
+        &side(&nc, &uc, &ec),
+    )))
+}
+
 /// `REF` or `REF:VARIANT`.
 fn split_ref(s: &str) -> (&str, Option<&str>) {
     match s.split_once(':') {
@@ -255,7 +282,12 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         markdown += "\n";
         docs.push(serde_json::json!({ "variants": analysis.variants }));
     }
-    let (overhead_text, overhead_doc) = overheads(&mut store, &b, &c)?;
+    let (mut overhead_text, overhead_doc) = overheads(&mut store, &b, &c)?;
+    // Two explains: where the difference comes from, as `explain A vs B` prints it.
+    let attribution = attribution(&mut store, &b, &c)?;
+    if let Some(att) = &attribution {
+        overhead_text += &report::explain_ab::render(att);
+    }
     if !overhead_text.is_empty() {
         markdown += &format!("```\n{overhead_text}```\n");
     }
@@ -266,6 +298,9 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         let mut doc = serde_json::json!({ "schema": "coldstart.compare/1", "baseline": b.id, "candidate": c.id, "pairs": docs });
         if !overhead_doc.is_null() {
             doc["overheads"] = overhead_doc;
+        }
+        if let Some(att) = &attribution {
+            doc["attribution"] = serde_json::to_value(att)?;
         }
         report::write_export(p, (serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
     }
