@@ -212,8 +212,9 @@ pub struct Estimate {
     /// the calibrated model on this target.
     pub error_pct: Option<f64>,
     /// The residual scale: the factor on every stop's calibrated cost that
-    /// makes the median traced run's stops account for all of the measured
-    /// traced − untraced difference (1 when there is no untraced median).
+    /// makes the traced runs' estimates match the untraced runs (the
+    /// Hodges–Lehmann shift between them); 1 when that shift's 95 % CI holds
+    /// zero (the calibration stands) or there are no untraced runs.
     /// The phases, steps and groups below use the scaled costs.
     pub scale: f64,
     /// The median of the runs' estimated ready times with the scaled costs, ms.
@@ -273,19 +274,27 @@ pub fn run_estimate(
 }
 
 /// The residual scale from calibrated run estimates: the factor on the stops'
-/// cost that makes the median traced run's estimate the untraced median.
-pub fn residual_scale(calibrated: &[RunEstimate], untraced_median_ms: Option<f64>) -> f64 {
-    let Some(u) = untraced_median_ms else { return 1.0 };
-    let med = |mut xs: Vec<f64>| {
-        xs.sort_by(f64::total_cmp);
-        crate::stats::quantile(&xs, 0.5)
+/// cost that makes the traced runs' estimates match the untraced runs. Only
+/// when the data say the calibration is off: when the 95 % CI of the shift
+/// between the calibrated estimates and the untraced runs holds zero, the
+/// calibration stands (scale 1), so run-to-run noise on a target with few
+/// stops is not blamed on them.
+pub fn residual_scale(calibrated: &[RunEstimate], untraced_ms: &[f64]) -> f64 {
+    let estimates: Vec<f64> = calibrated.iter().map(|r| r.estimate_ms).collect();
+    let Some(shift) = crate::stats::hodges_lehmann(untraced_ms, &estimates, super::CONFIDENCE) else {
+        return 1.0;
     };
-    let traced = med(calibrated.iter().map(|r| r.traced_ms).collect());
-    let cost = med(calibrated.iter().map(|r| r.traced_ms - r.estimate_ms).collect());
-    if calibrated.is_empty() || cost <= 0.0 {
+    if shift.ci.is_some_and(|(lo, hi)| lo <= 0.0 && 0.0 <= hi) {
         return 1.0;
     }
-    ((traced - u) / cost).max(0.0)
+    let mut costs: Vec<f64> = calibrated.iter().map(|r| r.traced_ms - r.estimate_ms).collect();
+    costs.sort_by(f64::total_cmp);
+    let cost = crate::stats::quantile(&costs, 0.5);
+    if costs.is_empty() || cost <= 0.0 {
+        return 1.0;
+    }
+    // estimate − untraced = shift: each stop must cost (cost + shift) / cost times more.
+    ((cost + shift.estimate) / cost).max(0.0)
 }
 
 /// The estimate of an explanation: `shown` is the run whose timeline is

@@ -152,8 +152,7 @@ pub fn from_experiment(
     // The estimates need the traces, which the explanation takes out below.
     let runs = calibration.map(|c| {
         let calibrated = estimate::run_estimates(result, TRACED, requests, c, 1.0);
-        let untraced_median = stats::summarize(&untraced).map(|s| s.p50);
-        let scale = estimate::residual_scale(&calibrated, untraced_median);
+        let scale = estimate::residual_scale(&calibrated, &untraced);
         let scaled = estimate::run_estimates(result, TRACED, requests, c, scale);
         (calibrated, scaled, scale)
     });

@@ -17,10 +17,17 @@ pub fn headline(e: &Estimate) -> String {
     );
     match (e.untraced_median_ms, e.error_pct) {
         (Some(u), Some(err)) => out.push_str(&format!(
-            "  calibrated estimate of the total {} vs untraced median {} ({err:+.1} %); the rest of the traced−untraced difference is spread over the stops (×{:.2} per stop): estimated total {}\n",
+            "  calibrated estimate of the total {} vs untraced median {} ({err:+.1} %){}: estimated total {}\n",
             ms(e.calibrated_total_ms),
             ms(u),
-            e.scale,
+            if e.scale == 1.0 {
+                ", within the untraced runs' noise: the calibration stands".to_string()
+            } else {
+                format!(
+                    "; the rest of the difference is spread over the stops (each ×{:.2})",
+                    e.scale
+                )
+            },
             ms(e.total_ms)
         )),
         _ => out.push_str(&format!(
