@@ -20,14 +20,10 @@ pub fn headline(e: &Estimate) -> String {
             "  calibrated estimate of the total {} vs untraced median {} ({err:+.1} %){}: estimated total {}\n",
             ms(e.calibrated_total_ms),
             ms(u),
-            if e.scale == 1.0 {
-                ", within the untraced runs' noise: the calibration stands".to_string()
-            } else {
-                format!(
-                    "; the rest of the difference is spread over the stops (each ×{:.2})",
-                    e.scale
-                )
-            },
+            format!(
+                "; so each stop's cost is scaled ×{:.2} to match the untraced runs",
+                e.scale
+            ),
             ms(e.total_ms)
         )),
         _ => out.push_str(&format!(

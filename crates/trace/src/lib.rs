@@ -203,7 +203,8 @@ pub struct Trace {
     pub stops: Vec<Stop>,
 }
 
-/// One ptrace stop: a tracee held by the tracer.
+/// One ptrace stop: a tracee held by the tracer (or a process's death, which
+/// reaches its parent only once the tracer has collected it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stop {
     /// CLOCK_MONOTONIC ns when the tracer saw the stop.

@@ -192,7 +192,18 @@ impl Tracer {
                     // children it waited for), as wait4 gives it to a plain parent.
                     self.root_usage = Some(crate::RootUsage::from_rusage(&usage));
                 }
+                let pid = self.tasks.get(&tid).map_or(tid, |t| t.tgid);
                 self.on_death(tid, status, now);
+                // A traced process's death reaches its parent only once we
+                // collected it: one more round trip for a parent that waits.
+                if pid == tid {
+                    let held_ns = now_ns().saturating_sub(now).min(u64::from(u32::MAX)) as u32;
+                    self.stops.push(crate::Stop {
+                        ts_ns: now,
+                        pid,
+                        held_ns,
+                    });
+                }
                 continue;
             }
             if !libc::WIFSTOPPED(status) {
