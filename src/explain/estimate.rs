@@ -297,16 +297,26 @@ pub fn residual_scale(calibrated: &[RunEstimate], untraced_ms: &[f64]) -> f64 {
 /// The estimate of an explanation: `shown` is the run whose timeline is
 /// shown (`tl`, ready at `ready_ms`); `calibrated` and `scaled` are every
 /// measured traced run's estimates with the calibrated and the scaled costs.
+/// The traced runs' estimates, as calibrated and scaled.
+pub struct Runs {
+    pub calibrated: Vec<RunEstimate>,
+    pub scaled: Vec<RunEstimate>,
+    pub scale: f64,
+}
+
 pub fn estimate(
     shown: &Trace,
     tl: &Timeline,
     ready_ms: f64,
-    calibrated: &[RunEstimate],
-    scaled: Vec<RunEstimate>,
+    runs: Runs,
     untraced_median_ms: Option<f64>,
     cal: &Calibration,
-    scale: f64,
 ) -> Estimate {
+    let Runs {
+        calibrated,
+        scaled,
+        scale,
+    } = runs;
     let costs = StopCosts::new(shown, cal, scale);
     let ready_ns = (ready_ms * 1e6) as u64;
     let span = |name: &str, a: u64, b: u64| Estimated {
@@ -331,7 +341,7 @@ pub fn estimate(
         (!xs.is_empty()).then(|| crate::stats::quantile(&xs, 0.5))
     };
     let calibrated_total_ms =
-        median_of(calibrated).unwrap_or_else(|| StopCosts::new(shown, cal, 1.0).estimate_ms(0, ready_ns));
+        median_of(&calibrated).unwrap_or_else(|| StopCosts::new(shown, cal, 1.0).estimate_ms(0, ready_ns));
     let total_ms = median_of(&scaled).unwrap_or_else(|| costs.estimate_ms(0, ready_ns));
     let (stops, cost) = costs.within(0, ready_ns);
     Estimate {

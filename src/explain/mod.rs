@@ -154,7 +154,11 @@ pub fn from_experiment(
         let calibrated = estimate::run_estimates(result, TRACED, requests, c, 1.0);
         let scale = estimate::residual_scale(&calibrated, &untraced);
         let scaled = estimate::run_estimates(result, TRACED, requests, c, scale);
-        (calibrated, scaled, scale)
+        estimate::Runs {
+            calibrated,
+            scaled,
+            scale,
+        }
     });
     let traced_runs: Vec<(f64, Trace)> = result
         .samples
@@ -179,18 +183,15 @@ pub fn from_experiment(
     let adapter_overhead = stats::ratio(&untraced, &adapted_ms, CONFIDENCE);
     e.adapter_overhead = adapter_overhead.as_ref().map(|r| r.estimate);
     e.adapter_overhead_ci = adapter_overhead.and_then(|r| r.ci);
-    if let (Some(cal), Some((calibrated, scaled, scale)), Some(trace)) = (calibration, runs, e.trace.as_ref())
-    {
+    if let (Some(cal), Some(runs), Some(trace)) = (calibration, runs, e.trace.as_ref()) {
         let median = e.untraced_ms.as_ref().map(|s| s.p50);
         e.estimate = Some(estimate::estimate(
             trace,
             &e.timeline,
             e.ready_ms,
-            &calibrated,
-            scaled,
+            runs,
             median,
             cal,
-            scale,
         ));
     }
     e.adapters = adapters.iter().map(|a| a.name().to_string()).collect();

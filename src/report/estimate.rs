@@ -17,13 +17,10 @@ pub fn headline(e: &Estimate) -> String {
     );
     match (e.untraced_median_ms, e.error_pct) {
         (Some(u), Some(err)) => out.push_str(&format!(
-            "  calibrated estimate of the total {} vs untraced median {} ({err:+.1} %){}: estimated total {}\n",
+            "  calibrated estimate of the total {} vs untraced median {} ({err:+.1} %); so each stop's cost is scaled ×{:.2} to match the untraced runs: estimated total {}\n",
             ms(e.calibrated_total_ms),
             ms(u),
-            format!(
-                "; so each stop's cost is scaled ×{:.2} to match the untraced runs",
-                e.scale
-            ),
+            e.scale,
             ms(e.total_ms)
         )),
         _ => out.push_str(&format!(
@@ -58,7 +55,7 @@ pub fn thousands(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
