@@ -117,7 +117,15 @@ EXAMPLES
   coldstart explain --ready http://127.0.0.1:8080/ --export-trace run.json -- ./server
   (open run.json in https://ui.perfetto.dev or chrome://tracing)
   coldstart explain --ready log:listening -- java -jar app.jar       # classes by package
-  coldstart explain --adapter none --no-otlp --ready exit -- ./tool  # the tracer only";
+  coldstart explain --adapter none --no-otlp --ready exit -- ./tool  # the tracer only
+  coldstart explain --ready http://127.0.0.1:8080/ --name A -- ./server-a --name B -- ./server-b
+  (A vs B: both builds' arms interleaved; which phases and rows the difference comes from)
+
+TRUE TIMES
+  Every traced figure is shown beside an untraced estimate: the tracer's cost per
+  stop is calibrated on this machine when explain starts and subtracted per stop,
+  scaled so the traced runs match the untraced ones; the report states the
+  calibrated model's error against the untraced median.";
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {

@@ -122,7 +122,9 @@ fn init_share(att: &serde_json::Value) -> (f64, f64, f64) {
 #[test]
 fn the_parse_at_start_is_attributed_to_init_and_its_file_named_also_by_compare() {
     let Some((a, b, data)) = builds() else { return };
-    let (doc, out) = explain_ab(&a, &b, &data, testkit::free_port(), &["--no-store"]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.db").display().to_string();
+    let (doc, out) = explain_ab(&a, &b, &data, testkit::free_port(), &["--store", &store]);
     let att = &doc["attribution"];
     let (total, init, share) = init_share(att);
     testkit::say(&format!(
@@ -173,14 +175,26 @@ fn the_parse_at_start_is_attributed_to_init_and_its_file_named_also_by_compare()
             .len()
             >= 4
     );
-    compare_on_two_stored_explains_attributes_the_same_way(&a, &b, &data);
+    // `show` prints the stored A vs B as it printed, and exports its document.
+    let shown = dir.path().join("shown.json");
+    let o = run(&[
+        "show",
+        "--store",
+        &store,
+        "1",
+        "--export-json",
+        shown.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(" faster than parse"), "{}", stdout(&o));
+    assert_eq!(json_file(&shown)["attribution"], doc["attribution"]);
+    compare_on_two_stored_explains_attributes_the_same_way(&a, &b, &data, &store);
 }
 
 /// One test, two steps run one after the other: timing tests in parallel
 /// would disturb each other on a small machine.
-fn compare_on_two_stored_explains_attributes_the_same_way(a: &Path, b: &Path, data: &Path) {
+fn compare_on_two_stored_explains_attributes_the_same_way(a: &Path, b: &Path, data: &Path, store: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store.db").display().to_string();
     let port = testkit::free_port();
     let one = |program: &Path, args: &[&str]| {
         let url = format!("http://127.0.0.1:{port}/");
@@ -236,5 +250,5 @@ fn compare_on_two_stored_explains_attributes_the_same_way(a: &Path, b: &Path, da
             .any(|f| f == data_path.as_str()),
         "{att:#}"
     );
-    assert!(stdout(&o).contains("faster than @1"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("faster than @2"), "{}", stdout(&o));
 }

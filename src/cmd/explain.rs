@@ -113,8 +113,12 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     if !args.quiet {
         out::errln!("coldstart explain: calibrating the tracer's cost per stop on this machine…");
     }
-    let calibration = estimate::calibrate(&opts, estimate::CALIBRATION_ROUNDS)
-        .context("calibrating the tracer (the untraced estimates need it)")?;
+    let calibration = match estimate::calibrate(&opts, estimate::CALIBRATION_ROUNDS) {
+        Ok(c) => c,
+        // Ctrl-C during the calibration: nothing measured yet.
+        Err(_) if signals::interrupted() => return Ok(130),
+        Err(e) => return Err(e.context("calibrating the tracer (the untraced estimates need it)")),
+    };
     if !args.quiet {
         let each = if ab { " per build" } else { "" };
         out::errln!(

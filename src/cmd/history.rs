@@ -47,6 +47,21 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     let stored = store.load(id)?;
     let settings: Settings = serde_json::from_str(&stored.settings_json)?;
     let analysis = analyze(&stored.result, args.noise.unwrap_or(settings.noise));
+    // explain A vs B stored its builds' explanations and their attribution.
+    if let Some(ab) = explanation_ab(&mut store, id)? {
+        let mut exports = args.export.exports();
+        if let Some(path) = exports.json.take() {
+            report::write_export(&path, (serde_json::to_string_pretty(&ab.0)? + "\n").as_bytes())?;
+        }
+        exports.write_experiment(&stored.result, &analysis, &settings)?;
+        outln!(
+            "experiment {} ({})",
+            stored.id,
+            report::history::describe(&stored)
+        )?;
+        out!("{}", ab.1)?;
+        return Ok(0);
+    }
     let explanation = explanation(&mut store, id)?;
     // Exports first, printing last (see out.rs). An explain's JSON is the
     // explanation it exported when it ran (its samples are `--export-csv`'s).
@@ -71,6 +86,31 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         None => out!("{}", report::terminal::render(&stored.result, &analysis))?,
     }
     Ok(0)
+}
+
+/// The stored document of an `explain A vs B` (experiment `id`) and its
+/// report as it printed at the end of its run; None for anything else.
+fn explanation_ab(store: &mut Store, id: i64) -> Result<Option<(serde_json::Value, String)>> {
+    let Some(json) = store.explanation(id)? else {
+        return Ok(None);
+    };
+    let doc: serde_json::Value = serde_json::from_str(&json)
+        .with_context(|| format!("experiment {id}: its stored explanation is unreadable"))?;
+    if doc["schema"] != "coldstart.explain-ab/1" {
+        return Ok(None);
+    }
+    let unreadable = || format!("experiment {id}: its stored A vs B explanation is unreadable");
+    let att: explain::attribution::Attribution =
+        serde_json::from_value(doc["attribution"].clone()).with_context(unreadable)?;
+    let mut text = String::new();
+    for name in [&att.a, &att.b] {
+        let e: Explanation =
+            serde_json::from_value(doc["builds"][name.as_str()].clone()).with_context(unreadable)?;
+        text += &report::explain::render(&e);
+        text += "\n";
+    }
+    text += &report::explain_ab::render(&att);
+    Ok(Some((doc, text)))
 }
 
 /// The stored explanation of experiment `id`, if it is a `coldstart explain`.
