@@ -226,9 +226,9 @@ fn compare_on_two_stored_explains_attributes_the_same_way(a: &Path, b: &Path, da
     let o = run(&[
         "compare",
         "--store",
-        &store,
-        "1",
+        store,
         "2",
+        "3",
         "--export-json",
         json.to_str().unwrap(),
     ]);
