@@ -15,7 +15,7 @@ use std::process::Command;
 const COUNT: usize = 400_000;
 
 /// Runs per arm: this machine's noise (a loaded 2-core VM) needs more than the default.
-const RUNS: &str = "20";
+const RUNS: &str = "40";
 
 fn value(i: usize) -> u64 {
     (i as u64 * 7919) % 1_000_003
