@@ -212,8 +212,8 @@ pub struct Estimate {
     /// the calibrated model on this target.
     pub error_pct: Option<f64>,
     /// The residual scale: the factor on every stop's calibrated cost that
-    /// makes the traced runs' estimates match the untraced runs (the
-    /// Hodges–Lehmann shift between them); 1 without untraced runs.
+    /// makes the median estimated total the untraced median (never below 0;
+    /// 1 without untraced runs).
     /// The phases, steps and groups below use the scaled costs.
     pub scale: f64,
     /// The median of the runs' estimated ready times with the scaled costs, ms.
@@ -273,30 +273,29 @@ pub fn run_estimate(
 }
 
 /// The residual scale from calibrated run estimates: the factor on the stops'
-/// cost that makes the traced runs' estimates match the untraced runs (their
-/// Hodges–Lehmann shift becomes zero). A stop in a real program costs more
-/// than in the calibration loop whenever the tracer has to wait for a CPU or
-/// the tracee's caches are cold after the switch; that excess grows with the
-/// stops, so it is spread over them. The calibrated model's own error stays
-/// on the report ([`Estimate::error_pct`]).
+/// cost that makes the median estimated total the untraced median, i.e.
+/// (median traced − median untraced) ÷ median cost. A stop in a real program
+/// costs more than in the calibration loop whenever the tracer has to wait for
+/// a CPU or the tracee's caches are cold after the switch; that excess grows
+/// with the stops, so it is spread over them. Never below 0 (traced runs
+/// faster than untraced ones are noise, not a negative cost). The calibrated
+/// model's own error stays on the report ([`Estimate::error_pct`]).
 pub fn residual_scale(calibrated: &[RunEstimate], untraced_ms: &[f64]) -> f64 {
-    let estimates: Vec<f64> = calibrated.iter().map(|r| r.estimate_ms).collect();
-    let Some(shift) = crate::stats::hodges_lehmann(untraced_ms, &estimates, super::CONFIDENCE) else {
-        return 1.0;
+    let med = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        crate::stats::quantile(&xs, 0.5)
     };
-    let mut costs: Vec<f64> = calibrated.iter().map(|r| r.traced_ms - r.estimate_ms).collect();
-    costs.sort_by(f64::total_cmp);
-    let cost = crate::stats::quantile(&costs, 0.5);
-    if costs.is_empty() || cost <= 0.0 {
+    if calibrated.is_empty() || untraced_ms.is_empty() {
         return 1.0;
     }
-    // estimate − untraced = shift: each stop must cost (cost + shift) / cost times more.
-    ((cost + shift.estimate) / cost).max(0.0)
+    let traced = med(calibrated.iter().map(|r| r.traced_ms).collect());
+    let cost = med(calibrated.iter().map(|r| r.traced_ms - r.estimate_ms).collect());
+    if cost <= 0.0 {
+        return 1.0;
+    }
+    ((traced - med(untraced_ms.to_vec())) / cost).max(0.0)
 }
 
-/// The estimate of an explanation: `shown` is the run whose timeline is
-/// shown (`tl`, ready at `ready_ms`); `calibrated` and `scaled` are every
-/// measured traced run's estimates with the calibrated and the scaled costs.
 /// The traced runs' estimates, as calibrated and scaled.
 pub struct Runs {
     pub calibrated: Vec<RunEstimate>,
@@ -415,6 +414,22 @@ mod tests {
         assert!((c.round_trip_us - 10.0).abs() < 0.01, "{c:?}");
         assert!((c.held_us - 5.0).abs() < 0.01, "{c:?}");
         assert!(c.spread_pct < 10.0, "{c:?}");
+    }
+
+    #[test]
+    fn the_residual_scale_makes_the_median_estimate_the_untraced_median() {
+        let run = |traced_ms: f64, cost_ms: f64| RunEstimate {
+            traced_ms,
+            estimate_ms: traced_ms - cost_ms,
+            stops: 100,
+            phases: Vec::new(),
+        };
+        // Traced 30 ms, calibrated stops 5 ms, untraced 20 ms: the stops cost ×2.
+        let runs = [run(29.0, 5.0), run(30.0, 5.0), run(31.0, 5.0)];
+        assert!((residual_scale(&runs, &[19.0, 20.0, 21.0]) - 2.0).abs() < 1e-9);
+        // Traced faster than untraced (noise): no negative cost.
+        assert_eq!(residual_scale(&runs, &[40.0]), 0.0);
+        assert_eq!(residual_scale(&runs, &[]), 1.0);
     }
 
     #[test]
