@@ -28,13 +28,19 @@ pub fn headline(a: &Attribution) -> String {
         return format!("{} vs {}: not enough untraced runs for a difference\n", a.b, a.a);
     };
     let how = if total < 0.0 { "faster" } else { "slower" };
-    let mut line = format!(
-        "{} is {} {how} than {}{}",
-        a.b,
-        ms(total.abs()),
-        a.a,
-        ci(a.total_ci_ms).replace(" [", " (95% CI [").replace(']', "])")
-    );
+    let interval = ci(a.total_ci_ms).replace(" [", " (95% CI [").replace(']', "])");
+    // An interval holding zero is no verdict: say the difference, not "faster".
+    let unclear = a.total_ci_ms.is_some_and(|(lo, hi)| lo <= 0.0 && 0.0 <= hi);
+    let mut line = if unclear {
+        format!(
+            "no clear difference: {} − {} = {}{interval}",
+            a.b,
+            a.a,
+            signed(total)
+        )
+    } else {
+        format!("{} is {} {how} than {}{interval}", a.b, ms(total.abs()), a.a)
+    };
     if let Some(p) = a.phases.first() {
         line += &format!(": {} {}{}", p.name, signed(p.diff_ms), ci(p.ci_ms));
         if let Some(s) = p.share_pct {
@@ -109,6 +115,9 @@ pub fn render(a: &Attribution) -> String {
         }
         out += &row(r, a);
     }
+    if a.rows.iter().any(|r| r.a.is_none() || r.b.is_none()) {
+        out += "  (—: not among that build's rows: a runtime's table lists its top rows only)\n";
+    }
     for (who, files) in [(&a.a, &a.only_a), (&a.b, &a.only_b)] {
         if files.is_empty() {
             continue;
@@ -145,4 +154,53 @@ fn row(r: &RowDiff, a: &Attribution) -> String {
         cell(r.b),
         diff
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::attribution::PhaseDiff;
+
+    fn att(total: f64, ci: (f64, f64)) -> Attribution {
+        Attribution {
+            schema: "coldstart.explain-ab/1".into(),
+            a: "A".into(),
+            b: "B".into(),
+            a_untraced_ms: Some(2.0),
+            b_untraced_ms: Some(1.62),
+            total_ms: Some(total),
+            total_ci_ms: Some(ci),
+            phases: vec![PhaseDiff {
+                name: "init".into(),
+                a_ms: 0.5,
+                b_ms: 0.15,
+                diff_ms: -0.35,
+                ci_ms: Some((-0.5, -0.2)),
+                share_pct: Some(92.0),
+            }],
+            estimated: true,
+            rows: Vec::new(),
+            only_a: vec!["handler.ts".into()],
+            only_b: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_headline_names_the_phase_its_share_and_the_file() {
+        let h = headline(&att(-0.38, (-0.5, -0.25)));
+        assert!(
+            h.starts_with("B is 380 µs faster than A (95% CI [−500 µs, −250 µs])"),
+            "{h}"
+        );
+        assert!(h.contains("init −350 µs [−500 µs, −200 µs] (92 % of it)"), "{h}");
+        assert!(h.contains("opened only by A: `handler.ts`"), "{h}");
+    }
+
+    #[test]
+    fn an_interval_holding_zero_is_no_verdict() {
+        let h = headline(&att(-0.38, (-0.9, 0.1)));
+        assert!(h.starts_with("no clear difference: B − A = −380 µs"), "{h}");
+        assert!(!h.contains("faster"), "{h}");
+    }
 }
