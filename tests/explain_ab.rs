@@ -252,3 +252,53 @@ fn compare_on_two_stored_explains_attributes_the_same_way(a: &Path, b: &Path, da
     );
     assert!(stdout(&o).contains("faster than @2"), "{}", stdout(&o));
 }
+
+/// `explain --requests N`: every run (traced ones too) sends N GETs after
+/// ready; each becomes a phase `request k` (accept → first response write)
+/// with its untraced estimate.
+#[test]
+fn requests_after_ready_are_phases_with_estimates() {
+    let Some((_, b, _)) = builds() else { return };
+    let port = testkit::free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let url = format!("http://127.0.0.1:{port}/");
+    let o = run(&[
+        "explain",
+        "-q",
+        "--no-store",
+        "--adapter",
+        "none",
+        "--no-otlp",
+        "--runs",
+        "3",
+        "--requests",
+        "3",
+        "--ready",
+        &url,
+        "--export-json",
+        json.to_str().unwrap(),
+        "--",
+        b.to_str().unwrap(),
+        &port.to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json_file(&json);
+    let phases = doc["timeline"]["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases.iter().filter_map(|p| p["name"].as_str()).collect();
+    for k in 1..=3 {
+        assert!(names.contains(&format!("request {k}").as_str()), "{names:?}");
+    }
+    assert!(!names.contains(&"request 4"), "{names:?}");
+    let ready_ns = (doc["ready_ms"].as_f64().unwrap() * 1e6) as u64;
+    let r1 = phases.iter().find(|p| p["name"] == "request 1").unwrap();
+    assert!(r1["start_ns"].as_u64().unwrap() >= ready_ns, "after ready: {r1}");
+    let est: Vec<&str> = doc["estimate"]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(est.contains(&"request 1") && est.contains(&"request 3"), "{est:?}");
+    assert!(stdout(&o).contains("request 1"), "{}", stdout(&o));
+}
