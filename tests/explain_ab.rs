@@ -299,6 +299,9 @@ fn requests_after_ready_are_phases_with_estimates() {
         .iter()
         .filter_map(|p| p["name"].as_str())
         .collect();
-    assert!(est.contains(&"request 1") && est.contains(&"request 3"), "{est:?}");
+    assert!(
+        est.contains(&"request 1") && est.contains(&"request 3"),
+        "{est:?}"
+    );
     assert!(stdout(&o).contains("request 1"), "{}", stdout(&o));
 }

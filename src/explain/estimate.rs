@@ -273,8 +273,8 @@ pub fn run_estimate(
 }
 
 /// The residual scale from calibrated run estimates: the factor on the stops'
-/// cost that makes the median estimated total the untraced median, i.e.
-/// (median traced − median untraced) ÷ median cost. A stop in a real program
+/// cost that makes the median estimated total the untraced median (found by
+/// bisection: per-run costs differ, so medians do not simply subtract). A stop in a real program
 /// costs more than in the calibration loop whenever the tracer has to wait for
 /// a CPU or the tracee's caches are cold after the switch; that excess grows
 /// with the stops, so it is spread over them. Never below 0 (traced runs
@@ -288,12 +288,36 @@ pub fn residual_scale(calibrated: &[RunEstimate], untraced_ms: &[f64]) -> f64 {
     if calibrated.is_empty() || untraced_ms.is_empty() {
         return 1.0;
     }
-    let traced = med(calibrated.iter().map(|r| r.traced_ms).collect());
-    let cost = med(calibrated.iter().map(|r| r.traced_ms - r.estimate_ms).collect());
-    if cost <= 0.0 {
-        return 1.0;
+    let target = med(untraced_ms.to_vec());
+    // The median estimated total at scale k; it falls as k grows (each run's
+    // total is traced − k × its stops' cost, floored at 0).
+    let total = |k: f64| {
+        med(calibrated
+            .iter()
+            .map(|r| (r.traced_ms - k * (r.traced_ms - r.estimate_ms)).max(0.0))
+            .collect())
+    };
+    if total(0.0) <= target {
+        return 0.0;
     }
-    ((traced - med(untraced_ms.to_vec())) / cost).max(0.0)
+    let mut hi = 1.0;
+    while total(hi) > target {
+        hi *= 2.0;
+        if hi > 1e6 {
+            // Stops that cost nothing cannot explain any difference.
+            return 1.0;
+        }
+    }
+    let mut lo = 0.0;
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if total(mid) > target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
 }
 
 /// The traced runs' estimates, as calibrated and scaled.
@@ -426,7 +450,16 @@ mod tests {
         };
         // Traced 30 ms, calibrated stops 5 ms, untraced 20 ms: the stops cost ×2.
         let runs = [run(29.0, 5.0), run(30.0, 5.0), run(31.0, 5.0)];
-        assert!((residual_scale(&runs, &[19.0, 20.0, 21.0]) - 2.0).abs() < 1e-9);
+        assert!((residual_scale(&runs, &[19.0, 20.0, 21.0]) - 2.0).abs() < 1e-6);
+        // Per-run costs that differ: the median of the scaled totals is the target.
+        let mixed = [run(30.0, 2.0), run(40.0, 10.0), run(50.0, 4.0)];
+        let k = residual_scale(&mixed, &[30.0]);
+        let mut totals: Vec<f64> = mixed
+            .iter()
+            .map(|r| r.traced_ms - k * (r.traced_ms - r.estimate_ms))
+            .collect();
+        totals.sort_by(f64::total_cmp);
+        assert!((totals[1] - 30.0).abs() < 1e-6, "{k} {totals:?}");
         // Traced faster than untraced (noise): no negative cost.
         assert_eq!(residual_scale(&runs, &[40.0]), 0.0);
         assert_eq!(residual_scale(&runs, &[]), 1.0);
