@@ -222,9 +222,11 @@ pub struct Estimate {
     pub phases: Vec<Estimated>,
     pub exec_chain: Vec<Estimated>,
     pub opens_by_kind: Vec<Estimated>,
-    /// Its stops before ready, and their cost, ms.
+    /// Its stops before ready, their calibrated cost and their scaled cost, ms.
     pub stops: usize,
     pub stops_cost_ms: f64,
+    #[serde(default)]
+    pub scaled_cost_ms: f64,
     /// Every measured traced run (for A vs B).
     pub runs: Vec<RunEstimate>,
 }
@@ -381,7 +383,8 @@ pub fn estimate(
         exec_chain,
         opens_by_kind,
         stops,
-        stops_cost_ms: cost / 1e6,
+        stops_cost_ms: StopCosts::new(shown, cal, 1.0).within(0, ready_ns).1 / 1e6,
+        scaled_cost_ms: cost / 1e6,
         runs: scaled,
     }
 }
