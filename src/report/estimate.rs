@@ -63,3 +63,50 @@ pub fn thousands(n: usize) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::estimate::Calibration;
+
+    #[test]
+    fn the_headline_states_the_method_and_its_error() {
+        let e = Estimate {
+            method: "per-stop subtraction, residual-scaled".into(),
+            calibration: Calibration {
+                round_trip_us: 11.0,
+                held_us: 7.0,
+                stops: 2016,
+                rounds: 5,
+                spread_pct: 8.0,
+            },
+            calibrated_total_ms: 108.0,
+            untraced_median_ms: Some(100.0),
+            error_pct: Some(8.0),
+            scale: 0.9,
+            total_ms: 100.0,
+            phases: Vec::new(),
+            exec_chain: Vec::new(),
+            opens_by_kind: Vec::new(),
+            stops: 5320,
+            stops_cost_ms: 95.8,
+            scaled_cost_ms: 86.2,
+            runs: Vec::new(),
+        };
+        let h = headline(&e);
+        assert!(
+            h.contains("each of the 5,320 stops before ready costs 11.0 µs"),
+            "{h}"
+        );
+        assert!(
+            h.contains("±8 %") && h.contains("95.8 ms in the run shown"),
+            "{h}"
+        );
+        assert!(h.contains("vs untraced median 100.0 ms (+8.0 %)"), "{h}");
+        assert!(
+            h.contains("scaled ×0.90") && h.contains("estimated total 100.0 ms"),
+            "{h}"
+        );
+        assert_eq!(untraced(None), "");
+    }
+}
