@@ -169,7 +169,16 @@ EXAMPLES
   # classes by package:
   coldstart explain --ready log:listening -- java -jar app.jar
   # the tracer only:
-  coldstart explain --adapter none --no-otlp --ready exit -- ./tool";
+  coldstart explain --adapter none --no-otlp --ready exit -- ./tool
+  # A vs B: both builds' arms interleaved; which phases and rows differ:
+  coldstart explain --ready http://127.0.0.1:8080/ \\
+      --name A -- ./server-a --name B -- ./server-b
+
+TRUE TIMES
+  Every traced figure is shown beside an untraced estimate: the tracer's cost per
+  stop is calibrated on this machine when explain starts and subtracted per stop,
+  scaled so the traced runs match the untraced ones; the report states the
+  calibrated model's error against the untraced median.";
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
@@ -225,6 +234,13 @@ pub struct ExplainArgs {
     /// A mark from an output line, NAME=REGEX (repeatable), shown with the app's checkpoints.
     #[arg(long = "mark", value_name = "NAME=REGEX")]
     pub marks: Vec<String>,
+    /// Requests to send after ready in every run (GET to --request-url, default: the
+    /// http readiness URL): each is a phase (`request 1`: the cold handler) [default: 0].
+    #[arg(long, default_value_t = 0)]
+    pub requests: usize,
+    /// URL for --requests (when readiness is not http).
+    #[arg(long)]
+    pub request_url: Option<String>,
     /// No progress lines.
     #[arg(short, long)]
     pub quiet: bool,
@@ -242,6 +258,10 @@ pub struct ExplainArgs {
     /// The program and its arguments.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+    /// explain A vs B: `--name A [--ready …] [-e …] -- COMMAND --name B -- COMMAND`
+    /// (split off before clap, as bench's variants).
+    #[arg(skip)]
+    pub variants: Vec<VariantSpec>,
 }
 
 /// What bench and lambda share: failure policy, order seed, progress, exports, store.

@@ -11,6 +11,10 @@ use clap::Parser;
 use coldstart::Lab;
 
 fn main() {
+    // explain's calibration target: coldstart's own binary, before anything else.
+    if let Some(code) = coldstart::explain::estimate::calibration_target() {
+        std::process::exit(code);
+    }
     let code = match real_main() {
         // 130 is "interrupted"; SIGQUIT's conventional code is 131.
         Ok(130) => Lab::get().map_or(130, Lab::exit_code),
@@ -49,6 +53,14 @@ fn real_main() -> anyhow::Result<i32> {
                 return Ok(2);
             }
         },
+        // explain A vs B: `--name A -- … --name B -- …`, bench's grammar.
+        Some("explain") if explain_names_builds(&raw[2..]) => match cli::split_bench_args(&raw[2..]) {
+            Ok((globals, variants)) => (raw[..2].iter().cloned().chain(globals).collect(), variants),
+            Err(msg) => {
+                coldstart::out::errln!("coldstart: error: {msg}");
+                return Ok(2);
+            }
+        },
         _ => (raw, Vec::new()),
     };
     let mut cli = cli::Cli::parse_from(args);
@@ -66,7 +78,10 @@ fn real_main() -> anyhow::Result<i32> {
             cmd::bench::run(b)
         }
         cli::Command::Demo(d) => cmd::demo::run(d),
-        cli::Command::Explain(a) => cmd::explain::run(a),
+        cli::Command::Explain(a) => {
+            a.variants = variants;
+            cmd::explain::run(a)
+        }
         cli::Command::History(a) => cmd::history::history(a),
         cli::Command::Show(a) => cmd::history::show(a),
         cli::Command::Compare(a) => cmd::history::compare(a),
@@ -78,4 +93,11 @@ fn real_main() -> anyhow::Result<i32> {
             cmd::lambda::run(a)
         }
     }
+}
+
+/// Whether an explain command line names builds (`--name` before its first `--`).
+fn explain_names_builds(args: &[String]) -> bool {
+    args.iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--name" || a.starts_with("--name="))
 }

@@ -6,8 +6,10 @@ use crate::cli::ExplainArgs;
 use adapter::Adapter;
 use anyhow::{bail, Context, Result};
 use coldstart::config;
-use coldstart::experiment::{Order, Plan, Runner, StopReason, StopRule, Variant};
-use coldstart::explain::{self, adapted, adapter, otlp, ADAPTED, ARMS, TRACED, UNTRACED};
+use coldstart::experiment::{ExperimentResult, Order, Plan, Runner, StopReason, StopRule, Variant};
+use coldstart::explain::{
+    self, adapted, adapter, attribution, estimate, otlp, ADAPTED, ARMS, TRACED, UNTRACED,
+};
 use coldstart::launch::signals;
 use coldstart::out;
 use coldstart::report::{self, export::Exports};
@@ -19,16 +21,7 @@ use coldstart::target::{parse_env, Readiness, Target};
 use std::time::Duration;
 
 pub fn run(args: &ExplainArgs) -> Result<i32> {
-    if args.command.is_empty() {
-        bail!("no command to explain: put it after `--`, e.g. `coldstart explain --ready exit -- python3 -c pass`");
-    }
-    let env = args
-        .env
-        .iter()
-        .map(|e| parse_env(e))
-        .collect::<Result<Vec<_>>>()?;
-    let target = Target::new(args.command.clone(), env, args.cwd.clone())?;
-    let readiness = Readiness::parse(args.ready.as_deref().unwrap_or("exit"))?;
+    let builds = builds(args)?;
     let exports = Exports {
         json: args.export_json.clone(),
         trace: args.export_trace.clone(),
@@ -39,11 +32,24 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     let timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
     let runs = coldstart::bounds::runs("--runs", args.runs, 1)?;
     let warmup = coldstart::bounds::runs("--warmup", args.warmup, 0)?;
+    coldstart::bounds::count("--requests", args.requests, 0, coldstart::bounds::MAX_REQUESTS)?;
+    let request_url = match &args.request_url {
+        Some(u) => Some(url::Url::parse(u).map_err(|e| anyhow::anyhow!("bad --request-url '{u}': {e}"))?),
+        None => None,
+    };
+    if args.requests > 0
+        && request_url.is_none()
+        && builds
+            .iter()
+            .any(|b| !matches!(b.readiness, Readiness::Http { .. }))
+    {
+        bail!("--requests needs a URL: use http readiness or give --request-url http://127.0.0.1:PORT/");
+    }
     let opts = RunOptions {
         timeout,
         poll_interval: Duration::from_micros(200),
-        requests: 0,
-        request_url: None,
+        requests: args.requests,
+        request_url,
         grace: Duration::from_secs(2),
         tail_lines: 10,
         log_marks: args
@@ -59,14 +65,22 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     adapter::select(&args.adapter, None)?;
     let root = config::project_root();
     let cfg = config::load(&root)?;
+    let ab = builds.len() > 1;
     let plan = Plan {
-        variants: ARMS
+        variants: builds
             .iter()
-            .map(|name| Variant {
-                name: name.to_string(),
-                target: target.clone(),
-                readiness: readiness.to_string(),
-                params: Vec::new(),
+            .flat_map(|b| {
+                ARMS.iter().map(move |arm| Variant {
+                    // One build keeps the arms' own names (what `compare` pairs).
+                    name: if ab {
+                        format!("{}/{arm}", b.name)
+                    } else {
+                        arm.to_string()
+                    },
+                    target: b.target.clone(),
+                    readiness: b.readiness.to_string(),
+                    params: Vec::new(),
+                })
             })
             .collect(),
         warmup,
@@ -93,25 +107,29 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     } else {
         Some(otlp::Receiver::start().context("starting the OTLP receiver (--no-otlp runs without it)")?)
     };
-    let mut run_target = target;
+    let mut builds = builds;
     if let Some(r) = &sink {
-        run_target.env.extend(r.env());
+        for b in &mut builds {
+            b.target.env.extend(r.env());
+        }
     }
     if !args.quiet {
+        out::errln!("coldstart explain: calibrating the tracer's cost per stop on this machine…");
+    }
+    let calibration = match estimate::calibrate(&opts, estimate::CALIBRATION_ROUNDS) {
+        Ok(c) => c,
+        // Ctrl-C during the calibration: nothing measured yet.
+        Err(_) if signals::interrupted() => return Ok(130),
+        Err(e) => return Err(e.context("calibrating the tracer (the untraced estimates need it)")),
+    };
+    if !args.quiet {
+        let each = if ab { " per build" } else { "" };
         out::errln!(
-            "coldstart explain: {runs} untraced, {runs} traced and {runs} adapted runs, interleaved…"
+            "coldstart explain: {runs} untraced, {runs} traced and {runs} adapted runs{each}, interleaved…"
         );
     }
-    let mut arms = Arms {
-        args,
-        target: run_target,
-        readiness,
-        opts,
-        // `--adapter none` needs no traced run to choose from.
-        adapters: (args.adapter.trim() == "none").then(Vec::new),
-        adapted: Vec::new(),
-    };
-    if arms.adapters.is_some() && !args.quiet {
+    let mut arms = Arms { args, opts, builds };
+    if args.adapter.trim() == "none" && !args.quiet {
         out::errln!("coldstart explain: adapters: none");
     }
     let (mut m, store_error) = session::run(&plan, &settings, &outputs, &mut arms)?;
@@ -124,10 +142,14 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         }
         Some(StopReason::Failure) => {
             let failed = m.result.samples.last().filter(|s| !s.ok());
-            let arm = failed.map_or("a", |s| ARMS[s.variant]);
+            let arm = failed.map_or("a".to_string(), |s| plan.variants[s.variant].name.clone());
             // Blame the adapters' switches only when the plain program did start.
-            let plain_ok = m.result.samples.iter().any(|s| s.variant == UNTRACED && s.ok());
-            let hint = if plain_ok && failed.is_some_and(|s| s.variant == ADAPTED) {
+            let plain_ok = m
+                .result
+                .samples
+                .iter()
+                .any(|s| s.variant % 3 == UNTRACED && s.ok());
+            let hint = if plain_ok && failed.is_some_and(|s| s.variant % 3 == ADAPTED) {
                 " (it had the adapters' switches on: try --adapter none)"
             } else {
                 ""
@@ -143,10 +165,47 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         }
         _ => {}
     }
-    let adapters = arms.adapters.take().unwrap_or_default();
-    let mut explanation = explain::from_experiment(&mut m.result, &arms.adapted, &adapters)?;
-    explanation.otlp = !args.no_otlp;
-    let json = serde_json::to_string_pretty(&explanation)? + "\n";
+    let mut per_build = split_by_build(&mut m.result, arms.builds.len());
+    let mut explanations = Vec::new();
+    for (build, result) in arms.builds.iter_mut().zip(per_build.iter_mut()) {
+        let adapters = build.adapters.take().unwrap_or_default();
+        let mut e = explain::from_experiment(
+            result,
+            &build.adapted,
+            &adapters,
+            Some(&calibration),
+            args.requests,
+        )?;
+        e.otlp = !args.no_otlp;
+        explanations.push(e);
+    }
+    let (json, text) = if let [ea, eb] = &explanations[..] {
+        let (ua, ub) = (per_build[0].ready_ms(UNTRACED), per_build[1].ready_ms(UNTRACED));
+        let side = |i: usize, untraced_ms, explanation| attribution::Side {
+            name: &arms.builds[i].name,
+            untraced_ms,
+            explanation,
+        };
+        let att = attribution::attribute(&side(0, &ua, ea), &side(1, &ub, eb));
+        let doc = serde_json::json!({
+            "schema": "coldstart.explain-ab/1",
+            "attribution": att,
+            "builds": { arms.builds[0].name.clone(): ea, arms.builds[1].name.clone(): eb },
+        });
+        let text = format!(
+            "{}\n{}\n{}",
+            report::explain::render(ea),
+            report::explain::render(eb),
+            report::explain_ab::render(&att)
+        );
+        (serde_json::to_string_pretty(&doc)? + "\n", text)
+    } else {
+        let e = &explanations[0];
+        (
+            serde_json::to_string_pretty(e)? + "\n",
+            report::explain::render(e),
+        )
+    };
     if let (Some((id, location)), Some(spec)) = (&m.stored_as, &outputs.store) {
         Store::open(spec)
             .and_then(|mut s| s.add_explanation(*id, &json))
@@ -155,13 +214,17 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     if let Some(p) = &exports.json {
         report::write_export(p, json.as_bytes())?;
     }
-    if let (Some(p), Some(trace)) = (&exports.trace, &explanation.trace) {
-        let doc = report::chrome_trace::to_chrome_trace(trace, &explanation.timeline, &explanation.sources);
-        report::write_export(p, serde_json::to_string(&doc)?.as_bytes())?;
+    // A vs B: the first build's trace (one file per export path).
+    if let (Some(p), Some(e)) = (&exports.trace, explanations.first()) {
+        if let Some(trace) = &e.trace {
+            let doc = report::chrome_trace::to_chrome_trace(trace, &e.timeline, &e.sources);
+            report::write_export(p, serde_json::to_string(&doc)?.as_bytes())?;
+        }
     }
-    coldstart::session::write_html(&exports, &m, &settings, Some(&explanation))?;
+    // A vs B: the HTML shows the first build's explanation (the attribution is in the text).
+    coldstart::session::write_html(&exports, &m, &settings, explanations.first())?;
     // Printed last: exports survive a reader that closes stdout early.
-    out::out!("{}", report::explain::render(&explanation))?;
+    out::out!("{text}")?;
     if let Some((id, location)) = &m.stored_as {
         out::outln!("stored as experiment {id} in {location}")?;
     }
@@ -171,46 +234,138 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// The runner of the three arms. The adapters are chosen from the first traced
-/// run's final exec (what really runs after shims and wrappers), then kept for
-/// every adapted run; an adapted run scheduled before any traced one first
-/// traces one run, unrecorded, to choose them.
-struct Arms<'a> {
-    args: &'a ExplainArgs,
+/// One build to explain: its name (`--name`, or the command), command and readiness.
+struct Build {
+    name: String,
     /// The command, with the OTLP receiver's environment when one runs.
     target: Target,
     readiness: Readiness,
-    opts: RunOptions,
+    /// Chosen from its first traced run (`--adapter none`: none, at once).
     adapters: Option<Vec<Box<dyn Adapter>>>,
     /// The measured adapted runs, their adapters' files kept for the sections.
     adapted: Vec<adapted::AdaptedRun>,
 }
 
+/// The builds of the command line: one (`-- COMMAND`), or two for A vs B
+/// (`--name A [--ready …] -- … --name B -- …`; options before the first
+/// `--name` apply to both).
+fn builds(args: &ExplainArgs) -> Result<Vec<Build>> {
+    let global_env = args
+        .env
+        .iter()
+        .map(|e| parse_env(e))
+        .collect::<Result<Vec<_>>>()?;
+    let adapters = (args.adapter.trim() == "none").then(Vec::new);
+    if args.variants.is_empty() {
+        if args.command.is_empty() {
+            bail!("no command to explain: put it after `--`, e.g. `coldstart explain --ready exit -- python3 -c pass`");
+        }
+        return Ok(vec![Build {
+            name: args.command.join(" "),
+            target: Target::new(args.command.clone(), global_env, args.cwd.clone())?,
+            readiness: Readiness::parse(args.ready.as_deref().unwrap_or("exit"))?,
+            adapters,
+            adapted: Vec::new(),
+        }]);
+    }
+    if args.variants.len() != 2 {
+        bail!(
+            "explain compares two builds: give exactly two `--name NAME -- COMMAND` (got {})",
+            args.variants.len()
+        );
+    }
+    let mut out: Vec<Build> = Vec::new();
+    for v in &args.variants {
+        let name = v.name.clone().unwrap_or_else(|| v.argv.join(" "));
+        if out.iter().any(|b| b.name == name) {
+            bail!("two builds are named '{name}': give each its own --name");
+        }
+        let mut env = global_env.clone();
+        env.extend(
+            v.args
+                .env
+                .iter()
+                .map(|e| parse_env(e))
+                .collect::<Result<Vec<_>>>()?,
+        );
+        let cwd = v.args.cwd.clone().or_else(|| args.cwd.clone());
+        let ready = v
+            .args
+            .ready
+            .as_deref()
+            .or(args.ready.as_deref())
+            .unwrap_or("exit");
+        out.push(Build {
+            target: Target::new(v.argv.clone(), env, cwd).with_context(|| format!("build '{name}'"))?,
+            readiness: Readiness::parse(ready).with_context(|| format!("build '{name}'"))?,
+            name,
+            adapters: adapters.as_ref().map(|_| Vec::new()),
+            adapted: Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
+/// The experiment's samples split into one three-arm result per build
+/// (variants renumbered 0..3, traces moved along).
+fn split_by_build(result: &mut ExperimentResult, builds: usize) -> Vec<ExperimentResult> {
+    let samples = std::mem::take(&mut result.samples);
+    let mut out: Vec<ExperimentResult> = (0..builds)
+        .map(|b| ExperimentResult {
+            variants: result.variants[b * 3..b * 3 + 3].to_vec(),
+            samples: Vec::new(),
+            stopped: result.stopped,
+            design: result.design,
+        })
+        .collect();
+    for mut s in samples {
+        let b = s.variant / 3;
+        s.variant %= 3;
+        if let Some(r) = out.get_mut(b) {
+            r.samples.push(s);
+        }
+    }
+    out
+}
+
+/// The runner of the arms of every build: variant `v` is arm `v % 3` of build
+/// `v / 3`. Each build's adapters are chosen from its first traced run's final
+/// exec (what really runs after shims and wrappers), then kept for every
+/// adapted run; an adapted run scheduled before any traced one first traces
+/// one run, unrecorded, to choose them.
+struct Arms<'a> {
+    args: &'a ExplainArgs,
+    opts: RunOptions,
+    builds: Vec<Build>,
+}
+
 impl Runner for Arms<'_> {
     fn run(&mut self, v: usize, id: RunId) -> Result<Sample> {
-        match v {
+        let b = v / 3;
+        match v % 3 {
             TRACED => {
-                let s = self.traced(id)?;
-                if self.adapters.is_none() {
+                let s = self.traced(b, id)?;
+                if self.builds[b].adapters.is_none() {
                     if let Some(trace) = &s.trace {
-                        self.choose(trace)?;
+                        self.choose(b, trace)?;
                     }
                 }
                 Ok(s)
             }
             ADAPTED => {
-                if self.adapters.is_none() {
-                    let s = self.traced(RunId { warmup: true, ..id })?;
+                if self.builds[b].adapters.is_none() {
+                    let s = self.traced(b, RunId { warmup: true, ..id })?;
                     match &s.trace {
-                        Some(trace) if s.ok() => self.choose(trace)?,
+                        Some(trace) if s.ok() => self.choose(b, trace)?,
                         // Interrupted (or failed): the scheduler stops on it.
                         _ => return Ok(s),
                     }
                 }
-                let chosen = self.adapters.as_deref().unwrap_or_default();
+                let build = &mut self.builds[b];
+                let chosen = build.adapters.as_deref().unwrap_or_default();
                 let a = adapted::run(
-                    &self.target,
-                    &self.readiness,
+                    &build.target,
+                    &build.readiness,
                     &self.opts,
                     chosen,
                     !self.args.no_otlp,
@@ -218,11 +373,11 @@ impl Runner for Arms<'_> {
                 )?;
                 let sample = a.sample.clone();
                 if !id.warmup {
-                    self.adapted.push(a);
+                    build.adapted.push(a);
                 }
                 Ok(sample)
             }
-            _ => run_once(&self.target, &self.readiness, &self.opts, id),
+            _ => run_once(&self.builds[b].target, &self.builds[b].readiness, &self.opts, id),
         }
     }
 }
@@ -230,8 +385,8 @@ impl Runner for Arms<'_> {
 impl Arms<'_> {
     /// A traced run; one cut short by Ctrl-C is an interrupted sample, so the
     /// scheduler stops as it does for the other arms.
-    fn traced(&self, id: RunId) -> Result<Sample> {
-        let r = run_traced(&self.target, &self.readiness, &self.opts, id);
+    fn traced(&self, b: usize, id: RunId) -> Result<Sample> {
+        let r = run_traced(&self.builds[b].target, &self.builds[b].readiness, &self.opts, id);
         if signals::interrupted() {
             let mut s = match r {
                 Ok(s) => s,
@@ -244,16 +399,21 @@ impl Arms<'_> {
         r
     }
 
-    fn choose(&mut self, trace: &coldstart::trace::Trace) -> Result<()> {
-        let mut chosen = explain::choose_adapters_for(&self.args.adapter, trace, &self.readiness)?;
+    fn choose(&mut self, b: usize, trace: &coldstart::trace::Trace) -> Result<()> {
+        let mut chosen = explain::choose_adapters_for(&self.args.adapter, trace, &self.builds[b].readiness)?;
         let settings = adapter::Options {
             class_depth: self.args.class_depth.map(|d| d as usize),
         };
         chosen.iter_mut().for_each(|a| a.configure(&settings));
         if !self.args.quiet {
             let names: Vec<&str> = chosen.iter().map(|a| a.name()).collect();
+            let of = if self.builds.len() > 1 {
+                format!(" ({})", self.builds[b].name)
+            } else {
+                String::new()
+            };
             out::errln!(
-                "coldstart explain: adapters: {}",
+                "coldstart explain: adapters{of}: {}",
                 if names.is_empty() {
                     "none".to_string()
                 } else {
@@ -261,7 +421,7 @@ impl Arms<'_> {
                 }
             );
         }
-        self.adapters = Some(chosen);
+        self.builds[b].adapters = Some(chosen);
         Ok(())
     }
 }

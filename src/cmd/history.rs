@@ -64,6 +64,21 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         args.noise.unwrap_or(settings.noise),
         settings.sweep.as_ref(),
     );
+    // explain A vs B stored its builds' explanations and their attribution.
+    if let Some(ab) = explanation_ab(&mut store, id)? {
+        let mut exports = args.export.exports();
+        if let Some(path) = exports.json.take() {
+            report::write_export(&path, (serde_json::to_string_pretty(&ab.0)? + "\n").as_bytes())?;
+        }
+        exports.write_experiment(&stored.result, &analysis, &settings)?;
+        outln!(
+            "experiment {} ({})",
+            stored.id,
+            report::history::describe(&stored)
+        )?;
+        out!("{}", ab.1)?;
+        return Ok(0);
+    }
     let explanation = explanation(&mut store, id)?;
     // Exports first, printing last (see out.rs). An explain's JSON is the
     // explanation it exported when it ran (its samples are `--export-csv`'s).
@@ -97,6 +112,31 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         None => out!("{}", report::terminal::render(&stored.result, &analysis))?,
     }
     Ok(0)
+}
+
+/// The stored document of an `explain A vs B` (experiment `id`) and its
+/// report as it printed at the end of its run; None for anything else.
+fn explanation_ab(store: &mut Store, id: i64) -> Result<Option<(serde_json::Value, String)>> {
+    let Some(json) = store.explanation(id)? else {
+        return Ok(None);
+    };
+    let doc: serde_json::Value = serde_json::from_str(&json)
+        .with_context(|| format!("experiment {id}: its stored explanation is unreadable"))?;
+    if doc["schema"] != "coldstart.explain-ab/1" {
+        return Ok(None);
+    }
+    let unreadable = || format!("experiment {id}: its stored A vs B explanation is unreadable");
+    let att: explain::attribution::Attribution =
+        serde_json::from_value(doc["attribution"].clone()).with_context(unreadable)?;
+    let mut text = String::new();
+    for name in [&att.a, &att.b] {
+        let e: Explanation =
+            serde_json::from_value(doc["builds"][name.as_str()].clone()).with_context(unreadable)?;
+        text += &report::explain::render(&e);
+        text += "\n";
+    }
+    text += &report::explain_ab::render(&att);
+    Ok(Some((doc, text)))
 }
 
 /// The stored explanation of experiment `id`, if it is a `coldstart explain`.
@@ -144,6 +184,33 @@ fn overheads(store: &mut Store, b: &Stored, c: &Stored) -> Result<(String, serde
         );
     }
     Ok((text, serde_json::Value::Object(doc)))
+}
+
+/// Two stored explains' attribution of their difference (untraced arms,
+/// per-run phase estimates); None unless both are explains.
+fn attribution(
+    store: &mut Store,
+    b: &Stored,
+    c: &Stored,
+) -> Result<Option<explain::attribution::Attribution>> {
+    if !is_explain(b) || !is_explain(c) {
+        return Ok(None);
+    }
+    let (Some(eb), Some(ec)) = (explanation(store, b.id)?, explanation(store, c.id)?) else {
+        return Ok(None);
+    };
+    let untraced = |s: &Stored| s.result.ready_ms(UNTRACED);
+    let (ub, uc) = (untraced(b), untraced(c));
+    let (nb, nc) = (format!("@{}", b.id), format!("@{}", c.id));
+    let side = |name, untraced_ms, explanation| explain::attribution::Side {
+        name,
+        untraced_ms,
+        explanation,
+    };
+    Ok(Some(explain::attribution::attribute(
+        &side(&nb, &ub, &eb),
+        &side(&nc, &uc, &ec),
+    )))
 }
 
 /// The variants of `s` that `sel` picks; an error naming what it has when none.
@@ -346,7 +413,12 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         docs.push(serde_json::json!({ "variants": analysis.variants }));
         shown.push((result, analysis));
     }
-    let (overhead_text, overhead_doc) = overheads(&mut store, &b, &c)?;
+    let (mut overhead_text, overhead_doc) = overheads(&mut store, &b, &c)?;
+    // Two explains: where the difference comes from, as `explain A vs B` prints it.
+    let attribution = attribution(&mut store, &b, &c)?;
+    if let Some(att) = &attribution {
+        overhead_text += &report::explain_ab::render(att);
+    }
     if !overhead_text.is_empty() {
         markdown += &format!("```\n{overhead_text}```\n");
     }
@@ -361,6 +433,9 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         let mut doc = serde_json::json!({ "schema": "coldstart.compare/1", "baseline": b.id, "candidate": c.id, "pairs": docs });
         if !overhead_doc.is_null() {
             doc["overheads"] = overhead_doc;
+        }
+        if let Some(att) = &attribution {
+            doc["attribution"] = serde_json::to_value(att)?;
         }
         report::write_export(p, (serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
     }

@@ -6,7 +6,10 @@
 
 pub mod adapted;
 pub mod adapter;
+pub mod attribution;
+pub mod estimate;
 pub mod otlp;
+pub mod requests;
 
 use crate::experiment::ExperimentResult;
 use crate::run::{RunId, RunOptions};
@@ -71,6 +74,14 @@ pub struct Explanation {
     /// so not in the store either: an explanation loaded back has none).
     #[serde(skip)]
     pub trace: Option<Trace>,
+    /// Untraced estimates of the traced figures (explain calibrates the
+    /// tracer; `bench --explain` and explanations stored before: none).
+    #[serde(default)]
+    pub estimate: Option<estimate::Estimate>,
+    /// The regular files the run shown opened (successfully), sorted: what
+    /// explain A vs B names when only one build opens a file.
+    #[serde(default)]
+    pub opened_files: Vec<String>,
 }
 
 /// The explanation of the traced run nearest the traced median.
@@ -92,6 +103,7 @@ pub fn explanation(
     let hint = timeline::ServiceHint::parse(&readiness.to_string());
     let mut timeline = timeline::build_for(&trace, hint);
     timeline::add_ready_phases(&mut timeline, &trace, (ready_ms * 1e6) as u64);
+    let opened_files = attribution::opened_files(&trace);
     Ok(Explanation {
         schema: "coldstart.explain/2".into(),
         command: target.display_command(),
@@ -110,6 +122,8 @@ pub fn explanation(
         warnings: trace.warnings.clone(),
         timeline,
         trace: Some(trace),
+        estimate: None,
+        opened_files,
     })
 }
 
@@ -122,6 +136,8 @@ pub fn from_experiment(
     result: &mut ExperimentResult,
     adapted: &[AdaptedRun],
     adapters: &[Box<dyn Adapter>],
+    calibration: Option<&estimate::Calibration>,
+    requests: usize,
 ) -> Result<Explanation> {
     let Some(v) = result.variants.get(UNTRACED) else {
         bail!("an explain experiment without arms")
@@ -134,6 +150,17 @@ pub fn from_experiment(
         stats::summarize(&v)
     };
     let (untraced, traced, adapted_ms) = (ms(UNTRACED), ms(TRACED), ms(ADAPTED));
+    // The estimates need the traces, which the explanation takes out below.
+    let runs = calibration.map(|c| {
+        let calibrated = estimate::run_estimates(result, TRACED, requests, c, 1.0);
+        let scale = estimate::residual_scale(&calibrated, &untraced);
+        let scaled = estimate::run_estimates(result, TRACED, requests, c, scale);
+        estimate::Runs {
+            calibrated,
+            scaled,
+            scale,
+        }
+    });
     let traced_runs: Vec<(f64, Trace)> = result
         .samples
         .iter_mut()
@@ -148,9 +175,26 @@ pub fn from_experiment(
         stats::ratio(&untraced, &traced, CONFIDENCE),
         traced_runs,
     )?;
+    if let Some(trace) = e.trace.as_ref() {
+        let ready_ns = (e.ready_ms * 1e6) as u64;
+        e.timeline
+            .phases
+            .extend(requests::phases(trace, ready_ns, requests));
+    }
     let adapter_overhead = stats::ratio(&untraced, &adapted_ms, CONFIDENCE);
     e.adapter_overhead = adapter_overhead.as_ref().map(|r| r.estimate);
     e.adapter_overhead_ci = adapter_overhead.and_then(|r| r.ci);
+    if let (Some(cal), Some(runs), Some(trace)) = (calibration, runs, e.trace.as_ref()) {
+        let median = e.untraced_ms.as_ref().map(|s| s.p50);
+        e.estimate = Some(estimate::estimate(
+            trace,
+            &e.timeline,
+            e.ready_ms,
+            runs,
+            median,
+            cal,
+        ));
+    }
     e.adapters = adapters.iter().map(|a| a.name().to_string()).collect();
     e.adapted_ms = summary(&adapted_ms);
     if let Some(median) = e.adapted_ms.as_ref().map(|s| s.p50) {

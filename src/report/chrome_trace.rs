@@ -502,6 +502,7 @@ mod tests {
             warnings: vec![],
             root_usage: None,
             task_names: Default::default(),
+            stops: Vec::new(),
         }
     }
 

@@ -47,6 +47,9 @@ pub fn render(e: &Explanation) -> String {
             overhead(o, e.adapter_overhead_ci)
         ));
     }
+    if let Some(est) = &e.estimate {
+        out.push_str(&super::estimate::headline(est));
+    }
     for w in &e.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
@@ -70,6 +73,15 @@ pub fn render(e: &Explanation) -> String {
         .unwrap_or(4);
     // The bar shrinks to fit the terminal (the rest of the line takes 40 + name_w).
     let bar_w = super::width::columns().map_or(WIDTH, |c| c.saturating_sub(40 + name_w).clamp(10, WIDTH));
+    let est = e.estimate.as_ref();
+    let phase_est =
+        |name: &str| super::estimate::untraced(est.and_then(|x| x.phases.iter().find(|p| p.name == name)));
+    if est.is_some() {
+        out.push_str(&format!(
+            "  {:name_w$}  {:WIDTH$}  {:>21}  {:>9}  ≈ untraced\n",
+            "", "", "traced", ""
+        ));
+    }
     for p in &tl.phases {
         let a = (p.start_ns as f64 / span * bar_w as f64).round() as usize;
         let b = ((p.end_ns as f64 / span * bar_w as f64).round() as usize).max(a + usize::from(p.dur_ns > 0));
@@ -85,11 +97,12 @@ pub fn render(e: &Explanation) -> String {
             })
             .collect();
         out.push_str(&format!(
-            "  {:name_w$}  {bar}  {:>9} → {:>9}  {:>9}\n",
+            "  {:name_w$}  {bar}  {:>9} → {:>9}  {:>9}{}\n",
             p.name,
             dur(p.start_ns),
             dur(p.end_ns),
-            dur(p.dur_ns)
+            dur(p.dur_ns),
+            phase_est(&p.name)
         ));
     }
 
@@ -98,7 +111,7 @@ pub fn render(e: &Explanation) -> String {
     let mut blame: Vec<(u64, String)> = tl
         .phases
         .iter()
-        .map(|p| (p.dur_ns, format!("phase {}", p.name)))
+        .map(|p| (p.dur_ns, format!("phase {}{}", p.name, phase_est(&p.name))))
         .collect();
     for p in tl.processes.iter().filter(|p| p.blocked_ns > 0) {
         blame.push((
@@ -106,11 +119,12 @@ pub fn render(e: &Explanation) -> String {
             format!("process {} (pid {}) on the critical path", p.label(), p.pid),
         ));
     }
-    for step in &tl.exec_chain {
+    let step_est = |i: usize| super::estimate::untraced(est.and_then(|x| x.exec_chain.get(i)));
+    for (i, step) in tl.exec_chain.iter().enumerate() {
         if let Some(end) = step.end_ns {
             blame.push((
                 end - step.start_ns,
-                format!("exec {} (before the next exec)", step.label()),
+                format!("exec {} (before the next exec){}", step.label(), step_est(i)),
             ));
         }
     }
@@ -128,7 +142,7 @@ pub fn render(e: &Explanation) -> String {
         }
     }
     blame.sort_by_key(|b| std::cmp::Reverse(b.0));
-    out.push_str("\nblame (largest first; phases tile the run, the rest overlap them)\n");
+    out.push_str("\nblame (largest first, traced; phases tile the run, the rest overlap them)\n");
     for (ns, what) in blame.iter().filter(|(ns, _)| *ns > 0).take(12) {
         out.push_str(&format!("  {:>9}  {what}\n", dur(*ns)));
     }
@@ -138,7 +152,7 @@ pub fn render(e: &Explanation) -> String {
             "\nexec chain ({} execs, {} failed PATH lookups)\n",
             tl.counts.execs, tl.counts.exec_failures
         ));
-        for step in &tl.exec_chain {
+        for (i, step) in tl.exec_chain.iter().enumerate() {
             let exe = if step.exe != step.label() {
                 format!("  [{}]", step.exe)
             } else {
@@ -150,13 +164,17 @@ pub fn render(e: &Explanation) -> String {
                 String::new()
             };
             out.push_str(&format!(
-                "  {:>9}  {}{exe}{pid}\n",
+                "  {:>9}  {}{exe}{pid}{}\n",
                 dur(step.start_ns),
-                step.label()
+                step.label(),
+                step_est(i)
             ));
         }
     }
     out.push_str(&groups("files opened, by kind", &tl.opens_by_kind, 8));
+    if let Some(x) = est.filter(|x| !x.opens_by_kind.is_empty()) {
+        out.push_str(&super::estimate::spans(&x.opens_by_kind, 8));
+    }
     out.push_str(&groups(
         "files opened, by package or directory",
         &tl.opens_by_package,

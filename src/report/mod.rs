@@ -3,7 +3,9 @@
 
 pub mod chrome_trace;
 pub mod csv;
+pub mod estimate;
 pub mod explain;
+pub mod explain_ab;
 pub mod explain_procs;
 pub mod export;
 /// Number formatting is shared with the sample model and the gate.

@@ -222,6 +222,7 @@ mod tests {
             outcome: Outcome::Reached,
             warnings: Vec::new(),
             root_usage: None,
+            stops: Vec::new(),
             task_names: Default::default(),
         };
         let set = FileSet::from_trace(&trace);

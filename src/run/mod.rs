@@ -342,7 +342,8 @@ pub fn run(
     if sample.ok() {
         sample.captures = probe.captures();
     }
-    if sample.ok() && !child.traced() {
+    // Traced runs too: `explain --requests` explains the requests' handling.
+    if sample.ok() {
         if let Some(endpoint) = &requests {
             for _ in 0..opts.requests {
                 let until = now_ns() + left(deadline).max(Duration::from_secs(5)).as_nanos() as u64;

@@ -52,6 +52,7 @@ fn trace(events: Vec<TraceEvent>, end_ms: u64) -> Trace {
         warnings: vec![],
         root_usage: None,
         task_names: Default::default(),
+        stops: Vec::new(),
     }
 }
 fn phase<'a>(t: &'a Timeline, name: &str) -> &'a Phase {

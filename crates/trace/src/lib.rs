@@ -201,6 +201,24 @@ pub struct Trace {
     /// read while it lived: at its exit, or right before the kill at the end.
     #[serde(default)]
     pub task_names: BTreeMap<i32, String>,
+    /// Every ptrace stop of the tree, in the order seen (not serialized: a
+    /// server's boot can make hundreds of thousands). What the tracer costs a
+    /// run is mostly these: explain's untraced estimate subtracts them.
+    #[serde(skip)]
+    pub stops: Vec<Stop>,
+}
+
+/// One ptrace stop: a tracee held by the tracer (or a process's death, which
+/// reaches its parent only once the tracer has collected it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// CLOCK_MONOTONIC ns when the tracer saw the stop.
+    pub ts_ns: u64,
+    /// The process (thread group) held.
+    pub pid: i32,
+    /// How long the tracer took before resuming it (decoding, reading memory
+    /// and procfs); the kernel's round trip around it is not in here.
+    pub held_ns: u32,
 }
 
 /// What wait4(2) reports for a reaped process: its own use plus that of the
@@ -570,6 +588,7 @@ impl Session {
             warnings: collected.warnings,
             root_usage: collected.root_usage,
             task_names: std::mem::take(&mut self.shared.lock().names),
+            stops: collected.stops,
         })
     }
 }

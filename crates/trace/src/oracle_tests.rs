@@ -787,3 +787,36 @@ fn ptrace_denied_is_reported() {
 
 // The tracer's overhead next to strace's is measured by bench/trace_overhead.py
 // (through `coldstart explain` and `coldstart bench`, interleaved), not here.
+
+/// Every stop is counted (what explain's untraced estimate subtracts): a shell
+/// that opens N missing files stops at least twice per open (entry, and the
+/// exit for its result), its children's stops are counted under their own
+/// pids, and each process's death is one more.
+#[test]
+fn stops_are_counted_per_process() {
+    let script =
+        "for i in 1 2 3 4 5 6 7 8 9 10; do true < /nonexistent/coldstart-$i; done 2>/dev/null; /bin/true";
+    let t = trace(&opts(Path::new("/bin/sh"), &["sh", "-c", script])).expect("trace");
+    let failed_opens = t
+        .events
+        .iter()
+        .filter(
+            |e| matches!(&e.event, Event::Open { path, ok: false, .. } if path.starts_with("/nonexistent/")),
+        )
+        .count();
+    assert_eq!(failed_opens, 10, "{:?}", t.events);
+    let root = t.stops.iter().filter(|s| s.pid == t.root_pid).count();
+    assert!(
+        root >= 2 * failed_opens,
+        "root stops {root} for {failed_opens} opens"
+    );
+    assert!(
+        t.stops.iter().any(|s| s.pid != t.root_pid),
+        "the /bin/true child's stops are counted too"
+    );
+    assert!(
+        t.stops.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns),
+        "in the order seen"
+    );
+    assert!(t.stops.iter().all(|s| s.ts_ns >= t.t0_ns && s.ts_ns <= t.end_ns));
+}

@@ -585,6 +585,7 @@ mod tests {
             warnings: Vec::new(),
             root_usage: None,
             task_names: Default::default(),
+            stops: Vec::new(),
         };
         assert_eq!(pth_files(&trace), ["a.pth", "b.pth"]);
     }

@@ -53,4 +53,5 @@ pub(super) struct Collected {
     pub end_ns: u64,
     pub warnings: Vec<String>,
     pub root_usage: Option<crate::RootUsage>,
+    pub stops: Vec<crate::Stop>,
 }

@@ -78,6 +78,8 @@ pub(super) struct Tracer {
     pub(super) last_ns: u64,
     /// The root's wait4 usage once it was reaped.
     pub(super) root_usage: Option<crate::RootUsage>,
+    /// Every ptrace stop, in the order seen.
+    pub(super) stops: Vec<crate::Stop>,
 }
 
 /// The tracer thread's body: spawn, report the start, trace to the end.
@@ -106,6 +108,7 @@ pub(crate) fn run(
         events: Vec::with_capacity(1024),
         warnings: Vec::new(),
         root_usage: None,
+        stops: Vec::with_capacity(1024),
         started: Some(started),
         err_pipe,
         root_pidfd,
@@ -130,6 +133,7 @@ pub(crate) fn run(
         events: tracer.events,
         warnings: tracer.warnings,
         root_usage: tracer.root_usage,
+        stops: tracer.stops,
     })
 }
 
@@ -188,7 +192,18 @@ impl Tracer {
                     // children it waited for), as wait4 gives it to a plain parent.
                     self.root_usage = Some(crate::RootUsage::from_rusage(&usage));
                 }
+                let pid = self.tasks.get(&tid).map_or(tid, |t| t.tgid);
                 self.on_death(tid, status, now);
+                // A traced process's death reaches its parent only once we
+                // collected it: one more round trip for a parent that waits.
+                if pid == tid {
+                    let held_ns = now_ns().saturating_sub(now).min(u64::from(u32::MAX)) as u32;
+                    self.stops.push(crate::Stop {
+                        ts_ns: now,
+                        pid,
+                        held_ns,
+                    });
+                }
                 continue;
             }
             if !libc::WIFSTOPPED(status) {
@@ -223,39 +238,52 @@ impl Tracer {
                 .tasks
                 .get_mut(&tid)
                 .is_some_and(|t| std::mem::replace(&mut t.fresh, false));
-            match event {
-                0 if sig == (libc::SIGTRAP | 0x80) => self.on_syscall_exit(tid, now),
-                0 => {
-                    // Signal-delivery stop: the signal is delivered only if we
-                    // pass it back when resuming.
-                    self.resume(tid, sig);
+            let pid = self.tasks.get(&tid).map_or(tid, |t| t.tgid);
+            self.dispatch(tid, sig, event, was_fresh, now);
+            // How long this stop held the task on our side (decoding, procfs
+            // reads): the part of a stop's cost that varies by kind; the
+            // kernel's round trip is the rest (explain calibrates it).
+            let held_ns = now_ns().saturating_sub(now).min(u64::from(u32::MAX)) as u32;
+            self.stops.push(crate::Stop {
+                ts_ns: now,
+                pid,
+                held_ns,
+            });
+        }
+    }
+
+    fn dispatch(&mut self, tid: i32, sig: i32, event: i32, was_fresh: bool, now: u64) {
+        match event {
+            0 if sig == (libc::SIGTRAP | 0x80) => self.on_syscall_exit(tid, now),
+            0 => {
+                // Signal-delivery stop: the signal is delivered only if we
+                // pass it back when resuming.
+                self.resume(tid, sig);
+            }
+            libc::PTRACE_EVENT_SECCOMP => self.on_seccomp(tid, now),
+            libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
+                self.on_new_child(tid, event, now)
+            }
+            libc::PTRACE_EVENT_EXEC => self.on_exec(tid, now),
+            libc::PTRACE_EVENT_EXIT => {
+                if let Some(t) = self.tasks.get_mut(&tid) {
+                    t.exit_ns = Some(now);
                 }
-                libc::PTRACE_EVENT_SECCOMP => self.on_seccomp(tid, now),
-                libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK | libc::PTRACE_EVENT_CLONE => {
-                    self.on_new_child(tid, event, now)
-                }
-                libc::PTRACE_EVENT_EXEC => self.on_exec(tid, now),
-                libc::PTRACE_EVENT_EXIT => {
-                    if let Some(t) = self.tasks.get_mut(&tid) {
-                        t.exit_ns = Some(now);
-                    }
+                self.resume(tid, 0);
+            }
+            PTRACE_EVENT_STOP => {
+                let stop_sig = matches!(sig, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU);
+                if stop_sig && !was_fresh {
+                    // Group-stop (a seized tracee reports it this way).
+                    // LISTEN keeps it stopped like an untraced process
+                    // would be, and we hear about the SIGCONT.
+                    let _ = ptrace(libc::PTRACE_LISTEN, tid, 0, 0);
+                } else {
+                    // The attach stop of a new task, or an interrupt.
                     self.resume(tid, 0);
                 }
-                PTRACE_EVENT_STOP => {
-                    let stop_sig =
-                        matches!(sig, libc::SIGSTOP | libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU);
-                    if stop_sig && !was_fresh {
-                        // Group-stop (a seized tracee reports it this way).
-                        // LISTEN keeps it stopped like an untraced process
-                        // would be, and we hear about the SIGCONT.
-                        let _ = ptrace(libc::PTRACE_LISTEN, tid, 0, 0);
-                    } else {
-                        // The attach stop of a new task, or an interrupt.
-                        self.resume(tid, 0);
-                    }
-                }
-                _ => self.resume(tid, 0),
             }
+            _ => self.resume(tid, 0),
         }
     }
 
