@@ -7,11 +7,13 @@ use adapter::Adapter;
 use anyhow::{bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::{Order, Plan, Runner, StopReason, StopRule, Variant};
-use coldstart::explain::{self, adapted, adapter, otlp, ADAPTED, ARMS, TRACED, UNTRACED};
+use coldstart::explain::{
+    self, adapted, adapter, otlp, ADAPTED, ARMS, PROFILED, PROFILED_ARM, TRACED, UNTRACED,
+};
 use coldstart::launch::signals;
 use coldstart::out;
 use coldstart::report::{self, export::Exports};
-use coldstart::run::{run_once, run_traced, RunId, RunOptions};
+use coldstart::run::{run_once, run_profiled, run_traced, RunId, RunOptions};
 use coldstart::sample::{ExitPolicy, Outcome, Sample};
 use coldstart::session::{self, Outputs};
 use coldstart::store::Store;
@@ -35,6 +37,11 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         ..Exports::default()
     };
     exports.check()?;
+    coldstart::report::export::check(&[
+        &args.export_flamegraph,
+        &args.export_folded,
+        &args.export_speedscope,
+    ])?;
     let timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
     let runs = coldstart::bounds::runs("--runs", args.runs, 1)?;
     let warmup = coldstart::bounds::runs("--warmup", args.warmup, 0)?;
@@ -60,6 +67,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     let plan = Plan {
         variants: ARMS
             .iter()
+            .chain(args.profile.then_some(&PROFILED_ARM))
             .map(|name| Variant {
                 name: name.to_string(),
                 target: target.clone(),
@@ -95,10 +103,20 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         run_target.env.extend(r.env());
     }
     if !args.quiet {
+        let profiled = if args.profile {
+            format!(", {runs} profiled")
+        } else {
+            String::new()
+        };
         out::errln!(
-            "coldstart explain: {runs} untraced, {runs} traced and {runs} adapted runs, interleaved…"
+            "coldstart explain: {runs} untraced, {runs} traced{profiled} and {runs} adapted runs, interleaved…"
         );
     }
+    // The runtimes' perf-map switches, in the profiled runs only.
+    let mut profiled_target = run_target.clone();
+    profiled_target
+        .env
+        .extend(coldstart::profile::runtimes::env(&run_target.env));
     let mut arms = Arms {
         args,
         target: run_target,
@@ -107,6 +125,8 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         // `--adapter none` needs no traced run to choose from.
         adapters: (args.adapter.trim() == "none").then(Vec::new),
         adapted: Vec::new(),
+        profiled_target,
+        profile: coldstart::profile::Collector::new(),
     };
     if arms.adapters.is_some() && !args.quiet {
         out::errln!("coldstart explain: adapters: none");
@@ -143,6 +163,9 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     let adapters = arms.adapters.take().unwrap_or_default();
     let mut explanation = explain::from_experiment(&mut m.result, &arms.adapted, &adapters)?;
     explanation.otlp = !args.no_otlp;
+    if args.profile {
+        explanation.profile = profile(arms.profile, &explanation, &m.result);
+    }
     let json = serde_json::to_string_pretty(&explanation)? + "\n";
     if let (Some((id, location)), Some(spec)) = (&m.stored_as, &outputs.store) {
         Store::open(spec)
@@ -155,6 +178,20 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     if let (Some(p), Some(trace)) = (&exports.trace, &explanation.trace) {
         let doc = report::chrome_trace::to_chrome_trace(trace, &explanation.timeline, &explanation.sources);
         report::write_export(p, serde_json::to_string(&doc)?.as_bytes())?;
+    }
+    if let Some(p) = &explanation.profile {
+        let r = &coldstart::profile::render::folded;
+        if let Some(path) = &args.export_folded {
+            report::write_export(path, r(p).as_bytes())?;
+        }
+        if let Some(path) = &args.export_flamegraph {
+            let svg = coldstart::profile::render::flamegraph(p, &explanation.command)?;
+            report::write_export(path, &svg)?;
+        }
+        if let Some(path) = &args.export_speedscope {
+            let doc = coldstart::profile::render::speedscope(p, &explanation.command);
+            report::write_export(path, serde_json::to_string(&doc)?.as_bytes())?;
+        }
     }
     // Printed last: exports survive a reader that closes stdout early.
     out::out!("{}", report::explain::render(&explanation))?;
@@ -180,6 +217,10 @@ struct Arms<'a> {
     adapters: Option<Vec<Box<dyn Adapter>>>,
     /// The measured adapted runs, their adapters' files kept for the sections.
     adapted: Vec<adapted::AdaptedRun>,
+    /// The command with the runtimes' perf-map switches (the profiled arm).
+    profiled_target: Target,
+    /// The measured profiled runs' samples, named after each run.
+    profile: coldstart::profile::Collector,
 }
 
 impl Runner for Arms<'_> {
@@ -218,9 +259,47 @@ impl Runner for Arms<'_> {
                 }
                 Ok(sample)
             }
+            PROFILED => {
+                let r = run_profiled(&self.profiled_target, &self.readiness, &self.opts, id);
+                let mut s = interrupted(r, id)?;
+                self.profile.add(&mut s, !id.warmup);
+                Ok(s)
+            }
             _ => run_once(&self.target, &self.readiness, &self.opts, id),
         }
     }
+}
+
+/// A run cut short by Ctrl-C is an interrupted sample, so the scheduler stops
+/// as it does for the plain arms.
+fn interrupted(r: Result<Sample>, id: RunId) -> Result<Sample> {
+    if signals::interrupted() {
+        let mut s = match r {
+            Ok(s) => s,
+            Err(_) => Sample::begin(&id, coldstart::clock::now_ns()),
+        };
+        s.outcome = Outcome::Interrupted;
+        s.ready_ns = None;
+        return Ok(s);
+    }
+    r
+}
+
+/// The merged profile with the profiled arm's ready times and overhead.
+fn profile(
+    collector: coldstart::profile::Collector,
+    e: &explain::Explanation,
+    result: &coldstart::experiment::ExperimentResult,
+) -> Option<coldstart::profile::Profile> {
+    let mut p = collector.finish(&e.timeline.phases, (e.ready_ms * 1e6) as u64)?;
+    let (untraced, profiled) = (result.ready_ms(UNTRACED), result.ready_ms(PROFILED));
+    let mut sorted = profiled.clone();
+    sorted.sort_by(f64::total_cmp);
+    p.profiled_ms = coldstart::stats::summarize(&sorted);
+    let r = coldstart::stats::ratio(&untraced, &profiled, explain::CONFIDENCE);
+    p.overhead = r.as_ref().map(|r| r.estimate);
+    p.overhead_ci = r.and_then(|r| r.ci);
+    Some(p)
 }
 
 impl Arms<'_> {

@@ -64,6 +64,7 @@ impl Recorder {
 }
 
 /// A finished recording: raw records, nothing named yet.
+#[derive(Debug, Clone)]
 pub struct Recording {
     pub clock: Clock,
     pub kernel: bool,
@@ -80,6 +81,8 @@ pub struct Stack {
     pub time: u64,
     pub pid: u32,
     pub frames: Vec<String>,
+    /// Whether the innermost user frame is in the dynamic loader (None: no user frame).
+    pub in_loader: Option<bool>,
 }
 
 /// A recording resolved to named stacks.
@@ -95,6 +98,8 @@ pub struct Resolved {
     pub execs: Vec<(u64, u32, String)>,
     /// The perf maps read (runtime JIT/interpreter names): (pid, path, entries).
     pub perf_maps: Vec<(u32, String, usize)>,
+    /// (time, pid) of each shared library mapped (a `.so` file).
+    pub libraries: Vec<(u64, u32)>,
 }
 
 /// A process's executable mappings: (start, end, file offset at start, path).
@@ -145,12 +150,16 @@ impl Recording {
                 }
                 Record::Mmap {
                     pid,
+                    time,
                     start,
                     len,
                     pgoff,
                     path,
                     ..
                 } => {
+                    if is_library(path) {
+                        out.libraries.push((*time, *pid));
+                    }
                     let space = spaces.entry(*pid).or_default();
                     let end = start + len;
                     space.retain(|m| m.1 <= *start || m.0 >= end);
@@ -167,6 +176,14 @@ impl Recording {
                         continue;
                     }
                     let space = spaces.get(pid);
+                    let in_loader = chain.iter().find_map(|ip| match ip {
+                        Ip::User(a) => Some(
+                            space
+                                .and_then(|s| s.iter().find(|m| (m.0..m.1).contains(a)))
+                                .is_some_and(|m| is_loader(&m.3)),
+                        ),
+                        Ip::Kernel(_) => None,
+                    });
                     let mut frames: Vec<String> = Vec::with_capacity(chain.len() + 1);
                     for (depth, ip) in chain.iter().enumerate() {
                         frames.push(match ip {
@@ -202,6 +219,7 @@ impl Recording {
                         time: *time,
                         pid: *pid,
                         frames,
+                        in_loader,
                     });
                 }
                 Record::Exit { .. } | Record::Lost { .. } => {}
@@ -235,6 +253,18 @@ impl Resolved {
     }
 }
 
+/// A shared library's file (`libc.so.6`, `libjvm.so`, `_ssl.cpython-311-x86_64-linux-gnu.so`).
+fn is_library(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.ends_with(".so") || name.contains(".so.")
+}
+
+/// The dynamic loader (`ld-linux-x86-64.so.2`, `ld-musl-x86_64.so.1`, `ld.so`).
+fn is_loader(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.starts_with("ld-linux") || name.starts_with("ld-musl") || name == "ld.so"
+}
+
 fn time_of(r: &Record) -> u64 {
     match r {
         Record::Sample { time, .. }
@@ -248,21 +278,28 @@ fn time_of(r: &Record) -> u64 {
 
 fn user_frame(syms: &mut Symbols, space: Option<&Space>, map: Option<&symbols::Table>, addr: u64) -> String {
     let mapping = space.and_then(|s| s.iter().find(|m| (m.0..m.1).contains(&addr)));
-    if let Some((start, _, pgoff, path)) = mapping {
-        if path.starts_with('/') && !path.starts_with("/memfd:") && !path.ends_with(" (deleted)") {
-            if let Some(name) = syms.elf(path, addr - start + pgoff) {
-                return name;
-            }
-            let base = path.rsplit('/').next().unwrap_or(path);
-            return format!("[{base}]");
+    let file = mapping.filter(|m| {
+        let p = &m.3;
+        p.starts_with('/')
+            && !p.starts_with("//anon")
+            && !p.starts_with("/memfd:")
+            && !p.ends_with(" (deleted)")
+    });
+    if let Some((start, _, pgoff, path)) = file {
+        if let Some(name) = syms.elf(path, addr - start + pgoff) {
+            return name;
         }
     }
-    // JIT code (anonymous or memfd mappings) or code mapped before the window:
-    // the runtime's perf map names it.
+    // JIT code (anonymous or memfd mappings, or a file the runtime mapped
+    // itself): the runtime's perf map names it.
     if let Some(name) = map.and_then(|m| m.lookup(addr)) {
         return format!("{name}_[j]");
     }
     match mapping {
+        Some((_, _, _, path)) if file.is_some() => {
+            let base = path.rsplit('/').next().unwrap_or(path);
+            format!("[{base}]")
+        }
         Some((_, _, _, path)) if path.starts_with('[') => path.clone(),
         _ => "[unknown]".to_string(),
     }
