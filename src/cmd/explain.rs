@@ -60,6 +60,12 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         claims: Vec::new(),
         exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
     };
+    if args.profile {
+        // Refused now, not after the first runs.
+        coldstart_profile::Recorder::available().context(
+            "--profile: the kernel refuses perf_event_open here (see /proc/sys/kernel/perf_event_paranoid; root or CAP_PERFMON works)",
+        )?;
+    }
     // An unknown adapter name is refused now, not after the first runs.
     adapter::select(&args.adapter, None)?;
     let root = config::project_root();

@@ -235,3 +235,17 @@ pub fn choose_adapters(spec: &str, trace: &Trace) -> Result<Vec<Box<dyn Adapter>
 fn otlp_default() -> bool {
     true
 }
+
+#[cfg(test)]
+mod arms_tests {
+    use super::*;
+
+    #[test]
+    fn an_explain_has_three_arms_or_four_with_the_profile() {
+        assert!(is_arms(ARMS));
+        assert!(is_arms(["untraced", "traced", "adapted", "profiled"]));
+        assert!(!is_arms(["untraced", "traced"]));
+        assert!(!is_arms(["untraced", "traced", "adapted", "other"]));
+        assert!(!is_arms(["profiled", "untraced", "traced", "adapted"]));
+    }
+}

@@ -43,6 +43,12 @@ impl Recorder {
         })
     }
 
+    /// Whether the kernel lets this process profile (opens a counter and closes
+    /// it again; nothing is spawned in between): which event it would sample.
+    pub fn available() -> std::io::Result<Clock> {
+        Recorder::start(DEFAULT_FREQ_HZ).map(|r| r.counter.clock)
+    }
+
     /// Stop sampling (the window ends) and take what the ring holds.
     pub fn stop(&mut self) {
         // A failed disable only lets samples past ready in; they are cut by time.

@@ -49,9 +49,12 @@ pub struct Counter {
     pub kernel: bool,
 }
 
-/// The ring buffers' total size tried first: 64 MiB holds ~200 000 samples with
-/// deep stacks. Smaller ones are tried when the locked-memory limit refuses it.
-const RING_BYTES: usize = 64 << 20;
+/// The ring buffers' total size tried first: 16 MiB holds ~20 000 samples of
+/// 100-frame stacks (10 s of CPU at 1999 Hz), more with shallower ones; what does
+/// not fit is counted as lost. The kernel allocates and zeroes it at mmap (before
+/// time zero, but on the same CPUs), so it is not larger. Smaller ones are tried
+/// when the locked-memory limit refuses it.
+const RING_BYTES: usize = 16 << 20;
 
 impl Counter {
     /// Open the counter on the calling thread, sampling `freq_hz` times a second
@@ -136,8 +139,10 @@ fn ring_pages(cpus: usize) -> usize {
 }
 
 fn open(clock: Clock, kernel: bool, freq_hz: u64, cpu: i32) -> io::Result<OwnedFd> {
-    let mut attr = b::perf_event_attr::default();
-    attr.size = std::mem::size_of::<b::perf_event_attr>() as u32;
+    let mut attr = b::perf_event_attr {
+        size: std::mem::size_of::<b::perf_event_attr>() as u32,
+        ..Default::default()
+    };
     match clock {
         Clock::Cycles => {
             attr.type_ = b::PERF_TYPE_HARDWARE;

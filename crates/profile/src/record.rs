@@ -224,13 +224,18 @@ mod tests {
     #[test]
     fn a_sample_splits_kernel_and_user_frames_at_the_markers() {
         let mut body = Vec::new();
-        for x in [0x10u64] {
-            body.extend_from_slice(&x.to_ne_bytes());
-        }
+        body.extend_from_slice(&0x10u64.to_ne_bytes());
         body.extend_from_slice(&7u32.to_ne_bytes());
         body.extend_from_slice(&8u32.to_ne_bytes());
         body.extend_from_slice(&99u64.to_ne_bytes());
-        for x in [5u64, CONTEXT_KERNEL, 0xffff_1, CONTEXT_USER, 0x401000, 0x402000] {
+        for x in [
+            5u64,
+            CONTEXT_KERNEL,
+            0xffff_ffff_8100_0001,
+            CONTEXT_USER,
+            0x401000,
+            0x402000,
+        ] {
             body.extend_from_slice(&x.to_ne_bytes());
         }
         let bytes = rec(b::PERF_RECORD_SAMPLE, b::PERF_RECORD_MISC_KERNEL as u16, &body);
@@ -247,7 +252,11 @@ mod tests {
         assert_eq!((*pid, *tid, *time), (7, 8, 99));
         assert_eq!(
             chain,
-            &[Ip::Kernel(0xffff_1), Ip::User(0x401000), Ip::User(0x402000)]
+            &[
+                Ip::Kernel(0xffff_ffff_8100_0001),
+                Ip::User(0x401000),
+                Ip::User(0x402000)
+            ]
         );
     }
 

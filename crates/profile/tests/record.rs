@@ -40,7 +40,10 @@ fn a_forked_child_after_exec_is_sampled_and_named() {
     let r = recording.resolve(&mut syms, t0, t1);
     assert!(r.stacks.len() > 20, "{} samples", r.stacks.len());
     let pids: std::collections::BTreeSet<u32> = r.stacks.iter().map(|s| s.pid).collect();
-    assert!(pids.len() >= 2 || r.execs.len() >= 1, "pids {pids:?}");
+    assert!(
+        pids.len() >= 2,
+        "the forked subshell is sampled too: pids {pids:?}"
+    );
     // The shell is a real ELF: most of its user frames have names, not [unknown].
     let named = r
         .stacks
