@@ -305,3 +305,34 @@ fn the_profile_exports_need_profile() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--profile"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_run_that_fails_only_when_profiled_is_named_as_the_profiled_arm() {
+    // PYTHONPERFSUPPORT is set in the profiled arm's environment only.
+    let o = run(&[
+        "explain",
+        "-q",
+        "--no-store",
+        "--profile",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--adapter",
+        "none",
+        "--no-otlp",
+        "--ready",
+        "exit",
+        "--",
+        "sh",
+        "-c",
+        "test -z \"$PYTHONPERFSUPPORT\"",
+    ]);
+    if stderr(&o).contains("refuses perf_event_open") {
+        testkit::skip("PERF", &stderr(&o));
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("profiled run failed"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}

@@ -147,7 +147,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         }
         Some(StopReason::Failure) => {
             let failed = m.result.samples.last().filter(|s| !s.ok());
-            let arm = failed.map_or("a", |s| ARMS[s.variant]);
+            let arm = failed.map_or("a", |s| ARMS.get(s.variant).copied().unwrap_or(PROFILED_ARM));
             // Blame the adapters' switches only when the plain program did start.
             let plain_ok = m.result.samples.iter().any(|s| s.variant == UNTRACED && s.ok());
             let hint = if plain_ok && failed.is_some_and(|s| s.variant == ADAPTED) {
