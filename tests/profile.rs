@@ -336,3 +336,57 @@ fn a_run_that_fails_only_when_profiled_is_named_as_the_profiled_arm() {
     assert!(stderr(&o).contains("profiled run failed"), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_stored_explain_shows_its_profile_again() {
+    let Some(gcc) = testkit::tool("GCC", "gcc") else {
+        return;
+    };
+    let src = fixture("hot.c");
+    let bin = testkit::built("profile-hot", &[&src], |out| {
+        let mut c = Command::new(&gcc);
+        c.args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+            .arg(out)
+            .arg(&src);
+        c
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let db = db.to_str().unwrap();
+    let o = run(&[
+        "explain",
+        "-q",
+        "--profile",
+        "--store",
+        db,
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--adapter",
+        "none",
+        "--no-otlp",
+        "--ready",
+        "exit",
+        "--",
+        bin.to_str().unwrap(),
+    ]);
+    if stderr(&o).contains("refuses perf_event_open") {
+        testkit::skip("PERF", &stderr(&o));
+        return;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = run(&["show", "--store", db, "latest"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let out = stdout(&shown);
+    assert!(
+        out.contains("startup CPU profile") && out.contains("hot_init"),
+        "{out}"
+    );
+    assert!(out.contains("profiler overhead"), "{out}");
+    let history = stdout(&run(&["history", "--store", db]));
+    assert!(
+        history.contains("(explain)") && history.contains("profiled"),
+        "{history}"
+    );
+}
