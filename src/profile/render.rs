@@ -25,13 +25,16 @@ pub fn flamegraph(p: &Profile, command: &str) -> Result<Vec<u8>> {
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = format!("startup CPU profile: {command}");
     opts.subtitle = Some(format!(
-        "{} samples from {} runs, spawn → ready ({}, {} Hz, {} stacks); one tower per phase",
+        "{} samples from {} runs, spawn → ready ({}, {} Hz, {} stacks); the phases along the top, in time order",
         p.samples, p.runs, p.event, p.frequency_hz, p.callchains
     ));
     opts.count_name = "samples".to_string();
     // Kernel frames (_[k]) orange, runtime JIT/interpreter frames (_[j]) green.
     opts.colors = inferno::flamegraph::color::Palette::Multi(inferno::flamegraph::color::MultiPalette::Java);
     opts.deterministic = true;
+    // Icicle: the phases along the top, where they are seen without scrolling
+    // past a runtime's deep stacks.
+    opts.direction = inferno::flamegraph::Direction::Inverted;
     // The lines are grouped by phase in time order (sorted within each): kept
     // in that order, so the towers read left to right as time. Flame-chart mode
     // is the one that takes lines unsorted (still merging neighbours); it
