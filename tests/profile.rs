@@ -390,3 +390,60 @@ fn a_stored_explain_shows_its_profile_again() {
         "{history}"
     );
 }
+
+#[test]
+fn listen_readiness_of_a_go_program_is_refused_with_profile_before_any_run() {
+    let Some(server) = testkit::go_server() else {
+        return;
+    };
+    let o = run(&[
+        "explain",
+        "-q",
+        "--no-store",
+        "--profile",
+        "--runs",
+        "1",
+        "--ready",
+        "listen",
+        "--",
+        server.to_str().unwrap(),
+        "--port",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--ready listen") && err.contains("tcp:PORT"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+}
+
+#[test]
+fn python_frames_are_named_by_the_perf_trampoline_where_the_interpreter_has_one() {
+    let Some(python) = testkit::python() else {
+        return;
+    };
+    let version = Command::new(&python)
+        .args(["-c", "import sys; print(sys.version_info >= (3, 12))"])
+        .output()
+        .unwrap();
+    let has_trampoline = String::from_utf8_lossy(&version.stdout).trim() == "True";
+    let code = "def startup_work(n):\n    return sum(i * i for i in range(n))\nstartup_work(3_000_000)\n";
+    let Some(p) = profile("1", "exit", &[python.to_str().unwrap(), "-c", code]) else {
+        return;
+    };
+    let notes = p.doc["profile"]["runtimes"].to_string();
+    if has_trampoline {
+        let (named, all) = share(&p.folded, |f| f.contains("startup_work") && f.ends_with("_[j]"));
+        assert!(
+            named > 0,
+            "no sample in the named Python function among {all}\n{}",
+            p.folded
+        );
+    } else {
+        // Python ≤ 3.11 has no perf trampoline: said, not pretended.
+        assert!(notes.contains("needs Python ≥ 3.12"), "{notes}");
+        assert!(p.folded.contains("_PyEval_EvalFrameDefault"), "{}", p.folded);
+    }
+}

@@ -60,6 +60,16 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         claims: Vec::new(),
         exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
     };
+    if args.profile
+        && matches!(readiness, Readiness::Listen)
+        && coldstart::probe::listen::needs_tracer(&target.program)
+    {
+        // Its listen is seen only by the tracer, and a profiled run is a plain one.
+        bail!(
+            "--profile with --ready listen needs LD_PRELOAD, which {} (static, or Go) ignores: use --ready tcp:PORT or an http:// URL",
+            target.program.display()
+        );
+    }
     if args.profile {
         // Refused now, not after the first runs.
         coldstart_profile::Recorder::available().context(

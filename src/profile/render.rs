@@ -25,7 +25,7 @@ pub fn flamegraph(p: &Profile, command: &str) -> Result<Vec<u8>> {
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = format!("startup CPU profile: {command}");
     opts.subtitle = Some(format!(
-        "{} samples from {} runs, spawn → ready ({}, {} Hz, {} stacks); the phases along the top, in time order",
+        "{} samples from {} runs, spawn → ready ({}, {} Hz, stacks by {}); the phases along the top, in time order",
         p.samples, p.runs, p.event, p.frequency_hz, p.callchains
     ));
     opts.count_name = "samples".to_string();
@@ -56,7 +56,7 @@ pub fn flamegraph(p: &Profile, command: &str) -> Result<Vec<u8>> {
 pub fn terminal(p: &Profile) -> String {
     let pct = |n: u64| 100.0 * n as f64 / p.samples.max(1) as f64;
     let mut out = format!(
-        "\n── startup CPU profile: {} samples from {} profiled runs ({} at {} Hz, {} stacks{}) ──\n",
+        "\n── startup CPU profile: {} samples from {} profiled runs ({} at {} Hz, stacks by {}{}) ──\n",
         p.samples,
         p.runs,
         p.event,
