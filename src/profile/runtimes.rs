@@ -14,7 +14,6 @@
 //!   (its map names each Python function); older Pythons ignore it, and their
 //!   Python functions show as `_PyEval_EvalFrameDefault`.
 
-use crate::explain::adapter::append_option;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,12 +22,23 @@ pub const JVM_OPTIONS: &str =
     "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -XX:+PreserveFramePointer";
 pub const NODE_OPTIONS: &str = "--perf-basic-prof --interpreted-frames-native-stack";
 
+/// `key`'s value in the target's environment (its own, else coldstart's) with
+/// `extra` appended after a space. (explain's adapters do the same; not shared,
+/// so profile does not depend on explain.)
+fn append_option(target_env: &[(String, String)], key: &str, extra: &str) -> (String, String) {
+    let value = match crate::target::effective_var(target_env, key).filter(|v| !v.trim().is_empty()) {
+        Some(v) => format!("{} {extra}", v.trim()),
+        None => extra.to_string(),
+    };
+    (key.to_string(), value)
+}
+
 /// The variables to add to the profiled runs' environment (appended to the
 /// target's own JAVA_TOOL_OPTIONS / NODE_OPTIONS).
 pub fn env(target_env: &[(String, String)]) -> Vec<(String, String)> {
     vec![
-        append_option(target_env, "JAVA_TOOL_OPTIONS", ' ', JVM_OPTIONS),
-        append_option(target_env, "NODE_OPTIONS", ' ', NODE_OPTIONS),
+        append_option(target_env, "JAVA_TOOL_OPTIONS", JVM_OPTIONS),
+        append_option(target_env, "NODE_OPTIONS", NODE_OPTIONS),
         ("PYTHONPERFSUPPORT".to_string(), "1".to_string()),
     ]
 }
