@@ -160,6 +160,14 @@ HOW
   own section under the timeline (top imports, classes by package, package inits,
   checkpoints, spans), and adapted ÷ untraced is the adapters' overhead.
 
+  --profile adds a fourth arm, *profiled*: plain runs sampled by perf_event_open
+  (cycles, or the cpu-clock where the kernel has no PMU) from the exec to ready,
+  every process and thread of the tree, with frame-pointer callchains; named
+  from ELF symbols and the runtimes' perf maps (Node --perf-basic-prof, the JVM's
+  DumpPerfMapAtExit or jcmd Compiler.perfmap, Python ≥ 3.12's perf trampoline),
+  switched on through the environment. Every profiled run's samples are merged
+  per phase into a flame graph; profiled ÷ untraced is the profiler's overhead.
+
 EXAMPLES
   coldstart explain --ready exit -- python3 -c pass
   coldstart explain --ready http://127.0.0.1:8080/ --export-trace run.json \\
@@ -170,6 +178,9 @@ EXAMPLES
   coldstart explain --ready log:listening -- java -jar app.jar
   # the tracer only:
   coldstart explain --adapter none --no-otlp --ready exit -- ./tool
+  # the startup CPU profile as a flame graph:
+  coldstart explain --profile --export-flamegraph startup.svg \\
+      --ready exit -- ./tool
   # A vs B: both builds' arms interleaved; which phases and rows differ:
   coldstart explain --ready http://127.0.0.1:8080/ \\
       --name A -- ./server-a --name B -- ./server-b
@@ -215,6 +226,19 @@ pub struct ExplainArgs {
     /// Write a self-contained HTML report: the waterfall, the sections, the arms' distributions.
     #[arg(long, value_name = "PATH")]
     pub export_html: Option<PathBuf>,
+    /// Profile the CPU from spawn to ready in a fourth arm (`profiled`): a flame graph
+    /// per phase, the hottest functions, and the profiler's overhead (see HOW).
+    #[arg(long)]
+    pub profile: bool,
+    /// Write the startup flame graph as an interactive SVG (with --profile).
+    #[arg(long, value_name = "PATH", requires = "profile")]
+    pub export_flamegraph: Option<PathBuf>,
+    /// Write the profile as folded stacks, `phase;thread;…;leaf COUNT` (with --profile).
+    #[arg(long, value_name = "PATH", requires = "profile")]
+    pub export_folded: Option<PathBuf>,
+    /// Write the profile as speedscope JSON, one profile per phase (with --profile).
+    #[arg(long, value_name = "PATH", requires = "profile")]
+    pub export_speedscope: Option<PathBuf>,
     /// Runtime adapters for the adapted runs: `auto` (from the program that finally
     /// runs: python, node, deno, jvm, go, beam, else native), `none`, or a list such as
     /// `python,native`. Each turns on the runtime's own startup report (importtime,

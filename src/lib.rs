@@ -28,6 +28,7 @@ pub mod launch;
 pub mod marks;
 pub mod out;
 pub mod probe;
+pub mod profile;
 pub mod report;
 #[cfg(test)]
 #[path = "report/report_tests.rs"]

@@ -7,7 +7,7 @@
 //! tests, so a plain note would be invisible in `cargo test`), and when
 //! `COLDSTART_REQUIRE_<SWITCH>=1` is set (CI sets every switch in `.ci/run`) the
 //! skip becomes a failure. Switches: PYTHON, NODE, JAVA, GO, GCC, ERLANG, STRACE,
-//! OTEL, POSTGRES, LAMBDA_CLIENTS, CGROUP, CHROMIUM.
+//! OTEL, POSTGRES, LAMBDA_CLIENTS, CGROUP, CHROMIUM, DENO, PERF (perf_event_open allowed).
 
 #![allow(dead_code)]
 
@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 13] = [
+pub const SWITCHES: [&str; 14] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -32,6 +32,7 @@ pub const SWITCHES: [&str; 13] = [
     "CGROUP",
     "CHROMIUM",
     "DENO",
+    "PERF",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").

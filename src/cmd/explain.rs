@@ -8,12 +8,13 @@ use anyhow::{bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::{ExperimentResult, Order, Plan, Runner, StopReason, StopRule, Variant};
 use coldstart::explain::{
-    self, adapted, adapter, attribution, estimate, otlp, ADAPTED, ARMS, TRACED, UNTRACED,
+    self, adapted, adapter, attribution, estimate, otlp, ADAPTED, ARMS, PROFILED, PROFILED_ARM, TRACED,
+    UNTRACED,
 };
 use coldstart::launch::signals;
 use coldstart::out;
 use coldstart::report::{self, export::Exports};
-use coldstart::run::{run_once, run_traced, RunId, RunOptions};
+use coldstart::run::{run_once, run_profiled, run_traced, RunId, RunOptions};
 use coldstart::sample::{ExitPolicy, Outcome, Sample};
 use coldstart::session::{self, Outputs};
 use coldstart::store::Store;
@@ -29,6 +30,11 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         ..Exports::default()
     };
     exports.check()?;
+    coldstart::report::export::check(&[
+        &args.export_flamegraph,
+        &args.export_folded,
+        &args.export_speedscope,
+    ])?;
     let timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
     let runs = coldstart::bounds::runs("--runs", args.runs, 1)?;
     let warmup = coldstart::bounds::runs("--warmup", args.warmup, 0)?;
@@ -61,6 +67,23 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
         show_output: false,
     };
+    if let Some(b) = builds.iter().find(|b| {
+        args.profile
+            && matches!(b.readiness, Readiness::Listen)
+            && coldstart::probe::listen::needs_tracer(&b.target.program)
+    }) {
+        // Its listen is seen only by the tracer, and a profiled run is a plain one.
+        bail!(
+            "--profile with --ready listen needs LD_PRELOAD, which {} (static, or Go) ignores: use --ready tcp:PORT or an http:// URL",
+            b.target.program.display()
+        );
+    }
+    if args.profile {
+        // Refused now, not after the first runs.
+        coldstart_profile::Recorder::available().context(
+            "--profile: the kernel refuses perf_event_open here (see /proc/sys/kernel/perf_event_paranoid; root or CAP_PERFMON works)",
+        )?;
+    }
     // An unknown adapter name is refused now, not after the first runs.
     adapter::select(&args.adapter, None)?;
     let root = config::project_root();
@@ -70,17 +93,19 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         variants: builds
             .iter()
             .flat_map(|b| {
-                ARMS.iter().map(move |arm| Variant {
-                    // One build keeps the arms' own names (what `compare` pairs).
-                    name: if ab {
-                        format!("{}/{arm}", b.name)
-                    } else {
-                        arm.to_string()
-                    },
-                    target: b.target.clone(),
-                    readiness: b.readiness.to_string(),
-                    params: Vec::new(),
-                })
+                ARMS.iter()
+                    .chain(args.profile.then_some(&PROFILED_ARM))
+                    .map(move |arm| Variant {
+                        // One build keeps the arms' own names (what `compare` pairs).
+                        name: if ab {
+                            format!("{}/{arm}", b.name)
+                        } else {
+                            arm.to_string()
+                        },
+                        target: b.target.clone(),
+                        readiness: b.readiness.to_string(),
+                        params: Vec::new(),
+                    })
             })
             .collect(),
         warmup,
@@ -124,11 +149,28 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     };
     if !args.quiet {
         let each = if ab { " per build" } else { "" };
+        let profiled = if args.profile {
+            format!(", {runs} profiled")
+        } else {
+            String::new()
+        };
         out::errln!(
-            "coldstart explain: {runs} untraced, {runs} traced and {runs} adapted runs{each}, interleaved…"
+            "coldstart explain: {runs} untraced, {runs} traced{profiled} and {runs} adapted runs{each}, interleaved…"
         );
     }
-    let mut arms = Arms { args, opts, builds };
+    // The runtimes' perf-map switches, in the profiled runs only.
+    for b in builds.iter_mut().filter(|_| args.profile) {
+        let mut t = b.target.clone();
+        t.env.extend(coldstart::profile::runtimes::env(&b.target.env));
+        b.profiled_target = Some(t);
+    }
+    let per_build = ARMS.len() + usize::from(args.profile);
+    let mut arms = Arms {
+        args,
+        opts,
+        builds,
+        per_build,
+    };
     if args.adapter.trim() == "none" && !args.quiet {
         out::errln!("coldstart explain: adapters: none");
     }
@@ -148,8 +190,8 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
                 .result
                 .samples
                 .iter()
-                .any(|s| s.variant % 3 == UNTRACED && s.ok());
-            let hint = if plain_ok && failed.is_some_and(|s| s.variant % 3 == ADAPTED) {
+                .any(|s| s.variant % per_build == UNTRACED && s.ok());
+            let hint = if plain_ok && failed.is_some_and(|s| s.variant % per_build == ADAPTED) {
                 " (it had the adapters' switches on: try --adapter none)"
             } else {
                 ""
@@ -165,7 +207,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         }
         _ => {}
     }
-    let mut per_build = split_by_build(&mut m.result, arms.builds.len());
+    let mut per_build = split_by_build(&mut m.result, arms.builds.len(), per_build);
     let mut explanations = Vec::new();
     for (build, result) in arms.builds.iter_mut().zip(per_build.iter_mut()) {
         let adapters = build.adapters.take().unwrap_or_default();
@@ -177,6 +219,10 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
             args.requests,
         )?;
         e.otlp = !args.no_otlp;
+        if args.profile {
+            let collector = std::mem::take(&mut build.profile);
+            e.profile = profile(collector, &e, result);
+        }
         explanations.push(e);
     }
     let (json, text) = if let [ea, eb] = &explanations[..] {
@@ -223,6 +269,21 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     }
     // A vs B: the HTML shows the first build's explanation (the attribution is in the text).
     coldstart::session::write_html(&exports, &m, &settings, explanations.first())?;
+    // A vs B: the first build's profile (one file per export path).
+    if let Some((e, p)) = explanations.first().and_then(|e| Some((e, e.profile.as_ref()?))) {
+        let r = &coldstart::profile::render::folded;
+        if let Some(path) = &args.export_folded {
+            report::write_export(path, r(p).as_bytes())?;
+        }
+        if let Some(path) = &args.export_flamegraph {
+            let svg = coldstart::profile::render::flamegraph(p, &e.command)?;
+            report::write_export(path, &svg)?;
+        }
+        if let Some(path) = &args.export_speedscope {
+            let doc = coldstart::profile::render::speedscope(p, &e.command);
+            report::write_export(path, serde_json::to_string(&doc)?.as_bytes())?;
+        }
+    }
     // Printed last: exports survive a reader that closes stdout early.
     out::out!("{text}")?;
     if let Some((id, location)) = &m.stored_as {
@@ -244,6 +305,11 @@ struct Build {
     adapters: Option<Vec<Box<dyn Adapter>>>,
     /// The measured adapted runs, their adapters' files kept for the sections.
     adapted: Vec<adapted::AdaptedRun>,
+    /// The command with the runtimes' perf-map switches (the profiled arm; set
+    /// once the OTLP receiver's environment is in `target`).
+    profiled_target: Option<Target>,
+    /// The measured profiled runs' samples, named after each run.
+    profile: coldstart::profile::Collector,
 }
 
 /// The builds of the command line: one (`-- COMMAND`), or two for A vs B
@@ -266,6 +332,8 @@ fn builds(args: &ExplainArgs) -> Result<Vec<Build>> {
             readiness: Readiness::parse(args.ready.as_deref().unwrap_or("exit"))?,
             adapters,
             adapted: Vec::new(),
+            profiled_target: None,
+            profile: coldstart::profile::Collector::new(),
         }]);
     }
     if args.variants.len() != 2 {
@@ -301,26 +369,28 @@ fn builds(args: &ExplainArgs) -> Result<Vec<Build>> {
             name,
             adapters: adapters.as_ref().map(|_| Vec::new()),
             adapted: Vec::new(),
+            profiled_target: None,
+            profile: coldstart::profile::Collector::new(),
         });
     }
     Ok(out)
 }
 
-/// The experiment's samples split into one three-arm result per build
-/// (variants renumbered 0..3, traces moved along).
-fn split_by_build(result: &mut ExperimentResult, builds: usize) -> Vec<ExperimentResult> {
+/// The experiment's samples split into one result of `k` arms per build
+/// (variants renumbered 0..k, traces moved along).
+fn split_by_build(result: &mut ExperimentResult, builds: usize, k: usize) -> Vec<ExperimentResult> {
     let samples = std::mem::take(&mut result.samples);
     let mut out: Vec<ExperimentResult> = (0..builds)
         .map(|b| ExperimentResult {
-            variants: result.variants[b * 3..b * 3 + 3].to_vec(),
+            variants: result.variants[b * k..b * k + k].to_vec(),
             samples: Vec::new(),
             stopped: result.stopped,
             design: result.design,
         })
         .collect();
     for mut s in samples {
-        let b = s.variant / 3;
-        s.variant %= 3;
+        let b = s.variant / k;
+        s.variant %= k;
         if let Some(r) = out.get_mut(b) {
             r.samples.push(s);
         }
@@ -328,8 +398,8 @@ fn split_by_build(result: &mut ExperimentResult, builds: usize) -> Vec<Experimen
     out
 }
 
-/// The runner of the arms of every build: variant `v` is arm `v % 3` of build
-/// `v / 3`. Each build's adapters are chosen from its first traced run's final
+/// The runner of the arms of every build: variant `v` is arm `v % k` of build
+/// `v / k` (k = 3 arms, 4 with --profile). Each build's adapters are chosen from its first traced run's final
 /// exec (what really runs after shims and wrappers), then kept for every
 /// adapted run; an adapted run scheduled before any traced one first traces
 /// one run, unrecorded, to choose them.
@@ -337,12 +407,14 @@ struct Arms<'a> {
     args: &'a ExplainArgs,
     opts: RunOptions,
     builds: Vec<Build>,
+    /// Arms per build: the three, + `profiled` with --profile.
+    per_build: usize,
 }
 
 impl Runner for Arms<'_> {
     fn run(&mut self, v: usize, id: RunId) -> Result<Sample> {
-        let b = v / 3;
-        match v % 3 {
+        let b = v / self.per_build;
+        match v % self.per_build {
             TRACED => {
                 let s = self.traced(b, id)?;
                 if self.builds[b].adapters.is_none() {
@@ -377,9 +449,49 @@ impl Runner for Arms<'_> {
                 }
                 Ok(sample)
             }
+            PROFILED => {
+                let build = &mut self.builds[b];
+                let target = build.profiled_target.as_ref().unwrap_or(&build.target);
+                let r = run_profiled(target, &build.readiness, &self.opts, id);
+                let mut s = interrupted(r, id)?;
+                build.profile.add(&mut s, !id.warmup);
+                Ok(s)
+            }
             _ => run_once(&self.builds[b].target, &self.builds[b].readiness, &self.opts, id),
         }
     }
+}
+
+/// A run cut short by Ctrl-C is an interrupted sample, so the scheduler stops
+/// as it does for the plain arms.
+fn interrupted(r: Result<Sample>, id: RunId) -> Result<Sample> {
+    if signals::interrupted() {
+        let mut s = match r {
+            Ok(s) => s,
+            Err(_) => Sample::begin(&id, coldstart::clock::now_ns()),
+        };
+        s.outcome = Outcome::Interrupted;
+        s.ready_ns = None;
+        return Ok(s);
+    }
+    r
+}
+
+/// The merged profile with the profiled arm's ready times and overhead.
+fn profile(
+    collector: coldstart::profile::Collector,
+    e: &explain::Explanation,
+    result: &coldstart::experiment::ExperimentResult,
+) -> Option<coldstart::profile::Profile> {
+    let mut p = collector.finish(&e.timeline.phases, (e.ready_ms * 1e6) as u64)?;
+    let (untraced, profiled) = (result.ready_ms(UNTRACED), result.ready_ms(PROFILED));
+    let mut sorted = profiled.clone();
+    sorted.sort_by(f64::total_cmp);
+    p.profiled_ms = coldstart::stats::summarize(&sorted);
+    let r = coldstart::stats::ratio(&untraced, &profiled, explain::CONFIDENCE);
+    p.overhead = r.as_ref().map(|r| r.estimate);
+    p.overhead_ci = r.and_then(|r| r.ci);
+    Some(p)
 }
 
 impl Arms<'_> {

@@ -29,9 +29,17 @@ pub const ARMS: [&str; 3] = ["untraced", "traced", "adapted"];
 
 /// Whether an experiment with these variant names is an explain (its variants
 /// are exactly the arms, whether or not it ran to its explanation).
+/// With `--profile`, a fourth arm [`PROFILED_ARM`] follows them.
 pub fn is_arms<'a>(names: impl IntoIterator<Item = &'a str>) -> bool {
-    names.into_iter().eq(ARMS)
+    let names: Vec<&str> = names.into_iter().collect();
+    names == ARMS
+        || names
+            .split_last()
+            .is_some_and(|(last, arms)| *last == PROFILED_ARM && arms == ARMS)
 }
+/// The arm `explain --profile` adds: plain runs under the CPU profiler.
+pub const PROFILED_ARM: &str = "profiled";
+pub const PROFILED: usize = 3;
 pub const UNTRACED: usize = 0;
 pub const TRACED: usize = 1;
 pub const ADAPTED: usize = 2;
@@ -70,6 +78,9 @@ pub struct Explanation {
     /// Whether the adapted runs had the OTLP receiver (`--no-otlp` turns it off).
     #[serde(default = "otlp_default")]
     pub otlp: bool,
+    /// The startup CPU profile (`--profile`): every profiled run's samples, per phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::Profile>,
     /// The raw events of the run shown (for the Chrome trace; not in the JSON,
     /// so not in the store either: an explanation loaded back has none).
     #[serde(skip)]
@@ -118,6 +129,7 @@ pub fn explanation(
         adapter_overhead_ci: None,
         adapters: Vec::new(),
         otlp: true,
+        profile: None,
         sources: Vec::new(),
         warnings: trace.warnings.clone(),
         timeline,
@@ -282,4 +294,18 @@ pub fn choose_adapters_for(
 /// Explanations stored before the field existed always had the receiver.
 fn otlp_default() -> bool {
     true
+}
+
+#[cfg(test)]
+mod arms_tests {
+    use super::*;
+
+    #[test]
+    fn an_explain_has_three_arms_or_four_with_the_profile() {
+        assert!(is_arms(ARMS));
+        assert!(is_arms(["untraced", "traced", "adapted", "profiled"]));
+        assert!(!is_arms(["untraced", "traced"]));
+        assert!(!is_arms(["untraced", "traced", "adapted", "other"]));
+        assert!(!is_arms(["profiled", "untraced", "traced", "adapted"]));
+    }
 }

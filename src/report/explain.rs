@@ -47,6 +47,18 @@ pub fn render(e: &Explanation) -> String {
             overhead(o, e.adapter_overhead_ci)
         ));
     }
+    if let (Some(p), Some(o)) = (
+        e.profile.as_ref().and_then(|p| p.profiled_ms.as_ref()),
+        e.profile.as_ref().and_then(|p| p.overhead),
+    ) {
+        let ci = e.profile.as_ref().and_then(|p| p.overhead_ci);
+        out.push_str(&format!(
+            "profiled p50 {} (n={}) · profiler overhead {}\n",
+            ms(p.p50),
+            p.n,
+            overhead(o, ci)
+        ));
+    }
     if let Some(est) = &e.estimate {
         out.push_str(&super::estimate::headline(est));
     }
@@ -222,6 +234,9 @@ pub fn render(e: &Explanation) -> String {
     }
     for sec in &e.sources {
         out.push_str(&section(sec));
+    }
+    if let Some(p) = &e.profile {
+        out.push_str(&crate::profile::render::terminal(p));
     }
     super::width::fit(&out)
 }

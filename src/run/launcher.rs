@@ -23,6 +23,9 @@ pub enum Launch {
     Traced {
         lean: bool,
     },
+    /// A plain spawn sampled by the CPU profiler (explain --profile): the
+    /// Sample gets the recording of the tree from its exec to ready.
+    Profiled,
 }
 
 /// A started target.
@@ -37,6 +40,8 @@ pub struct Launched {
     pub stdout: Option<File>,
     pub stderr: Option<File>,
     pub how: How,
+    /// The CPU profiler of a profiled run, recording until [`Launched::stop_profile`].
+    pub profiler: Option<coldstart_profile::Recorder>,
 }
 
 pub enum How {
@@ -78,7 +83,24 @@ pub fn spawn_plain(mut prepared: spawn::Prepared, target: &Target) -> Result<Lau
         stdout: child.stdout.map(|s| File::from(OwnedFd::from(s))),
         stderr: child.stderr.map(|s| File::from(OwnedFd::from(s))),
         how: How::Plain(prepared),
+        profiler: None,
     })
+}
+
+/// A plain spawn with the CPU profiler's inherited counter opened on this thread
+/// just before time zero (only the child's exec switches it on; see
+/// coldstart_profile::perf), so the spawn itself is timed as in a plain run.
+pub fn spawn_profiled(prepared: spawn::Prepared, target: &Target) -> Result<Launched> {
+    let recorder = coldstart_profile::Recorder::start(coldstart_profile::DEFAULT_FREQ_HZ).context(
+        "cannot open the CPU profiler (perf_event_open; see /proc/sys/kernel/perf_event_paranoid)",
+    )?;
+    let mut launched = spawn_plain(prepared, target);
+    // Dropped here on a failed spawn; otherwise kept until the run ends (closing
+    // it earlier would end the child's inherited copies).
+    if let Ok(l) = &mut launched {
+        l.profiler = Some(recorder);
+    }
+    launched
 }
 
 /// Start `target` under the tracer, output (stdout and stderr together) into a
@@ -111,12 +133,20 @@ pub fn spawn_traced(
         stdout: Some(File::from(read)),
         stderr: None,
         how: How::Traced(Some(session)),
+        profiler: None,
     })
 }
 
 impl Launched {
     pub fn traced(&self) -> bool {
         matches!(self.how, How::Traced(_))
+    }
+
+    /// End the profile's window (at ready, before the stop): no samples after it.
+    pub fn stop_profile(&mut self) {
+        if let Some(p) = &mut self.profiler {
+            p.stop();
+        }
     }
 
     /// The live trace session's view (None for plain runs).

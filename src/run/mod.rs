@@ -129,6 +129,12 @@ pub fn run_traced(target: &Target, readiness: &Readiness, opts: &RunOptions, id:
     run(target, readiness, opts, id, Launch::Traced { lean: false })
 }
 
+/// One plain run sampled by the CPU profiler from its exec to ready: the same
+/// Sample as [`run_once`], with the recording attached.
+pub fn run_profiled(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
+    run(target, readiness, opts, id, Launch::Profiled)
+}
+
 /// The engine: one run with the given launcher.
 pub fn run(
     target: &Target,
@@ -138,7 +144,8 @@ pub fn run(
     launch: Launch,
 ) -> Result<Sample> {
     probe::refuse_if_port_taken(readiness)?;
-    let traced_listen = launch != Launch::Plain && matches!(readiness, Readiness::Listen);
+    let traced = matches!(launch, Launch::Traced { .. });
+    let traced_listen = traced && matches!(readiness, Readiness::Listen);
     let mut probe = if traced_listen {
         // The tracer's first listen is the ready instant; nothing to probe.
         Probe::Exit
@@ -147,7 +154,7 @@ pub fn run(
     };
     let mut marks = Marks::new(&opts.log_marks)?;
     let mut env = marks.before_spawn();
-    if matches!(probe, Probe::Listen) && launch == Launch::Plain {
+    if matches!(probe, Probe::Listen) && !traced {
         let existing = crate::target::effective_var(&target.env, "LD_PRELOAD");
         env.push(probe::listen::preload_env(existing.as_deref())?);
     }
@@ -162,6 +169,10 @@ pub fn run(
         Launch::Plain => {
             let prepared = launcher::prepare_plain(target, pipes, opts.show_output, &env)?;
             launcher::spawn_plain(prepared, target)?
+        }
+        Launch::Profiled => {
+            let prepared = launcher::prepare_plain(target, pipes, opts.show_output, &env)?;
+            launcher::spawn_profiled(prepared, target)?
         }
         Launch::Traced { lean } => launcher::spawn_traced(target, &env, lean, opts.timeout)?,
     };
@@ -324,6 +335,16 @@ pub fn run(
         }
     }
 
+    // The profile's window ends at ready (or at the failure), before any request or stop.
+    child.stop_profile();
+    if sample.ok() {
+        if let Some(p) = &child.profiler {
+            // A runtime that writes its JIT names only on request or at exit is asked now.
+            let _ = p;
+            crate::profile::runtimes::at_ready(&tree::members(child.pid));
+        }
+    }
+
     // Resource use up to ready: the main process's rusage once it was reaped
     // (covering the children it waited for), plus whatever still runs. A traced
     // root's rusage went to the tracer thread: only what still runs is counted.
@@ -409,6 +430,7 @@ pub fn run(
     drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, now_ns());
     lines.finish(now_ns(), |_| {});
     sample.marks = marks.finish();
+    sample.profile = child.profiler.take().map(|p| Box::new(p.finish()));
     sample.claimed = lines
         .take_claimed()
         .into_iter()

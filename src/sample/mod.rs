@@ -201,6 +201,9 @@ pub struct Sample {
     /// Raw events are large: kept in memory for the timeline, never stored.
     #[serde(skip)]
     pub trace: Option<Box<coldstart_trace::Trace>>,
+    /// The CPU samples of a profiled run (explain --profile), unresolved; never stored.
+    #[serde(skip)]
+    pub profile: Option<Box<coldstart_profile::Recording>>,
     /// Last lines of the target's stdout+stderr, kept for failed runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output_tail: Vec<String>,
@@ -235,6 +238,7 @@ impl Sample {
             marks: Vec::new(),
             claimed: Vec::new(),
             trace: None,
+            profile: None,
             output_tail: Vec::new(),
         }
     }

@@ -1,0 +1,69 @@
+//! The recorder on a real process tree: a shell that forks a busy child.
+
+use coldstart_profile::{Recorder, Symbols, DEFAULT_FREQ_HZ};
+
+fn now() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[test]
+fn a_forked_child_after_exec_is_sampled_and_named() {
+    let mut rec = match Recorder::start(DEFAULT_FREQ_HZ) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("SKIP: perf_event_open refused here: {e}");
+            assert!(
+                std::env::var_os("COLDSTART_REQUIRE_PERF").is_none(),
+                "perf required: {e}"
+            );
+            return;
+        }
+    };
+    let t0 = now();
+    // The busy loop runs in a forked subshell `( … )`: only inheritance reaches it.
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("(i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done); true")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let t1 = now();
+    rec.stop();
+    let recording = rec.finish();
+    let mut syms = Symbols::new();
+    let r = recording.resolve(&mut syms, t0, t1);
+    assert!(r.stacks.len() > 20, "{} samples", r.stacks.len());
+    let pids: std::collections::BTreeSet<u32> = r.stacks.iter().map(|s| s.pid).collect();
+    assert!(
+        pids.len() >= 2,
+        "the forked subshell is sampled too: pids {pids:?}"
+    );
+    // The shell is a real ELF: most of its user frames have names, not [unknown].
+    let named = r
+        .stacks
+        .iter()
+        .filter(|s| {
+            s.frames
+                .iter()
+                .skip(1)
+                .any(|f| !f.starts_with('[') && !f.ends_with("_[k]"))
+        })
+        .count();
+    eprintln!(
+        "{} samples, {named} with a named user frame; e.g. {:?}",
+        r.stacks.len(),
+        r.stacks.last()
+    );
+    assert!(named * 2 > r.stacks.len(), "{named} of {}", r.stacks.len());
+    assert!(
+        r.stacks.iter().all(|s| s.frames[0] == "sh"),
+        "{:?}",
+        r.stacks[0].frames
+    );
+}
