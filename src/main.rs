@@ -63,6 +63,7 @@ fn real_main() -> anyhow::Result<i32> {
         cli::Command::Show(a) => cmd::history::show(a),
         cli::Command::Compare(a) => cmd::history::compare(a),
         cli::Command::Gate(a) => cmd::history::gate(a),
+        cli::Command::Tune(a) => cmd::tune::run(a),
         cli::Command::Lambda(a) => {
             a.variants = lambda_variants;
             cmd::lambda::run(a)

@@ -10,3 +10,4 @@ pub mod explain;
 mod fuzz_tests;
 pub mod history;
 pub mod lambda;
+pub mod tune;
