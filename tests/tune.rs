@@ -25,7 +25,12 @@ fn tune(dir: &Path, args: &[&str]) -> (std::process::Output, serde_json::Value) 
     ];
     all.extend(args);
     let o = run(&all);
-    assert!(o.status.success(), "coldstart {all:?}: {}{}", stdout(&o), stderr(&o));
+    assert!(
+        o.status.success(),
+        "coldstart {all:?}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
     (o, json_file(&json))
 }
 
@@ -60,7 +65,9 @@ fn harmful_catalogue(dir: &Path, runtime: &str, slow: (&str, &str), broken: (&st
 
 #[test]
 fn native_harmful_is_slower_and_a_failing_candidate_is_broken() {
-    let Some(sleeper) = testkit::c_example("sleeper", &[]) else { return };
+    let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
+        return;
+    };
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let cat = harmful_catalogue(
         dir.path(),
@@ -107,7 +114,10 @@ fn native_harmful_is_slower_and_a_failing_candidate_is_broken() {
     let rec = serde_json::to_string(&doc["recommended"]).unwrap();
     assert!(!rec.contains("slow") && !rec.contains("broken"), "{rec}");
     let out = stdout(&o);
-    assert!(out.contains("💥 breaks it") && out.contains("❌ harmful"), "{out}");
+    assert!(
+        out.contains("💥 breaks it") && out.contains("❌ harmful"),
+        "{out}"
+    );
     assert!(out.contains("recommended set:"), "{out}");
     // Stored, and listed as a tune.
     let store = dir.path().join("store.db");
@@ -155,7 +165,10 @@ fn python_precompiled_bytecode_helps_a_cold_cache() {
     );
     assert_eq!(doc["runtime"], "python");
     assert_eq!(kind(&doc, "pycache"), "faster", "{doc:#}");
-    assert!(row(&doc, "pycache")["relative"].as_f64().unwrap() < -0.2, "{doc:#}");
+    assert!(
+        row(&doc, "pycache")["relative"].as_f64().unwrap() < -0.2,
+        "{doc:#}"
+    );
     assert_eq!(doc["recommended"]["ids"][0], "pycache");
     assert!(stdout(&o).contains("✅ precompiled bytecode"), "{}", stdout(&o));
     // The baseline's cache stayed cold: the training wrote elsewhere.
@@ -190,18 +203,30 @@ fn many_classes_jar() -> Option<PathBuf> {
         let classes = src.join("classes");
         std::fs::create_dir_all(&classes).unwrap();
         let mut c = Command::new(&javac);
-        c.arg("-d").arg(&classes).arg("-sourcepath").arg(&src).arg(src.join("Main.java"));
+        c.arg("-d")
+            .arg(&classes)
+            .arg("-sourcepath")
+            .arg(&src)
+            .arg(src.join("Main.java"));
         for i in 0..N {
             c.arg(src.join(format!("C{i}.java")));
         }
         let o = c.output().expect("javac");
-        assert!(o.status.success(), "javac: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "javac: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let mut j = Command::new(&jar);
         j.arg("cfe").arg(out).arg("Main").arg("-C").arg(&classes).arg(".");
         j
     };
     // The generator is this file: rebuilt when it changes.
-    Some(built("tune-many-classes.jar", &[&repo_file("tests/tune.rs")], gen))
+    Some(built(
+        "tune-many-classes.jar",
+        &[&repo_file("tests/tune.rs")],
+        gen,
+    ))
 }
 
 fn repo_file(rel: &str) -> PathBuf {
@@ -239,15 +264,23 @@ fn java_appcds_helps_significantly() {
     let major: u32 = version.split('.').next().unwrap_or("0").parse().unwrap_or(0);
     if major < 25 {
         assert_eq!(kind(&doc, "aot-cache"), "unavailable", "{doc:#}");
-        assert!(row(&doc, "aot-cache")["status"]["why"].as_str().unwrap().contains("JDK 24"));
+        assert!(row(&doc, "aot-cache")["status"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("JDK 24"));
     }
     let out = stdout(&o);
-    assert!(out.contains("✅ AppCDS archive") && out.contains("SharedArchiveFile=app.jsa"), "{out}");
+    assert!(
+        out.contains("✅ AppCDS archive") && out.contains("SharedArchiveFile=app.jsa"),
+        "{out}"
+    );
 }
 
 #[test]
 fn go_server_tunes_end_to_end() {
-    let Some(server) = testkit::go_server() else { return };
+    let Some(server) = testkit::go_server() else {
+        return;
+    };
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let port = free_port();
     let (o, doc) = tune(
@@ -305,7 +338,16 @@ fn node_list_says_why_the_compile_cache_is_unavailable() {
 
 #[test]
 fn bad_input_is_one_line() {
-    let o = run(&["tune", "--only", "nope", "--runtime", "go", "--list", "--", "true"]);
+    let o = run(&[
+        "tune",
+        "--only",
+        "nope",
+        "--runtime",
+        "go",
+        "--list",
+        "--",
+        "true",
+    ]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("no candidate 'nope'"), "{}", stderr(&o));
     let o = run(&["tune"]);

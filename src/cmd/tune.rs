@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use coldstart::analysis::Analysis;
 use coldstart::bounds;
 use coldstart::config;
-use coldstart::experiment::{CiOf, Order, Plan, StopRule, StopReason};
+use coldstart::experiment::{CiOf, Order, Plan, StopReason, StopRule};
 use coldstart::launch::signals;
 use coldstart::out;
 use coldstart::run::conditions::{Conditions, Settings};
@@ -31,20 +31,29 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     if args.command.is_empty() {
         bail!("no command to tune: put it after `--`, e.g. `coldstart tune --ready exit -- python3 app.py`");
     }
-    let env = args.env.iter().map(|e| parse_env(e)).collect::<Result<Vec<_>>>()?;
+    let env = args
+        .env
+        .iter()
+        .map(|e| parse_env(e))
+        .collect::<Result<Vec<_>>>()?;
     let target = Target::new(args.command.clone(), env, args.cwd.clone())?;
     let readiness = Readiness::parse(&args.ready)?;
     let timeout = bounds::seconds("--timeout", args.timeout, false)?;
     bounds::runs("--max-runs", args.max_runs, 2)?;
     if args.min_runs < 2 || args.min_runs > args.max_runs {
-        bail!("--min-runs must be at least 2 and at most --max-runs ({})", args.max_runs);
+        bail!(
+            "--min-runs must be at least 2 and at most --max-runs ({})",
+            args.max_runs
+        );
     }
     if !(args.budget.is_finite() && args.budget > 0.0) {
         bail!("--budget must be a positive number of seconds");
     }
     let (ci_target, relative) = parse_target_ci(&args.target_ci)?;
     if args.requests > 0 && !matches!(readiness, Readiness::Http { .. }) {
-        bail!("--requests needs http readiness (--ready http://127.0.0.1:PORT/…): the requests go to that URL");
+        bail!(
+            "--requests needs http readiness (--ready http://127.0.0.1:PORT/…): the requests go to that URL"
+        );
     }
     let exports = coldstart::report::export::Exports {
         json: args.export_json.clone(),
@@ -87,7 +96,10 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             }
         }
         None => {
-            say(format!("tune: one traced run of {} to find its runtime…", target.display_command()));
+            say(format!(
+                "tune: one traced run of {} to find its runtime…",
+                target.display_command()
+            ));
             tune::detect(&target, &readiness, &opts)?
         }
     };
@@ -167,7 +179,15 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         let t = match plan::apply(&target, &cat.file, &Change::of(c, &dir)) {
             Ok(t) => t,
             Err(e) => {
-                rows.push((i, Row::unmeasured(c, Status::NotApplicable { why: format!("{e:#}") })));
+                rows.push((
+                    i,
+                    Row::unmeasured(
+                        c,
+                        Status::NotApplicable {
+                            why: format!("{e:#}"),
+                        },
+                    ),
+                ));
                 continue;
             }
         };
@@ -208,11 +228,16 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             });
             names.push(format!("{PREFIX}{}", chosen[*i].id));
         }
-        let (measured, stored) = experiment(&specs, &names, stop(rounds), seed, &opts, &outputs, args.warmup)?;
+        let (measured, stored) =
+            experiment(&specs, &names, stop(rounds), seed, &opts, &outputs, args.warmup)?;
         experiments.extend(stored);
         interrupted |= measured.1 == Some(StopReason::Interrupted);
         let analysis = &measured.0;
-        baseline_ready_ms = analysis.variants[0].ready_ms.as_ref().map(|s| s.p50).or(baseline_ready_ms);
+        baseline_ready_ms = analysis.variants[0]
+            .ready_ms
+            .as_ref()
+            .map(|s| s.p50)
+            .or(baseline_ready_ms);
         for (k, (i, _, _)) in ready.iter().enumerate() {
             let v = &analysis.variants[k + 1];
             let row = if v.ok_runs + v.failed_runs == 0 {
@@ -253,7 +278,8 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             };
             row = Some(match plan::check(&combined, &readiness, &opts)? {
                 Prepared::Ready(_) => {
-                    let rounds = rounds_for(args, run_cost, 2).min(args.max_runs.div_ceil(2).max(args.min_runs));
+                    let rounds =
+                        rounds_for(args, run_cost, 2).min(args.max_runs.div_ceil(2).max(args.min_runs));
                     let specs = vec![
                         base.clone(),
                         Spec {
@@ -262,7 +288,15 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
                         },
                     ];
                     let names = vec!["baseline".to_string(), format!("{PREFIX}{}", combo.id)];
-                    let (m, stored) = experiment(&specs, &names, stop(rounds), seed ^ 1, &opts, &outputs, args.warmup)?;
+                    let (m, stored) = experiment(
+                        &specs,
+                        &names,
+                        stop(rounds),
+                        seed ^ 1,
+                        &opts,
+                        &outputs,
+                        args.warmup,
+                    )?;
                     experiments.extend(stored);
                     interrupted |= m.1 == Some(StopReason::Interrupted);
                     Row::measured(&combo, &m.0.variants[1], &m.0.variants[0])
@@ -272,7 +306,26 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
                 }
             });
         }
-        recommended = Some(recommendation(ids, &combined, &target, work.path(), row));
+        let mut train = Vec::new();
+        for c in &members {
+            let Some(t) = &c.train else { continue };
+            let dir = work.path().join(&c.id);
+            let change = Change {
+                args: t.args.iter().map(|a| catalogue::expand(a, &dir)).collect(),
+                env: t
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), catalogue::expand(v, &dir)))
+                    .collect(),
+                env_append: Default::default(),
+            };
+            if let Ok(trainee) = plan::apply(&target, &cat.file, &change) {
+                train.push(command_line(&trainee, &target, work.path()));
+            }
+        }
+        let mut rec = recommendation(ids, &combined, &target, work.path(), row);
+        rec.train = train;
+        recommended = Some(rec);
     }
 
     let tuned = Tuned {
@@ -329,7 +382,11 @@ fn experiment(
     warmup: usize,
 ) -> Result<((Analysis, Option<StopReason>), Stored)> {
     let plan = Plan {
-        variants: specs.iter().zip(names).map(|(s, n)| s.variant(n.clone())).collect(),
+        variants: specs
+            .iter()
+            .zip(names)
+            .map(|(s, n)| s.variant(n.clone()))
+            .collect(),
         warmup,
         order: Order::Shuffled,
         stop,
@@ -375,24 +432,39 @@ fn strip_work(s: &str, work: &Path) -> String {
 }
 
 /// The recommended command and environment, with the work paths as plain file names.
-fn recommendation(ids: Vec<String>, combined: &Target, base: &Target, work: &Path, row: Option<Row>) -> Recommended {
-    let added: Vec<String> = combined
-        .env
+fn recommendation(
+    ids: Vec<String>,
+    combined: &Target,
+    base: &Target,
+    work: &Path,
+    row: Option<Row>,
+) -> Recommended {
+    Recommended {
+        ids,
+        command: command_line(combined, base, work),
+        env: added_env(combined, base, work),
+        train: Vec::new(),
+        row: row.map(|r| shown(r, work)),
+    }
+}
+
+/// The variables `t` sets beyond the baseline's, as KEY=VALUE.
+fn added_env(t: &Target, base: &Target, work: &Path) -> Vec<String> {
+    t.env
         .iter()
         .skip(base.env.len())
         .map(|(k, v)| format!("{k}={}", shell_quote(&strip_work(v, work))))
-        .collect();
-    let argv: Vec<String> = combined.argv.iter().map(|a| strip_work(a, work)).collect();
-    let command = if added.is_empty() {
+        .collect()
+}
+
+/// `t` as a shell line: its added variables, then its argv.
+fn command_line(t: &Target, base: &Target, work: &Path) -> String {
+    let added = added_env(t, base, work);
+    let argv: Vec<String> = t.argv.iter().map(|a| strip_work(a, work)).collect();
+    if added.is_empty() {
         shell_join(&argv)
     } else {
         format!("{} {}", added.join(" "), shell_join(&argv))
-    };
-    Recommended {
-        ids,
-        command,
-        env: added,
-        row: row.map(|r| shown(r, work)),
     }
 }
 
@@ -431,7 +503,8 @@ fn list(rt: &tune::Runtime, chosen: &[&Candidate]) -> String {
 
 /// `2%` → (0.02, relative); `5ms` or `5` → (5.0, absolute ms).
 fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
-    let bad = || anyhow!("bad --target-ci '{s}': write a percentage of the median (2%) or milliseconds (5ms)");
+    let bad =
+        || anyhow!("bad --target-ci '{s}': write a percentage of the median (2%) or milliseconds (5ms)");
     let (num, relative) = match s.strip_suffix('%') {
         Some(n) => (n, true),
         None => (s.strip_suffix("ms").unwrap_or(s), false),

@@ -10,11 +10,17 @@ use std::path::Path;
 /// The built-in files, one per runtime.
 const BUILT_IN: [(&str, &str); 6] = [
     ("catalogue/jvm.toml", include_str!("../../catalogue/jvm.toml")),
-    ("catalogue/python.toml", include_str!("../../catalogue/python.toml")),
+    (
+        "catalogue/python.toml",
+        include_str!("../../catalogue/python.toml"),
+    ),
     ("catalogue/node.toml", include_str!("../../catalogue/node.toml")),
     ("catalogue/go.toml", include_str!("../../catalogue/go.toml")),
     ("catalogue/beam.toml", include_str!("../../catalogue/beam.toml")),
-    ("catalogue/native.toml", include_str!("../../catalogue/native.toml")),
+    (
+        "catalogue/native.toml",
+        include_str!("../../catalogue/native.toml"),
+    ),
 ];
 
 /// One runtime's file.
@@ -120,7 +126,12 @@ pub struct Catalogue {
 fn parse(name: &str, text: &str) -> Result<File> {
     let file: File = toml::from_str(text).with_context(|| format!("reading the tune catalogue {name}"))?;
     for c in &file.candidates {
-        if c.id.is_empty() || !c.id.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
+        if c.id.is_empty()
+            || !c
+                .id
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
+        {
             bail!(
                 "{name}: candidate id {:?} must be letters, digits, '-', '_' or '.'",
                 c.id
@@ -245,8 +256,14 @@ impl Candidate {
         let Some(v) = version else {
             return Some("the runtime's version is unknown, and this candidate needs a version range".into());
         };
-        let below = w.min_version.as_deref().is_some_and(|m| version_cmp(v, m).is_lt());
-        let above = w.max_version.as_deref().is_some_and(|m| version_cmp(v, m).is_ge());
+        let below = w
+            .min_version
+            .as_deref()
+            .is_some_and(|m| version_cmp(v, m).is_lt());
+        let above = w
+            .max_version
+            .as_deref()
+            .is_some_and(|m| version_cmp(v, m).is_ge());
         if !(below || above) {
             return None;
         }
@@ -311,12 +328,36 @@ mod tests {
     }
 
     #[test]
+    fn docs_list_every_built_in_candidate() {
+        let docs = include_str!("../../docs/tune.md");
+        for (name, text) in BUILT_IN {
+            for c in parse(name, text).unwrap().candidates {
+                assert!(
+                    docs.contains(&format!("**`{}` — ", c.id)),
+                    "docs/tune.md lacks {}",
+                    c.id
+                );
+                assert!(
+                    docs.contains(&c.source),
+                    "docs/tune.md lacks the source of {}",
+                    c.id
+                );
+            }
+        }
+    }
+
+    #[test]
     fn versions_compare_numerically() {
         assert!(version_cmp("3.9", "3.11").is_lt());
         assert!(version_cmp("17", "13").is_gt());
         assert!(version_cmp("22.1", "22.1.0").is_eq());
         let cat = load("node", &[]).unwrap();
-        let cc = cat.file.candidates.iter().find(|c| c.id == "compile-cache").unwrap();
+        let cc = cat
+            .file
+            .candidates
+            .iter()
+            .find(|c| c.id == "compile-cache")
+            .unwrap();
         let why = cc.unavailable(Some("20.19.1")).unwrap();
         assert!(why.contains("22.1"), "{why}");
         assert!(cc.unavailable(Some("22.4.0")).is_none());

@@ -143,7 +143,11 @@ pub fn prepare(
     if let Some(train) = &c.train {
         let change = Change {
             args: train.args.iter().map(|a| expand(a, work)).collect(),
-            env: train.env.iter().map(|(k, v)| (k.clone(), expand(v, work))).collect(),
+            env: train
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), expand(v, work)))
+                .collect(),
             env_append: BTreeMap::new(),
         };
         let trainee = match apply(&base.target, file, &change) {
@@ -162,7 +166,14 @@ pub fn prepare(
     }
     if let Some(line) = &c.setup {
         let line = expand(line, work);
-        if let Err(f) = hooks::run("setup", &line, &["sh".to_string()], target, false, opts.tail_lines)? {
+        if let Err(f) = hooks::run(
+            "setup",
+            &line,
+            &["sh".to_string()],
+            target,
+            false,
+            opts.tail_lines,
+        )? {
             return Ok(Prepared::Broken(format!(
                 "set-up `{line}` failed ({}){}",
                 f.how,

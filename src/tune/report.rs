@@ -23,11 +23,17 @@ pub enum Status {
     /// No verdict (too few runs).
     NoVerdict,
     /// Set-up, the check run or a measured run failed: never fast.
-    Broken { why: String },
+    Broken {
+        why: String,
+    },
     /// Not for this runtime version, or advice only.
-    Unavailable { why: String },
+    Unavailable {
+        why: String,
+    },
     /// The command cannot take it (flags with a wrapper).
-    NotApplicable { why: String },
+    NotApplicable {
+        why: String,
+    },
     /// Ctrl-C came first.
     NotMeasured,
 }
@@ -38,6 +44,8 @@ pub struct Row {
     pub id: String,
     pub title: String,
     pub status: Status,
+    /// The comparison's verdict on ready (faster, slower, ~, no verdict), when measured.
+    pub ready_verdict: Option<String>,
     /// Median shift of ready, ms (candidate − baseline), with its 95 % CI.
     pub shift_ms: Option<f64>,
     pub shift_ci_ms: Option<(f64, f64)>,
@@ -67,6 +75,7 @@ impl Row {
             id: c.id.clone(),
             title: c.title.clone(),
             status,
+            ready_verdict: None,
             shift_ms: None,
             shift_ci_ms: None,
             relative: None,
@@ -89,11 +98,13 @@ impl Row {
         let mut row = Row::unmeasured(c, Status::NoVerdict);
         row.runs = v.ok_runs;
         row.failed_runs = v.failed_runs;
-        let delta = |a: Option<&crate::stats::Summary>, b: Option<&crate::stats::Summary>| Some(a?.p50 - b?.p50);
+        let delta =
+            |a: Option<&crate::stats::Summary>, b: Option<&crate::stats::Summary>| Some(a?.p50 - b?.p50);
         row.first_request_delta_ms = delta(v.first_request_ms.as_ref(), base.first_request_ms.as_ref());
         row.peak_rss_delta_mb = delta(v.peak_rss_mb.as_ref(), base.peak_rss_mb.as_ref());
         if let Some(cmp) = &v.vs_baseline {
             fill(&mut row, cmp);
+            row.ready_verdict = Some(cmp.verdict.to_string());
         }
         row.status = if v.failed_runs > 0 {
             Status::Broken {
@@ -143,6 +154,8 @@ pub struct Recommended {
     pub command: String,
     /// Variables to set (KEY=VALUE), also in `command`'s environment.
     pub env: Vec<String>,
+    /// Training runs to do once before (for archives and caches), as shell lines.
+    pub train: Vec<String>,
     /// Its own measured effect (a second, short experiment when it has more than one member).
     pub row: Option<Row>,
 }
@@ -216,8 +229,10 @@ fn effect(r: &Row) -> String {
             }
         }
         Status::Caution => {
+            let significant = matches!(r.ready_verdict.as_deref(), Some("faster" | "slower"));
             let at_ready = match r.shift_ms {
-                Some(s) => format!("{} at ready", signed_ms(s)),
+                Some(s) if significant => format!("{} at ready", signed_ms(s)),
+                Some(s) => format!("~ at ready ({})", signed_ms(s)),
                 None => "at ready: no data".to_string(),
             };
             let later = match r.first_request_delta_ms {
@@ -256,7 +271,12 @@ pub fn terminal(t: &Tuned) -> String {
             Status::Faster | Status::Caution => format!("   apply: {}", r.apply),
             _ => String::new(),
         };
-        out.push_str(&format!("{} {}{pad}   {}{apply}\n", icon(&r.status), r.title, effect(r)));
+        out.push_str(&format!(
+            "{} {}{pad}   {}{apply}\n",
+            icon(&r.status),
+            r.title,
+            effect(r)
+        ));
         if let Status::Broken { why } = &r.status {
             for line in why.lines().skip(1) {
                 out.push_str(&format!("      {line}\n"));
@@ -264,7 +284,10 @@ pub fn terminal(t: &Tuned) -> String {
         }
     }
     if let Some(d) = t.rows.iter().find_map(|r| r.detectable.as_ref()) {
-        out.push_str(&format!("power: {d} (noise threshold ±{:.0} %)\n", t.noise * 100.0));
+        out.push_str(&format!(
+            "power: {d} (noise threshold ±{:.0} %)\n",
+            t.noise * 100.0
+        ));
     }
     out.push_str(&recommended_line(t));
     if t.interrupted {
@@ -275,10 +298,22 @@ pub fn terminal(t: &Tuned) -> String {
 
 fn recommended_line(t: &Tuned) -> String {
     match &t.recommended {
-        None => "recommended set: none — no candidate helped significantly; keep the command as it is\n".into(),
+        None => {
+            "recommended set: none — no candidate helped significantly; keep the command as it is\n".into()
+        }
         Some(rec) => {
-            let eff = rec.row.as_ref().map_or_else(|| "not measured".to_string(), effect);
-            let mut s = format!("recommended set: {} — {eff}\n  run: {}\n", rec.ids.join(" + "), rec.command);
+            let eff = rec
+                .row
+                .as_ref()
+                .map_or_else(|| "not measured".to_string(), effect);
+            let mut s = format!(
+                "recommended set: {} — {eff}\n  run: {}\n",
+                rec.ids.join(" + "),
+                rec.command
+            );
+            for line in &rec.train {
+                s.push_str(&format!("  train once: {line}\n"));
+            }
             if !rec.env.is_empty() {
                 s.push_str(&format!("  env: {}\n", rec.env.join(" ")));
             }
