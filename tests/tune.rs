@@ -354,3 +354,73 @@ fn bad_input_is_one_line() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("no command to tune"), "{}", stderr(&o));
 }
+
+#[test]
+fn ctrl_c_keeps_what_finished() {
+    use std::io::{BufRead, BufReader};
+    let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
+        return;
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let store = dir.path().join("store.db");
+    let mut child = coldstart()
+        .args([
+            "tune",
+            "--store",
+            store.to_str().unwrap(),
+            "--only",
+            "bind-now,arena-max",
+            "--min-runs",
+            "200",
+            "--max-runs",
+            "200",
+            "-e",
+            "COLDSTART_EXAMPLE_DELAY_MS=30",
+            "--",
+            sleeper.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn coldstart tune");
+    // Wait for the experiment's progress to pass a few runs, then interrupt.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let mut seen = Vec::new();
+    loop {
+        line.clear();
+        let n = err.read_line(&mut line).unwrap();
+        assert!(n > 0, "tune ended before its experiment started: {seen:?}");
+        seen.push(line.trim().to_string());
+        let runs = line
+            .trim()
+            .strip_prefix("coldstart: ")
+            .and_then(|r| r.split('/').next())
+            .and_then(|n| n.parse::<u32>().ok());
+        if runs.is_some_and(|n| n > 1) {
+            break;
+        }
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let drain = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
+    let o = child.wait_with_output().unwrap();
+    let rest = drain.join().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}{rest}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("interrupted: the rows above are what finished"),
+        "{out}"
+    );
+    // An interrupted run is no failure: nothing is reported broken.
+    assert!(!out.contains("💥"), "{out}");
+    let h = run(&["history", "--store", store.to_str().unwrap()]);
+    let listed = stdout(&h);
+    assert!(
+        listed.contains("(tune)") && listed.contains("interrupted"),
+        "{listed}"
+    );
+}

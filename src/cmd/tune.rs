@@ -408,7 +408,16 @@ fn experiment(
     if let Some(e) = store_error {
         return Err(e.context("the runs were measured, but storing them failed"));
     }
-    Ok(((m.analysis, m.result.stopped), m.stored_as.into_iter().collect()))
+    // The run Ctrl-C cut short is no failure of its candidate.
+    let mut analysis = m.analysis;
+    for s in &m.result.samples {
+        if !s.warmup && s.outcome == coldstart::sample::Outcome::Interrupted {
+            if let Some(v) = analysis.variants.get_mut(s.variant) {
+                v.failed_runs = v.failed_runs.saturating_sub(1);
+            }
+        }
+    }
+    Ok(((analysis, m.result.stopped), m.stored_as.into_iter().collect()))
 }
 
 /// A row as shown: the work directory's paths become plain file names.
