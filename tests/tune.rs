@@ -424,3 +424,72 @@ fn ctrl_c_keeps_what_finished() {
         "{listed}"
     );
 }
+
+#[test]
+fn a_team_catalogue_from_coldstart_toml_is_listed() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::write(
+        dir.path().join("coldstart.toml"),
+        "[tune]\ncatalogue = \"team\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("team")).unwrap();
+    std::fs::write(
+        dir.path().join("team/native.toml"),
+        "runtime = \"native\"\n[[candidate]]\nid = \"team-knob\"\ntitle = \"our knob\"\nwhy = \"we know\"\nenv = { KNOB = \"1\" }\n",
+    )
+    .unwrap();
+    let o = coldstart()
+        .current_dir(dir.path())
+        .args(["tune", "--list", "--runtime", "native", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("team-knob — our knob") && out.contains("why: we know"),
+        "{out}"
+    );
+    assert!(out.contains("bind-now — "), "the built-in ones stay: {out}");
+}
+
+#[test]
+fn node_server_tunes_end_to_end() {
+    let Some(node) = tool("NODE", "node") else { return };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let port = free_port();
+    let server = root().join("examples/node/server.js");
+    let (o, doc) = tune(
+        dir.path(),
+        &[
+            "--ready",
+            &format!("http://127.0.0.1:{port}/health"),
+            "--only",
+            "compile-cache,jitless,semi-space",
+            "-w",
+            "0",
+            "--min-runs",
+            "4",
+            "--max-runs",
+            "5",
+            "--",
+            node.to_str().unwrap(),
+            server.to_str().unwrap(),
+            "--port",
+            &port.to_string(),
+        ],
+    );
+    assert_eq!(doc["runtime"], "node");
+    for id in ["jitless", "semi-space"] {
+        assert!(row(&doc, id)["runs"].as_u64().unwrap() >= 4, "{doc:#}");
+    }
+    let v = doc["version"].as_str().unwrap_or("0");
+    if catalogue_major(v) < 22 {
+        assert_eq!(kind(&doc, "compile-cache"), "unavailable", "{doc:#}");
+    }
+    assert!(stdout(&o).contains("recommended set:"), "{}", stdout(&o));
+}
+
+fn catalogue_major(v: &str) -> u32 {
+    v.split('.').next().unwrap_or("0").parse().unwrap_or(0)
+}

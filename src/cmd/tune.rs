@@ -103,7 +103,17 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             tune::detect(&target, &readiness, &opts)?
         }
     };
-    let cat = catalogue::load(&rt.name, &args.catalogue)?;
+    let root = config::project_root();
+    let cfg = config::load(&root)?;
+    // coldstart.toml's [tune] catalogue first: --catalogue files override it.
+    let mut user: Vec<PathBuf> = cfg
+        .as_ref()
+        .and_then(|c| c.tune.as_ref())
+        .map(|t| root.join(&t.catalogue))
+        .into_iter()
+        .collect();
+    user.extend(args.catalogue.iter().cloned());
+    let cat = catalogue::load(&rt.name, &user)?;
     rt.version = tune::version(&rt, &cat.file);
     let chosen = catalogue::select(&cat, &args.only, &args.skip)?;
     if args.list {
@@ -111,8 +121,6 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         return Ok(0);
     }
 
-    let root = config::project_root();
-    let cfg = config::load(&root)?;
     let outputs = session::Outputs {
         store: (!args.no_store).then(|| config::store_spec(args.store.store.as_deref(), cfg.as_ref(), &root)),
         quiet: args.quiet,
