@@ -210,10 +210,17 @@ fn effect(r: &Row) -> String {
             _ => "no data".to_string(),
         }
     };
+    // What ready does not show: the first request's change (with --requests), and a
+    // peak-RSS growth of 5 MiB or more (memory some optimizations trade for time).
     let first = || {
-        r.first_request_delta_ms
+        let mut s = r
+            .first_request_delta_ms
             .map(|d| format!("; first request {}", signed_ms(d)))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Some(mb) = r.peak_rss_delta_mb.filter(|mb| *mb >= 5.0) {
+            s.push_str(&format!("; peak RSS +{mb:.1} MiB"));
+        }
+        s
     };
     match &r.status {
         Status::Faster | Status::Slower => format!("{}{}", span(r), first()),
@@ -236,7 +243,7 @@ fn effect(r: &Row) -> String {
                 None => "at ready: no data".to_string(),
             };
             let later = match r.first_request_delta_ms {
-                Some(d) => format!("; first request {}", signed_ms(d)),
+                Some(_) => first(),
                 None => "; moves work to the first request: measure it with --requests 1".to_string(),
             };
             format!("{at_ready}{later}")
@@ -352,4 +359,90 @@ pub fn markdown(t: &Tuned) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, status: Status, shift: Option<f64>, rel_ci: Option<(f64, f64)>) -> Row {
+        let c = Candidate {
+            id: id.into(),
+            title: id.into(),
+            apply: format!("use {id}"),
+            ..Candidate::default()
+        };
+        let mut r = Row::unmeasured(&c, status);
+        r.shift_ms = shift;
+        r.relative = shift.map(|s| s / 1000.0);
+        r.relative_ci = rel_ci;
+        r
+    }
+
+    #[test]
+    fn the_table_reads_as_the_engineers_wrote_it() {
+        let mut lazy = row("lazy", Status::Caution, Some(-3.0), Some((-0.01, 0.004)));
+        lazy.ready_verdict = Some("~".into());
+        lazy.first_request_delta_ms = Some(180.0);
+        let t = Tuned {
+            runtime: "jvm".into(),
+            executable: "/x/java".into(),
+            version: Some("17".into()),
+            baseline: "java -jar app.jar".into(),
+            baseline_ready_ms: Some(1000.0),
+            noise: 0.01,
+            rows: vec![
+                row("appcds", Status::Faster, Some(-520.0), Some((-0.57, -0.44))),
+                row("serial", Status::Same, Some(-5.0), Some((-0.02, 0.01))),
+                lazy,
+                row(
+                    "bad",
+                    Status::Broken {
+                        why: "exited 2\n  | boom".into(),
+                    },
+                    None,
+                    None,
+                ),
+            ],
+            recommended: Some(Recommended {
+                ids: vec!["appcds".into()],
+                command: "java -XX:SharedArchiveFile=app.jsa -jar app.jar".into(),
+                env: vec![],
+                train: vec!["java -XX:ArchiveClassesAtExit=app.jsa -jar app.jar".into()],
+                row: None,
+            }),
+            experiments: vec![],
+            interrupted: false,
+        };
+        let out = terminal(&t);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[1].starts_with("✅ appcds") && lines[1].contains("(−52 %) [−57, −44 %]"),
+            "{out}"
+        );
+        assert!(lines[1].contains("apply: use appcds"), "{out}");
+        assert!(
+            lines[2].starts_with("❌ serial")
+                && lines[2].contains("~ (")
+                && lines[2].contains("CI includes 0"),
+            "{out}"
+        );
+        assert!(
+            lines[3].starts_with("⚠️ lazy")
+                && lines[3].contains("~ at ready")
+                && lines[3].contains("first request +180"),
+            "{out}"
+        );
+        assert!(
+            lines[4].starts_with("💥 bad") && lines[5].contains("| boom"),
+            "{out}"
+        );
+        assert!(
+            out.contains("recommended set: appcds")
+                && out.contains("train once: java -XX:ArchiveClassesAtExit"),
+            "{out}"
+        );
+        let md = markdown(&t);
+        assert!(md.contains("| ✅ | appcds |") && md.contains("[source]("), "{md}");
+    }
 }
