@@ -493,3 +493,57 @@ fn node_server_tunes_end_to_end() {
 fn catalogue_major(v: &str) -> u32 {
     v.split('.').next().unwrap_or("0").parse().unwrap_or(0)
 }
+
+#[test]
+fn a_combination_that_breaks_falls_back_to_the_best_single_winner() {
+    let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
+        return;
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Each alone sleeps less than the baseline; together the variable reads
+    // "30000 40000", which the program rejects (exit 2).
+    let cat = dir.path().join("pair.toml");
+    std::fs::write(
+        &cat,
+        "runtime = \"native\"\n\
+         [[candidate]]\nid = \"a\"\ntitle = \"a\"\nenv_append = { COLDSTART_EXAMPLE_DELAY_US = \"30000\" }\n\
+         [[candidate]]\nid = \"b\"\ntitle = \"b\"\nenv_append = { COLDSTART_EXAMPLE_DELAY_US = \"60000\" }\n",
+    )
+    .unwrap();
+    let (o, doc) = tune(
+        dir.path(),
+        &[
+            "--catalogue",
+            cat.to_str().unwrap(),
+            "--only",
+            "a,b",
+            "-w",
+            "0",
+            "--min-runs",
+            "6",
+            "--max-runs",
+            "6",
+            "-e",
+            "COLDSTART_EXAMPLE_DELAY_MS=150",
+            "--",
+            sleeper.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(kind(&doc, "a"), "faster", "{doc:#}");
+    assert_eq!(kind(&doc, "b"), "faster", "{doc:#}");
+    let rec = &doc["recommended"];
+    assert_eq!(rec["ids"], serde_json::json!(["a"]), "{doc:#}");
+    let note = rec["note"].as_str().unwrap_or("");
+    assert!(
+        note.contains("a + b together") && note.contains("broken"),
+        "{note}"
+    );
+    assert!(
+        rec["command"]
+            .as_str()
+            .unwrap()
+            .contains("COLDSTART_EXAMPLE_DELAY_US=30000"),
+        "{rec}"
+    );
+    assert!(stdout(&o).contains("note: a + b together"), "{}", stdout(&o));
+}

@@ -271,9 +271,10 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     let mut recommended = None;
     if !winners.is_empty() {
         let pairs: Vec<(&Candidate, PathBuf)> = winners.iter().map(|(c, d, _)| (*c, d.clone())).collect();
-        let (members, change) = plan::combine(&pairs);
-        let combined = plan::apply(&target, &cat.file, &change)?;
-        let ids: Vec<String> = members.iter().map(|c| c.id.clone()).collect();
+        let (mut members, change) = plan::combine(&pairs);
+        let mut combined = plan::apply(&target, &cat.file, &change)?;
+        let mut ids: Vec<String> = members.iter().map(|c| c.id.clone()).collect();
+        let mut note = None;
         let mut row = None;
         if members.len() == 1 {
             row = rows.iter().find(|r| r.id == ids[0]).cloned();
@@ -314,6 +315,21 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
                 }
             });
         }
+        // A combination that breaks or does not beat the baseline is not recommended:
+        // the best single winner is, and the table says what the combination did.
+        if members.len() > 1 && row.as_ref().is_some_and(|r| r.status != Status::Faster) {
+            let best = members[0];
+            let shown_combo = row.as_ref().map(|r| shown(r.clone(), work.path()));
+            note = Some(format!(
+                "{} together: {}; the best single one is recommended",
+                ids.join(" + "),
+                shown_combo.map_or_else(String::new, |r| report::effect(&r))
+            ));
+            members = vec![best];
+            ids = vec![best.id.clone()];
+            combined = plan::apply(&target, &cat.file, &Change::of(best, &work.path().join(&best.id)))?;
+            row = rows.iter().find(|r| r.id == best.id).cloned();
+        }
         let mut train = Vec::new();
         for c in &members {
             let Some(t) = &c.train else { continue };
@@ -333,6 +349,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         }
         let mut rec = recommendation(ids, &combined, &target, work.path(), row);
         rec.train = train;
+        rec.note = note;
         recommended = Some(rec);
     }
 
@@ -461,6 +478,7 @@ fn recommendation(
         command: command_line(combined, base, work),
         env: added_env(combined, base, work),
         train: Vec::new(),
+        note: None,
         row: row.map(|r| shown(r, work)),
     }
 }

@@ -156,6 +156,8 @@ pub struct Recommended {
     pub env: Vec<String>,
     /// Training runs to do once before (for archives and caches), as shell lines.
     pub train: Vec<String>,
+    /// Why the set is smaller than the winners (their combination broke or did not help).
+    pub note: Option<String>,
     /// Its own measured effect (a second, short experiment when it has more than one member).
     pub row: Option<Row>,
 }
@@ -192,7 +194,7 @@ fn percent(x: f64) -> String {
 }
 
 /// The effect column: `−4.50 s (−52 %) [−57, −44 %]`, `~ (−0.5 s, CI includes 0)`.
-fn effect(r: &Row) -> String {
+pub fn effect(r: &Row) -> String {
     let span = |r: &Row| {
         let ci = r
             .relative_ci
@@ -318,6 +320,9 @@ fn recommended_line(t: &Tuned) -> String {
                 rec.ids.join(" + "),
                 rec.command
             );
+            if let Some(n) = &rec.note {
+                s.push_str(&format!("  note: {n}\n"));
+            }
             for line in &rec.train {
                 s.push_str(&format!("  train once: {line}\n"));
             }
@@ -409,6 +414,7 @@ mod tests {
                 command: "java -XX:SharedArchiveFile=app.jsa -jar app.jar".into(),
                 env: vec![],
                 train: vec!["java -XX:ArchiveClassesAtExit=app.jsa -jar app.jar".into()],
+                note: None,
                 row: None,
             }),
             experiments: vec![],
