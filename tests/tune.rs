@@ -547,3 +547,31 @@ fn a_combination_that_breaks_falls_back_to_the_best_single_winner() {
     );
     assert!(stdout(&o).contains("note: a + b together"), "{}", stdout(&o));
 }
+
+#[test]
+fn beam_tunes_end_to_end() {
+    let Some(erl) = tool("ERLANG", "erl") else { return };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (o, doc) = tune(
+        dir.path(),
+        &[
+            "--only",
+            "sbwt-none,code-path-pruning",
+            "-w",
+            "0",
+            "--min-runs",
+            "3",
+            "--max-runs",
+            "3",
+            "--",
+            erl.to_str().unwrap(),
+            "-noshell",
+            "-eval",
+            "init:stop()",
+        ],
+    );
+    assert_eq!(doc["runtime"], "beam");
+    assert_eq!(row(&doc, "sbwt-none")["runs"], 3, "{doc:#}");
+    assert_eq!(kind(&doc, "code-path-pruning"), "unavailable", "advice only: {doc:#}");
+    assert!(stdout(&o).contains("recommended set:"), "{}", stdout(&o));
+}
