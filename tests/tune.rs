@@ -572,6 +572,10 @@ fn beam_tunes_end_to_end() {
     );
     assert_eq!(doc["runtime"], "beam");
     assert_eq!(row(&doc, "sbwt-none")["runs"], 3, "{doc:#}");
-    assert_eq!(kind(&doc, "code-path-pruning"), "unavailable", "advice only: {doc:#}");
+    assert_eq!(
+        kind(&doc, "code-path-pruning"),
+        "unavailable",
+        "advice only: {doc:#}"
+    );
     assert!(stdout(&o).contains("recommended set:"), "{}", stdout(&o));
 }

@@ -16,10 +16,11 @@ use coldstart::run::conditions::{Conditions, Settings};
 use coldstart::run::{run_once, Plain, RunId, RunOptions, Spec};
 use coldstart::sample::ExitPolicy;
 use coldstart::session;
-use coldstart::target::{parse_env, shell_join, shell_quote, Readiness, Target};
+use coldstart::target::{parse_env, Readiness, Target};
 use coldstart::tune::catalogue::{self, Candidate};
 use coldstart::tune::plan::{self, Change, Prepared};
 use coldstart::tune::report::{self, Recommended, Row, Status, Tuned};
+use coldstart::tune::show::{command_line, list, recommendation, shown};
 use coldstart::tune::{self as tune};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -74,11 +75,6 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         exit_policy: ExitPolicy::from_flags(false, None)?,
         show_output: false,
     };
-    let say = |line: String| {
-        if !args.quiet {
-            out::errln!("{line}");
-        }
-    };
 
     // The runtime: named, or detected from one traced run of the baseline.
     let mut rt = match &args.runtime {
@@ -96,10 +92,12 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             }
         }
         None => {
-            say(format!(
-                "tune: one traced run of {} to find its runtime…",
-                target.display_command()
-            ));
+            if !args.quiet {
+                out::errln!(
+                    "tune: one traced run of {} to find its runtime…",
+                    target.display_command()
+                );
+            }
             tune::detect(&target, &readiness, &opts)?
         }
     };
@@ -143,221 +141,63 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             coldstart::sample::describe_failure(&target.display_command(), &first)
         );
     }
-    let base = Spec {
-        target: target.clone(),
-        readiness: readiness.clone(),
-    };
-    let mut rows: Vec<(usize, Row)> = Vec::new();
-    let mut ready: Vec<(usize, Target, PathBuf)> = Vec::new();
-    let measurable: Vec<usize> = (0..chosen.len())
-        .filter(|&i| chosen[i].unavailable(rt.version.as_deref()).is_none())
-        .collect();
-    let setups: f64 = measurable
-        .iter()
-        .map(|&i| if chosen[i].train.is_some() { 2.0 } else { 1.0 })
-        .sum();
-    let variants = measurable.len() + 1;
-    let rounds = rounds_for(args, run_cost, variants);
-    say(format!(
-        "tune: {} {}· {} candidates, {} to measure · one run ≈ {:.1} s · set-up ≈ {:.0} s, then at most {} rounds × {} variants ≈ {:.0} s (--budget {:.0} s)",
-        rt.name,
-        rt.version.as_deref().map(|v| format!("{v} ")).unwrap_or_default(),
-        chosen.len(),
-        measurable.len(),
-        run_cost,
-        setups * run_cost,
-        rounds + args.warmup,
-        variants,
-        (rounds + args.warmup) as f64 * variants as f64 * run_cost,
-        args.budget
-    ));
-
-    let mut interrupted = false;
-    for (i, c) in chosen.iter().enumerate() {
-        if let Some(why) = c.unavailable(rt.version.as_deref()) {
-            rows.push((i, Row::unmeasured(c, Status::Unavailable { why })));
-            continue;
-        }
-        if interrupted || signals::interrupted() {
-            interrupted = true;
-            rows.push((i, Row::unmeasured(c, Status::NotMeasured)));
-            continue;
-        }
-        let dir = plan::work_dir(work.path(), &c.id)?;
-        let t = match plan::apply(&target, &cat.file, &Change::of(c, &dir)) {
-            Ok(t) => t,
-            Err(e) => {
-                rows.push((
-                    i,
-                    Row::unmeasured(
-                        c,
-                        Status::NotApplicable {
-                            why: format!("{e:#}"),
-                        },
-                    ),
-                ));
-                continue;
-            }
-        };
-        say(format!("tune: setting up and checking {} ({})…", c.id, c.title));
-        let prepared = plan::prepare(c, &dir, &base, &cat.file, &opts, &t)?;
-        if signals::interrupted() {
-            interrupted = true;
-            rows.push((i, Row::unmeasured(c, Status::NotMeasured)));
-            continue;
-        }
-        match prepared {
-            Prepared::Ready(t) => ready.push((i, t, dir)),
-            Prepared::Broken(why) => rows.push((i, Row::unmeasured(c, Status::Broken { why }))),
-            Prepared::NotApplicable(why) => rows.push((i, Row::unmeasured(c, Status::NotApplicable { why }))),
-        }
-    }
-
-    let mut experiments = Vec::new();
-    let mut baseline_ready_ms = first.ready_ns.map(|ns| ns as f64 / 1e6);
-    let stop = |max_runs: usize| StopRule::Adaptive {
-        min_runs: args.min_runs.min(max_runs),
-        max_runs,
-        target: ci_target,
-        relative,
-        of: CiOf::Shift,
-    };
     let seed = args
         .seed
         .unwrap_or_else(|| coldstart::clock::now_ns() ^ u64::from(std::process::id()));
-    if !ready.is_empty() && !interrupted {
-        let rounds = rounds_for(args, run_cost, ready.len() + 1);
-        let mut specs = vec![base.clone()];
-        let mut names = vec!["baseline".to_string()];
-        for (i, t, _) in &ready {
-            specs.push(Spec {
-                target: t.clone(),
-                readiness: readiness.clone(),
-            });
-            names.push(format!("{PREFIX}{}", chosen[*i].id));
-        }
-        let (measured, stored) =
-            experiment(&specs, &names, stop(rounds), seed, &opts, &outputs, args.warmup)?;
-        experiments.extend(stored);
-        interrupted |= measured.1 == Some(StopReason::Interrupted);
-        let analysis = &measured.0;
-        baseline_ready_ms = analysis.variants[0]
-            .ready_ms
-            .as_ref()
-            .map(|s| s.p50)
-            .or(baseline_ready_ms);
-        for (k, (i, _, _)) in ready.iter().enumerate() {
-            let v = &analysis.variants[k + 1];
+    let ctx = Ctx {
+        args,
+        base: Spec { target, readiness },
+        opts,
+        outputs,
+        file: &cat.file,
+        work: work.path(),
+        run_cost,
+        seed,
+        ci: (ci_target, relative),
+    };
+    estimate(&ctx, &rt, &chosen);
+    let mut screened = screen(&ctx, &rt, &chosen)?;
+    let mut experiments = Vec::new();
+    let mut baseline_ready_ms = first.ready_ns.map(|ns| ns as f64 / 1e6);
+    if !screened.ready.is_empty() && !screened.interrupted {
+        let rounds = rounds_for(args, run_cost, screened.ready.len() + 1);
+        let candidates: Vec<(String, Target)> = screened
+            .ready
+            .iter()
+            .map(|r| (chosen[r.index].id.clone(), r.target.clone()))
+            .collect();
+        let m = ctx.measure(&candidates, rounds, seed)?;
+        experiments.extend(m.stored);
+        screened.interrupted |= m.stopped == Some(StopReason::Interrupted);
+        let base = &m.analysis.variants[0];
+        baseline_ready_ms = base.ready_ms.as_ref().map(|s| s.p50).or(baseline_ready_ms);
+        for (k, r) in screened.ready.iter().enumerate() {
+            let v = &m.analysis.variants[k + 1];
             let row = if v.ok_runs + v.failed_runs == 0 {
-                Row::unmeasured(chosen[*i], Status::NotMeasured)
+                Row::unmeasured(chosen[r.index], Status::NotMeasured)
             } else {
-                Row::measured(chosen[*i], v, &analysis.variants[0])
+                Row::measured(chosen[r.index], v, base)
             };
-            rows.push((*i, row));
+            screened.rows.push((r.index, row));
         }
     }
-    rows.sort_by_key(|(i, _)| *i);
-    let rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
-
-    // The winners together, best first.
-    let mut winners: Vec<(&Candidate, PathBuf, f64)> = ready
-        .iter()
-        .filter_map(|(i, _, dir)| {
-            let r = rows.iter().find(|r| r.id == chosen[*i].id)?;
-            (r.status == Status::Faster).then(|| (chosen[*i], dir.clone(), r.shift_ms.unwrap_or(0.0)))
-        })
-        .collect();
-    winners.sort_by(|a, b| a.2.total_cmp(&b.2));
-    let mut recommended = None;
-    if !winners.is_empty() {
-        let pairs: Vec<(&Candidate, PathBuf)> = winners.iter().map(|(c, d, _)| (*c, d.clone())).collect();
-        let (mut members, change) = plan::combine(&pairs);
-        let mut combined = plan::apply(&target, &cat.file, &change)?;
-        let mut ids: Vec<String> = members.iter().map(|c| c.id.clone()).collect();
-        let mut note = None;
-        let mut row = None;
-        if members.len() == 1 {
-            row = rows.iter().find(|r| r.id == ids[0]).cloned();
-        } else if !interrupted {
-            say(format!("tune: measuring the combination {}…", ids.join(" + ")));
-            let combo = Candidate {
-                id: ids.join("+"),
-                title: "recommended set".into(),
-                ..Candidate::default()
-            };
-            row = Some(match plan::check(&combined, &readiness, &opts)? {
-                Prepared::Ready(_) => {
-                    let rounds =
-                        rounds_for(args, run_cost, 2).min(args.max_runs.div_ceil(2).max(args.min_runs));
-                    let specs = vec![
-                        base.clone(),
-                        Spec {
-                            target: combined.clone(),
-                            readiness: readiness.clone(),
-                        },
-                    ];
-                    let names = vec!["baseline".to_string(), format!("{PREFIX}{}", combo.id)];
-                    let (m, stored) = experiment(
-                        &specs,
-                        &names,
-                        stop(rounds),
-                        seed ^ 1,
-                        &opts,
-                        &outputs,
-                        args.warmup,
-                    )?;
-                    experiments.extend(stored);
-                    interrupted |= m.1 == Some(StopReason::Interrupted);
-                    Row::measured(&combo, &m.0.variants[1], &m.0.variants[0])
-                }
-                Prepared::Broken(why) | Prepared::NotApplicable(why) => {
-                    Row::unmeasured(&combo, Status::Broken { why })
-                }
-            });
-        }
-        // A combination that breaks or does not beat the baseline is not recommended:
-        // the best single winner is, and the table says what the combination did.
-        if members.len() > 1 && row.as_ref().is_some_and(|r| r.status != Status::Faster) {
-            let best = members[0];
-            let shown_combo = row.as_ref().map(|r| shown(r.clone(), work.path()));
-            note = Some(format!(
-                "{} together: {}; the best single one is recommended",
-                ids.join(" + "),
-                shown_combo.map_or_else(String::new, |r| report::effect(&r))
-            ));
-            members = vec![best];
-            ids = vec![best.id.clone()];
-            combined = plan::apply(&target, &cat.file, &Change::of(best, &work.path().join(&best.id)))?;
-            row = rows.iter().find(|r| r.id == best.id).cloned();
-        }
-        let mut train = Vec::new();
-        for c in &members {
-            let Some(t) = &c.train else { continue };
-            let dir = work.path().join(&c.id);
-            let change = Change {
-                args: t.args.iter().map(|a| catalogue::expand(a, &dir)).collect(),
-                env: t
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), catalogue::expand(v, &dir)))
-                    .collect(),
-                env_append: Default::default(),
-            };
-            if let Ok(trainee) = plan::apply(&target, &cat.file, &change) {
-                train.push(command_line(&trainee, &target, work.path()));
-            }
-        }
-        let mut rec = recommendation(ids, &combined, &target, work.path(), row);
-        rec.train = train;
-        rec.note = note;
-        recommended = Some(rec);
-    }
+    screened.rows.sort_by_key(|(i, _)| *i);
+    let rows: Vec<Row> = screened.rows.into_iter().map(|(_, r)| r).collect();
+    let mut interrupted = screened.interrupted;
+    let recommended = recommend(
+        &ctx,
+        &chosen,
+        &screened.ready,
+        &rows,
+        &mut experiments,
+        &mut interrupted,
+    )?;
 
     let tuned = Tuned {
         runtime: rt.name.clone(),
         executable: rt.exe.display().to_string(),
         version: rt.version.clone(),
-        baseline: target.display_command(),
+        baseline: ctx.base.target.display_command(),
         baseline_ready_ms,
         noise: args.noise.noise,
         rows: rows.into_iter().map(|r| shown(r, work.path())).collect(),
@@ -375,8 +215,234 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     for (id, location) in &experiments {
         out::outln!("stored as experiment {id} in {location}")?;
     }
+    drop(ctx);
     work.close().context("removing tune's work directory")?;
     Ok(if interrupted { signals::exit_code() } else { 0 })
+}
+
+/// What a tune run shares between its phases.
+struct Ctx<'a> {
+    args: &'a TuneArgs,
+    base: Spec,
+    opts: RunOptions,
+    outputs: session::Outputs,
+    file: &'a catalogue::File,
+    /// Every candidate's private directory is under this one.
+    work: &'a Path,
+    /// Seconds one baseline run took, start to stop: the unit of every estimate.
+    run_cost: f64,
+    seed: u64,
+    /// --target-ci: (value, relative).
+    ci: (f64, bool),
+}
+
+impl Ctx<'_> {
+    fn say(&self, line: String) {
+        if !self.args.quiet {
+            out::errln!("{line}");
+        }
+    }
+
+    fn stop(&self, max_runs: usize) -> StopRule {
+        StopRule::Adaptive {
+            min_runs: self.args.min_runs.min(max_runs),
+            max_runs,
+            target: self.ci.0,
+            relative: self.ci.1,
+            of: CiOf::Shift,
+        }
+    }
+
+    /// The baseline and these candidates (id, target) in one interleaved experiment.
+    fn measure(&self, candidates: &[(String, Target)], rounds: usize, seed: u64) -> Result<Measured> {
+        let mut specs = vec![self.base.clone()];
+        let mut names = vec!["baseline".to_string()];
+        for (id, t) in candidates {
+            specs.push(Spec {
+                target: t.clone(),
+                readiness: self.base.readiness.clone(),
+            });
+            names.push(format!("{PREFIX}{id}"));
+        }
+        experiment(
+            &specs,
+            &names,
+            self.stop(rounds),
+            seed,
+            &self.opts,
+            &self.outputs,
+            self.args.warmup,
+        )
+    }
+}
+
+/// The bound printed up front, from the one timed baseline run.
+fn estimate(ctx: &Ctx, rt: &tune::Runtime, chosen: &[&Candidate]) {
+    let measurable: Vec<&&Candidate> = chosen
+        .iter()
+        .filter(|c| c.unavailable(rt.version.as_deref()).is_none())
+        .collect();
+    let setups: f64 = measurable
+        .iter()
+        .map(|c| if c.train.is_some() { 2.0 } else { 1.0 })
+        .sum();
+    let variants = measurable.len() + 1;
+    let rounds = rounds_for(ctx.args, ctx.run_cost, variants) + ctx.args.warmup;
+    ctx.say(format!(
+        "tune: {} {}· {} candidates, {} to measure · one run ≈ {:.1} s · set-up ≈ {:.0} s, then at most {} rounds × {} variants ≈ {:.0} s (--budget {:.0} s)",
+        rt.name,
+        rt.version.as_deref().map(|v| format!("{v} ")).unwrap_or_default(),
+        chosen.len(),
+        measurable.len(),
+        ctx.run_cost,
+        setups * ctx.run_cost,
+        rounds,
+        variants,
+        rounds as f64 * variants as f64 * ctx.run_cost,
+        ctx.args.budget
+    ));
+}
+
+/// A candidate that passed its set-up and check run.
+struct ReadyCandidate {
+    index: usize,
+    target: Target,
+}
+
+struct Screened {
+    /// Rows decided without measuring (unavailable, broken, not applicable), by catalogue index.
+    rows: Vec<(usize, Row)>,
+    ready: Vec<ReadyCandidate>,
+    interrupted: bool,
+}
+
+/// Each candidate's set-up and check run, in catalogue order (untimed).
+fn screen(ctx: &Ctx, rt: &tune::Runtime, chosen: &[&Candidate]) -> Result<Screened> {
+    let mut out = Screened {
+        rows: Vec::new(),
+        ready: Vec::new(),
+        interrupted: false,
+    };
+    for (i, c) in chosen.iter().enumerate() {
+        if let Some(why) = c.unavailable(rt.version.as_deref()) {
+            out.rows
+                .push((i, Row::unmeasured(c, Status::Unavailable { why })));
+            continue;
+        }
+        if out.interrupted || signals::interrupted() {
+            out.interrupted = true;
+            out.rows.push((i, Row::unmeasured(c, Status::NotMeasured)));
+            continue;
+        }
+        let dir = plan::work_dir(ctx.work, &c.id)?;
+        let t = match plan::apply(&ctx.base.target, ctx.file, &Change::of(c, &dir)) {
+            Ok(t) => t,
+            Err(e) => {
+                let why = format!("{e:#}");
+                out.rows
+                    .push((i, Row::unmeasured(c, Status::NotApplicable { why })));
+                continue;
+            }
+        };
+        ctx.say(format!("tune: setting up and checking {} ({})…", c.id, c.title));
+        let prepared = plan::prepare(c, &dir, &ctx.base, ctx.file, &ctx.opts, &t)?;
+        if signals::interrupted() {
+            out.interrupted = true;
+            out.rows.push((i, Row::unmeasured(c, Status::NotMeasured)));
+            continue;
+        }
+        match prepared {
+            Prepared::Ready(target) => out.ready.push(ReadyCandidate { index: i, target }),
+            Prepared::Broken(why) => out.rows.push((i, Row::unmeasured(c, Status::Broken { why }))),
+            Prepared::NotApplicable(why) => out
+                .rows
+                .push((i, Row::unmeasured(c, Status::NotApplicable { why }))),
+        }
+    }
+    Ok(out)
+}
+
+/// The significant winners together (best first, conflicts left out), checked and
+/// measured against the baseline in a second, short experiment; when that
+/// combination breaks or is not itself faster, the best single winner.
+fn recommend(
+    ctx: &Ctx,
+    chosen: &[&Candidate],
+    ready: &[ReadyCandidate],
+    rows: &[Row],
+    experiments: &mut Stored,
+    interrupted: &mut bool,
+) -> Result<Option<Recommended>> {
+    let mut winners: Vec<(&Candidate, PathBuf, f64)> = ready
+        .iter()
+        .filter_map(|r| {
+            let c = chosen[r.index];
+            let row = rows.iter().find(|row| row.id == c.id)?;
+            (row.status == Status::Faster).then(|| (c, ctx.work.join(&c.id), row.shift_ms.unwrap_or(0.0)))
+        })
+        .collect();
+    if winners.is_empty() {
+        return Ok(None);
+    }
+    winners.sort_by(|a, b| a.2.total_cmp(&b.2));
+    let pairs: Vec<(&Candidate, PathBuf)> = winners.iter().map(|(c, d, _)| (*c, d.clone())).collect();
+    let (mut members, change) = plan::combine(&pairs);
+    let target = &ctx.base.target;
+    let mut combined = plan::apply(target, ctx.file, &change)?;
+    let mut ids: Vec<String> = members.iter().map(|c| c.id.clone()).collect();
+    let mut note = None;
+    let mut row = rows.iter().find(|r| r.id == ids[0]).cloned();
+    if members.len() > 1 && !*interrupted {
+        ctx.say(format!("tune: measuring the combination {}…", ids.join(" + ")));
+        let combo = Candidate {
+            id: ids.join("+"),
+            title: "recommended set".into(),
+            ..Candidate::default()
+        };
+        let combo_row = match plan::check(&combined, &ctx.base.readiness, &ctx.opts)? {
+            Prepared::Ready(_) => {
+                let args = ctx.args;
+                let rounds =
+                    rounds_for(args, ctx.run_cost, 2).min(args.max_runs.div_ceil(2).max(args.min_runs));
+                let m = ctx.measure(&[(combo.id.clone(), combined.clone())], rounds, ctx.seed ^ 1)?;
+                experiments.extend(m.stored);
+                *interrupted |= m.stopped == Some(StopReason::Interrupted);
+                Row::measured(&combo, &m.analysis.variants[1], &m.analysis.variants[0])
+            }
+            Prepared::Broken(why) | Prepared::NotApplicable(why) => {
+                Row::unmeasured(&combo, Status::Broken { why })
+            }
+        };
+        if combo_row.status == Status::Faster {
+            row = Some(combo_row);
+        } else {
+            // Not recommended: the best single winner is, and the note says why.
+            let best = members[0];
+            note = Some(format!(
+                "{} together: {}; the best single one is recommended",
+                ids.join(" + "),
+                report::effect(&shown(combo_row, ctx.work))
+            ));
+            members = vec![best];
+            ids = vec![best.id.clone()];
+            combined = plan::apply(target, ctx.file, &Change::of(best, &ctx.work.join(&best.id)))?;
+        }
+    } else if members.len() > 1 {
+        row = None;
+    }
+    let train = members
+        .iter()
+        .filter_map(|c| {
+            plan::trainee(c, &ctx.work.join(&c.id), target, ctx.file)
+                .ok()
+                .flatten()
+        })
+        .map(|t| command_line(&t, target, ctx.work))
+        .collect();
+    let mut rec = recommendation(ids, &combined, target, ctx.work, row);
+    rec.train = train;
+    rec.note = note;
+    Ok(Some(rec))
 }
 
 fn untimed() -> RunId {
@@ -396,6 +462,13 @@ fn rounds_for(args: &TuneArgs, run_cost: f64, variants: usize) -> usize {
 
 type Stored = Vec<(i64, String)>;
 
+/// An experiment's analysis, why it stopped, and where it was stored.
+struct Measured {
+    analysis: Analysis,
+    stopped: Option<StopReason>,
+    stored: Stored,
+}
+
 /// One interleaved experiment through the session (stored run by run).
 fn experiment(
     specs: &[Spec],
@@ -405,7 +478,7 @@ fn experiment(
     opts: &RunOptions,
     outputs: &session::Outputs,
     warmup: usize,
-) -> Result<((Analysis, Option<StopReason>), Stored)> {
+) -> Result<Measured> {
     let plan = Plan {
         variants: specs
             .iter()
@@ -442,98 +515,11 @@ fn experiment(
             }
         }
     }
-    Ok(((analysis, m.result.stopped), m.stored_as.into_iter().collect()))
-}
-
-/// A row as shown: the work directory's paths become plain file names.
-fn shown(mut r: Row, work: &Path) -> Row {
-    let w = work.to_string_lossy();
-    r.apply = r.apply.replace(&format!("{w}/"), "");
-    if let Status::Broken { why } = &mut r.status {
-        *why = strip_work(why, work);
-    }
-    r
-}
-
-/// `{work}/ID/file` → `file` in what is shown to the user.
-fn strip_work(s: &str, work: &Path) -> String {
-    let w = work.to_string_lossy();
-    let re = regex::Regex::new(&format!("{}/[^/ ]+/", regex::escape(&w)));
-    match re {
-        Ok(re) => re.replace_all(s, "").into_owned(),
-        Err(_) => s.to_string(),
-    }
-}
-
-/// The recommended command and environment, with the work paths as plain file names.
-fn recommendation(
-    ids: Vec<String>,
-    combined: &Target,
-    base: &Target,
-    work: &Path,
-    row: Option<Row>,
-) -> Recommended {
-    Recommended {
-        ids,
-        command: command_line(combined, base, work),
-        env: added_env(combined, base, work),
-        train: Vec::new(),
-        note: None,
-        row: row.map(|r| shown(r, work)),
-    }
-}
-
-/// The variables `t` sets beyond the baseline's, as KEY=VALUE.
-fn added_env(t: &Target, base: &Target, work: &Path) -> Vec<String> {
-    t.env
-        .iter()
-        .skip(base.env.len())
-        .map(|(k, v)| format!("{k}={}", shell_quote(&strip_work(v, work))))
-        .collect()
-}
-
-/// `t` as a shell line: its added variables, then its argv.
-fn command_line(t: &Target, base: &Target, work: &Path) -> String {
-    let added = added_env(t, base, work);
-    let argv: Vec<String> = t.argv.iter().map(|a| strip_work(a, work)).collect();
-    if added.is_empty() {
-        shell_join(&argv)
-    } else {
-        format!("{} {}", added.join(" "), shell_join(&argv))
-    }
-}
-
-/// `--list`: the catalogue for this runtime with each candidate's rationale.
-fn list(rt: &tune::Runtime, chosen: &[&Candidate]) -> String {
-    let mut s = format!(
-        "{} {}({}): {} candidates\n",
-        rt.name,
-        rt.version.as_deref().map(|v| format!("{v} ")).unwrap_or_default(),
-        rt.exe.display(),
-        chosen.len()
-    );
-    for c in chosen {
-        let state = match c.unavailable(rt.version.as_deref()) {
-            Some(why) => format!("  [{why}]"),
-            None => String::new(),
-        };
-        s.push_str(&format!("\n{} — {}{state}\n", c.id, c.title));
-        for (label, text) in [
-            ("what", &c.what),
-            ("why", &c.why),
-            ("risks", &c.risks),
-            ("apply", &c.apply),
-            ("source", &c.source),
-        ] {
-            if !text.is_empty() {
-                s.push_str(&format!("  {label}: {text}\n"));
-            }
-        }
-        if c.train.is_some() || c.setup.is_some() {
-            s.push_str("  set-up: a training run of the program, once, untimed\n");
-        }
-    }
-    s
+    Ok(Measured {
+        analysis,
+        stopped: m.result.stopped,
+        stored: m.stored_as.into_iter().collect(),
+    })
 }
 
 /// `2%` → (0.02, relative); `5ms` or `5` → (5.0, absolute ms).

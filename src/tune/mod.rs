@@ -9,6 +9,7 @@
 pub mod catalogue;
 pub mod plan;
 pub mod report;
+pub mod show;
 
 use crate::explain::adapter::{self, FinalExec};
 use crate::run::{RunId, RunOptions};

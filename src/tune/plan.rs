@@ -123,6 +123,21 @@ pub fn work_dir(root: &Path, id: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The program as the candidate's training run starts it; None without one.
+pub fn trainee(c: &Candidate, work: &Path, base: &Target, file: &File) -> Result<Option<Target>> {
+    let Some(train) = &c.train else { return Ok(None) };
+    let change = Change {
+        args: train.args.iter().map(|a| expand(a, work)).collect(),
+        env: train
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), expand(v, work)))
+            .collect(),
+        env_append: BTreeMap::new(),
+    };
+    apply(base, file, &change).map(Some)
+}
+
 /// A candidate's set-up, once and untimed: its training run (the program with
 /// the training flags, waited for ready and stopped as every run is, with a long
 /// grace so an archive written at exit is not cut short), its shell line, then one
@@ -140,20 +155,11 @@ pub fn prepare(
         round: 0,
         warmup: true,
     };
-    if let Some(train) = &c.train {
-        let change = Change {
-            args: train.args.iter().map(|a| expand(a, work)).collect(),
-            env: train
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), expand(v, work)))
-                .collect(),
-            env_append: BTreeMap::new(),
-        };
-        let trainee = match apply(&base.target, file, &change) {
-            Ok(t) => t,
-            Err(e) => return Ok(Prepared::NotApplicable(format!("{e:#}"))),
-        };
+    let trainee = match trainee(c, work, &base.target, file) {
+        Ok(t) => t,
+        Err(e) => return Ok(Prepared::NotApplicable(format!("{e:#}"))),
+    };
+    if let Some(trainee) = trainee {
         let mut long = opts.clone();
         long.grace = long.grace.max(Duration::from_secs(60));
         let s = run_once(&trainee, &base.readiness, &long, untimed)?;
