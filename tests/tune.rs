@@ -579,3 +579,55 @@ fn beam_tunes_end_to_end() {
     );
     assert!(stdout(&o).contains("recommended set:"), "{}", stdout(&o));
 }
+
+#[test]
+fn winners_that_go_together_are_measured_as_one_set() {
+    let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
+        return;
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Each alone sleeps less than the baseline's 150 ms (the µs variable wins when both are set).
+    let cat = dir.path().join("pair.toml");
+    std::fs::write(
+        &cat,
+        "runtime = \"native\"\n\
+         [[candidate]]\nid = \"ms\"\ntitle = \"ms\"\nenv = { COLDSTART_EXAMPLE_DELAY_MS = \"60\" }\n\
+         [[candidate]]\nid = \"us\"\ntitle = \"us\"\nenv = { COLDSTART_EXAMPLE_DELAY_US = \"30000\" }\n",
+    )
+    .unwrap();
+    let (o, doc) = tune(
+        dir.path(),
+        &[
+            "--catalogue",
+            cat.to_str().unwrap(),
+            "--only",
+            "ms,us",
+            "-w",
+            "0",
+            "--min-runs",
+            "6",
+            "--max-runs",
+            "6",
+            "-e",
+            "COLDSTART_EXAMPLE_DELAY_MS=150",
+            "--",
+            sleeper.to_str().unwrap(),
+        ],
+    );
+    let rec = &doc["recommended"];
+    // Best first: us (−120 ms) before ms (−90 ms).
+    assert_eq!(rec["ids"], serde_json::json!(["us", "ms"]), "{doc:#}");
+    assert_eq!(rec["row"]["status"]["kind"], "faster", "{doc:#}");
+    assert!(
+        rec["row"]["runs"].as_u64().unwrap() >= 6,
+        "measured on its own: {doc:#}"
+    );
+    assert_eq!(doc["experiments"].as_array().unwrap().len(), 2, "{doc:#}");
+    let command = rec["command"].as_str().unwrap();
+    assert!(
+        command.contains("COLDSTART_EXAMPLE_DELAY_US=30000")
+            && command.contains("COLDSTART_EXAMPLE_DELAY_MS=60"),
+        "{command}"
+    );
+    assert!(stdout(&o).contains("recommended set: us + ms"), "{}", stdout(&o));
+}
