@@ -63,6 +63,13 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         trace: None,
     };
     exports.check()?;
+    // Before the traced run: a mistyped path should not cost a run first.
+    if let Some(p) = args.catalogue.iter().find(|p| !p.exists()) {
+        bail!(
+            "--catalogue {}: no such file or directory (give a TOML file or a directory of them)",
+            p.display()
+        );
+    }
     let opts = RunOptions {
         timeout,
         poll_interval: Duration::from_micros(200),
