@@ -56,6 +56,11 @@ pub enum Command {
         after_long_help = LAMBDA_HELP
     )]
     Lambda(Box<LambdaArgs>),
+    /// Try the known cold-start optimizations of the program's runtime (JVM, Python,
+    /// Node, Go, BEAM, native) as variants of one interleaved experiment and keep what
+    /// helps: a table of measured effects and a recommended set (docs/tune.md).
+    #[command(after_long_help = TUNE_HELP)]
+    Tune(Box<TuneArgs>),
     /// Write stored experiments as one self-contained HTML report (charts inline, no
     /// network): distributions, runs in order, A/B verdicts, sweeps, explain's
     /// waterfall, lambda's lanes, and each target's history.
@@ -1113,4 +1118,88 @@ impl From<CiOfArg> for CiOf {
             CiOfArg::Shift => CiOf::Shift,
         }
     }
+}
+
+const TUNE_HELP: &str = "\
+EXAMPLES
+  coldstart tune --ready http://127.0.0.1:8080/health -- java -jar app.jar
+  coldstart tune --ready exit -- python3 -m mycli --version
+  coldstart tune --list -- node server.js
+  coldstart tune --only appcds,tiered-c1 --catalogue team.toml -- java -jar app.jar
+
+Candidates come from the built-in catalogue (catalogue/*.toml) and --catalogue files
+(same format: docs/tune.md). Each is set up once (untimed: training run, cache), checked
+by one run (a failure is reported broken), then measured against the unchanged command.";
+
+/// `coldstart tune` (src/cmd/tune.rs).
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// Readiness, as for bench: exit, tcp:[HOST:]PORT, http://…, log:REGEX, file:PATH, listen.
+    #[arg(long, value_name = "PROBE", default_value = "exit")]
+    pub ready: String,
+    /// Environment variable for the target, KEY=VALUE (repeatable).
+    #[arg(short, long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Working directory of the target.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Print the catalogue for the detected runtime with each candidate's rationale; run nothing else.
+    #[arg(long)]
+    pub list: bool,
+    /// Only these candidates (comma-separated ids).
+    #[arg(long, value_delimiter = ',', value_name = "ID,...")]
+    pub only: Vec<String>,
+    /// Not these candidates (comma-separated ids, repeatable).
+    #[arg(long, value_delimiter = ',', value_name = "ID,...")]
+    pub skip: Vec<String>,
+    /// A catalogue file (TOML) or a directory of them, adding or replacing candidates (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub catalogue: Vec<PathBuf>,
+    /// The runtime's catalogue to use instead of the detected one (jvm, python, node, go, beam, native).
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+    /// Seconds the measuring may take at most (set-up and check runs excluded):
+    /// it bounds the runs per variant.
+    #[arg(long, default_value_t = 600.0, value_name = "SECS")]
+    pub budget: f64,
+    /// Stop once every candidate's shift CI half-width is within this (% of the baseline median, or ms).
+    #[arg(long, default_value = "2%", value_name = "PCT|MS")]
+    pub target_ci: String,
+    /// Runs per variant before stopping is considered.
+    #[arg(long, default_value_t = 10)]
+    pub min_runs: usize,
+    /// Runs per variant at most (the budget may allow fewer).
+    #[arg(long, default_value_t = 40)]
+    pub max_runs: usize,
+    /// Unmeasured runs per variant first.
+    #[arg(short, long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Seconds a run may take to become ready.
+    #[arg(short, long, default_value_t = 30.0)]
+    pub timeout: f64,
+    /// Requests after ready (to the http readiness URL): the first shows work moved to it.
+    #[arg(long, default_value_t = 0)]
+    pub requests: usize,
+    #[command(flatten)]
+    pub noise: NoiseArg,
+    /// Write the table (rows, recommended set) as JSON.
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Write the table as Markdown, with each candidate's rationale and source.
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Do not record the experiments in the store.
+    #[arg(long)]
+    pub no_store: bool,
+    /// No progress output.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Seed for the run order.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The program and its arguments.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }

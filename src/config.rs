@@ -27,6 +27,17 @@ pub struct Config {
     pub store: Option<StoreConfig>,
     #[serde(default)]
     pub targets: BTreeMap<String, TargetConfig>,
+    /// `coldstart tune`'s settings.
+    #[serde(default)]
+    pub tune: Option<TuneConfig>,
+}
+
+/// `[tune]`: the team's catalogue of candidates.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuneConfig {
+    /// A TOML file or a directory of them (relative to the project root), as `--catalogue`.
+    pub catalogue: PathBuf,
 }
 
 #[derive(Debug, Deserialize)]

@@ -43,5 +43,6 @@ pub mod target;
 #[cfg(test)]
 mod testkit;
 pub mod timeline;
+pub mod tune;
 /// The syscall tracer: its own crate (crates/trace).
 pub use coldstart_trace as trace;

@@ -88,6 +88,7 @@ fn real_main() -> anyhow::Result<i32> {
         cli::Command::Gate(a) => cmd::history::gate(a),
         cli::Command::Report(a) => cmd::report::run(a),
         cli::Command::Completions(_) | cli::Command::Man => Ok(0),
+        cli::Command::Tune(a) => cmd::tune::run(a),
         cli::Command::Lambda(a) => {
             a.variants = lambda_variants;
             cmd::lambda::run(a)

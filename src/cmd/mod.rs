@@ -13,3 +13,4 @@ pub mod lambda;
 pub mod report;
 pub mod shell;
 pub mod sweep;
+pub mod tune;

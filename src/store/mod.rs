@@ -39,7 +39,8 @@ pub struct Listed {
     pub runs: i64,
     /// Median ready time per variant (ms), in variant order.
     pub p50_ms: Vec<Option<f64>>,
-    /// "explain" for a `coldstart explain` (its explanation is stored); null otherwise.
+    /// "explain" for a `coldstart explain` (its explanation is stored), "tune" for a
+    /// `coldstart tune` (variants named `tune:ID`); null otherwise.
     pub kind: Option<String>,
 }
 
@@ -274,6 +275,14 @@ impl Store {
             // (the three arms) still say what it was.
             let explain =
                 r[6].int().unwrap_or(0) > 0 || crate::explain::is_arms(variants.iter().map(String::as_str));
+            let kind = if explain {
+                Some("explain".to_string())
+            } else if variants.iter().any(|v| v.starts_with("tune:")) {
+                // `coldstart tune` names its candidate variants so.
+                Some("tune".to_string())
+            } else {
+                None
+            };
             out.push(Listed {
                 id,
                 created_unix_s: r[1].int().unwrap_or(0),
@@ -283,7 +292,7 @@ impl Store {
                 variants,
                 runs: r[5].int().unwrap_or(0),
                 p50_ms,
-                kind: explain.then(|| "explain".to_string()),
+                kind,
             });
         }
         Ok(out)

@@ -1,0 +1,546 @@
+//! The `tune` command: detect the runtime (one traced run), pick the
+//! catalogue's candidates, time one baseline run for the estimate, set up and
+//! check each candidate (untimed), measure them all against the baseline in one
+//! interleaved experiment (the session machinery bench uses), then the
+//! combination of the winners in a second short one; print, export and store.
+
+use crate::cli::TuneArgs;
+use anyhow::{anyhow, bail, Context, Result};
+use coldstart::analysis::Analysis;
+use coldstart::bounds;
+use coldstart::config;
+use coldstart::experiment::{CiOf, Order, Plan, StopReason, StopRule};
+use coldstart::launch::signals;
+use coldstart::out;
+use coldstart::run::conditions::{Conditions, Settings};
+use coldstart::run::{run_once, Plain, RunId, RunOptions, Spec};
+use coldstart::sample::ExitPolicy;
+use coldstart::session;
+use coldstart::target::{parse_env, Readiness, Target};
+use coldstart::tune::catalogue::{self, Candidate};
+use coldstart::tune::plan::{self, Change, Prepared};
+use coldstart::tune::report::{self, Recommended, Row, Status, Tuned};
+use coldstart::tune::show::{command_line, list, recommendation, shown};
+use coldstart::tune::{self as tune};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The name candidate variants get in the store: history lists such an experiment as `tune`.
+const PREFIX: &str = "tune:";
+
+pub fn run(args: &TuneArgs) -> Result<i32> {
+    if args.command.is_empty() {
+        bail!("no command to tune: put it after `--`, e.g. `coldstart tune --ready exit -- python3 app.py`");
+    }
+    let env = args
+        .env
+        .iter()
+        .map(|e| parse_env(e))
+        .collect::<Result<Vec<_>>>()?;
+    let target = Target::new(args.command.clone(), env, args.cwd.clone())?;
+    let readiness = Readiness::parse(&args.ready)?;
+    let timeout = bounds::seconds("--timeout", args.timeout, false)?;
+    bounds::runs("--max-runs", args.max_runs, 2)?;
+    if args.min_runs < 2 || args.min_runs > args.max_runs {
+        bail!(
+            "--min-runs must be at least 2 and at most --max-runs ({})",
+            args.max_runs
+        );
+    }
+    if !(args.budget.is_finite() && args.budget > 0.0) {
+        bail!("--budget must be a positive number of seconds");
+    }
+    let (ci_target, relative) = parse_target_ci(&args.target_ci)?;
+    if args.requests > 0 && !matches!(readiness, Readiness::Http { .. }) {
+        bail!(
+            "--requests needs http readiness (--ready http://127.0.0.1:PORT/…): the requests go to that URL"
+        );
+    }
+    let exports = coldstart::report::export::Exports {
+        json: args.export_json.clone(),
+        markdown: args.export_markdown.clone(),
+        csv: None,
+        trace: None,
+        html: None,
+    };
+    exports.check()?;
+    // Before the traced run: a mistyped path should not cost a run first.
+    if let Some(p) = args.catalogue.iter().find(|p| !p.exists()) {
+        bail!(
+            "--catalogue {}: no such file or directory (give a TOML file or a directory of them)",
+            p.display()
+        );
+    }
+    let opts = RunOptions {
+        timeout,
+        poll_interval: Duration::from_micros(200),
+        requests: args.requests,
+        request_url: None,
+        grace: Duration::from_secs(2),
+        tail_lines: 10,
+        log_marks: Vec::new(),
+        claims: Vec::new(),
+        exit_policy: ExitPolicy::from_flags(false, None)?,
+        show_output: false,
+    };
+
+    // The runtime: named, or detected from one traced run of the baseline.
+    let mut rt = match &args.runtime {
+        Some(name) => {
+            if !catalogue::runtimes().contains(name) {
+                bail!(
+                    "unknown --runtime {name}: use one of {}",
+                    catalogue::runtimes().join(", ")
+                );
+            }
+            tune::Runtime {
+                name: name.clone(),
+                exe: target.program.clone(),
+                version: None,
+            }
+        }
+        None => {
+            if !args.quiet {
+                out::errln!(
+                    "tune: one traced run of {} to find its runtime…",
+                    target.display_command()
+                );
+            }
+            tune::detect(&target, &readiness, &opts)?
+        }
+    };
+    let root = config::project_root();
+    let cfg = config::load(&root)?;
+    // coldstart.toml's [tune] catalogue first: --catalogue files override it.
+    let mut user: Vec<PathBuf> = cfg
+        .as_ref()
+        .and_then(|c| c.tune.as_ref())
+        .map(|t| root.join(&t.catalogue))
+        .into_iter()
+        .collect();
+    user.extend(args.catalogue.iter().cloned());
+    let cat = catalogue::load(&rt.name, &user)?;
+    rt.version = tune::version(&rt, &cat.file);
+    let chosen = catalogue::select(&cat, &args.only, &args.skip)?;
+    if args.list {
+        out::out!("{}", list(&rt, &chosen))?;
+        return Ok(0);
+    }
+
+    let outputs = session::Outputs {
+        store: (!args.no_store).then(|| config::store_spec(args.store.store.as_deref(), cfg.as_ref(), &root)),
+        quiet: args.quiet,
+        noise: args.noise.noise,
+        exports: Default::default(),
+    };
+    // Every candidate's artefacts (archives, caches) live here and go with it.
+    let work = tempfile::Builder::new()
+        .prefix("coldstart-tune-")
+        .tempdir()
+        .context("creating tune's work directory")?;
+
+    // One plain run of the baseline: the cost of a run, for the estimate.
+    let started = Instant::now();
+    let first = run_once(&target, &readiness, &opts, untimed())?;
+    let run_cost = started.elapsed().as_secs_f64();
+    if !first.ok() {
+        bail!(
+            "the unchanged program must start before anything is tuned:\n{}",
+            coldstart::sample::describe_failure(&target.display_command(), &first)
+        );
+    }
+    let seed = args
+        .seed
+        .unwrap_or_else(|| coldstart::clock::now_ns() ^ u64::from(std::process::id()));
+    let ctx = Ctx {
+        args,
+        base: Spec { target, readiness },
+        opts,
+        outputs,
+        file: &cat.file,
+        work: work.path(),
+        run_cost,
+        seed,
+        ci: (ci_target, relative),
+    };
+    estimate(&ctx, &rt, &chosen);
+    let mut screened = screen(&ctx, &rt, &chosen)?;
+    let mut experiments = Vec::new();
+    let mut baseline_ready_ms = first.ready_ns.map(|ns| ns as f64 / 1e6);
+    if !screened.ready.is_empty() && !screened.interrupted {
+        let rounds = rounds_for(args, run_cost, screened.ready.len() + 1);
+        let candidates: Vec<(String, Target)> = screened
+            .ready
+            .iter()
+            .map(|r| (chosen[r.index].id.clone(), r.target.clone()))
+            .collect();
+        let m = ctx.measure(&candidates, rounds, seed)?;
+        experiments.extend(m.stored);
+        screened.interrupted |= m.stopped == Some(StopReason::Interrupted);
+        let base = &m.analysis.variants[0];
+        baseline_ready_ms = base.ready_ms.as_ref().map(|s| s.p50).or(baseline_ready_ms);
+        for (k, r) in screened.ready.iter().enumerate() {
+            let v = &m.analysis.variants[k + 1];
+            let row = if v.ok_runs + v.failed_runs == 0 {
+                Row::unmeasured(chosen[r.index], Status::NotMeasured)
+            } else {
+                Row::measured(chosen[r.index], v, base)
+            };
+            screened.rows.push((r.index, row));
+        }
+    }
+    screened.rows.sort_by_key(|(i, _)| *i);
+    let rows: Vec<Row> = screened.rows.into_iter().map(|(_, r)| r).collect();
+    let mut interrupted = screened.interrupted;
+    let recommended = recommend(
+        &ctx,
+        &chosen,
+        &screened.ready,
+        &rows,
+        &mut experiments,
+        &mut interrupted,
+    )?;
+
+    let tuned = Tuned {
+        runtime: rt.name.clone(),
+        executable: rt.exe.display().to_string(),
+        version: rt.version.clone(),
+        baseline: ctx.base.target.display_command(),
+        baseline_ready_ms,
+        noise: args.noise.noise,
+        rows: rows.into_iter().map(|r| shown(r, work.path())).collect(),
+        recommended,
+        experiments: experiments.iter().map(|(id, _)| *id).collect(),
+        interrupted,
+    };
+    if let Some(p) = &args.export_json {
+        coldstart::report::export::write(p, &serde_json::to_vec_pretty(&tuned)?)?;
+    }
+    if let Some(p) = &args.export_markdown {
+        coldstart::report::export::write(p, report::markdown(&tuned).as_bytes())?;
+    }
+    out::out!("{}", report::terminal(&tuned))?;
+    for (id, location) in &experiments {
+        out::outln!("stored as experiment {id} in {location}")?;
+    }
+    drop(ctx);
+    work.close().context("removing tune's work directory")?;
+    Ok(if interrupted { signals::exit_code() } else { 0 })
+}
+
+/// What a tune run shares between its phases.
+struct Ctx<'a> {
+    args: &'a TuneArgs,
+    base: Spec,
+    opts: RunOptions,
+    outputs: session::Outputs,
+    file: &'a catalogue::File,
+    /// Every candidate's private directory is under this one.
+    work: &'a Path,
+    /// Seconds one baseline run took, start to stop: the unit of every estimate.
+    run_cost: f64,
+    seed: u64,
+    /// --target-ci: (value, relative).
+    ci: (f64, bool),
+}
+
+impl Ctx<'_> {
+    fn say(&self, line: String) {
+        if !self.args.quiet {
+            out::errln!("{line}");
+        }
+    }
+
+    fn stop(&self, max_runs: usize) -> StopRule {
+        StopRule::Adaptive {
+            min_runs: self.args.min_runs.min(max_runs),
+            max_runs,
+            target: self.ci.0,
+            relative: self.ci.1,
+            of: CiOf::Shift,
+        }
+    }
+
+    /// The baseline and these candidates (id, target) in one interleaved experiment.
+    fn measure(&self, candidates: &[(String, Target)], rounds: usize, seed: u64) -> Result<Measured> {
+        let mut specs = vec![self.base.clone()];
+        let mut names = vec!["baseline".to_string()];
+        for (id, t) in candidates {
+            specs.push(Spec {
+                target: t.clone(),
+                readiness: self.base.readiness.clone(),
+            });
+            names.push(format!("{PREFIX}{id}"));
+        }
+        experiment(
+            &specs,
+            &names,
+            self.stop(rounds),
+            seed,
+            &self.opts,
+            &self.outputs,
+            self.args.warmup,
+        )
+    }
+}
+
+/// The bound printed up front, from the one timed baseline run.
+fn estimate(ctx: &Ctx, rt: &tune::Runtime, chosen: &[&Candidate]) {
+    let measurable: Vec<&&Candidate> = chosen
+        .iter()
+        .filter(|c| c.unavailable(rt.version.as_deref()).is_none())
+        .collect();
+    let setups: f64 = measurable
+        .iter()
+        .map(|c| if c.train.is_some() { 2.0 } else { 1.0 })
+        .sum();
+    let variants = measurable.len() + 1;
+    let rounds = rounds_for(ctx.args, ctx.run_cost, variants) + ctx.args.warmup;
+    ctx.say(format!(
+        "tune: {} {}· {} candidates, {} to measure · one run ≈ {:.1} s · set-up ≈ {:.0} s, then at most {} rounds × {} variants ≈ {:.0} s (--budget {:.0} s)",
+        rt.name,
+        rt.version.as_deref().map(|v| format!("{v} ")).unwrap_or_default(),
+        chosen.len(),
+        measurable.len(),
+        ctx.run_cost,
+        setups * ctx.run_cost,
+        rounds,
+        variants,
+        rounds as f64 * variants as f64 * ctx.run_cost,
+        ctx.args.budget
+    ));
+}
+
+/// A candidate that passed its set-up and check run.
+struct ReadyCandidate {
+    index: usize,
+    target: Target,
+}
+
+struct Screened {
+    /// Rows decided without measuring (unavailable, broken, not applicable), by catalogue index.
+    rows: Vec<(usize, Row)>,
+    ready: Vec<ReadyCandidate>,
+    interrupted: bool,
+}
+
+/// Each candidate's set-up and check run, in catalogue order (untimed).
+fn screen(ctx: &Ctx, rt: &tune::Runtime, chosen: &[&Candidate]) -> Result<Screened> {
+    let mut out = Screened {
+        rows: Vec::new(),
+        ready: Vec::new(),
+        interrupted: false,
+    };
+    for (i, c) in chosen.iter().enumerate() {
+        if let Some(why) = c.unavailable(rt.version.as_deref()) {
+            out.rows
+                .push((i, Row::unmeasured(c, Status::Unavailable { why })));
+            continue;
+        }
+        if out.interrupted || signals::interrupted() {
+            out.interrupted = true;
+            out.rows.push((i, Row::unmeasured(c, Status::NotMeasured)));
+            continue;
+        }
+        let dir = plan::work_dir(ctx.work, &c.id)?;
+        let t = match plan::apply(&ctx.base.target, ctx.file, &Change::of(c, &dir)) {
+            Ok(t) => t,
+            Err(e) => {
+                let why = format!("{e:#}");
+                out.rows
+                    .push((i, Row::unmeasured(c, Status::NotApplicable { why })));
+                continue;
+            }
+        };
+        ctx.say(format!("tune: setting up and checking {} ({})…", c.id, c.title));
+        let prepared = plan::prepare(c, &dir, &ctx.base, ctx.file, &ctx.opts, &t)?;
+        if signals::interrupted() {
+            out.interrupted = true;
+            out.rows.push((i, Row::unmeasured(c, Status::NotMeasured)));
+            continue;
+        }
+        match prepared {
+            Prepared::Ready(target) => out.ready.push(ReadyCandidate { index: i, target }),
+            Prepared::Broken(why) => out.rows.push((i, Row::unmeasured(c, Status::Broken { why }))),
+            Prepared::NotApplicable(why) => out
+                .rows
+                .push((i, Row::unmeasured(c, Status::NotApplicable { why }))),
+        }
+    }
+    Ok(out)
+}
+
+/// The significant winners together (best first, conflicts left out), checked and
+/// measured against the baseline in a second, short experiment; when that
+/// combination breaks or is not itself faster, the best single winner.
+fn recommend(
+    ctx: &Ctx,
+    chosen: &[&Candidate],
+    ready: &[ReadyCandidate],
+    rows: &[Row],
+    experiments: &mut Stored,
+    interrupted: &mut bool,
+) -> Result<Option<Recommended>> {
+    let mut winners: Vec<(&Candidate, PathBuf, f64)> = ready
+        .iter()
+        .filter_map(|r| {
+            let c = chosen[r.index];
+            let row = rows.iter().find(|row| row.id == c.id)?;
+            (row.status == Status::Faster).then(|| (c, ctx.work.join(&c.id), row.shift_ms.unwrap_or(0.0)))
+        })
+        .collect();
+    if winners.is_empty() {
+        return Ok(None);
+    }
+    winners.sort_by(|a, b| a.2.total_cmp(&b.2));
+    let pairs: Vec<(&Candidate, PathBuf)> = winners.iter().map(|(c, d, _)| (*c, d.clone())).collect();
+    let (mut members, change) = plan::combine(&pairs);
+    let target = &ctx.base.target;
+    let mut combined = plan::apply(target, ctx.file, &change)?;
+    let mut ids: Vec<String> = members.iter().map(|c| c.id.clone()).collect();
+    let mut note = None;
+    let mut row = rows.iter().find(|r| r.id == ids[0]).cloned();
+    if members.len() > 1 && !*interrupted {
+        ctx.say(format!("tune: measuring the combination {}…", ids.join(" + ")));
+        let combo = Candidate {
+            id: ids.join("+"),
+            title: "recommended set".into(),
+            ..Candidate::default()
+        };
+        let combo_row = match plan::check(&combined, &ctx.base.readiness, &ctx.opts)? {
+            Prepared::Ready(_) => {
+                let args = ctx.args;
+                let rounds =
+                    rounds_for(args, ctx.run_cost, 2).min(args.max_runs.div_ceil(2).max(args.min_runs));
+                let m = ctx.measure(&[(combo.id.clone(), combined.clone())], rounds, ctx.seed ^ 1)?;
+                experiments.extend(m.stored);
+                *interrupted |= m.stopped == Some(StopReason::Interrupted);
+                Row::measured(&combo, &m.analysis.variants[1], &m.analysis.variants[0])
+            }
+            Prepared::Broken(why) | Prepared::NotApplicable(why) => {
+                Row::unmeasured(&combo, Status::Broken { why })
+            }
+        };
+        if combo_row.status == Status::Faster {
+            row = Some(combo_row);
+        } else {
+            // Not recommended: the best single winner is, and the note says why.
+            let best = members[0];
+            note = Some(format!(
+                "{} together: {}; the best single one is recommended",
+                ids.join(" + "),
+                report::effect(&shown(combo_row, ctx.work))
+            ));
+            members = vec![best];
+            ids = vec![best.id.clone()];
+            combined = plan::apply(target, ctx.file, &Change::of(best, &ctx.work.join(&best.id)))?;
+        }
+    } else if members.len() > 1 {
+        row = None;
+    }
+    let train = members
+        .iter()
+        .filter_map(|c| {
+            plan::trainee(c, &ctx.work.join(&c.id), target, ctx.file)
+                .ok()
+                .flatten()
+        })
+        .map(|t| command_line(&t, target, ctx.work))
+        .collect();
+    let mut rec = recommendation(ids, &combined, target, ctx.work, row);
+    rec.train = train;
+    rec.note = note;
+    Ok(Some(rec))
+}
+
+fn untimed() -> RunId {
+    RunId {
+        variant: 0,
+        round: 0,
+        warmup: true,
+    }
+}
+
+/// Runs per variant the budget allows (each round runs every variant once), within the flags.
+fn rounds_for(args: &TuneArgs, run_cost: f64, variants: usize) -> usize {
+    let per_round = (run_cost * variants as f64).max(1e-3);
+    let affordable = (args.budget / per_round).floor() as usize;
+    affordable.saturating_sub(args.warmup).clamp(2, args.max_runs)
+}
+
+type Stored = Vec<(i64, String)>;
+
+/// An experiment's analysis, why it stopped, and where it was stored.
+struct Measured {
+    analysis: Analysis,
+    stopped: Option<StopReason>,
+    stored: Stored,
+}
+
+/// One interleaved experiment through the session (stored run by run).
+fn experiment(
+    specs: &[Spec],
+    names: &[String],
+    stop: StopRule,
+    seed: u64,
+    opts: &RunOptions,
+    outputs: &session::Outputs,
+    warmup: usize,
+) -> Result<Measured> {
+    let plan = Plan {
+        variants: specs
+            .iter()
+            .zip(names)
+            .map(|(s, n)| s.variant(n.clone()))
+            .collect(),
+        warmup,
+        order: Order::Shuffled,
+        stop,
+        // A failed run marks its candidate broken; the others go on.
+        keep_going: true,
+        seed,
+    };
+    let mut runner = Plain {
+        specs: specs.to_vec(),
+        opts: opts.clone(),
+        conditions: Conditions::new(Settings {
+            quiet: outputs.quiet,
+            ..Settings::default()
+        }),
+    };
+    let settings = session::settings(&plan, opts.into(), outputs.noise);
+    let (m, store_error) = session::run(&plan, &settings, outputs, &mut runner)?;
+    runner.finish()?;
+    if let Some(e) = store_error {
+        return Err(e.context("the runs were measured, but storing them failed"));
+    }
+    // The run Ctrl-C cut short is no failure of its candidate.
+    let mut analysis = m.analysis;
+    for s in &m.result.samples {
+        if !s.warmup && s.outcome == coldstart::sample::Outcome::Interrupted {
+            if let Some(v) = analysis.variants.get_mut(s.variant) {
+                v.failed_runs = v.failed_runs.saturating_sub(1);
+            }
+        }
+    }
+    Ok(Measured {
+        analysis,
+        stopped: m.result.stopped,
+        stored: m.stored_as.into_iter().collect(),
+    })
+}
+
+/// `2%` → (0.02, relative); `5ms` or `5` → (5.0, absolute ms).
+fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
+    let bad =
+        || anyhow!("bad --target-ci '{s}': write a percentage of the median (2%) or milliseconds (5ms)");
+    let (num, relative) = match s.strip_suffix('%') {
+        Some(n) => (n, true),
+        None => (s.strip_suffix("ms").unwrap_or(s), false),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    if !(v > 0.0 && v <= if relative { 100.0 } else { 1e9 }) {
+        return Err(bad());
+    }
+    Ok(if relative { (v / 100.0, true) } else { (v, false) })
+}

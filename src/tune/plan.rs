@@ -1,0 +1,280 @@
+//! From candidates to variants: the target each one runs as (flags after the
+//! runtime's executable, variables), its set-up done once, untimed (a training
+//! run of the program, a shell line with the hooks' machinery), the check run
+//! that tells a broken candidate from a fast one, and the combination of winners.
+
+use super::catalogue::{expand, Candidate, File};
+use crate::explain::adapter::append_option;
+use crate::run::{hooks, run_once, RunId, RunOptions, Spec};
+use crate::sample::describe_failure;
+use crate::target::{Readiness, Target};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What a candidate (or a set of them) adds to the baseline.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Change {
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub env_append: BTreeMap<String, String>,
+}
+
+impl Change {
+    pub fn of(c: &Candidate, work: &Path) -> Change {
+        Change {
+            args: c.args.iter().map(|a| expand(a, work)).collect(),
+            env: c.env.iter().map(|(k, v)| (k.clone(), expand(v, work))).collect(),
+            env_append: c
+                .env_append
+                .iter()
+                .map(|(k, v)| (k.clone(), expand(v, work)))
+                .collect(),
+        }
+    }
+
+    /// Two changes together; None when both set a variable to different values.
+    pub fn join(&self, other: &Change) -> Option<Change> {
+        let mut out = self.clone();
+        out.args.extend(other.args.iter().cloned());
+        for (k, v) in &other.env {
+            match out.env.get(k) {
+                Some(old) if old != v => return None,
+                _ => {
+                    out.env.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        for (k, v) in &other.env_append {
+            let sep = separator(k);
+            out.env_append
+                .entry(k.clone())
+                .and_modify(|old| {
+                    old.push(sep);
+                    old.push_str(v);
+                })
+                .or_insert_with(|| v.clone());
+        }
+        Some(out)
+    }
+}
+
+/// GODEBUG is comma-separated; the option lists (ERL_FLAGS, NODE_OPTIONS, …) take spaces.
+fn separator(key: &str) -> char {
+    if key == "GODEBUG" {
+        ','
+    } else {
+        ' '
+    }
+}
+
+/// The baseline with `change` applied: flags right after argv[0] when it is the
+/// runtime's executable (the catalogue's `executable` regex on its file name),
+/// else in the runtime's options variable (JAVA_TOOL_OPTIONS), else refused.
+pub fn apply(base: &Target, file: &File, change: &Change) -> Result<Target> {
+    let mut argv = base.argv.clone();
+    let mut env = base.env.clone();
+    if !change.args.is_empty() {
+        let name = Path::new(&argv[0])
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let direct = file
+            .executable
+            .as_deref()
+            .and_then(|r| regex::Regex::new(r).ok())
+            .is_some_and(|r| r.is_match(&name));
+        if direct {
+            argv.splice(1..1, change.args.iter().cloned());
+        } else if let Some(var) = &file.options_env {
+            env.push(append_option(&env, var, ' ', &change.args.join(" ")));
+        } else {
+            bail!(
+                "its flags go after the {} executable, and the command starts with {} (a wrapper?): run the runtime directly to try it",
+                file.runtime,
+                argv[0]
+            );
+        }
+    }
+    for (k, v) in &change.env {
+        env.push((k.clone(), v.clone()));
+    }
+    for (k, v) in &change.env_append {
+        env.push(append_option(&env, k, separator(k), v));
+    }
+    Target::new(argv, env, base.cwd.clone())
+}
+
+/// A candidate ready to be measured, or why it is not.
+#[derive(Debug)]
+pub enum Prepared {
+    Ready(Target),
+    /// Set-up, training or the check run failed: the one-line reason and the failure.
+    Broken(String),
+    /// The command cannot take it (flags with a wrapper).
+    NotApplicable(String),
+}
+
+/// Each candidate's private directory under the tune work dir.
+pub fn work_dir(root: &Path, id: &str) -> Result<PathBuf> {
+    let dir = root.join(id);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The program as the candidate's training run starts it; None without one.
+pub fn trainee(c: &Candidate, work: &Path, base: &Target, file: &File) -> Result<Option<Target>> {
+    let Some(train) = &c.train else { return Ok(None) };
+    let change = Change {
+        args: train.args.iter().map(|a| expand(a, work)).collect(),
+        env: train
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), expand(v, work)))
+            .collect(),
+        env_append: BTreeMap::new(),
+    };
+    apply(base, file, &change).map(Some)
+}
+
+/// A candidate's set-up, once and untimed: its training run (the program with
+/// the training flags, waited for ready and stopped as every run is, with a long
+/// grace so an archive written at exit is not cut short), its shell line, then one
+/// check run of the candidate itself. Nothing here is measured.
+pub fn prepare(
+    c: &Candidate,
+    work: &Path,
+    base: &Spec,
+    file: &File,
+    opts: &RunOptions,
+    target: &Target,
+) -> Result<Prepared> {
+    let untimed = RunId {
+        variant: 0,
+        round: 0,
+        warmup: true,
+    };
+    let trainee = match trainee(c, work, &base.target, file) {
+        Ok(t) => t,
+        Err(e) => return Ok(Prepared::NotApplicable(format!("{e:#}"))),
+    };
+    if let Some(trainee) = trainee {
+        let mut long = opts.clone();
+        long.grace = long.grace.max(Duration::from_secs(60));
+        let s = run_once(&trainee, &base.readiness, &long, untimed)?;
+        if !s.ok() {
+            return Ok(Prepared::Broken(format!(
+                "training run failed: {}",
+                describe_failure(&trainee.display_command(), &s)
+            )));
+        }
+    }
+    if let Some(line) = &c.setup {
+        let line = expand(line, work);
+        if let Err(f) = hooks::run(
+            "setup",
+            &line,
+            &["sh".to_string()],
+            target,
+            false,
+            opts.tail_lines,
+        )? {
+            return Ok(Prepared::Broken(format!(
+                "set-up `{line}` failed ({}){}",
+                f.how,
+                f.tail.iter().map(|l| format!("\n  | {l}")).collect::<String>()
+            )));
+        }
+    }
+    check(target, &base.readiness, opts)
+}
+
+/// One run of the candidate: it must start as the baseline does (ready, exit 0,
+/// its requests answered). A failure makes it broken, never fast.
+pub fn check(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result<Prepared> {
+    let id = RunId {
+        variant: 0,
+        round: 0,
+        warmup: true,
+    };
+    let s = run_once(target, readiness, opts, id)?;
+    Ok(if s.ok() {
+        Prepared::Ready(target.clone())
+    } else {
+        Prepared::Broken(describe_failure(&target.display_command(), &s))
+    })
+}
+
+/// The winners that go together, best first: a candidate joins unless it
+/// conflicts with one already in (declared, or the same variable set differently).
+pub fn combine<'a>(winners: &[(&'a Candidate, PathBuf)]) -> (Vec<&'a Candidate>, Change) {
+    let mut chosen: Vec<&Candidate> = Vec::new();
+    let mut change = Change::default();
+    for (c, work) in winners {
+        let clash = chosen
+            .iter()
+            .any(|o| o.conflicts.contains(&c.id) || c.conflicts.contains(&o.id));
+        if clash {
+            continue;
+        }
+        if let Some(joined) = change.join(&Change::of(c, work)) {
+            change = joined;
+            chosen.push(c);
+        }
+    }
+    (chosen, change)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(exe: Option<&str>, options_env: Option<&str>) -> File {
+        File {
+            runtime: "jvm".into(),
+            executable: exe.map(str::to_string),
+            options_env: options_env.map(str::to_string),
+            ..File::default()
+        }
+    }
+
+    fn target(argv: &[&str]) -> Target {
+        Target::new(argv.iter().map(|s| s.to_string()).collect(), vec![], None).unwrap()
+    }
+
+    #[test]
+    fn flags_go_after_the_runtime_or_into_its_options_variable() {
+        let change = Change {
+            args: vec!["-Xa".into(), "-Xb".into()],
+            ..Change::default()
+        };
+        let t = apply(&target(&["sh", "-c", "true"]), &file(Some("^sh$"), None), &change).unwrap();
+        assert_eq!(t.argv, ["sh", "-Xa", "-Xb", "-c", "true"]);
+        let t = apply(&target(&["sh"]), &file(Some("^java$"), Some("OPTS")), &change).unwrap();
+        assert_eq!(t.argv, ["sh"]);
+        assert!(t.env.iter().any(|(k, v)| k == "OPTS" && v.ends_with("-Xa -Xb")));
+        assert!(apply(&target(&["sh"]), &file(Some("^java$"), None), &change).is_err());
+    }
+
+    #[test]
+    fn combining_skips_conflicts_and_clashing_variables() {
+        let c = |id: &str, env: &[(&str, &str)], conflicts: &[&str]| Candidate {
+            id: id.into(),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            conflicts: conflicts.iter().map(|s| s.to_string()).collect(),
+            ..Candidate::default()
+        };
+        let (a, b, d, e) = (
+            c("a", &[("X", "1")], &[]),
+            c("b", &[("X", "2")], &[]),
+            c("d", &[("Y", "1")], &["e"]),
+            c("e", &[("Z", "1")], &[]),
+        );
+        let w = PathBuf::from("/w");
+        let (chosen, change) = combine(&[(&a, w.clone()), (&b, w.clone()), (&d, w.clone()), (&e, w)]);
+        let ids: Vec<&str> = chosen.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["a", "d"]);
+        assert_eq!(change.env.len(), 2);
+    }
+}
