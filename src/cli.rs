@@ -32,7 +32,7 @@ pub enum Command {
     /// imports, classes, package inits, checkpoints and spans; each with its overhead.
     /// Stored in history like a bench (`show`, `compare`).
     #[command(after_long_help = EXPLAIN_HELP)]
-    Explain(ExplainArgs),
+    Explain(Box<ExplainArgs>),
     /// List stored experiments, newest first.
     History(HistoryArgs),
     /// Show one stored experiment as it printed when it ran (a bench's tables, an

@@ -233,8 +233,9 @@ pub struct Estimate {
 
 /// A traced run's timeline, with the ready phases when it became ready and
 /// the phases of the `requests` sent after ready.
-pub fn timeline_of(trace: &Trace, ready_ms: f64, requests: usize) -> Timeline {
-    let mut tl = timeline::build(trace);
+pub fn timeline_of(trace: &Trace, ready_ms: f64, requests: usize, hint: timeline::ServiceHint) -> Timeline {
+    // The phases of the service process, as in the run shown.
+    let mut tl = timeline::build_for(trace, hint);
     let ready_ns = (ready_ms * 1e6) as u64;
     timeline::add_ready_phases(&mut tl, trace, ready_ns);
     tl.phases
@@ -261,8 +262,9 @@ pub fn run_estimate(
     requests: usize,
     cal: &Calibration,
     scale: f64,
+    hint: timeline::ServiceHint,
 ) -> RunEstimate {
-    let tl = timeline_of(trace, ready_ms, requests);
+    let tl = timeline_of(trace, ready_ms, requests, hint);
     let costs = StopCosts::new(trace, cal, scale);
     let ready_ns = (ready_ms * 1e6) as u64;
     let (stops, _) = costs.within(0, ready_ns);
@@ -369,7 +371,7 @@ pub fn estimate(
         median_of(&calibrated).unwrap_or_else(|| StopCosts::new(shown, cal, 1.0).estimate_ms(0, ready_ns));
     let total_ms = median_of(&scaled).unwrap_or_else(|| costs.estimate_ms(0, ready_ns));
     let (stops, cost) = costs.within(0, ready_ns);
-    Estimate {
+    let mut e = Estimate {
         method: "per-stop subtraction, residual-scaled".into(),
         calibration: cal.clone(),
         calibrated_total_ms,
@@ -386,6 +388,38 @@ pub fn estimate(
         stops_cost_ms: StopCosts::new(shown, cal, 1.0).within(0, ready_ns).1 / 1e6,
         scaled_cost_ms: cost / 1e6,
         runs: scaled,
+    };
+    // Traced runs no slower than untraced ones (scale 0): the tracer's cost is
+    // below this experiment's noise, and subtracting nothing would leave the
+    // traced figures short of (or over) the untraced ones by that noise. The
+    // untraced median is then the best figure for the total, and each interval
+    // is scaled by untraced ÷ traced (the second method).
+    if let Some(u) = untraced_median_ms.filter(|u| scale == 0.0 && *u > 0.0 && e.total_ms > 0.0) {
+        let k = u / e.total_ms;
+        stretch(&mut e, k);
+    }
+    e
+}
+
+/// Every estimate × `k` (the proportional method; see [`estimate`]).
+fn stretch(e: &mut Estimate, k: f64) {
+    e.method = format!(
+        "proportional: traced × {k:.3} (untraced ÷ traced medians; the stops' cost is below the noise)"
+    );
+    e.total_ms *= k;
+    for x in e
+        .phases
+        .iter_mut()
+        .chain(&mut e.exec_chain)
+        .chain(&mut e.opens_by_kind)
+    {
+        x.estimate_ms = x.traced_ms * k;
+    }
+    for r in &mut e.runs {
+        r.estimate_ms = r.traced_ms * k;
+        for p in &mut r.phases {
+            p.estimate_ms = p.traced_ms * k;
+        }
     }
 }
 
@@ -398,6 +432,7 @@ pub fn run_estimates(
     cal: &Calibration,
     scale: f64,
 ) -> Vec<RunEstimate> {
+    let readiness = result.variants.get(traced).map_or("", |v| v.readiness.as_str());
     result
         .samples
         .iter()
@@ -409,6 +444,7 @@ pub fn run_estimates(
                 requests,
                 cal,
                 scale,
+                timeline::ServiceHint::parse(readiness),
             ))
         })
         .collect()
