@@ -56,7 +56,8 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             env.push(parse_env(e)?);
         }
         let cwd = spec.args.cwd.clone().or_else(|| args.shared.cwd.clone());
-        let target = Target::new(spec.argv.clone(), env, cwd)?;
+        let limits = spec.args.limits.parse_over(&args.shared.limits)?;
+        let target = Target::new(spec.argv.clone(), env, cwd)?.with_limits(limits);
         let ready_spec = spec
             .args
             .ready
@@ -190,6 +191,7 @@ fn config_variants(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Re
                             .as_ref()
                             .map_or_else(|| root.to_path_buf(), |c| root.join(c)),
                     ),
+                    ..Default::default()
                 },
                 argv: t.command.clone(),
             })

@@ -27,7 +27,8 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         .iter()
         .map(|e| parse_env(e))
         .collect::<Result<Vec<_>>>()?;
-    let target = Target::new(args.command.clone(), env, args.cwd.clone())?;
+    let limits = args.limits.parse_over(&Default::default())?;
+    let target = Target::new(args.command.clone(), env, args.cwd.clone())?.with_limits(limits);
     let readiness = Readiness::parse(args.ready.as_deref().unwrap_or("exit"))?;
     let exports = Exports {
         json: args.export_json.clone(),

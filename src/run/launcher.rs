@@ -37,6 +37,8 @@ pub struct Launched {
     pub stdout: Option<File>,
     pub stderr: Option<File>,
     pub how: How,
+    /// A limited run's memory cgroup: its peak and OOM kills, read after the run.
+    pub memory: Option<crate::launch::limit_cgroups::MemoryWatch>,
 }
 
 pub enum How {
@@ -63,7 +65,9 @@ pub fn spawn_plain(mut prepared: spawn::Prepared, target: &Target) -> Result<Lau
     // The kernel's wait while the child entered its run cgroup is coldstart's, not
     // the target's: time zero moves past it (see spawn::Child::placement_ns).
     let t0 = t0 + child.placement_ns;
+    let memory = prepared.memory_watch();
     Ok(Launched {
+        memory,
         pid: child.pid,
         t0,
         pidfd: Some(child.pidfd),
@@ -83,7 +87,7 @@ pub fn spawn_traced(
     timeout: std::time::Duration,
 ) -> Result<Launched> {
     let (read, write) = coldstart_sys::pipe::pipe(true).context("creating the output pipe")?;
-    let mut opts = crate::launch::traced::options(target);
+    let (mut opts, memory) = crate::launch::traced::options(target)?;
     opts.env.extend(env.iter().cloned());
     opts.timeout = timeout;
     opts.output = Some(write);
@@ -103,6 +107,7 @@ pub fn spawn_traced(
         stdout: Some(File::from(read)),
         stderr: None,
         how: How::Traced(Some(session)),
+        memory,
     })
 }
 
