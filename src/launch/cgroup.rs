@@ -197,7 +197,7 @@ pub struct RunCgroup {
     procs: Option<OwnedFd>,
     /// Whether entering `procs` is required (it carries the limits on v2).
     procs_required: bool,
-    limits: Option<super::limit_cgroups::RunLimits>,
+    limits: Option<Box<super::limit_cgroups::RunLimits>>,
 }
 
 /// One `cgroup.procs` the child writes itself into; `required`: a failure to
@@ -250,7 +250,7 @@ impl RunCgroup {
         Ok(Some(RunCgroup {
             procs_required: limits.on_v2,
             procs: cleanup.map(|(fd, _)| fd),
-            limits: Some(limits),
+            limits: Some(Box::new(limits)),
         }))
     }
 

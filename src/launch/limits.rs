@@ -75,7 +75,7 @@ pub fn bytes(b: u64) -> String {
     } else {
         return format!("{b} B");
     };
-    if b % div == 0 {
+    if b.is_multiple_of(div) {
         format!("{} {unit}", b / div)
     } else {
         let v = format!("{:.2}", b as f64 / div as f64);
