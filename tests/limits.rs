@@ -362,3 +362,72 @@ fn bad_limits_are_one_line_before_any_run() {
         assert!(err.contains(expect) && err.trim().lines().count() == 1, "{err}");
     }
 }
+
+/// coldstart lambda's runtime and extensions enter the sandbox's cgroups before
+/// their exec, as bench's limited runs do: a bootstrap that forks as its first
+/// act has its child in the sandbox (moved in after the spawn, it escaped).
+#[test]
+fn lambda_processes_forked_at_once_are_in_the_sandbox() {
+    let Some(python) = testkit::python() else { return };
+    if !limits_available("lambda_sandbox", &[]) {
+        return;
+    }
+    let dir = scratch("lambda");
+    let records = dir.join("records");
+    std::fs::create_dir_all(&records).expect("records dir");
+    let runtime = testkit::repo().join("examples/lambda/python/raw_runtime.py");
+    let bootstrap = dir.join("bootstrap");
+    std::fs::write(
+        &bootstrap,
+        format!(
+            "#!/bin/sh\nsh -c 'cat /proc/self/cgroup > \"$CS_RECORDS/child.$$\"' &\ncat /proc/self/cgroup > \"$CS_RECORDS/runtime.$$\"\nwait\nexec '{}' '{}'\n",
+            python.display(),
+            runtime.display()
+        ),
+    )
+    .expect("bootstrap");
+    std::fs::set_permissions(&bootstrap, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod bootstrap");
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let o = coldstart()
+        .args([
+            "lambda",
+            "-q",
+            "--no-store",
+            "--runs",
+            "5",
+            "--warmup",
+            "0",
+            "--memory",
+            "512",
+            "--runtime",
+        ])
+        .arg(&bootstrap)
+        .args(["--env", &format!("CS_RECORDS={}", records.display())])
+        .output()
+        .expect("spawn coldstart");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut seen = 0;
+    for e in std::fs::read_dir(&records).expect("records") {
+        let path = e.expect("entry").path();
+        let rec = std::fs::read_to_string(&path).expect("a record");
+        for ctrl in ["cpu", "memory"] {
+            let line = rec
+                .lines()
+                .find(|l| {
+                    l.split(':')
+                        .nth(1)
+                        .is_some_and(|c| c.split(',').any(|c| c == ctrl))
+                })
+                .or_else(|| rec.lines().find(|l| l.starts_with("0::")))
+                .unwrap_or_default();
+            assert!(
+                line.contains("coldstart-lambda-"),
+                "{} is not in the sandbox's {ctrl} cgroup:\n{rec}",
+                path.display()
+            );
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 10, "a runtime and a child record per run");
+}

@@ -52,6 +52,8 @@ pub struct Prepared {
     /// The `cgroup.procs` the child writes itself into, and whether it must
     /// (gathered before time zero: the child cannot allocate).
     entries: Vec<(RawFd, bool)>,
+    /// Cgroups a caller added with `enter_cgroups` (kept open until the spawn).
+    extra_cgroups: Vec<OwnedFd>,
     stack: Vec<u8>,
     /// A `replace_env` variable that cannot be passed (NUL byte), reported at spawn.
     env_error: Option<anyhow::Error>,
@@ -128,6 +130,7 @@ pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]
         output_file,
         cgroup: RunCgroup::for_limits(&target.limits)?,
         entries: Vec::new(),
+        extra_cgroups: Vec::new(),
         stack: vec![0u8; STACK_SIZE],
     };
     p.entries = p.cgroup.iter().flat_map(RunCgroup::entries).collect();
@@ -141,6 +144,14 @@ impl Prepared {
     pub fn without_run_cgroup(&mut self) {
         self.cgroup = None;
         self.entries.clear();
+    }
+
+    /// Also enter these cgroups (their open `cgroup.procs`) between clone and
+    /// exec, as a limited run enters its own; failing to is a failed spawn.
+    /// (lambda: the sandbox's cgroups, for the runtime and every extension.)
+    pub fn enter_cgroups(&mut self, procs: Vec<OwnedFd>) {
+        self.entries.extend(procs.iter().map(|fd| (fd.as_raw_fd(), true)));
+        self.extra_cgroups.extend(procs);
     }
 
     /// Where a limited run's peak memory and OOM kills are read.
@@ -282,9 +293,8 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
             ),
             STAGE_SETUP => "cannot set up the target's stdio".to_string(),
             STAGE_CGROUP => format!(
-                "cannot place {} in its limiting cgroup ({}): {FIX_LIMITS}",
+                "cannot place {} in its limiting cgroup before its exec: {FIX_LIMITS}",
                 target.program.display(),
-                target.limits.describe()
             ),
             _ => format!("cannot start {}", target.program.display()),
         };
