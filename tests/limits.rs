@@ -80,7 +80,8 @@ fn cpu_quota_slows_fixed_work_in_proportion() {
     }
     let exe = exe.display().to_string();
     let out = scratch("cpu").join("run.json");
-    // ~150 ms of CPU: at 0.25 CPUs several 100 ms periods of throttling.
+    // ~300 ms of CPU: at 0.25 CPUs a dozen 100 ms periods of throttling, so the
+    // quota a run may find unspent at its start is a small part of its time.
     let o = bench(
         &[],
         &[
@@ -97,7 +98,7 @@ fn cpu_quota_slows_fixed_work_in_proportion() {
             "--",
             &exe,
             "spin",
-            "300",
+            "600",
             "--name",
             "half",
             "--cpus",
@@ -105,7 +106,7 @@ fn cpu_quota_slows_fixed_work_in_proportion() {
             "--",
             &exe,
             "spin",
-            "300",
+            "600",
             "--name",
             "one",
             "--cpus",
@@ -113,7 +114,7 @@ fn cpu_quota_slows_fixed_work_in_proportion() {
             "--",
             &exe,
             "spin",
-            "300",
+            "600",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -124,10 +125,6 @@ fn cpu_quota_slows_fixed_work_in_proportion() {
             .expect("a median")
     };
     let (quarter, half, one) = (p50(0), p50(1), p50(2));
-    assert!(
-        quarter > half && half > one,
-        "medians not ordered by quota: 0.25 → {quarter} ms, 0.5 → {half} ms, 1 → {one} ms"
-    );
     // The CPU a run got per wall-clock second: the quota caps it whatever else
     // the machine runs (the cap is the kernel's; the floor depends on load).
     let share = |i: usize| {
@@ -147,21 +144,31 @@ fn cpu_quota_slows_fixed_work_in_proportion() {
     for (i, cpus) in [(0, 0.25), (1, 0.5)] {
         let got = share(i);
         assert!(
-            got <= cpus * 1.25,
+            got <= cpus * 1.3,
             "--cpus {cpus}: the tree got {got:.2} CPUs (the quota did not hold)"
         );
     }
+    // How the medians compare depends on what the machine gives the run the
+    // quota does not hold back: checked as far as that allows.
     let unthrottled = share(2);
     let ratio = quarter / one;
+    let medians = format!("0.25 → {quarter:.0} ms, 0.5 → {half:.0} ms, 1 → {one:.0} ms");
     if unthrottled >= 0.8 {
         assert!(
-            (2.0..=8.0).contains(&ratio),
-            "t(0.25)/t(1) = {ratio:.2} (expected about 4): {quarter} ms vs {one} ms"
+            quarter > half && half > one,
+            "medians not ordered by quota: {medians}"
         );
+        assert!(
+            (2.0..=8.0).contains(&ratio),
+            "t(0.25)/t(1) = {ratio:.2} (expected about 4): {medians}"
+        );
+    } else if unthrottled >= 0.45 {
+        assert!(quarter > one, "--cpus 0.25 not slower than --cpus 1: {medians}");
     } else {
-        // Other load took the CPU --cpus 1 allows: its time says nothing about the quota.
+        // Other load took the CPU --cpus 0.5 and 1 allow: their times say nothing
+        // about the quota.
         testkit::say(&format!(
-            "NOTE cpu_quota_slows_fixed_work_in_proportion: the machine gave --cpus 1 only {unthrottled:.2} CPUs; proportion t(0.25)/t(1) = {ratio:.2} not checked (the caps were)"
+            "NOTE cpu_quota_slows_fixed_work_in_proportion: the machine gave --cpus 1 only {unthrottled:.2} CPUs; medians ({medians}) not compared (the caps were checked)"
         ));
     }
     assert_eq!(doc["variants"][0]["target"]["limits"]["cpus"], 0.25);
