@@ -525,8 +525,8 @@ pub struct LimitArgs {
 
 impl LimitArgs {
     /// These limits, each unset one taken from `shared` (the flags before any --name).
-    pub fn parse_over(&self, shared: &LimitArgs) -> anyhow::Result<coldstart::launch::limits::Limits> {
-        coldstart::launch::limits::Limits::parse(
+    pub fn parse_over(&self, shared: &LimitArgs) -> anyhow::Result<coldstart::limits::Limits> {
+        coldstart::limits::Limits::parse(
             self.cpus.as_deref().or(shared.cpus.as_deref()),
             self.cpuset.as_deref().or(shared.cpuset.as_deref()),
             self.memory.as_deref().or(shared.memory.as_deref()),

@@ -17,8 +17,8 @@ pub struct Target {
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     /// --cpus/--cpuset/--memory: applied to the whole tree from its first instruction.
-    #[serde(default, skip_serializing_if = "crate::launch::limits::Limits::is_none")]
-    pub limits: crate::launch::limits::Limits,
+    #[serde(default, skip_serializing_if = "crate::limits::Limits::is_none")]
+    pub limits: crate::limits::Limits,
 }
 
 /// The value of `key` the target will see: its own setting (the last one wins),
@@ -54,7 +54,7 @@ impl Target {
     }
 
     /// The same target under `limits`.
-    pub fn with_limits(mut self, limits: crate::launch::limits::Limits) -> Self {
+    pub fn with_limits(mut self, limits: crate::limits::Limits) -> Self {
         self.limits = limits;
         self
     }

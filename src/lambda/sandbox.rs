@@ -25,8 +25,8 @@ pub fn vcpus(memory_mb: u64) -> f64 {
 /// these, so its comparison with the emulated variant is the emulator's
 /// difference, not the quota's. The CPU quota is left off while init is
 /// boosted (a bare run ends at the runtime's first /next: all of it is init).
-pub fn limits(memory_mb: u64, init_boost: bool) -> crate::launch::limits::Limits {
-    crate::launch::limits::Limits {
+pub fn limits(memory_mb: u64, init_boost: bool) -> crate::limits::Limits {
+    crate::limits::Limits {
         cpus: (!init_boost).then(|| vcpus(memory_mb).max(0.01)),
         cpuset: None,
         memory_bytes: Some(memory_mb << 20),

@@ -220,7 +220,7 @@ impl RunCgroup {
 
     /// The cgroups a run with `limits` needs (as [`create`](Self::create)
     /// without limits). An error says what is missing for the limits.
-    pub fn for_limits(limits: &super::limits::Limits) -> anyhow::Result<Option<RunCgroup>> {
+    pub fn for_limits(limits: &crate::limits::Limits) -> anyhow::Result<Option<RunCgroup>> {
         if limits.is_none() {
             return Ok(RunCgroup::create());
         }

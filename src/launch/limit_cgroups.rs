@@ -14,7 +14,7 @@
 //! `COLDSTART_CGROUP=v1|v2` forces the version, as for the cleanup cgroup.
 
 use super::cgroup::{self, Hierarchy};
-use super::limits::{self, Limits, PERIOD_US};
+use crate::limits::{Limits, PERIOD_US};
 use anyhow::{anyhow, bail, Context, Result};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -321,9 +321,4 @@ fn configure(controller: &str, place: &Place, dir: &Path, limits: &Limits) -> Re
 fn write(dir: &Path, file: &str, value: &str) -> Result<()> {
     std::fs::write(dir.join(file), value)
         .with_context(|| format!("writing {value} to {}: {FIX}", dir.join(file).display()))
-}
-
-/// "out of memory (limit 64 MiB)": how a run the memory limit killed fails.
-pub fn oom_cause(limit_bytes: u64) -> String {
-    format!("out of memory (limit {})", limits::bytes(limit_bytes))
 }

@@ -1,7 +1,8 @@
 //! Resource limits of a run (`--cpus`, `--cpuset`, `--memory`), as the run's
 //! Target carries them. Parsed from the flags' raw text per variant, so a sweep
 //! can substitute a parameter into that text first; applied by the run's
-//! cgroups (`limit_cgroups`), which the child enters before it execs.
+//! cgroups (`launch::limit_cgroups`), which the child enters before it execs.
+//! Plain data, depending on nothing of ours: target, sample and launch use it.
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -61,6 +62,11 @@ impl Limits {
         }
         parts.join(", ")
     }
+}
+
+/// "out of memory (limit 64 MiB)": how a run the memory limit killed fails.
+pub fn oom_cause(limit_bytes: u64) -> String {
+    format!("out of memory (limit {})", bytes(limit_bytes))
 }
 
 /// A size as a person reads it: `64 MiB`, `1.5 GiB`, `512 KiB`.
