@@ -270,6 +270,9 @@ pub struct ExplainArgs {
     /// URL for --requests (when readiness is not http).
     #[arg(long)]
     pub request_url: Option<String>,
+    /// --cpus/--cpuset/--memory: every arm runs under the same limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// No progress lines.
     #[arg(short, long)]
     pub quiet: bool,
@@ -568,6 +571,15 @@ FLAGS FOR HYPERFINE USERS
     hyperfine -p 'make clean' 'make'      →  coldstart bench -p 'make clean' 'make'
     hyperfine 'sleep 0.1' 'sleep 0.2'     →  coldstart bench 'sleep 0.1' 'sleep 0.2'
 
+LIMITS
+  --cpus 0.5 (CFS quota), --cpuset 0, --memory 256M limit the variant's whole process
+  tree from its first instruction: the child enters the limiting cgroups (v2, or the v1
+  cpu/cpuset/memory hierarchies) between clone and exec, so nothing it forks escapes.
+  Given before any --name they apply to every variant; after one, to that variant.
+  A limited run records the tree's peak memory from its cgroup (memory_peak_mb); a run
+  the memory limit kills fails with \"out of memory (limit 256 MiB)\". Needs root or a
+  delegated cgroup.
+
 EXAMPLES
   coldstart bench --ready exit -- python3 -c 'import json'
   coldstart bench --cache cold --runs 10 -- python3 -c 'import numpy'
@@ -575,6 +587,8 @@ EXAMPLES
       --ready tcp:5432 -- ./db --dir data
   coldstart bench --runs 30 --ready http://127.0.0.1:8080/health \\
       --requests 5 -- ./server --port 8080
+  coldstart bench --ready exit --name one-cpu --cpus 1 -- ./tool \\
+      --name half --cpus 0.5 -- ./tool
   coldstart bench --ready 'log:listening on (?P<port>\\d+)' \\
       --name baseline -- ./v98/bootstrap \\
       --name candidate -- ./build/bootstrap
@@ -698,6 +712,8 @@ pub struct VariantArgs {
     pub cwd: Option<PathBuf>,
     #[command(flatten)]
     pub hooks: HookArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Commands around each variant's runs (hyperfine's), all untimed. Given before any
@@ -759,6 +775,32 @@ impl From<CacheArg> for coldstart::run::conditions::Cache {
             CacheArg::Warm => Self::Warm,
             CacheArg::Cold => Self::Cold,
         }
+    }
+}
+
+/// Resource limits of a variant's whole process tree (see LIMITS in `bench --help`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct LimitArgs {
+    /// CPU bandwidth for the whole tree, in CPUs (CFS quota per 100 ms), e.g. 0.5.
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<String>,
+    /// CPUs the tree may run on, e.g. 0 or 0-1,3.
+    #[arg(long, value_name = "LIST")]
+    pub cpuset: Option<String>,
+    /// Memory limit of the whole tree (no swap), e.g. 256M or 1G; a run it kills
+    /// fails with "out of memory".
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+}
+
+impl LimitArgs {
+    /// These limits, each unset one taken from `shared` (the flags before any --name).
+    pub fn parse_over(&self, shared: &LimitArgs) -> anyhow::Result<coldstart::limits::Limits> {
+        coldstart::limits::Limits::parse(
+            self.cpus.as_deref().or(shared.cpus.as_deref()),
+            self.cpuset.as_deref().or(shared.cpuset.as_deref()),
+            self.memory.as_deref().or(shared.memory.as_deref()),
+        )
     }
 }
 

@@ -25,6 +25,7 @@ pub mod gate;
 pub use launch::lab::Lab;
 pub mod lambda;
 pub mod launch;
+pub mod limits;
 pub mod marks;
 pub mod out;
 pub mod probe;

@@ -16,6 +16,9 @@ pub struct Target {
     /// Variables added to (or overriding) coldstart's own environment.
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
+    /// --cpus/--cpuset/--memory: applied to the whole tree from its first instruction.
+    #[serde(default, skip_serializing_if = "crate::limits::Limits::is_none")]
+    pub limits: crate::limits::Limits,
 }
 
 /// The value of `key` the target will see: its own setting (the last one wins),
@@ -46,7 +49,14 @@ impl Target {
             program,
             env,
             cwd,
+            limits: Default::default(),
         })
+    }
+
+    /// The same target under `limits`.
+    pub fn with_limits(mut self, limits: crate::limits::Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// The command line as a person would type it (for tables and errors).

@@ -20,7 +20,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// `sleep 60` under the tracer: a tree that stays live until it is killed.
 fn sleeper() -> coldstart::trace::TraceOptions {
     let target = Target::new(vec!["sleep".into(), "60".into()], Vec::new(), None).expect("`sleep` on PATH");
-    traced::options(&target)
+    traced::options(&target).expect("trace options").0
 }
 
 /// Wait (bounded) until `pred` holds: the event, not a guessed delay.

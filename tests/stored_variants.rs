@@ -19,6 +19,7 @@ fn variant(name: &str, readiness: &str) -> Variant {
             program: "/var/task/bootstrap".into(),
             env: vec![("MODE".into(), name.into())],
             cwd: None,
+            limits: Default::default(),
         },
         readiness: readiness.into(),
         params: Vec::new(),

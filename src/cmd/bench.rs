@@ -65,7 +65,9 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             .iter()
             .map(|e| parse_env(e))
             .collect::<Result<Vec<_>>>()?;
-        let target = Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?;
+        // Shared limits are merged in already (sweep::expand), values substituted.
+        let limits = spec.args.limits.parse_over(&Default::default())?;
+        let target = Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?.with_limits(limits);
         let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
         // `--name`, else the command as written (placeholders included), + the values.
         let name = point.name();
@@ -303,7 +305,7 @@ fn config_variants(
                             .as_ref()
                             .map_or_else(|| root.to_path_buf(), |c| root.join(c)),
                     ),
-                    hooks: HookArgs::default(),
+                    ..Default::default()
                 },
                 argv: t.command.clone(),
             })

@@ -328,7 +328,8 @@ fn builds(args: &ExplainArgs) -> Result<Vec<Build>> {
         }
         return Ok(vec![Build {
             name: args.command.join(" "),
-            target: Target::new(args.command.clone(), global_env, args.cwd.clone())?,
+            target: Target::new(args.command.clone(), global_env, args.cwd.clone())?
+                .with_limits(args.limits.parse_over(&Default::default())?),
             readiness: Readiness::parse(args.ready.as_deref().unwrap_or("exit"))?,
             adapters,
             adapted: Vec::new(),
@@ -364,7 +365,9 @@ fn builds(args: &ExplainArgs) -> Result<Vec<Build>> {
             .or(args.ready.as_deref())
             .unwrap_or("exit");
         out.push(Build {
-            target: Target::new(v.argv.clone(), env, cwd).with_context(|| format!("build '{name}'"))?,
+            target: Target::new(v.argv.clone(), env, cwd)
+                .with_context(|| format!("build '{name}'"))?
+                .with_limits(v.args.limits.parse_over(&args.limits)?),
             readiness: Readiness::parse(ready).with_context(|| format!("build '{name}'"))?,
             name,
             adapters: adapters.as_ref().map(|_| Vec::new()),

@@ -61,6 +61,21 @@ fn raw_fields<'a>(spec: &'a mut VariantSpec, cwd: &'a mut Option<String>) -> Vec
             text: r,
         });
     }
+    // Limits are resources: a parameter used in one gets a "best value" line.
+    let l = &mut spec.args.limits;
+    for (what, text) in [
+        ("--cpus", &mut l.cpus),
+        ("--cpuset", &mut l.cpuset),
+        ("--memory", &mut l.memory),
+    ] {
+        if let Some(t) = text.as_mut() {
+            out.push(RawField {
+                what,
+                resource: true,
+                text: t,
+            });
+        }
+    }
     if let Some(c) = cwd.as_mut() {
         out.push(RawField {
             what: "--cwd",
@@ -83,6 +98,26 @@ fn merged(spec: &VariantSpec, shared: &VariantArgs) -> VariantSpec {
             cwd: spec.args.cwd.clone().or_else(|| shared.cwd.clone()),
             // Hooks keep hyperfine's rule (bench::variant_hooks), not this merge.
             hooks: spec.args.hooks.clone(),
+            limits: crate::cli::LimitArgs {
+                cpus: spec
+                    .args
+                    .limits
+                    .cpus
+                    .clone()
+                    .or_else(|| shared.limits.cpus.clone()),
+                cpuset: spec
+                    .args
+                    .limits
+                    .cpuset
+                    .clone()
+                    .or_else(|| shared.limits.cpuset.clone()),
+                memory: spec
+                    .args
+                    .limits
+                    .memory
+                    .clone()
+                    .or_else(|| shared.limits.memory.clone()),
+            },
         },
         argv: spec.argv.clone(),
     }

@@ -108,6 +108,7 @@ fn plan(n: usize, runs: usize, warmup: usize, order: Order, seed: u64) -> Plan {
                     program: "/bin/true".into(),
                     env: Vec::new(),
                     cwd: None,
+                    limits: Default::default(),
                 },
                 readiness: "exit".into(),
                 params: Vec::new(),

@@ -72,6 +72,7 @@ pub fn calibrate(opts: &RunOptions, rounds: usize) -> Result<Calibration> {
         program: exe,
         env: vec![(CALIBRATE_ENV.into(), CALIBRATION_OPENS.to_string())],
         cwd: None,
+        limits: Default::default(),
     };
     let opts = RunOptions {
         log_marks: Vec::new(),

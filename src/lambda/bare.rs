@@ -24,7 +24,14 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
     let addr = listener.local_addr().context("listener address")?;
     let function = cfg.function(opts, "coldstart/[$LATEST]bare");
     let mut vars = env::runtime_env(&function, &addr.to_string(), &cfg.env);
-    let mut prepared = spawn::prepare(&cfg.runtime, OutputMode::MemFile, &[])?;
+    let runtime = match &opts.cgroups {
+        Some(_) => cfg
+            .runtime
+            .clone()
+            .with_limits(super::sandbox::limits(cfg.memory_mb, opts.init_boost)),
+        None => cfg.runtime.clone(),
+    };
+    let mut prepared = spawn::prepare(&runtime, OutputMode::MemFile, &[])?;
     // Checkpoints as in an emulated run, so --bare compares like with like.
     let mut marks = Marks::new(&[])?;
     if let Some((write, at)) = marks.for_child() {
@@ -36,7 +43,7 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
     let deadline = now_ns() + opts.init_timeout.as_nanos() as u64;
 
     let t0 = now_ns();
-    let child = spawn::spawn(&mut prepared, &cfg.runtime)?;
+    let child = spawn::spawn(&mut prepared, &runtime)?;
     let t0 = t0 + child.placement_ns; // the cgroup placement's kernel wait is not the runtime's
     marks.spawned(t0);
 

@@ -71,17 +71,6 @@ pub(super) async fn prepare(
     let api = srv.addr.to_string();
     let rt_env = super::env::runtime_env(&function, &api, &cfg.env);
     let ext_env = super::env::extension_env(&rt_env);
-    let mut extensions = Vec::new();
-    for (path, name) in cfg.extensions.iter().zip(&ext_names) {
-        let target = Target::new(
-            vec![path.display().to_string()],
-            Vec::new(),
-            path.parent().map(PathBuf::from),
-        )?;
-        let prep = processes::prepare(Role::Extension(name.clone()), &target, &ext_env)?;
-        extensions.push((name.clone(), prep));
-    }
-    let runtime = processes::prepare(Role::Runtime, &cfg.runtime, &rt_env)?;
     let sandbox = match &opts.cgroups {
         Some(c) => {
             let tag = format!("{}-{}-{}", id.variant, id.round, u8::from(id.warmup));
@@ -93,6 +82,24 @@ pub(super) async fn prepare(
         }
         None => None,
     };
+    // Every process enters the sandbox before its exec (see sandbox.rs).
+    let cgroups = || -> Result<Vec<std::os::fd::OwnedFd>> {
+        Ok(match &sandbox {
+            Some(sb) => sb.procs_files()?,
+            None => Vec::new(),
+        })
+    };
+    let mut extensions = Vec::new();
+    for (path, name) in cfg.extensions.iter().zip(&ext_names) {
+        let target = Target::new(
+            vec![path.display().to_string()],
+            Vec::new(),
+            path.parent().map(PathBuf::from),
+        )?;
+        let prep = processes::prepare(Role::Extension(name.clone()), &target, &ext_env, cgroups()?)?;
+        extensions.push((name.clone(), prep));
+    }
+    let runtime = processes::prepare(Role::Runtime, &cfg.runtime, &rt_env, cgroups()?)?;
     let environment = Environment {
         env,
         bus,
@@ -193,8 +200,8 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
                     .filter_map(|e| e.ready_ns)
                     .chain(st.runtime_ready_ns)
                     .max()
-                    .unwrap_or(t0);
-                init = Ok(end - t0);
+                    .unwrap_or(e.t0);
+                init = Ok(end.saturating_sub(e.t0));
             }
         }
     }
@@ -207,7 +214,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
             init = Err(classify_failure(&st));
             exit_status = st.exits.first().map(|e| e.status.clone());
         }
-        lambda_marks(&st, t0, &e.procs)
+        lambda_marks(&st, e.t0, &e.procs)
     };
     if let Some(err) = setup_error {
         return Err(err);
@@ -228,7 +235,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     }
     let init_ms = match &init {
         Ok(ns) => *ns as f64 / 1e6,
-        Err(_) => (now_ns().min(deadline) - t0) as f64 / 1e6,
+        Err(_) => now_ns().min(deadline).saturating_sub(e.t0) as f64 / 1e6,
     };
     let mut init_report = json!({
         "initializationType": "on-demand",
@@ -264,12 +271,14 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     })
 }
 
-/// Start a prepared process (after T0) and put it in the sandbox.
-fn start(e: &Environment, prep: processes::Prepared) -> Result<Process> {
-    let p = processes::start(prep, e.t0, &e.env.shared, &e.bus, &e.logs)?;
-    if let Some(sb) = &e.sandbox {
-        sb.add(p.pid)?;
-    }
+/// Start a prepared process (after T0; it enters the sandbox before its exec).
+/// The spawning thread is held during the placement's kernel wait, which delays
+/// everything started after it: T0 moves past it, so Init Duration keeps only
+/// the environment's own time (the sum is exact for the runtime, started last
+/// once the extensions registered).
+fn start(e: &mut Environment, prep: processes::Prepared) -> Result<Process> {
+    let p = processes::start(prep, &e.env.shared, &e.bus, &e.logs)?;
+    e.t0 += p.placement_ns;
     Ok(p)
 }
 

@@ -177,7 +177,8 @@ struct Environment {
     sandbox: Option<sandbox::Sandbox>,
     /// Started processes, in start order (extensions, then the runtime).
     procs: Vec<Process>,
-    /// CLOCK_MONOTONIC ns; set when init starts.
+    /// CLOCK_MONOTONIC ns; set when init starts, then moved past the kernel's
+    /// waits while processes entered the sandbox (coldstart's time, not init's).
     t0: u64,
     /// "init", or "invoke" for a suppressed init.
     phase: &'static str,
@@ -233,7 +234,7 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
     }
     let (shared, logs) = (e.env.shared.clone(), e.logs.clone());
     shutdown::cleanup(e).await;
-    run.marks.extend(processes::checkpoint_marks(&shared));
+    run.marks.extend(processes::checkpoint_marks(&shared, run.t0));
     run.marks.sort_by_key(|m| m.t_ns);
     run.tail = logs.tail();
     Ok(run)

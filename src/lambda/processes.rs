@@ -66,10 +66,18 @@ pub struct Prepared {
 }
 
 /// Build the command (exactly `env` plus COLDSTART_FD, nothing inherited) before
-/// time zero.
-pub fn prepare(role: Role, target: &Target, env: &[(String, String)]) -> Result<Prepared> {
+/// time zero. The process enters `cgroups` (the sandbox's) before its exec.
+pub fn prepare(
+    role: Role,
+    target: &Target,
+    env: &[(String, String)],
+    cgroups: Vec<OwnedFd>,
+) -> Result<Prepared> {
     let mut p = spawn::prepare(target, OutputMode::Pipes, &[])?;
+    // The sandbox's cgroups hold the tree (and are killed with it); a run
+    // cgroup besides would be a second placement wait per process.
     p.without_run_cgroup();
+    p.enter_cgroups(cgroups);
     let (read, write) = std::io::pipe().context("creating a checkpoint pipe")?;
     let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
     // The number bench's targets see too, when reserved; in the child only.
@@ -89,6 +97,9 @@ pub fn prepare(role: Role, target: &Target, env: &[(String, String)]) -> Result<
 pub struct Process {
     pub role: Role,
     pub pid: i32,
+    /// The kernel's wait while it entered the sandbox before its exec (ns): the
+    /// spawning thread was held that long (see `spawn::Child::placement_ns`).
+    pub placement_ns: u64,
     _group: signals::Current,
     tasks: Vec<JoinHandle<()>>,
     /// Reads the checkpoint pipe to its end-of-file.
@@ -104,17 +115,12 @@ impl Drop for Process {
 }
 
 /// Spawn a prepared process and start watching it. Call inside the tokio runtime,
-/// after taking time zero (`t0`, what checkpoints are measured from).
-pub fn start(
-    mut p: Prepared,
-    t0: u64,
-    shared: &Arc<Shared>,
-    bus: &Arc<Bus>,
-    logs: &Arc<Logs>,
-) -> Result<Process> {
+/// after taking time zero (checkpoints are kept as absolute instants).
+pub fn start(mut p: Prepared, shared: &Arc<Shared>, bus: &Arc<Bus>, logs: &Arc<Logs>) -> Result<Process> {
     let child = spawn::spawn(&mut p.spawn, &p.target)?;
     let group = signals::Current::set(child.pid);
     let pid = child.pid;
+    let placement_ns = child.placement_ns;
     let mut tasks = Vec::new();
     let kind = match p.role {
         Role::Runtime => "function",
@@ -158,7 +164,8 @@ pub fn start(
                 let mut lines = BufReader::new(rx).split(b'\n');
                 while let Ok(Some(line)) = lines.next_segment().await {
                     let line = String::from_utf8_lossy(&line);
-                    if let Some(m) = marks::parse_checkpoint(&line, t0) {
+                    // Absolute instants: T0 moves past the placements, known later.
+                    if let Some(m) = marks::parse_checkpoint(&line, 0) {
                         // Not a state change anyone waits on: no wake-up.
                         shared.lock().checkpoints.push(m.in_pid(pid));
                     }
@@ -168,6 +175,7 @@ pub fn start(
     Ok(Process {
         role: p.role,
         pid,
+        placement_ns,
         _group: group,
         tasks,
         checkpoints,
@@ -187,9 +195,12 @@ impl Process {
     }
 }
 
-/// The checkpoints read so far, in time order.
-pub fn checkpoint_marks(shared: &Shared) -> Vec<Mark> {
+/// The checkpoints read so far, in time order, since `t0`.
+pub fn checkpoint_marks(shared: &Shared, t0: u64) -> Vec<Mark> {
     let mut marks = shared.lock().checkpoints.clone();
+    for m in &mut marks {
+        m.t_ns = m.t_ns.saturating_sub(t0);
+    }
     marks.sort_by_key(|m| m.t_ns);
     marks
 }

@@ -3,10 +3,10 @@
 //! cpu + memory hierarchies; detected). `--init-boost` leaves the CPU unthrottled
 //! until init ends.
 //!
-//! Processes are moved into the cgroup right after their spawn (std has no
-//! CLONE_INTO_CGROUP), so their first microseconds in the dynamic loader are not
-//! throttled and memory they touched before the move is not charged (cgroup v1
-//! does not move charges).
+//! Every process of the environment enters these cgroups between its clone and
+//! its exec (`procs_files`, given to `spawn::Prepared::enter_cgroups`: the one
+//! placement mechanism bench's limits use), so the limits hold from its first
+//! instruction, nothing it forks escapes, and the peak memory is the whole tree's.
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -19,6 +19,18 @@ const PERIOD_US: u64 = 100_000;
 
 pub fn vcpus(memory_mb: u64) -> f64 {
     (memory_mb as f64 / MB_PER_VCPU).min(MAX_VCPUS)
+}
+
+/// An environment's limits as a plain run expresses them: `--bare` runs under
+/// these, so its comparison with the emulated variant is the emulator's
+/// difference, not the quota's. The CPU quota is left off while init is
+/// boosted (a bare run ends at the runtime's first /next: all of it is init).
+pub fn limits(memory_mb: u64, init_boost: bool) -> crate::limits::Limits {
+    crate::limits::Limits {
+        cpus: (!init_boost).then(|| vcpus(memory_mb).max(0.01)),
+        cpuset: None,
+        memory_bytes: Some(memory_mb << 20),
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -126,28 +138,25 @@ impl Cgroups {
 }
 
 impl Sandbox {
-    /// Move a process (all its threads) in.
-    pub fn add(&self, pid: i32) -> Result<()> {
+    /// Each cgroup's `cgroup.procs`, open for writing: a process writes itself
+    /// into them before its exec.
+    pub fn procs_files(&self) -> Result<Vec<std::os::fd::OwnedFd>> {
         // cgroup v2: one directory holds both controllers.
         let dirs: &[&PathBuf] = if self.memory == self.cpu {
             &[&self.cpu]
         } else {
             &[&self.cpu, &self.memory]
         };
-        for dir in dirs {
-            if let Err(e) = std::fs::write(dir.join("cgroup.procs"), pid.to_string()) {
-                // ESRCH: the process is already gone (it exited at once, or Ctrl-C
-                // killed the tree): no limit to apply, and not a permission problem.
-                // The run sees the exit or the interrupt on its own path.
-                if e.raw_os_error() == Some(libc::ESRCH) {
-                    return Ok(());
-                }
-                return Err(e).with_context(|| {
-                    format!("writing {pid} to {}: {FIX}", dir.join("cgroup.procs").display())
-                });
-            }
-        }
-        Ok(())
+        dirs.iter()
+            .map(|dir| {
+                let path = dir.join("cgroup.procs");
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map(Into::into)
+                    .with_context(|| format!("opening {}: {FIX}", path.display()))
+            })
+            .collect()
     }
 
     /// CPU quota in vCPUs (None: unthrottled).

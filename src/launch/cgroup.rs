@@ -16,6 +16,11 @@
 //!
 //! `COLDSTART_CGROUP=v2|v1|none` forces a backend (tests use it to cover the v1
 //! and the fallback paths on a v2 machine).
+//!
+//! A run with limits (`--cpus`, `--cpuset`, `--memory`) uses the same run
+//! cgroup on v2, with controllers enabled; on v1 it also gets `run-<n>` in each
+//! limiting hierarchy (see `limit_cgroups`), and the child writes itself into
+//! every one of them before its exec: one placement, one time-zero correction.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -39,12 +44,18 @@ pub struct Parent {
     pub kind: Kind,
     /// `<own cgroup>/coldstart-runs-<pid>-<start time>`.
     pub dir: PathBuf,
+    /// The same name in each cgroup v1 hierarchy that can limit a run (cpu,
+    /// cpuset, memory): made on the first limited run, removed with `dir`.
+    /// Known up front so the watchdog, forked at startup, can remove them.
+    pub limit_dirs: Vec<PathBuf>,
 }
 
 static PARENT: OnceLock<Result<Parent, String>> = OnceLock::new();
 static NEXT_RUN: AtomicU64 = AtomicU64::new(0);
 /// Run cgroups made and not yet removed (removed by `tree::kill_all`).
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Limiting v1 cgroups of live runs, removed once the runs' processes are gone.
+static LIVE_LIMITS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Find a hierarchy and make this invocation's parent cgroup. Called once at
 /// startup, before the watchdog is forked (it is told the parent's path).
@@ -68,8 +79,12 @@ fn make_parent() -> Result<Parent, String> {
         std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| format!("reading mountinfo: {e}"))?;
     let own = std::fs::read_to_string("/proc/self/cgroup")
         .map_err(|e| format!("reading /proc/self/cgroup: {e}"))?;
-    let pid = std::process::id() as i32;
-    let name = format!("{PREFIX}{pid}-{}", start_time(pid).unwrap_or(0));
+    let name = parent_name();
+    let limit_dirs: Vec<PathBuf> = super::limit_cgroups::CONTROLLERS
+        .iter()
+        .filter_map(|c| own_dir_in(Hierarchy::V1(c), &mountinfo, &own))
+        .map(|d| d.join(&name))
+        .collect();
     let mut errors = Vec::new();
     let candidates: &[Kind] = match forced.as_str() {
         "none" => return Err("COLDSTART_CGROUP=none".into()),
@@ -78,7 +93,11 @@ fn make_parent() -> Result<Parent, String> {
         _ => &[Kind::V2, Kind::V1Freezer],
     };
     for &kind in candidates {
-        let Some(base) = own_dir(kind, &mountinfo, &own) else {
+        let hierarchy = match kind {
+            Kind::V2 => Hierarchy::V2,
+            Kind::V1Freezer => Hierarchy::V1("freezer"),
+        };
+        let Some(base) = own_dir_in(hierarchy, &mountinfo, &own) else {
             errors.push(format!("no {} hierarchy mounted", kind_name(kind)));
             continue;
         };
@@ -96,9 +115,24 @@ fn make_parent() -> Result<Parent, String> {
             errors.push("cgroup v2 has no cgroup.kill (Linux < 5.14)".into());
             continue;
         }
-        return Ok(Parent { kind, dir });
+        return Ok(Parent {
+            kind,
+            dir,
+            limit_dirs,
+        });
     }
     Err(errors.join("; "))
+}
+
+/// `coldstart-runs-<pid>-<start time>`: this invocation's name in every hierarchy.
+pub fn parent_name() -> String {
+    let pid = std::process::id() as i32;
+    format!("{PREFIX}{pid}-{}", start_time(pid).unwrap_or(0))
+}
+
+/// The next run's number (`run-<n>`), shared by all hierarchies.
+pub fn next_run() -> u64 {
+    NEXT_RUN.fetch_add(1, Ordering::Relaxed)
 }
 
 fn kind_name(kind: Kind) -> &'static str {
@@ -108,8 +142,22 @@ fn kind_name(kind: Kind) -> &'static str {
     }
 }
 
-/// Our own cgroup's directory in the hierarchy of `kind`.
-fn own_dir(kind: Kind, mountinfo: &str, own: &str) -> Option<PathBuf> {
+/// A cgroup hierarchy: the v2 one, or the v1 one a controller is mounted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hierarchy {
+    V2,
+    V1(&'static str),
+}
+
+/// Our own cgroup's directory in `hierarchy`, from /proc/self/mountinfo and
+/// /proc/self/cgroup.
+pub fn own_dir(hierarchy: Hierarchy) -> Option<PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    own_dir_in(hierarchy, &mountinfo, &own)
+}
+
+fn own_dir_in(hierarchy: Hierarchy, mountinfo: &str, own: &str) -> Option<PathBuf> {
     for line in mountinfo.lines() {
         let Some((pre, post)) = line.split_once(" - ") else {
             continue;
@@ -119,15 +167,15 @@ fn own_dir(kind: Kind, mountinfo: &str, own: &str) -> Option<PathBuf> {
         let (Some(root), Some(mp), Some(fs)) = (pre.get(3), pre.get(4), post.first()) else {
             continue;
         };
-        let path = match (kind, *fs) {
-            (Kind::V2, "cgroup2") => own.lines().find_map(|l| l.strip_prefix("0::"))?,
-            (Kind::V1Freezer, "cgroup")
-                if post.get(2).is_some_and(|o| o.split(',').any(|c| c == "freezer")) =>
+        let path = match (hierarchy, *fs) {
+            (Hierarchy::V2, "cgroup2") => own.lines().find_map(|l| l.strip_prefix("0::"))?,
+            (Hierarchy::V1(ctrl), "cgroup")
+                if post.get(2).is_some_and(|o| o.split(',').any(|c| c == ctrl)) =>
             {
                 own.lines().find_map(|l| {
                     let mut parts = l.splitn(3, ':');
                     let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
-                    ctrls.split(',').any(|c| c == "freezer").then_some(path)
+                    ctrls.split(',').any(|c| c == ctrl).then_some(path)
                 })?
             }
             _ => continue,
@@ -142,45 +190,123 @@ fn own_dir(kind: Kind, mountinfo: &str, own: &str) -> Option<PathBuf> {
     None
 }
 
-/// One run's cgroup, made before time zero. The child writes "0" to `procs`
-/// between its clone and its exec, which moves it in.
+/// One run's cgroup(s), made before time zero. The child writes "0" to each
+/// `cgroup.procs` between its clone and its exec, which moves it in.
 pub struct RunCgroup {
-    procs: OwnedFd,
+    /// The run cgroup of the cleanup hierarchy (None: none here).
+    procs: Option<OwnedFd>,
+    /// Whether entering `procs` is required (it carries the limits on v2).
+    procs_required: bool,
+    limits: Option<Box<super::limit_cgroups::RunLimits>>,
+}
+
+/// One `cgroup.procs` the child writes itself into; `required`: a failure to
+/// enter fails the spawn (a limited run must never run unlimited).
+pub struct Entry {
+    pub procs: OwnedFd,
+    pub required: bool,
 }
 
 impl RunCgroup {
     /// A fresh cgroup under this invocation's parent; None without one.
     pub fn create() -> Option<RunCgroup> {
-        let parent = parent()?;
-        let n = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
-        let dir = parent.dir.join(format!("run-{n}"));
-        if std::fs::create_dir(&dir).is_err() {
-            return None;
+        let (procs, _) = create_cleanup(next_run())?;
+        Some(RunCgroup {
+            procs: Some(procs),
+            procs_required: false,
+            limits: None,
+        })
+    }
+
+    /// The cgroups a run with `limits` needs (as [`create`](Self::create)
+    /// without limits). An error says what is missing for the limits.
+    pub fn for_limits(limits: &crate::limits::Limits) -> anyhow::Result<Option<RunCgroup>> {
+        if limits.is_none() {
+            return Ok(RunCgroup::create());
         }
-        let procs = match std::fs::OpenOptions::new()
-            .write(true)
-            .open(dir.join("cgroup.procs"))
-        {
-            Ok(f) => OwnedFd::from(f),
-            Err(_) => {
-                std::fs::remove_dir(&dir).ok();
-                return None;
+        let n = next_run();
+        let cleanup = create_cleanup(n);
+        let v2_dir = cleanup
+            .as_ref()
+            .filter(|_| parent().is_some_and(|p| p.kind == Kind::V2))
+            .map(|(_, dir)| dir.as_path());
+        let made = super::limit_cgroups::RunLimits::create(limits, n, v2_dir);
+        let limits = match made {
+            Ok(l) => l,
+            Err(e) => {
+                if let Some((_, dir)) = &cleanup {
+                    LIVE.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .retain(|d| d != dir);
+                    std::fs::remove_dir(dir).ok();
+                }
+                return Err(e);
             }
         };
-        LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(dir);
-        Some(RunCgroup { procs })
+        LIVE_LIMITS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(limits.dirs.iter().cloned());
+        Ok(Some(RunCgroup {
+            procs_required: limits.on_v2,
+            procs: cleanup.map(|(fd, _)| fd),
+            limits: Some(Box::new(limits)),
+        }))
     }
 
-    /// Write "0" here from the child (async-signal-safe) to enter the cgroup.
-    pub fn procs_fd(&self) -> RawFd {
-        self.procs.as_raw_fd()
+    /// Every `cgroup.procs` the child enters, with whether it must.
+    pub fn entries(&self) -> impl Iterator<Item = (RawFd, bool)> + '_ {
+        let own = self
+            .procs
+            .as_ref()
+            .map(|fd| (fd.as_raw_fd(), self.procs_required));
+        own.into_iter().chain(
+            self.limits
+                .iter()
+                .flat_map(|l| l.procs.iter().map(|fd| (fd.as_raw_fd(), true))),
+        )
     }
 
-    /// The open `cgroup.procs` (the cgroup itself is killed and removed through
-    /// the invocation's parent, so this handle is all a launcher needs).
-    pub fn into_procs(self) -> OwnedFd {
-        self.procs
+    /// Where the run's peak memory and OOM kills are read (limited runs only).
+    pub fn memory(&self) -> Option<super::limit_cgroups::MemoryWatch> {
+        self.limits.as_ref()?.memory.clone()
     }
+
+    /// The open `cgroup.procs` files (the cgroups themselves are killed and
+    /// removed through the invocation's parent and the live lists, so these
+    /// handles are all a launcher needs).
+    pub fn into_entries(self) -> Vec<Entry> {
+        let required = self.procs_required;
+        let own = self.procs.map(|procs| Entry { procs, required });
+        own.into_iter()
+            .chain(self.limits.into_iter().flat_map(|l| l.procs).map(|procs| Entry {
+                procs,
+                required: true,
+            }))
+            .collect()
+    }
+}
+
+/// `run-<n>` under the cleanup parent, registered for removal, and its open
+/// `cgroup.procs`; None without a parent or when it cannot be made.
+fn create_cleanup(n: u64) -> Option<(OwnedFd, PathBuf)> {
+    let parent = parent()?;
+    let dir = parent.dir.join(format!("run-{n}"));
+    if std::fs::create_dir(&dir).is_err() {
+        return None;
+    }
+    let procs = match std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.procs"))
+    {
+        Ok(f) => OwnedFd::from(f),
+        Err(_) => {
+            std::fs::remove_dir(&dir).ok();
+            return None;
+        }
+    };
+    LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(dir.clone());
+    Some((procs, dir))
 }
 
 /// Say once that runs go without a cgroup, and what that costs.
@@ -211,7 +337,17 @@ pub fn note_not_entered(errno: i32) {
 /// reaper (a trace session is live) the killed processes are left unreaped and
 /// an rmdir may fail: only the exiting second-signal path does that.
 pub fn kill_live_runs(reaper: Option<&crate::launch::lab::Reaper>) -> bool {
-    let Some(parent) = parent() else { return true };
+    let limit_dirs = std::mem::take(&mut *LIVE_LIMITS.lock().unwrap_or_else(|p| p.into_inner()));
+    let Some(parent) = parent() else {
+        // No cleanup hierarchy: the processes are killed through their groups
+        // after this; what cannot be removed yet stays listed for the next call.
+        let left: Vec<PathBuf> = limit_dirs
+            .into_iter()
+            .filter(|d| std::fs::remove_dir(d).is_err() && d.exists())
+            .collect();
+        LIVE_LIMITS.lock().unwrap_or_else(|p| p.into_inner()).extend(left);
+        return true;
+    };
     let dirs = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|p| p.into_inner()));
     let mut ok = true;
     for dir in &dirs {
@@ -221,7 +357,7 @@ pub fn kill_live_runs(reaper: Option<&crate::launch::lab::Reaper>) -> bool {
     if let Some(reaper) = reaper {
         super::tree::reap_children(reaper);
     }
-    for dir in &dirs {
+    for dir in dirs.iter().chain(&limit_dirs) {
         remove(dir);
     }
     ok
@@ -332,6 +468,12 @@ pub fn destroy_parent(parent: &Parent) {
     for d in subtree(&parent.dir) {
         remove(&d);
     }
+    // Every process of a limited run was in the parent too: these are empty now.
+    for dir in parent.limit_dirs.iter().filter(|d| d.exists()) {
+        for d in subtree(dir) {
+            remove(&d);
+        }
+    }
 }
 
 /// Parents left by coldstarts that died with their watchdog (both SIGKILLed,
@@ -354,9 +496,15 @@ pub fn remove_stale(parent: &Parent) {
         if start_time(pid) == Some(started) {
             continue; // its coldstart still runs
         }
+        let stale_name = e.file_name();
         destroy_parent(&Parent {
             kind: parent.kind,
             dir: e.path(),
+            limit_dirs: parent
+                .limit_dirs
+                .iter()
+                .filter_map(|d| Some(d.parent()?.join(&stale_name)))
+                .collect(),
         });
     }
 }
@@ -381,19 +529,24 @@ mod tests {
                   41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
         let own = "6:freezer:/a/b\n1:cpu:/\n0::/user.slice/x.scope\n";
         assert_eq!(
-            own_dir(Kind::V2, mi, own),
+            own_dir_in(Hierarchy::V2, mi, own),
             Some(PathBuf::from("/sys/fs/cgroup/unified/user.slice/x.scope"))
         );
         assert_eq!(
-            own_dir(Kind::V1Freezer, mi, own),
+            own_dir_in(Hierarchy::V1("freezer"), mi, own),
             Some(PathBuf::from("/sys/fs/cgroup/freezer/a/b"))
         );
+        assert_eq!(
+            own_dir_in(Hierarchy::V1("cpu"), mi, own),
+            Some(PathBuf::from("/sys/fs/cgroup/cpu"))
+        );
+        assert_eq!(own_dir_in(Hierarchy::V1("memory"), mi, own), None);
         // A hierarchy mounted from a sub-root (containers): paths are relative to it.
         let mi = "41 31 0:38 /user.slice /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
         assert_eq!(
-            own_dir(Kind::V2, mi, own),
+            own_dir_in(Hierarchy::V2, mi, own),
             Some(PathBuf::from("/sys/fs/cgroup/x.scope"))
         );
-        assert_eq!(own_dir(Kind::V1Freezer, mi, own), None);
+        assert_eq!(own_dir_in(Hierarchy::V1("freezer"), mi, own), None);
     }
 }

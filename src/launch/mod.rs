@@ -7,6 +7,8 @@
 //! - `usage`: CPU, memory, faults, processes/threads from rusage or procfs.
 //! - `signals`: Ctrl-C / SIGTERM / SIGHUP / SIGQUIT of coldstart itself kills the running tree.
 //! - `cgroup`: a cgroup per run, entered by the child before exec; killed as a whole.
+//! - `limit_cgroups`: the cgroups that apply `crate::limits` (v2 or v1), entered with the run's
+//!   own before exec; the tree's peak memory and OOM kills read back from them.
 //! - `watchdog`: a process that kills the runs' cgroups (and groups) when coldstart dies.
 //! - `output`: the target's output lines (per stream), the last few kept, claimed ones set aside.
 //! - `wait`: ppoll with ns timeouts and tight timer slack while probing.
@@ -17,6 +19,7 @@
 
 pub mod cgroup;
 pub mod lab;
+pub mod limit_cgroups;
 pub mod output;
 pub mod signals;
 pub mod spawn;

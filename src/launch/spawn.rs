@@ -5,7 +5,9 @@
 //! The spawn is glibc posix_spawn's mechanism — clone(CLONE_VM | CLONE_VFORK)
 //! on a stack of our own, then execve — with one step posix_spawn cannot do:
 //! between the clone and the exec the child writes itself into its run's cgroup
-//! (see `cgroup`), so nothing it ever forks escapes the run's cleanup. CLONE_PIDFD
+//! (see `cgroup`), so nothing it ever forks escapes the run's cleanup, and —
+//! for a run with --cpus/--cpuset/--memory — into the limiting cgroups too, so
+//! the limits hold from the target's first instruction. CLONE_PIDFD
 //! returns the pidfd with the clone. clone3's CLONE_INTO_CGROUP would save the
 //! cgroup.procs write (~9 µs measured) but needs a hand-written clone3 stub
 //! (glibc 2.36 has no wrapper, and CLONE_VM needs a new stack).
@@ -33,6 +35,8 @@ pub enum OutputMode {
 
 const STACK_SIZE: usize = 64 * 1024;
 
+const FIX_LIMITS: &str = "moving a process needs write access to the cgroup.procs of the cgroups' common ancestor: run coldstart as root or in a delegated cgroup";
+
 pub struct Prepared {
     program: CString,
     _argv: Vec<CString>,
@@ -47,6 +51,11 @@ pub struct Prepared {
     /// Our handle on the in-memory output file (MemFile mode), kept bounded.
     pub output_file: Option<super::output::capture::Capture>,
     cgroup: Option<RunCgroup>,
+    /// The `cgroup.procs` the child writes itself into, and whether it must
+    /// (gathered before time zero: the child cannot allocate).
+    entries: Vec<(RawFd, bool)>,
+    /// Cgroups a caller added with `enter_cgroups` (kept open until the spawn).
+    extra_cgroups: Vec<OwnedFd>,
     stack: Vec<u8>,
     /// A `replace_env` variable that cannot be passed (NUL byte), reported at spawn.
     env_error: Option<anyhow::Error>,
@@ -132,9 +141,12 @@ pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]
         env_error: None,
         passed: None,
         output_file,
-        cgroup: RunCgroup::create(),
+        cgroup: RunCgroup::for_limits(&target.limits)?,
+        entries: Vec::new(),
+        extra_cgroups: Vec::new(),
         stack: vec![0u8; STACK_SIZE],
     };
+    p.entries = p.cgroup.iter().flat_map(RunCgroup::entries).collect();
     p.set_env(env)?;
     Ok(p)
 }
@@ -144,6 +156,20 @@ impl Prepared {
     /// time zero, where a placement's kernel wait cannot be taken out of the figure).
     pub fn without_run_cgroup(&mut self) {
         self.cgroup = None;
+        self.entries.clear();
+    }
+
+    /// Also enter these cgroups (their open `cgroup.procs`) between clone and
+    /// exec, as a limited run enters its own; failing to is a failed spawn.
+    /// (lambda: the sandbox's cgroups, for the runtime and every extension.)
+    pub fn enter_cgroups(&mut self, procs: Vec<OwnedFd>) {
+        self.entries.extend(procs.iter().map(|fd| (fd.as_raw_fd(), true)));
+        self.extra_cgroups.extend(procs);
+    }
+
+    /// Where a limited run's peak memory and OOM kills are read.
+    pub fn memory_watch(&self) -> Option<super::limit_cgroups::MemoryWatch> {
+        self.cgroup.as_ref()?.memory()
     }
 
     /// Give the child `fd` as descriptor number `at` (> 2), inheritable across its
@@ -193,7 +219,8 @@ struct ChildCtx<'a> {
     out: (RawFd, RawFd),
     /// (source, number in the child) of a passed descriptor; -1 for none.
     passed: (RawFd, RawFd),
-    cgroup_procs: RawFd,
+    /// `cgroup.procs` to write "0" into, and whether entering is required.
+    cgroups: &'a [(RawFd, bool)],
     /// The spawning thread is the main thread: PR_SET_PDEATHSIG fires when the
     /// *thread* that forked exits, so it is only safe from one that lives as
     /// long as coldstart.
@@ -208,6 +235,7 @@ struct ChildCtx<'a> {
 const STAGE_SETUP: u32 = 1;
 const STAGE_CHDIR: u32 = 2;
 const STAGE_EXEC: u32 = 3;
+const STAGE_CGROUP: u32 = 4;
 
 /// Spawn the prepared command. Call this immediately after taking time zero.
 pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
@@ -227,7 +255,7 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
         out: (out.0.as_raw_fd(), out.1.as_raw_fd()),
         passed: passed.as_ref().map_or((-1, -1), |(fd, at)| (fd.as_raw_fd(), *at)),
         p: prepared,
-        cgroup_procs: prepared.cgroup.as_ref().map_or(-1, |c| c.procs_fd()),
+        cgroups: &prepared.entries,
         // SAFETY: plain syscalls without arguments.
         pdeathsig: unsafe { libc::gettid() == libc::getpid() },
         parent: std::process::id() as i32,
@@ -277,6 +305,10 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
                     .display()
             ),
             STAGE_SETUP => "cannot set up the target's stdio".to_string(),
+            STAGE_CGROUP => format!(
+                "cannot place {} in its limiting cgroup before its exec: {FIX_LIMITS}",
+                target.program.display(),
+            ),
             _ => format!("cannot start {}", target.program.display()),
         };
         return Err(e).context(what);
@@ -318,11 +350,18 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: async-signal-safe calls on descriptors and strings prepared
     // before the clone.
     unsafe {
-        if ctx.cgroup_procs >= 0 {
+        if !ctx.cgroups.is_empty() {
             let before = mono_ns();
-            if libc::write(ctx.cgroup_procs, b"0".as_ptr().cast(), 1) != 1 {
-                // Measured without the cgroup rather than not at all; the parent says so.
-                ctx.cgroup_errno = errno();
+            for &(fd, required) in ctx.cgroups {
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    if required {
+                        // A limited run never runs unlimited.
+                        fail(ctx, STAGE_CGROUP);
+                    }
+                    // Measured without the cleanup cgroup rather than not at
+                    // all; the parent says so.
+                    ctx.cgroup_errno = errno();
+                }
             }
             ctx.placement_ns = mono_ns().saturating_sub(before);
         }

@@ -4,19 +4,31 @@
 //! of them; it takes the first two as options, and [`start`] holds the third.
 
 use crate::launch::lab::{Lab, TraceGuard};
+use crate::launch::limit_cgroups::MemoryWatch;
 use crate::target::Target;
 use crate::trace::{self, Outcome, Session, Status, Trace, TraceOptions};
 use anyhow::Result;
 
 /// Trace options for `target`: argv, program, env and cwd, a fresh run cgroup's
-/// `cgroup.procs` (none when cgroups are unavailable), and `signals::interrupted`.
-pub fn options(target: &Target) -> TraceOptions {
+/// `cgroup.procs` (none when cgroups are unavailable) plus its limiting ones,
+/// and `signals::interrupted`. Also where a limited run's memory is read.
+pub fn options(target: &Target) -> Result<(TraceOptions, Option<MemoryWatch>)> {
     let mut opts = TraceOptions::new(target.argv.clone(), target.program.clone());
     opts.env = target.env.clone();
     opts.cwd = target.cwd.clone();
-    opts.cgroup_procs = super::cgroup::RunCgroup::create().map(super::cgroup::RunCgroup::into_procs);
+    let run = super::cgroup::RunCgroup::for_limits(&target.limits)?;
+    let memory = run.as_ref().and_then(|r| r.memory());
+    opts.cgroup_procs = run
+        .map(|r| r.into_entries())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| trace::CgroupProcs {
+            procs: e.procs,
+            required: e.required,
+        })
+        .collect();
     opts.interrupted = super::signals::interrupted;
-    opts
+    Ok((opts, memory))
 }
 
 /// A live trace session that holds the Lab's [`TraceGuard`]: no thread can

@@ -33,6 +33,8 @@ fn experiment() -> ExperimentResult {
     samples.push(failed);
     let mut r = result(samples);
     r.variants[1].name = "c|d".into();
+    r.variants[1].target.limits =
+        crate::limits::Limits::parse(Some("0.5"), Some("0"), Some("256M")).expect("limits");
     r
 }
 

@@ -4,6 +4,7 @@
 use super::format::{comparison, detectable, ms};
 use crate::analysis::Analysis;
 use crate::experiment::ExperimentResult;
+use crate::run::MEMORY_PEAK_METRIC;
 use crate::stats::Summary;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
@@ -75,6 +76,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
             }
         }
     }
+    out.push_str(&limits(result));
     out.push('\n');
     if let Some(rows) = super::sweep::cells(analysis) {
         let mut t = table();
@@ -99,7 +101,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     out.push_str(&resources(analysis));
     out.push_str(&marks(analysis));
     for v in &analysis.variants {
-        for (name, s) in &v.metrics {
+        for (name, s) in v.metrics.iter().filter(|(n, _)| *n != MEMORY_PEAK_METRIC) {
             out.push_str(&format!(
                 "  {}: {name}: median {} (n = {})\n",
                 v.name,
@@ -151,7 +153,24 @@ fn readiness_line(a: &Analysis) -> String {
     format!("ready = {}", kinds.join(" | "))
 }
 
+/// Each limited variant's --cpus/--cpuset/--memory.
+fn limits(result: &ExperimentResult) -> String {
+    let mut out = String::new();
+    for v in result.variants.iter().filter(|v| !v.target.limits.is_none()) {
+        out.push_str(&format!(
+            "  limits of {}: {}\n",
+            v.name,
+            v.target.limits.describe()
+        ));
+    }
+    out
+}
+
 fn resources(a: &Analysis) -> String {
+    let has_cgroup_peak = a
+        .variants
+        .iter()
+        .any(|v| v.metrics.contains_key(MEMORY_PEAK_METRIC));
     let has_requests = a.variants.iter().any(|v| v.first_request_ms.is_some());
     let has_shutdown = a.variants.iter().any(|v| v.shutdown_ms.is_some());
     let mut header = vec![
@@ -161,6 +180,10 @@ fn resources(a: &Analysis) -> String {
         "faults min/maj",
         "procs/threads",
     ];
+    if has_cgroup_peak {
+        // The whole tree's, from its first instruction (limited runs only).
+        header.insert(3, "peak mem (cgroup)");
+    }
     if has_requests {
         header.extend(["1st request", "later requests"]);
     }
@@ -186,6 +209,13 @@ fn resources(a: &Analysis) -> String {
                 _ => String::new(),
             },
         ];
+        if has_cgroup_peak {
+            let peak = v
+                .metrics
+                .get(MEMORY_PEAK_METRIC)
+                .map(|s| format!("{:.1} MiB", s.p50));
+            row.insert(3, peak.unwrap_or_default());
+        }
         if has_requests {
             row.push(med(&v.first_request_ms).map(ms).unwrap_or_default());
             row.push(med(&v.later_requests_ms).map(ms).unwrap_or_default());

@@ -42,6 +42,8 @@ pub struct Launched {
     pub how: How,
     /// The CPU profiler of a profiled run, recording until [`Launched::stop_profile`].
     pub profiler: Option<coldstart_profile::Recorder>,
+    /// A limited run's memory cgroup: its peak and OOM kills, read after the run.
+    pub memory: Option<crate::launch::limit_cgroups::MemoryWatch>,
 }
 
 pub enum How {
@@ -76,7 +78,9 @@ pub fn spawn_plain(mut prepared: spawn::Prepared, target: &Target) -> Result<Lau
     // The kernel's wait while the child entered its run cgroup is coldstart's, not
     // the target's: time zero moves past it (see spawn::Child::placement_ns).
     let t0 = t0 + child.placement_ns;
+    let memory = prepared.memory_watch();
     Ok(Launched {
+        memory,
         pid: child.pid,
         t0,
         pidfd: Some(child.pidfd),
@@ -113,7 +117,7 @@ pub fn spawn_traced(
     timeout: std::time::Duration,
 ) -> Result<Launched> {
     let (read, write) = coldstart_sys::pipe::pipe(true).context("creating the output pipe")?;
-    let mut opts = crate::launch::traced::options(target);
+    let (mut opts, memory) = crate::launch::traced::options(target)?;
     opts.env.extend(env.iter().cloned());
     opts.timeout = timeout;
     opts.output = Some(write);
@@ -134,6 +138,7 @@ pub fn spawn_traced(
         stderr: None,
         how: How::Traced(Some(session)),
         profiler: None,
+        memory,
     })
 }
 

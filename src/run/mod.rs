@@ -420,6 +420,9 @@ pub fn run(
         }
         sample.killed = sample.shutdown_ns.is_none();
     }
+    if let Some(memory) = &child.memory {
+        memory_figures(&mut sample, memory);
+    }
     if !tree::kill_all(child.pid) {
         bail!(
             "could not kill every process of {} (still alive after SIGKILL for 2 s): check `ps -o pid,stat,cmd --ppid {}`",
@@ -454,6 +457,25 @@ pub fn run(
     }
     Ok(sample)
 }
+
+/// A limited run's memory, read from its cgroup before the cgroup is removed:
+/// the tree's peak (every process, from its first instruction: the metric
+/// `memory_peak_mb`), and a run the memory limit killed fails with that cause.
+fn memory_figures(sample: &mut Sample, memory: &crate::launch::limit_cgroups::MemoryWatch) {
+    if let Some(peak) = memory.peak_bytes() {
+        sample
+            .metrics
+            .insert(MEMORY_PEAK_METRIC.into(), peak as f64 / (1 << 20) as f64);
+    }
+    if let Some(limit_bytes) = memory.limit_bytes {
+        if !sample.ok() && sample.outcome != Outcome::Interrupted && memory.oom_kills() > 0 {
+            sample.outcome = Outcome::OutOfMemory { limit_bytes };
+        }
+    }
+}
+
+/// The metric a limited run's peak memory (MiB, from its cgroup) is stored as.
+pub const MEMORY_PEAK_METRIC: &str = "memory_peak_mb";
 
 /// Whether nothing of the run's tree is left. Under the tracer no waitpid(-1)
 /// may run (a stolen ptrace stop would hang a tracee): the tracer knows.

@@ -31,6 +31,11 @@ pub enum Outcome {
     Failed {
         error_type: String,
     },
+    /// The memory limit (`--memory`) killed a process of the run before it
+    /// was ready (the cgroup's OOM kill count says so).
+    OutOfMemory {
+        limit_bytes: u64,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

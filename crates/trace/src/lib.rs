@@ -120,13 +120,21 @@ pub struct TraceOptions {
     /// Where the target's stdout and stderr go (a memfd, a pipe, a file);
     /// `None` sends them to /dev/null. Stdin is always /dev/null.
     pub output: Option<OwnedFd>,
-    /// A cgroup's `cgroup.procs`, opened for writing: the child is moved into it
-    /// before it is released to exec, so its whole tree is there. The kernel's
-    /// wait during the move is taken out of time zero.
-    pub cgroup_procs: Option<OwnedFd>,
+    /// Cgroups' `cgroup.procs`, opened for writing: the child is moved into
+    /// each before it is released to exec, so its whole tree is there. The
+    /// kernel's wait during the moves is taken out of time zero. A move marked
+    /// required (a limiting cgroup) that fails fails the start.
+    pub cgroup_procs: Vec<CgroupProcs>,
     /// Asked while waiting: true ends [`Session::wait`] with `Interrupted`
     /// (the embedder's Ctrl-C, say). The tracer installs no signal handler.
     pub interrupted: fn() -> bool,
+}
+
+/// One cgroup the traced child is moved into before its exec.
+#[derive(Debug)]
+pub struct CgroupProcs {
+    pub procs: OwnedFd,
+    pub required: bool,
 }
 
 impl TraceOptions {
@@ -140,7 +148,7 @@ impl TraceOptions {
             timeout: Duration::from_secs(60),
             stop_when: StopWhen::Exit,
             output: None,
-            cgroup_procs: None,
+            cgroup_procs: Vec::new(),
             interrupted: || false,
         }
     }

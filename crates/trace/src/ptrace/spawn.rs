@@ -35,7 +35,7 @@ pub(crate) struct Prepared {
     devnull: OwnedFd,
     output: Option<OwnedFd>,
     /// The run cgroup's `cgroup.procs`, entered before the exec.
-    cgroup_procs: Option<OwnedFd>,
+    cgroup_procs: Vec<(OwnedFd, bool)>,
 }
 
 // SAFETY: the raw pointers point into the CStrings owned by the same struct
@@ -108,10 +108,16 @@ impl Prepared {
             filter: seccomp::build(opts.stop_when != StopWhen::Listen),
             devnull,
             output,
-            cgroup_procs: match &opts.cgroup_procs {
-                Some(fd) => Some(fd.try_clone().context("duplicating the cgroup.procs fd")?),
-                None => None,
-            },
+            cgroup_procs: opts
+                .cgroup_procs
+                .iter()
+                .map(|c| {
+                    Ok((
+                        c.procs.try_clone().context("duplicating a cgroup.procs fd")?,
+                        c.required,
+                    ))
+                })
+                .collect::<Result<_>>()?,
         })
     }
 }
@@ -257,11 +263,20 @@ pub(super) fn spawn(p: &Prepared) -> Result<(i32, u64, OwnedFd, Option<OwnedFd>)
     // guarantee). The move waits in the kernel for an RCU grace period (up to
     // ~20 ms): coldstart's time, not the target's, so time zero moves past it.
     let mut t0 = t0;
-    if let Some(procs) = &p.cgroup_procs {
+    if !p.cgroup_procs.is_empty() {
         let before = now_ns();
         let text = pid.to_string();
-        // SAFETY: writing a local buffer to a descriptor we own.
-        unsafe { libc::write(procs.as_raw_fd(), text.as_ptr().cast(), text.len()) };
+        for (procs, required) in &p.cgroup_procs {
+            // SAFETY: writing a local buffer to a descriptor we own.
+            let w = unsafe { libc::write(procs.as_raw_fd(), text.as_ptr().cast(), text.len()) };
+            if w != text.len() as isize && *required {
+                let e = std::io::Error::last_os_error();
+                // Our own child, blocked reading `go`: it never ran the target.
+                let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
+                let _ = coldstart_sys::process::reap(pid);
+                return Err(e).context("cannot move the traced child into its limiting cgroup");
+            }
+        }
         t0 += now_ns() - before;
     }
     // SEIZE (not TRACEME): options are set atomically with the attach, new
