@@ -692,3 +692,103 @@ fn bad_input_names_the_fix() {
     ]);
     assert!(stderr(&o).contains("reserved"), "{}", stderr(&o));
 }
+
+/// Median of a per-variant figure over the exported samples, by variant name.
+fn median_by_variant(
+    doc: &serde_json::Value,
+    figure: impl Fn(&serde_json::Value) -> f64,
+) -> Vec<(String, f64)> {
+    let names: Vec<String> = doc["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap().to_string())
+        .collect();
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut xs: Vec<f64> = doc["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["variant"] == i && s["warmup"] == false)
+                .map(&figure)
+                .collect();
+            assert!(!xs.is_empty(), "no samples of {name}");
+            xs.sort_by(f64::total_cmp);
+            (name.clone(), xs[xs.len() / 2])
+        })
+        .collect()
+}
+
+/// A CPU-bound init (a fixed number of loop iterations in the raw runtime) at
+/// 128, 512 and 1769 MB: with the default init boost (1 vCPU during an on-demand
+/// init, as AWS documents) Init Duration is nearly flat; with --no-init-boost it
+/// grows as memory shrinks (CPU = memory/1769 vCPU). The invoke's CPU-bound work
+/// is ∝ 1/memory either way.
+#[test]
+fn init_boost_flattens_init_but_not_invoke() {
+    let rt = python_client("raw_runtime.py");
+    let sweep = |extra: &[&str]| {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("out.json");
+        let m = marker("lambda-boost");
+        let mut args = vec![
+            "lambda",
+            "-q",
+            "--no-store",
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--memory",
+            "128,512,1769",
+            "--timeout",
+            "30",
+            "--runtime",
+            rt.to_str().unwrap(),
+            "--env",
+            "CS_RT_INIT_WORK=1500000",
+            "--env",
+            "CS_RT_INVOKE_WORK=1500000",
+            "--env",
+            &m,
+            "--export-json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+        assert!(processes_with(&m).is_empty(), "left behind");
+        let doc = json_file(&json);
+        let init = median_by_variant(&doc, |s| s["ready_ns"].as_f64().unwrap() / 1e6);
+        let invoke = median_by_variant(&doc, |s| s["metrics"]["invoke_ms"].as_f64().unwrap());
+        let at = |xs: &[(String, f64)], mb: &str| {
+            xs.iter()
+                .find(|(n, _)| n.ends_with(&format!("[memory={mb}]")))
+                .unwrap_or_else(|| panic!("no memory={mb} in {xs:?}"))
+                .1
+        };
+        let f = |xs: &[(String, f64)]| [at(xs, "128"), at(xs, "512"), at(xs, "1769")];
+        (f(&init), f(&invoke))
+    };
+    let (init, invoke) = sweep(&[]);
+    let boosted_128 = init[0];
+    eprintln!("boosted: init ms {init:?}, invoke ms {invoke:?}");
+    assert!(init[0] / init[2] < 1.5, "boosted init not flat: {init:?}");
+    assert!(invoke[0] / invoke[2] > 3.0, "invoke not ∝ 1/memory: {invoke:?}");
+    assert!(invoke[0] > invoke[1] && invoke[1] > invoke[2], "{invoke:?}");
+    let (init, invoke) = sweep(&["--no-init-boost"]);
+    eprintln!("no boost: init ms {init:?}, invoke ms {invoke:?}");
+    assert!(init[0] / init[2] > 3.0, "unboosted init not ∝ 1/memory: {init:?}");
+    assert!(init[0] > init[1] && init[1] > init[2], "{init:?}");
+    assert!(invoke[0] / invoke[2] > 3.0, "invoke not ∝ 1/memory: {invoke:?}");
+    // The boost ends after --init-boost-seconds even while init still runs.
+    let (init, _) = sweep(&["--init-boost-seconds", "0.05"]);
+    eprintln!("boost for 50 ms: init ms {init:?}");
+    assert!(
+        init[0] / boosted_128 > 2.0,
+        "boost did not end: {init:?} vs boosted {boosted_128}"
+    );
+}

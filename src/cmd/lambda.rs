@@ -2,12 +2,12 @@
 //! variant per size) → the session's `measure` (schedule, store, statistics,
 //! reports), with emulated cold starts (`lambda::ColdStarts`) as the runner.
 
-use crate::cli::{LambdaArgs, LambdaVariantArgs, LambdaVariantSpec};
+use crate::cli::{LambdaArgs, LambdaInitCpuArgs, LambdaVariantArgs, LambdaVariantSpec};
 use anyhow::{anyhow, bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::sweep::point_name;
 use coldstart::experiment::{Param, Plan, StopRule, Sweep};
-use coldstart::lambda::{discover_extensions, env, sandbox, ColdStarts, Config, Options};
+use coldstart::lambda::{boost, discover_extensions, env, sandbox, ColdStarts, Config, Options};
 use coldstart::session::{self, RunSettings};
 use coldstart::target::{parse_env, Target};
 use std::path::PathBuf;
@@ -151,6 +151,25 @@ fn memory_sweep(configs: &[Point], along: Option<&str>) -> Result<Option<Sweep>>
     Ok(Some(sweep))
 }
 
+/// The init boost model from its flags (None: `--no-init-boost`).
+fn init_boost(a: &LambdaInitCpuArgs) -> Result<Option<boost::Boost>> {
+    if a.no_init_boost {
+        return Ok(None);
+    }
+    if !(a.init_cpus.is_finite() && a.init_cpus > 0.0 && a.init_cpus <= sandbox::MAX_VCPUS) {
+        bail!(
+            "--init-cpus {}: give vCPUs between 0 and {} (or --no-init-boost)",
+            a.init_cpus,
+            sandbox::MAX_VCPUS
+        );
+    }
+    let seconds = coldstart::bounds::seconds("--init-boost-seconds", a.init_boost_seconds, true)?;
+    Ok(Some(boost::Boost {
+        vcpus: a.init_cpus,
+        seconds,
+    }))
+}
+
 pub fn run(args: &LambdaArgs) -> Result<i32> {
     coldstart::bounds::runs("--runs", args.runs, 1)?;
     coldstart::bounds::runs("--warmup", args.warmup, 0)?;
@@ -162,6 +181,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     )?;
     let init_timeout = coldstart::bounds::seconds("--init-timeout", args.init_timeout, false)?;
     let function_timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
+    let init_boost = init_boost(&args.init_cpu)?;
     args.common.export.check_dirs()?;
     let configs = variants(args)?;
     let sweep = memory_sweep(&configs, args.compare_along.as_deref())?;
@@ -197,7 +217,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         event,
         init_timeout,
         function_timeout,
-        init_boost: args.init_boost,
+        init_boost,
         cgroups,
         function_name: args.function_name.clone(),
         handler: args.handler.clone(),
@@ -238,10 +258,13 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             Some(c) => format!(
                 "cgroup {}: memory limit and CPU = memory/1769 vCPU{}",
                 c.version(),
-                if opts.init_boost {
-                    ", unthrottled during init"
-                } else {
-                    ""
+                match opts.init_boost {
+                    Some(b) => format!(
+                        ", on-demand init at least {} vCPU for up to {} s",
+                        b.vcpus,
+                        b.seconds.as_secs_f64()
+                    ),
+                    None => ", init too (--no-init-boost)".into(),
                 }
             ),
             None => "no cgroup: no memory or CPU limit".into(),

@@ -7,7 +7,7 @@
 use super::processes::{self, Logs, Process};
 use super::report::{self, Failure};
 use super::state::{self, Role, Shared, State};
-use super::{round2, sandbox, server, telemetry, Config, Environment, Options};
+use super::{boost, round2, sandbox, server, telemetry, Config, Environment, Options};
 use crate::clock::now_ns;
 use crate::launch::{tree, usage};
 use crate::run::RunId;
@@ -86,9 +86,7 @@ pub(super) async fn prepare(
         Some(c) => {
             let tag = format!("{}-{}-{}", id.variant, id.round, u8::from(id.warmup));
             let sb = c.create(&tag, cfg.memory_mb)?;
-            if !opts.init_boost {
-                sb.set_cpu(Some(sandbox::vcpus(cfg.memory_mb)))?;
-            }
+            sb.set_cpu(Some(boost::plan(opts.init_boost, cfg.memory_mb, phase).0))?;
             Some(sb)
         }
         None => None,
@@ -117,6 +115,10 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     let ext_names: Vec<String> = pending.extensions.iter().map(|(n, _)| n.clone()).collect();
     e.t0 = now_ns();
     let (t0, phase) = (e.t0, e.phase);
+    let boost_timer = match (&e.sandbox, boost::plan(opts.init_boost, cfg.memory_mb, phase).1) {
+        (Some(sb), Some(after)) => Some(boost::Timer::start(sb.cpu_quota(), after, cfg.memory_mb)),
+        _ => None,
+    };
     let function = &e.env.function;
     e.logs.line(&report::init_start(&opts.region));
     e.bus.emit(
@@ -199,6 +201,11 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         }
     }
     e.bus.close();
+    // Init is over: from here on the CPU is the memory's share.
+    drop(boost_timer);
+    if let Some(sb) = &e.sandbox {
+        sb.set_cpu(Some(sandbox::vcpus(cfg.memory_mb)))?;
+    }
     let interrupted = crate::launch::signals::interrupted();
     let mut exit_status = None;
     let marks = {

@@ -10,13 +10,14 @@
 //! `invoke` and `shutdown` (this module runs them in order), `server` +
 //! `runtime_api` + `extensions_api` + `telemetry` (the HTTP APIs), `state` (what
 //! they share), `processes` (spawn, exit, output, checkpoints), `sandbox`
-//! (cgroups), `env`, `report` (log lines), `bare` (the no-emulator baseline).
+//! (cgroups), `boost` (the init CPU model), `env`, `report` (log lines), `bare` (the no-emulator baseline).
 //!
 //! A run's Sample: `ready_ns` = Init Duration; marks (source lambda) for the
 //! APIs' instants and (source checkpoint) for the processes' SDK checkpoints;
 //! metrics for the invoke's and the sandbox's figures.
 
 pub mod bare;
+pub mod boost;
 
 pub mod env;
 pub mod extensions_api;
@@ -84,7 +85,8 @@ pub struct Options {
     pub event: Vec<u8>,
     pub init_timeout: Duration,
     pub function_timeout: Duration,
-    pub init_boost: bool,
+    /// The CPU an on-demand init gets (None: `--no-init-boost`, the memory's share).
+    pub init_boost: Option<boost::Boost>,
     pub cgroups: Option<sandbox::Cgroups>,
     pub function_name: String,
     pub handler: String,
@@ -209,12 +211,6 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
         tail: Vec::new(),
     };
     if init.result.is_ok() && !init.interrupted {
-        if let (Some(sb), true) = (&e.sandbox, opts.init_boost) {
-            if let Err(err) = sb.set_cpu(Some(sandbox::vcpus(cfg.memory_mb))) {
-                shutdown::cleanup(e).await;
-                return Err(err);
-            }
-        }
         let init_for_report = (phase == "init").then_some(init.ms);
         let invoked = invoke::run(&e, cfg, opts, init_for_report).await;
         run.invoke_ns = Some(invoked.ns);

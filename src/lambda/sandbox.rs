@@ -1,7 +1,7 @@
 //! Memory → CPU, as Lambda allocates it: a memory limit of the configured size and
 //! a CPU quota of memory/1769 vCPU, in a fresh cgroup per run (cgroup v2, or v1's
-//! cpu + memory hierarchies; detected). `--init-boost` leaves the CPU unthrottled
-//! until init ends.
+//! cpu + memory hierarchies; detected). During an on-demand init the quota is
+//! the init boost's (`boost`), lowered to memory/1769 when it ends.
 //!
 //! Processes are moved into the cgroup right after their spawn (std has no
 //! CLONE_INTO_CGROUP), so their first microseconds in the dynamic loader are not
@@ -152,22 +152,15 @@ impl Sandbox {
 
     /// CPU quota in vCPUs (None: unthrottled).
     pub fn set_cpu(&self, vcpus: Option<f64>) -> Result<()> {
-        let quota = vcpus.map(|v| ((v * PERIOD_US as f64) as u64).max(1_000));
-        match &self.kind {
-            Kind::V2 { .. } => write(
-                &self.cpu.join("cpu.max"),
-                &match quota {
-                    Some(q) => format!("{q} {PERIOD_US}"),
-                    None => format!("max {PERIOD_US}"),
-                },
-            ),
-            Kind::V1 { .. } => {
-                write(&self.cpu.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
-                write(
-                    &self.cpu.join("cpu.cfs_quota_us"),
-                    &quota.map_or("-1".to_string(), |q| q.to_string()),
-                )
-            }
+        self.cpu_quota().set(vcpus)
+    }
+
+    /// The CPU quota's control, apart from the Sandbox: the init boost's timer
+    /// lowers the quota while init still runs.
+    pub fn cpu_quota(&self) -> CpuQuota {
+        CpuQuota {
+            v2: matches!(self.kind, Kind::V2 { .. }),
+            dir: self.cpu.clone(),
         }
     }
 
@@ -206,6 +199,36 @@ impl Drop for Sandbox {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
+        }
+    }
+}
+
+/// A run cgroup's CPU quota, detached from its Sandbox (a write after the cgroup
+/// was removed fails; the boost's timer is stopped before that).
+#[derive(Debug, Clone)]
+pub struct CpuQuota {
+    v2: bool,
+    dir: PathBuf,
+}
+
+impl CpuQuota {
+    /// CPU quota in vCPUs (None: unthrottled).
+    pub fn set(&self, vcpus: Option<f64>) -> Result<()> {
+        let quota = vcpus.map(|v| ((v * PERIOD_US as f64) as u64).max(1_000));
+        if self.v2 {
+            write(
+                &self.dir.join("cpu.max"),
+                &match quota {
+                    Some(q) => format!("{q} {PERIOD_US}"),
+                    None => format!("max {PERIOD_US}"),
+                },
+            )
+        } else {
+            write(&self.dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
+            write(
+                &self.dir.join("cpu.cfs_quota_us"),
+                &quota.map_or("-1".to_string(), |q| q.to_string()),
+            )
         }
     }
 }

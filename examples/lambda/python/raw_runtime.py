@@ -6,6 +6,9 @@ CS_RT_MODE (optional):
   hang        never call /next (for the init timeout)
   exit        exit(7) during init
   (default)   echo each event as the response
+CS_RT_INIT_WORK, CS_RT_INVOKE_WORK (optional): iterations of a CPU-bound loop
+  during init / in each invoke (a fixed amount of CPU work, so its time shows the
+  CPU the sandbox gives)
 CS_CHECKPOINT_SDK (optional): sdk/python/src; then checkpoints rt.start (first
   thing) and rt.before-next (right before the first /next), and with CS_READY_DIR
   the file `runtime` holds the CLOCK_MONOTONIC ns instant right after rt.before-next
@@ -36,6 +39,15 @@ def call(method, path, body=None, headers=None):
         return resp.headers, resp.read()
 
 
+
+
+def burn(var):
+    x = 0
+    for i in range(int(os.environ.get(var, "0"))):
+        x ^= i * 7
+    return x
+
+
 mode = os.environ.get("CS_RT_MODE", "")
 if mode == "init-error":
     call(
@@ -50,6 +62,7 @@ if mode == "hang":
         time.sleep(3600)
 if mode == "exit":
     sys.exit(7)
+burn("CS_RT_INIT_WORK")
 checkpoint("rt.before-next")
 if os.environ.get("CS_CHECKPOINT_SDK") and os.environ.get("CS_READY_DIR"):
     with open(os.path.join(os.environ["CS_READY_DIR"], "runtime"), "w") as f:
@@ -57,4 +70,5 @@ if os.environ.get("CS_CHECKPOINT_SDK") and os.environ.get("CS_READY_DIR"):
 while True:
     headers, body = call("GET", "/invocation/next")
     request_id = headers["Lambda-Runtime-Aws-Request-Id"]
+    burn("CS_RT_INVOKE_WORK")
     call("POST", "/invocation/" + request_id + "/response", {"echo": json.loads(body or b"null")})
