@@ -188,6 +188,14 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let event = match &args.event {
         Some(p) => {
             let bytes = std::fs::read(p).with_context(|| format!("reading --event {}", p.display()))?;
+            let max = coldstart::lambda::runtime_api::MAX_EVENT;
+            if bytes.len() > max {
+                bail!(
+                    "--event {}: {} bytes is too large for a synchronous invoke (Lambda's limit is {max} bytes); pass a smaller event, or a reference to the data (an S3 key)",
+                    p.display(),
+                    bytes.len()
+                );
+            }
             serde_json::from_slice::<serde_json::Value>(&bytes).with_context(|| {
                 format!(
                     "--event {} is not JSON: Lambda events are JSON documents",

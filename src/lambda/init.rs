@@ -56,10 +56,10 @@ pub(super) async fn prepare(
                 .unwrap_or_default()
         })
         .collect();
-    let function = cfg.function(
-        opts,
-        &format!("coldstart/[$LATEST]{}", state::uuid().replace('-', "")),
-    );
+    // The log stream names the environment, as on Lambda; initStart's
+    // instanceId is the same id.
+    let instance_id = state::uuid().replace('-', "");
+    let function = cfg.function(opts, &format!("coldstart/[$LATEST]{instance_id}"));
     let bus = Arc::new(telemetry::Bus::default());
     let env = Arc::new(server::Env {
         shared: Arc::new(Shared::default()),
@@ -100,6 +100,7 @@ pub(super) async fn prepare(
         procs: Vec::new(),
         t0: 0,
         phase,
+        instance_id,
     };
     Ok((environment, Pending { extensions, runtime }))
 }
@@ -129,6 +130,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
             "runtimeVersion": "provided:coldstart",
             "functionName": function.name,
             "functionVersion": function.version,
+            "instanceId": e.instance_id,
             "instanceMaxMemory": cfg.memory_mb * 1024 * 1024,
         }),
     );
@@ -251,7 +253,10 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         if !matches!(f.error_type.as_deref(), Some("Sandbox.Timedout")) && !interrupted {
             e.bus.emit(
                 "platform.initRuntimeDone",
-                json!({"initializationType": "on-demand", "phase": phase, "status": f.status, "errorType": f.error_type}),
+                super::invoke::with_error_type(
+                    Some(f),
+                    json!({"initializationType": "on-demand", "phase": phase, "status": f.status}),
+                ),
             );
         }
     }

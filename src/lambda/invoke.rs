@@ -97,16 +97,15 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
     let latency_ms = delivered.map_or(0.0, |d| (d.saturating_sub(t_inv)) as f64 / 1e6);
     bus.emit(
         "platform.runtimeDone",
-        json!({
+        with_error_type(failure.as_ref(), json!({
             "requestId": request_id,
             "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
-            "errorType": failure.as_ref().and_then(|f| f.error_type.clone()),
             "metrics": {"durationMs": round2((runtime_done - t_inv) as f64 / 1e6), "producedBytes": produced},
             "spans": [
                 {"name": "responseLatency", "start": telemetry::iso8601_now(), "durationMs": round2(latency_ms)},
                 {"name": "responseDuration", "start": telemetry::iso8601_now(), "durationMs": 0.0},
             ],
-        }),
+        })),
     );
     if let (Some(r), Some(path), None) = (&result, &opts.save_response, &failure) {
         if let Err(e) = std::fs::write(path, &r.body) {
@@ -200,12 +199,14 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
     }
     bus.emit(
         "platform.report",
-        json!({
-            "requestId": request_id,
-            "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
-            "errorType": failure.as_ref().and_then(|f| f.error_type.clone()),
-            "metrics": metrics,
-        }),
+        with_error_type(
+            failure.as_ref(),
+            json!({
+                "requestId": request_id,
+                "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
+                "metrics": metrics,
+            }),
+        ),
     );
     Invoked {
         ns: t_end - t_inv,
@@ -217,4 +218,13 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
             ("billed_ms", billed as f64),
         ],
     }
+}
+
+/// A record's `errorType`, only when there is one (Lambda's schema leaves it out
+/// on success rather than sending null).
+pub(super) fn with_error_type(failure: Option<&Failure>, mut record: serde_json::Value) -> serde_json::Value {
+    if let Some(t) = failure.and_then(|f| f.error_type.as_ref()) {
+        record["errorType"] = t.clone().into();
+    }
+    record
 }

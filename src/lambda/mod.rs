@@ -183,6 +183,8 @@ struct Environment {
     t0: u64,
     /// "init", or "invoke" for a suppressed init.
     phase: &'static str,
+    /// `platform.initStart`'s instanceId (also in the log stream's name).
+    instance_id: String,
 }
 
 /// One execution environment from T0 to the last process reaped: init, invoke

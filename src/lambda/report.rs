@@ -56,10 +56,16 @@ pub fn report(r: &ReportLine) -> String {
     s
 }
 
-/// Printed only when init fails (on-demand functions).
+/// Printed only when init fails (on-demand functions). A timeout has no Error
+/// Type (AWS's example: `INIT_REPORT Init Duration: 1236.04 ms Phase: init
+/// Status: timeout`).
 pub fn init_report(init_ms: f64, phase: &str, failure: &Failure) -> String {
     let mut s = format!("INIT_REPORT Init Duration: {init_ms:.2} ms\tPhase: {phase}");
-    push_failure(&mut s, Some(failure));
+    if failure.status == "timeout" {
+        s.push_str("\tStatus: timeout");
+    } else {
+        push_failure(&mut s, Some(failure));
+    }
     s
 }
 
@@ -101,7 +107,7 @@ mod tests {
         assert_eq!(billed_ms(1.01, Some(0.5)), 2);
         let timeout = Failure {
             status: "timeout".into(),
-            error_type: None,
+            error_type: Some("Sandbox.Timedout".into()),
         };
         assert_eq!(
             init_report(10009.131, "init", &timeout),

@@ -5,6 +5,9 @@ CS_RT_MODE (optional):
   init-error  POST /runtime/init/error and exit 1
   hang        never call /next (for the init timeout)
   exit        exit(7) during init
+  error-type  each invoke posts /error with CS_RT_ERROR_TYPE (header and body)
+  big-response  each invoke posts a 7 MB response, then a small one; prints the
+              two status codes ("big-response statuses: 413 403")
   (default)   echo each event as the response
 CS_RT_INIT_WORK, CS_RT_INVOKE_WORK (optional): iterations of a CPU-bound loop
   during init / in each invoke (a fixed amount of CPU work, so its time shows the
@@ -17,6 +20,7 @@ import json
 import os
 import sys
 import time
+import urllib.error
 import urllib.request
 
 if os.environ.get("CS_CHECKPOINT_SDK"):
@@ -37,6 +41,14 @@ def call(method, path, body=None, headers=None):
     req = urllib.request.Request(API + path, data=data, method=method, headers=headers or {})
     with urllib.request.urlopen(req) as resp:
         return resp.headers, resp.read()
+
+
+def status_of(method, path, body):
+    try:
+        call(method, path, body)
+        return 202
+    except urllib.error.HTTPError as e:
+        return e.code
 
 
 
@@ -71,4 +83,18 @@ while True:
     headers, body = call("GET", "/invocation/next")
     request_id = headers["Lambda-Runtime-Aws-Request-Id"]
     burn("CS_RT_INVOKE_WORK")
+    if mode == "error-type":
+        kind = os.environ.get("CS_RT_ERROR_TYPE", "")
+        call(
+            "POST",
+            "/invocation/" + request_id + "/error",
+            {"errorMessage": "handler failed", "errorType": kind, "stackTrace": []},
+            {"Lambda-Runtime-Function-Error-Type": kind},
+        )
+        continue
+    if mode == "big-response":
+        big = status_of("POST", "/invocation/" + request_id + "/response", {"blob": "x" * (7 * 1024 * 1024)})
+        small = status_of("POST", "/invocation/" + request_id + "/response", {"ok": True})
+        print("big-response statuses: %d %d" % (big, small), flush=True)
+        continue
     call("POST", "/invocation/" + request_id + "/response", {"echo": json.loads(body or b"null")})
