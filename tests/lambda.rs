@@ -892,5 +892,41 @@ fn telemetry_records_match_the_schema() {
             "errorType on a successful record: {r}"
         );
     }
-    let _ = sample;
+    assert!(
+        sample["metrics"]["telemetry.py-raw.delivered_batches"]
+            .as_f64()
+            .is_some_and(|n| n >= 1.0),
+        "{}",
+        sample["metrics"]
+    );
+    assert_eq!(sample["metrics"]["telemetry.py-raw.failed_batches"], 0.0);
+}
+
+/// An extension subscribed where nothing listens gets nothing: the run says so
+/// (stderr) and counts the failed batches per subscriber in the JSON, instead of
+/// a quiet success.
+#[test]
+fn undelivered_telemetry_is_reported() {
+    let port = free_port().to_string();
+    let (o, log, sample) = failing(
+        "",
+        Some(""),
+        &[
+            "--env",
+            "CS_EXT_SUBSCRIBE=telemetry",
+            "--env",
+            &format!("CS_EXT_LISTEN_PORT={port}"),
+        ],
+    );
+    assert!(o.status.success(), "{}\n{log:?}", stderr(&o));
+    let failed = sample["metrics"]["telemetry.py-raw.failed_batches"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!(failed >= 1.0, "{}", sample["metrics"]);
+    assert_eq!(sample["metrics"]["telemetry.py-raw.delivered_batches"], 0.0);
+    assert!(
+        stderr(&o).contains("batches to extension py-raw at http://127.0.0.1:"),
+        "{}",
+        stderr(&o)
+    );
 }

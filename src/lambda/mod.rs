@@ -230,11 +230,44 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
         run.metrics.insert("throttled_ms".into(), t as f64 / 1e6);
     }
     let (shared, logs) = (e.env.shared.clone(), e.logs.clone());
-    shutdown::cleanup(e).await;
+    let deliveries = shutdown::cleanup(e).await;
+    for d in &deliveries {
+        let key = |what: &str| format!("{}.{}.{what}", d.api, d.extension);
+        run.metrics
+            .insert(key("delivered_batches"), d.delivered_batches as f64);
+        run.metrics.insert(key("failed_batches"), d.failed_batches as f64);
+        warn_undelivered(d);
+    }
     run.marks.extend(processes::checkpoint_marks(&shared));
     run.marks.sort_by_key(|m| m.t_ns);
     run.tail = logs.tail();
     Ok(run)
+}
+
+/// Say once per subscriber and destination that batches did not arrive: an
+/// extension whose listener is not where it subscribed gets nothing, which
+/// would otherwise look like a quiet success.
+fn warn_undelivered(d: &telemetry::Delivery) {
+    static WARNED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    if d.failed_batches == 0 {
+        return;
+    }
+    let key = (d.extension.clone(), d.destination.clone());
+    let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+    if warned.contains(&key) {
+        return;
+    }
+    warned.push(key);
+    crate::out::errln!(
+        "coldstart lambda: {} of {} {} batches to extension {} at {} were not delivered (nothing accepted them there); see the metric {}.{}.failed_batches",
+        d.failed_batches,
+        d.failed_batches + d.delivered_batches,
+        d.api,
+        d.extension,
+        d.destination,
+        d.api,
+        d.extension
+    );
 }
 
 fn round2(x: f64) -> f64 {

@@ -73,6 +73,7 @@ struct Subscriber {
     /// When the oldest queued item was queued.
     oldest_ns: u64,
     in_flight: bool,
+    /// Batches the listener accepted / that failed (refused, unreachable, 4xx/5xx).
     delivered: usize,
     failed: usize,
 }
@@ -102,8 +103,17 @@ impl Default for Bus {
     }
 }
 
-/// What a subscriber was sent: (extension, records delivered, records that failed).
-pub type Delivery = (String, usize, usize);
+/// What one subscriber was sent, in batches; a batch still queued or in flight
+/// when the environment ended counts as failed (it never arrived).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    pub extension: String,
+    /// `telemetry` or `logs`.
+    pub api: &'static str,
+    pub destination: String,
+    pub delivered_batches: usize,
+    pub failed_batches: usize,
+}
 
 impl Bus {
     fn lock(&self) -> MutexGuard<'_, BusState> {
@@ -177,7 +187,16 @@ impl Bus {
         self.lock()
             .subs
             .iter()
-            .map(|s| (s.name.clone(), s.delivered, s.failed))
+            .map(|s| Delivery {
+                extension: s.name.clone(),
+                api: s.api,
+                destination: match &s.destination {
+                    Destination::Http(u) => u.clone(),
+                    Destination::Tcp(p) => format!("tcp 127.0.0.1:{p}"),
+                },
+                delivered_batches: s.delivered,
+                failed_batches: s.failed + usize::from(s.in_flight) + usize::from(!s.queue.is_empty()),
+            })
             .collect()
     }
 
@@ -240,9 +259,9 @@ impl Bus {
                 let sub = &mut s.subs[i];
                 sub.in_flight = false;
                 if ok {
-                    sub.delivered += items.len();
+                    sub.delivered += 1;
                 } else {
-                    sub.failed += items.len();
+                    sub.failed += 1;
                 }
             }
             self.bump();
