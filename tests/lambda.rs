@@ -886,6 +886,10 @@ fn telemetry_records_match_the_schema() {
         "{init_start}"
     );
     assert_eq!(of("platform.runtimeDone")["record"]["status"], "success");
+    // platform.end and platform.logsSubscription are the Logs API's.
+    assert!(recs
+        .iter()
+        .all(|r| r["type"] != "platform.end" && r["type"] != "platform.logsSubscription"));
     for r in &recs {
         assert!(
             r["record"].get("errorType").is_none(),
@@ -929,4 +933,55 @@ fn undelivered_telemetry_is_reported() {
         "{}",
         stderr(&o)
     );
+}
+
+/// The Logs API (2020-08-15) delivers its own stream: platform.start, .end,
+/// .report, .logsSubscription and function records, none of the Telemetry API's
+/// init records (AWS, "Using the Lambda Logs API").
+#[test]
+fn logs_api_delivers_the_logs_api_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.jsonl");
+    let port = free_port().to_string();
+    let (o, log, _) = failing(
+        "",
+        Some(""),
+        &[
+            "--env",
+            "CS_EXT_SUBSCRIBE=logs",
+            "--env",
+            &format!("CS_EXT_LISTEN_PORT={port}"),
+            "--env",
+            &format!("CS_EXT_RECORDS={}", records.display()),
+            "--env",
+            "CS_RT_SAY=hello from the function",
+        ],
+    );
+    assert!(o.status.success(), "{}\n{log:?}", stderr(&o));
+    let recs: Vec<serde_json::Value> = lines_of(&records)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let types: Vec<&str> = recs.iter().filter_map(|r| r["type"].as_str()).collect();
+    for t in [
+        "platform.logsSubscription",
+        "platform.start",
+        "platform.end",
+        "platform.report",
+        "function",
+    ] {
+        assert!(types.contains(&t), "no {t} in {types:?}");
+    }
+    for t in [
+        "platform.initStart",
+        "platform.initRuntimeDone",
+        "platform.initReport",
+        "platform.telemetrySubscription",
+    ] {
+        assert!(!types.contains(&t), "the Telemetry API's {t} in {types:?}");
+    }
+    assert!(recs.iter().any(|r| r["type"] == "function"
+        && r["record"]
+            .as_str()
+            .is_some_and(|l| l.contains("hello from the function"))));
 }

@@ -179,6 +179,8 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
         None => ((t_end - e.t0) as f64 / 1e6, None),
     };
     logs.line(&report::end(&request_id));
+    // Only Logs API subscribers get platform.end (the Telemetry API has none).
+    bus.emit("platform.end", json!({"requestId": request_id}));
     logs.line(&report::report(&report::ReportLine {
         request_id: &request_id,
         duration_ms,

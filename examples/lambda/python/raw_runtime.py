@@ -9,6 +9,7 @@ CS_RT_MODE (optional):
   big-response  each invoke posts a 7 MB response, then a small one; prints the
               two status codes ("big-response statuses: 413 403")
   (default)   echo each event as the response
+CS_RT_SAY (optional): a line the runtime prints during init (a function log)
 CS_RT_INIT_WORK, CS_RT_INVOKE_WORK (optional): iterations of a CPU-bound loop
   during init / in each invoke (a fixed amount of CPU work, so its time shows the
   CPU the sandbox gives)
@@ -75,6 +76,8 @@ if mode == "hang":
 if mode == "exit":
     sys.exit(7)
 burn("CS_RT_INIT_WORK")
+if os.environ.get("CS_RT_SAY"):
+    print(os.environ["CS_RT_SAY"], flush=True)
 checkpoint("rt.before-next")
 if os.environ.get("CS_CHECKPOINT_SDK") and os.environ.get("CS_READY_DIR"):
     with open(os.path.join(os.environ["CS_READY_DIR"], "runtime"), "w") as f:
