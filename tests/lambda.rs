@@ -561,6 +561,79 @@ fn runtime_init_error_is_reported_as_lambda_does() {
     assert!(log
         .iter()
         .any(|l| l.starts_with("INIT_REPORT") && l.contains("\tPhase: invoke\t")));
+    let after = after_suppressed_init(&log);
+    assert_invoke_sequence(
+        &after,
+        &["Unknown application error occurred", "Runtime.ImportModuleError"],
+        "\tStatus: error\tError Type: Runtime.ImportModuleError",
+    );
+}
+
+/// The log after the suppressed init's INIT_REPORT (Phase: invoke).
+fn after_suppressed_init(log: &[String]) -> Vec<String> {
+    let at = log
+        .iter()
+        .position(|l| l.starts_with("INIT_REPORT") && l.contains("\tPhase: invoke"))
+        .unwrap_or_else(|| panic!("no INIT_REPORT of phase invoke: {log:?}"));
+    log[at + 1..].to_vec()
+}
+
+/// START, the error lines, END, and a billed REPORT ending with `report_tail`,
+/// all for one request id: what Lambda logs for the invoke of a failed init.
+fn assert_invoke_sequence(after: &[String], error_lines: &[&str], report_tail: &str) {
+    let start = after
+        .iter()
+        .position(|l| l.starts_with("START RequestId: "))
+        .unwrap_or_else(|| panic!("no START after the failed init: {after:?}"));
+    let id = after[start]["START RequestId: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    let rest = &after[start + 1..];
+    let end = rest
+        .iter()
+        .position(|l| *l == format!("END RequestId: {id}"))
+        .unwrap_or_else(|| panic!("no END for {id}: {after:?}"));
+    let between = rest[..end].join("\n");
+    for e in error_lines {
+        assert!(between.contains(e), "no `{e}` between START and END: {after:?}");
+    }
+    let report = rest[end + 1..]
+        .iter()
+        .find(|l| l.starts_with(&format!("REPORT RequestId: {id}\t")))
+        .unwrap_or_else(|| panic!("no REPORT for {id}: {after:?}"));
+    assert!(report.ends_with(report_tail), "{report}");
+    let f = fields(report);
+    assert!(
+        ms_field(&f, "Billed Duration") >= ms_field(&f, "Duration"),
+        "{report}"
+    );
+}
+
+#[test]
+fn runtime_exit_during_init_is_logged_as_lambda_does() {
+    let (o, log, sample) = failing("exit", None, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(sample["outcome"]["error_type"], "Runtime.ExitError");
+    assert_invoke_sequence(
+        &after_suppressed_init(&log),
+        &[
+            "Error: Runtime exited with error: exit status 7",
+            "Runtime.ExitError",
+        ],
+        "\tStatus: error\tError Type: Runtime.ExitError",
+    );
+}
+
+#[test]
+fn init_timeout_inside_the_invoke_is_logged_as_lambda_does() {
+    let (_, log, _) = failing("hang", None, &["--init-timeout", "0.5", "--timeout", "1"]);
+    assert_invoke_sequence(
+        &after_suppressed_init(&log),
+        &["Task timed out after 1.00 seconds"],
+        "\tStatus: timeout",
+    );
 }
 
 /// A hanging init is cut at --init-timeout: checked against the run itself and

@@ -178,6 +178,18 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
         Some(i) => (duration_ms, Some(i)),
         None => ((t_end - e.t0) as f64 / 1e6, None),
     };
+    if let Some(f) = &failure {
+        let exit = s.lock().exited(&Role::Runtime).map(|x| x.status.clone());
+        for l in report::invoke_error(
+            &request_id,
+            f,
+            exit.as_ref(),
+            opts.function_timeout.as_secs_f64(),
+            &telemetry::iso8601_now(),
+        ) {
+            logs.line(&l);
+        }
+    }
     logs.line(&report::end(&request_id));
     // Only Logs API subscribers get platform.end (the Telemetry API has none).
     bus.emit("platform.end", json!({"requestId": request_id}));
@@ -229,4 +241,68 @@ pub(super) fn with_error_type(failure: Option<&Failure>, mut record: serde_json:
         record["errorType"] = t.clone().into();
     }
     record
+}
+
+/// The invoke of a suppressed init that failed too: Lambda still logs START, the
+/// error, END and a billed REPORT (Duration = the retried init, up to the function
+/// timeout), and sends platform.start / runtimeDone / report.
+pub(super) fn after_failed_init(
+    e: &Environment,
+    cfg: &Config,
+    opts: &Options,
+    failure: &Failure,
+    init_ms: f64,
+    runtime_exit: Option<&crate::sample::ExitStatus>,
+) -> f64 {
+    let (bus, logs) = (&e.bus, &e.logs);
+    let request_id = state::uuid();
+    logs.line(&report::start(&request_id, "$LATEST"));
+    bus.emit(
+        "platform.start",
+        json!({"requestId": request_id, "version": "$LATEST"}),
+    );
+    for l in report::invoke_error(
+        &request_id,
+        failure,
+        runtime_exit,
+        opts.function_timeout.as_secs_f64(),
+        &telemetry::iso8601_now(),
+    ) {
+        logs.line(&l);
+    }
+    bus.emit(
+        "platform.runtimeDone",
+        with_error_type(
+            Some(failure),
+            json!({"requestId": request_id, "status": failure.status,
+                   "metrics": {"durationMs": round2(init_ms), "producedBytes": 0}}),
+        ),
+    );
+    logs.line(&report::end(&request_id));
+    bus.emit("platform.end", json!({"requestId": request_id}));
+    let max_mb = report::mb(
+        e.sandbox
+            .as_ref()
+            .and_then(|sb| sb.peak_memory_bytes())
+            .unwrap_or(0),
+    );
+    logs.line(&report::report(&report::ReportLine {
+        request_id: &request_id,
+        duration_ms: init_ms,
+        memory_mb: cfg.memory_mb,
+        max_memory_used_mb: max_mb,
+        init_ms: None,
+        failure: Some(failure),
+    }));
+    let billed = report::billed_ms(init_ms, None);
+    bus.emit(
+        "platform.report",
+        with_error_type(
+            Some(failure),
+            json!({"requestId": request_id, "status": failure.status,
+                   "metrics": {"durationMs": round2(init_ms), "billedDurationMs": billed,
+                               "memorySizeMB": cfg.memory_mb, "maxMemoryUsedMB": max_mb}}),
+        ),
+    );
+    billed as f64
 }

@@ -219,6 +219,13 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
         run.invoke_failure = invoked.failure;
         run.metrics
             .extend(invoked.metrics.into_iter().map(|(k, v)| (k.to_string(), v)));
+    } else if let (Err(f), "invoke", false) = (&init.result, phase, init.interrupted) {
+        let exit = run
+            .exit_status
+            .clone()
+            .filter(|_| f.error_type.as_deref() == Some("Runtime.ExitError"));
+        let billed = invoke::after_failed_init(&e, cfg, opts, f, init.ms, exit.as_ref());
+        run.metrics.insert("billed_ms".into(), billed);
     }
     if !crate::launch::signals::interrupted() {
         let (took, killed) = shutdown::run(&e).await;
