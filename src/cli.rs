@@ -754,7 +754,8 @@ WHAT A RUN IS
   A fresh execution environment: the Lambda APIs on a free loopback port
   (AWS_LAMBDA_RUNTIME_API), every file of --extensions started at once, the runtime
   started once they registered; Init Duration = T0 → the last of the runtime's and
-  the extensions' first /next. Then one invoke of --event and Lambda's shutdown.
+  the extensions' first /next. Then one invoke of --event (plus --invokes N warm
+  ones, each with its REPORT) and Lambda's shutdown.
   Per run: Init Duration (the table); marks runtime_ready, ext.NAME.register,
   ext.NAME.ready and the SDK checkpoints of every process (COLDSTART_FD); metrics
   invoke_ms, post_runtime_ms, max_memory_mb, billed_ms, throttled_ms.
@@ -799,6 +800,10 @@ pub struct LambdaArgs {
     /// Function timeout in seconds (the invoke, and a suppressed init).
     #[arg(short, long, default_value_t = 3.0, value_name = "S")]
     pub timeout: f64,
+    /// Warm invokes of each environment after its cold one (each with its REPORT;
+    /// "later requests" in the results).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub invokes: usize,
     /// Init phase limit in seconds (Lambda: 10).
     #[arg(long, default_value_t = 10.0, value_name = "S")]
     pub init_timeout: f64,

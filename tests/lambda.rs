@@ -1058,3 +1058,28 @@ fn logs_api_delivers_the_logs_api_stream() {
             .as_str()
             .is_some_and(|l| l.contains("hello from the function"))));
 }
+
+/// `--invokes 3`: the cold invoke, then three warm ones in the same environment
+/// (runtime and extension stay up), each with its own REPORT; only the first
+/// shows Init Duration; the results carry them as the 1st and later requests.
+#[test]
+fn warm_invokes_each_get_a_report() {
+    let (o, log, sample) = failing("", Some(""), &["--invokes", "3"]);
+    assert!(o.status.success(), "{}\n{log:?}", stderr(&o));
+    let reports: Vec<&String> = log.iter().filter(|l| l.starts_with("REPORT ")).collect();
+    assert_eq!(reports.len(), 4, "{log:?}");
+    assert!(reports[0].contains("\tInit Duration: "), "{}", reports[0]);
+    for r in &reports[1..] {
+        assert!(!r.contains("Init Duration"), "{r}");
+    }
+    let mut ids: Vec<String> = reports
+        .iter()
+        .map(|r| fields(r).first().map(|(_, v)| v.clone()).unwrap_or_default())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "request ids repeat: {reports:?}");
+    // One INIT_START: the same environment served all four.
+    assert_eq!(log.iter().filter(|l| l.starts_with("INIT_START")).count(), 1);
+    assert_eq!(sample["requests_ns"].as_array().map(Vec::len), Some(4));
+}

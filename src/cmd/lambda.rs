@@ -173,6 +173,7 @@ fn init_boost(a: &LambdaInitCpuArgs) -> Result<Option<boost::Boost>> {
 pub fn run(args: &LambdaArgs) -> Result<i32> {
     coldstart::bounds::runs("--runs", args.runs, 1)?;
     coldstart::bounds::runs("--warmup", args.warmup, 0)?;
+    coldstart::bounds::count("--invokes", args.invokes, 0, 10_000)?;
     coldstart::bounds::count(
         "--output-lines",
         args.common.output_lines,
@@ -233,6 +234,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         log,
         save_response: args.save_response.clone(),
         tail_lines: args.common.output_lines,
+        invokes: args.invokes,
     };
     let plan = Plan {
         variants: configs
@@ -249,12 +251,12 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         keep_going: args.common.keep_going,
         seed: args.common.seed(),
     };
-    // What lambda has always recorded: the init timeout, no polling (the APIs
-    // say when init is over), and the one invoke.
+    // The init timeout, no polling (the APIs say when init is over), and the
+    // invokes: the cold one and the warm ones.
     let recorded = RunSettings {
         timeout: opts.init_timeout,
         poll_interval: Duration::ZERO,
-        requests: 1,
+        requests: 1 + args.invokes,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

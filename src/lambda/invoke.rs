@@ -19,9 +19,19 @@ pub(super) struct Invoked {
     pub metrics: Vec<(&'static str, f64)>,
 }
 
-/// One invoke of the event. `init_ms`: the Init Duration the REPORT line shows
-/// (None after a suppressed init, which counts inside the invoke's duration).
-pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: Option<f64>) -> Invoked {
+/// Which invoke of an environment this is, for its REPORT.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Which {
+    /// The first after an on-demand init: REPORT shows this Init Duration.
+    Cold(f64),
+    /// The first after a suppressed init, which counts inside its Duration.
+    AfterSuppressedInit,
+    /// A later invoke of the same environment (`--invokes`).
+    Warm,
+}
+
+/// One invoke of the event.
+pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Which) -> Invoked {
     let s = &e.env.shared;
     let (bus, logs) = (&e.bus, &e.logs);
     let request_id = state::uuid();
@@ -67,12 +77,19 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
     });
     let runtime_gone = |st: &State| st.exited(&Role::Runtime).is_some();
     s.wait_until(inv_deadline, |st| {
-        st.interrupted || runtime_gone(st) || st.current.as_ref().is_some_and(|c| c.result.is_some())
+        // `current` may still be the previous (warm) invoke's until the runtime's
+        // /next takes this one.
+        st.interrupted
+            || runtime_gone(st)
+            || st
+                .current
+                .as_ref()
+                .is_some_and(|c| c.request_id == request_id && c.result.is_some())
     })
     .await;
     let (result, delivered) = {
         let st = s.lock();
-        let cur = st.current.as_ref();
+        let cur = st.current.as_ref().filter(|c| c.request_id == request_id);
         (
             cur.and_then(|c| c.result.clone()),
             cur.and_then(|c| c.delivered_ns),
@@ -100,7 +117,7 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
         with_error_type(failure.as_ref(), json!({
             "requestId": request_id,
             "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
-            "metrics": {"durationMs": round2((runtime_done - t_inv) as f64 / 1e6), "producedBytes": produced},
+            "metrics": {"durationMs": round2(runtime_done.saturating_sub(t_inv) as f64 / 1e6), "producedBytes": produced},
             "spans": [
                 {"name": "responseLatency", "start": telemetry::iso8601_now(), "durationMs": round2(latency_ms)},
                 {"name": "responseDuration", "start": telemetry::iso8601_now(), "durationMs": 0.0},
@@ -174,9 +191,10 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
         });
     let max_mb = report::mb(max_bytes);
     // A suppressed init (phase invoke) is part of the invoke's duration.
-    let (duration_ms, init_ms) = match init_ms {
-        Some(i) => (duration_ms, Some(i)),
-        None => ((t_end - e.t0) as f64 / 1e6, None),
+    let (duration_ms, init_ms) = match which {
+        Which::Cold(i) => (duration_ms, Some(i)),
+        Which::AfterSuppressedInit => ((t_end - e.t0) as f64 / 1e6, None),
+        Which::Warm => (duration_ms, None),
     };
     if let Some(f) = &failure {
         let exit = s.lock().exited(&Role::Runtime).map(|x| x.status.clone());

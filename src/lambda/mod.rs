@@ -94,6 +94,8 @@ pub struct Options {
     pub log: Option<Arc<Mutex<std::fs::File>>>,
     pub save_response: Option<PathBuf>,
     pub tail_lines: usize,
+    /// Warm invokes after the cold one, per environment.
+    pub invokes: usize,
 }
 
 /// How far one environment got.
@@ -108,6 +110,8 @@ struct EnvRun {
     /// The invoke's figures and the sandbox's (`throttled_ms`).
     metrics: BTreeMap<String, f64>,
     invoke_ns: Option<u64>,
+    /// The warm invokes' Durations (`--invokes`), in order.
+    warm_ns: Vec<u64>,
     invoke_failure: Option<Failure>,
     shutdown_ns: Option<u64>,
     killed: bool,
@@ -128,7 +132,13 @@ pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id
         usage: first.usage.clone(),
         marks: first.marks.clone(),
         metrics: first.metrics.clone(),
-        requests_ns: first.invoke_ns.into_iter().collect(),
+        // The cold invoke, then the warm ones: bench's "1st request" and "later
+        // requests".
+        requests_ns: first
+            .invoke_ns
+            .into_iter()
+            .chain(first.warm_ns.iter().copied())
+            .collect(),
         shutdown_ns: first.shutdown_ns,
         killed: first.killed,
         ..Sample::begin(&id, first.t0)
@@ -205,6 +215,7 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
         marks: init.marks,
         metrics: BTreeMap::new(),
         invoke_ns: None,
+        warm_ns: Vec::new(),
         invoke_failure: None,
         shutdown_ns: None,
         killed: false,
@@ -213,12 +224,26 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
         tail: Vec::new(),
     };
     if init.result.is_ok() && !init.interrupted {
-        let init_for_report = (phase == "init").then_some(init.ms);
-        let invoked = invoke::run(&e, cfg, opts, init_for_report).await;
+        let which = if phase == "init" {
+            invoke::Which::Cold(init.ms)
+        } else {
+            invoke::Which::AfterSuppressedInit
+        };
+        let invoked = invoke::run(&e, cfg, opts, which).await;
         run.invoke_ns = Some(invoked.ns);
         run.invoke_failure = invoked.failure;
         run.metrics
             .extend(invoked.metrics.into_iter().map(|(k, v)| (k.to_string(), v)));
+        // Warm invokes of the same environment, each with its REPORT; the first
+        // failure ends them (Lambda would start a new environment).
+        for _ in 0..opts.invokes {
+            if run.invoke_failure.is_some() || crate::launch::signals::interrupted() {
+                break;
+            }
+            let warm = invoke::run(&e, cfg, opts, invoke::Which::Warm).await;
+            run.warm_ns.push(warm.ns);
+            run.invoke_failure = warm.failure;
+        }
     } else if let (Err(f), "invoke", false) = (&init.result, phase, init.interrupted) {
         let exit = run
             .exit_status
