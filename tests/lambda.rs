@@ -1083,3 +1083,35 @@ fn warm_invokes_each_get_a_report() {
     assert_eq!(log.iter().filter(|l| l.starts_with("INIT_START")).count(), 1);
     assert_eq!(sample["requests_ns"].as_array().map(Vec::len), Some(4));
 }
+
+/// An error type header of any size is shortened before it reaches the log, the
+/// terminal and the results.
+#[test]
+fn a_huge_error_type_header_is_shortened() {
+    let huge = format!("CS_RT_ERROR_TYPE=Runtime.{}", "A".repeat(20_000));
+    let (o, log, sample) = failing("error-type", None, &["--env", &huge]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let t = sample["outcome"]["error_type"].as_str().unwrap();
+    assert!(
+        t.starts_with("Runtime.AAA") && t.chars().count() <= 200,
+        "{} chars",
+        t.len()
+    );
+    let longest = |text: &str| text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(
+        longest(&stdout(&o)) < 2_000,
+        "stdout has a {}-char line",
+        longest(&stdout(&o))
+    );
+    assert!(
+        longest(&stderr(&o)) < 2_000,
+        "stderr has a {}-char line",
+        longest(&stderr(&o))
+    );
+    assert!(
+        log.iter()
+            .filter(|l| l.starts_with("REPORT "))
+            .all(|l| l.len() < 2_000),
+        "{log:?}"
+    );
+}

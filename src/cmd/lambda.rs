@@ -158,7 +158,7 @@ fn init_boost(a: &LambdaInitCpuArgs) -> Result<Option<boost::Boost>> {
     }
     if !(a.init_cpus.is_finite() && a.init_cpus > 0.0 && a.init_cpus <= sandbox::MAX_VCPUS) {
         bail!(
-            "--init-cpus {}: give vCPUs between 0 and {} (or --no-init-boost)",
+            "--init-cpus {}: give vCPUs above 0 and at most {} (or --no-init-boost)",
             a.init_cpus,
             sandbox::MAX_VCPUS
         );

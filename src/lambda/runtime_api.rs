@@ -170,7 +170,10 @@ fn error_type(headers: &HeaderMap, body: &[u8]) -> String {
                 .as_str()
                 .map(str::to_string)
         })
-        .map_or_else(|| "Runtime.Unknown".to_string(), |t| valid_error_type(&t))
+        .map_or_else(
+            || "Runtime.Unknown".to_string(),
+            |t| super::server::shorten(&valid_error_type(&t)),
+        )
 }
 
 /// Lambda keeps an error type that contains `Runtime.Xx…` or `Function.Xx…` (an
