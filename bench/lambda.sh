@@ -5,7 +5,7 @@
 #      listener, no HTTP framework, no telemetry, no cgroup); the Δ row's
 #      Hodges-Lehmann shift is the overhead.
 #   2. memory sweep 128…3008 MB for one runtime + one extension, with the CPU quota
-#      (memory/1769 vCPU) and, for contrast, with --init-boost: the Go runtime with
+#      (memory/1769 vCPU, --no-init-boost) and with the default init boost: the Go runtime with
 #      the Python raw-API extension (~100 ms of interpreter start-up CPU), and with the
 #      Rust lambda-extension one (~4 ms of CPU: fits in one 100 ms CFS period's quota).
 #
@@ -30,11 +30,11 @@ for rt in go-bootstrap rust-bootstrap; do
     --name bare --bare --name emulated
 done
 
-echo "== memory sweep: go-bootstrap + py-raw extension, CPU = memory/1769 vCPU"
-"$CS" lambda -q --no-store --runs "$SWEEP" --warmup 1 --runtime "$EX/go-bootstrap" \
+echo "== memory sweep: go-bootstrap + py-raw extension, CPU = memory/1769 vCPU (--no-init-boost)"
+"$CS" lambda -q --no-store --runs "$SWEEP" --warmup 1 --no-init-boost --runtime "$EX/go-bootstrap" \
   --extensions "$TMP/pyext" --memory 128,256,512,1024,1769,3008
-echo "== the same with --init-boost (init unthrottled)"
-"$CS" lambda -q --no-store --runs "$SWEEP" --warmup 1 --init-boost --runtime "$EX/go-bootstrap" \
+echo "== the same with the default init boost (1 vCPU for up to 10 s of init)"
+"$CS" lambda -q --no-store --runs "$SWEEP" --warmup 1 --runtime "$EX/go-bootstrap" \
   --extensions "$TMP/pyext" --memory 128,1769
 echo "== memory sweep: go-bootstrap + rust-telemetry extension (lambda-extension crate)"
 "$CS" lambda -q --no-store --runs "$SWEEP" --warmup 1 --runtime "$EX/go-bootstrap" \

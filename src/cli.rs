@@ -845,14 +845,16 @@ WHAT A RUN IS
   A fresh execution environment: the Lambda APIs on a free loopback port
   (AWS_LAMBDA_RUNTIME_API), every file of --extensions started at once, the runtime
   started once they registered; Init Duration = T0 → the last of the runtime's and
-  the extensions' first /next. Then one invoke of --event and Lambda's shutdown.
+  the extensions' first /next. Then one invoke of --event (plus --invokes N warm
+  ones, each with its REPORT) and Lambda's shutdown.
   Per run: Init Duration (the table); marks runtime_ready, ext.NAME.register,
   ext.NAME.ready and the SDK checkpoints of every process (COLDSTART_FD); metrics
   invoke_ms, post_runtime_ms, max_memory_mb, billed_ms, throttled_ms.
 
 LIMITS
   A cgroup per run (v2, or v1 cpu + memory) holds memory at --memory and CPU at
-  memory/1769 vCPU; --init-boost lifts the CPU quota until init ends. Init is limited
+  memory/1769 vCPU, except an on-demand init: max(--init-cpus 1, share) vCPU for
+  up to --init-boost-seconds 10 (AWS's init boost; --no-init-boost: none). Init is limited
   by --init-timeout (10 s, as on Lambda); a failed init is retried inside the invoke
   (a suppressed init), and the run counts as failed.
 
@@ -889,12 +891,15 @@ pub struct LambdaArgs {
     /// Function timeout in seconds (the invoke, and a suppressed init).
     #[arg(short, long, default_value_t = 3.0, value_name = "S")]
     pub timeout: f64,
+    /// Warm invokes of each environment after its cold one (each with its REPORT;
+    /// "later requests" in the results).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub invokes: usize,
     /// Init phase limit in seconds (Lambda: 10).
     #[arg(long, default_value_t = 10.0, value_name = "S")]
     pub init_timeout: f64,
-    /// No CPU quota during init (Lambda's undocumented init boost); quota from invoke on.
-    #[arg(long)]
-    pub init_boost: bool,
+    #[command(flatten)]
+    pub init_cpu: LambdaInitCpuArgs,
     /// Run without cgroups: no memory limit, no CPU quota (Max Memory Used from procfs).
     #[arg(long)]
     pub no_cgroup: bool,
@@ -925,6 +930,24 @@ pub struct LambdaArgs {
     /// Filled in by the variant grammar, not by clap.
     #[arg(skip)]
     pub variants: Vec<LambdaVariantSpec>,
+}
+
+/// The init CPU boost model (see docs/lambda.md, "Memory → CPU").
+#[derive(Args, Debug, Clone)]
+pub struct LambdaInitCpuArgs {
+    /// No init boost: init runs at the memory's CPU share (a worst case; provisioned
+    /// concurrency has no boost either).
+    #[arg(long, conflicts_with_all = ["init_cpus", "init_boost_seconds"])]
+    pub no_init_boost: bool,
+    /// vCPUs an on-demand init gets (AWS: "a full vCPU"), at least the memory's share.
+    #[arg(long, default_value_t = 1.0, value_name = "N")]
+    pub init_cpus: f64,
+    /// How long into init the boost lasts (AWS: "up to 10 seconds").
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    pub init_boost_seconds: f64,
+    /// The boost is the default now; kept so older scripts run.
+    #[arg(long, hide = true, conflicts_with = "no_init_boost")]
+    pub init_boost: bool,
 }
 
 /// Options of one Lambda variant (after its --name) or of all (before any).

@@ -124,6 +124,9 @@ fn huge_durations_and_counts_are_refused_before_any_run() {
         (["--timeout", "1e20"], "--timeout"),
         (["--init-timeout", "1e300"], "--init-timeout"),
         (["--warmup", "18446744073709551615"], "--warmup"),
+        (["--init-boost-seconds", "1e300"], "--init-boost-seconds"),
+        (["--init-cpus", "1e300"], "--init-cpus"),
+        (["--invokes", "18446744073709551615"], "--invokes"),
     ] {
         let o = run(&[&["lambda", "--no-store", "--runtime", "/bin/true"][..], &args[..]].concat());
         refused(&o, flag, &ran);

@@ -2,12 +2,12 @@
 //! variant per size) → the session's `measure` (schedule, store, statistics,
 //! reports), with emulated cold starts (`lambda::ColdStarts`) as the runner.
 
-use crate::cli::{LambdaArgs, LambdaVariantArgs, LambdaVariantSpec};
+use crate::cli::{LambdaArgs, LambdaInitCpuArgs, LambdaVariantArgs, LambdaVariantSpec};
 use anyhow::{anyhow, bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::sweep::point_name;
 use coldstart::experiment::{Param, Plan, StopRule, Sweep};
-use coldstart::lambda::{discover_extensions, env, sandbox, ColdStarts, Config, Options};
+use coldstart::lambda::{boost, discover_extensions, env, sandbox, ColdStarts, Config, Options};
 use coldstart::session::{self, RunSettings};
 use coldstart::target::{parse_env, Target};
 use std::path::PathBuf;
@@ -151,9 +151,29 @@ fn memory_sweep(configs: &[Point], along: Option<&str>) -> Result<Option<Sweep>>
     Ok(Some(sweep))
 }
 
+/// The init boost model from its flags (None: `--no-init-boost`).
+fn init_boost(a: &LambdaInitCpuArgs) -> Result<Option<boost::Boost>> {
+    if a.no_init_boost {
+        return Ok(None);
+    }
+    if !(a.init_cpus.is_finite() && a.init_cpus > 0.0 && a.init_cpus <= sandbox::MAX_VCPUS) {
+        bail!(
+            "--init-cpus {}: give vCPUs above 0 and at most {} (or --no-init-boost)",
+            a.init_cpus,
+            sandbox::MAX_VCPUS
+        );
+    }
+    let seconds = coldstart::bounds::seconds("--init-boost-seconds", a.init_boost_seconds, true)?;
+    Ok(Some(boost::Boost {
+        vcpus: a.init_cpus,
+        seconds,
+    }))
+}
+
 pub fn run(args: &LambdaArgs) -> Result<i32> {
     coldstart::bounds::runs("--runs", args.runs, 1)?;
     coldstart::bounds::runs("--warmup", args.warmup, 0)?;
+    coldstart::bounds::count("--invokes", args.invokes, 0, 10_000)?;
     coldstart::bounds::count(
         "--output-lines",
         args.common.output_lines,
@@ -162,12 +182,21 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     )?;
     let init_timeout = coldstart::bounds::seconds("--init-timeout", args.init_timeout, false)?;
     let function_timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
+    let init_boost = init_boost(&args.init_cpu)?;
     args.common.export.check_dirs()?;
     let configs = variants(args)?;
     let sweep = memory_sweep(&configs, args.compare_along.as_deref())?;
     let event = match &args.event {
         Some(p) => {
             let bytes = std::fs::read(p).with_context(|| format!("reading --event {}", p.display()))?;
+            let max = coldstart::lambda::runtime_api::MAX_EVENT;
+            if bytes.len() > max {
+                bail!(
+                    "--event {}: {} bytes is too large for a synchronous invoke (Lambda's limit is {max} bytes); pass a smaller event, or a reference to the data (an S3 key)",
+                    p.display(),
+                    bytes.len()
+                );
+            }
             serde_json::from_slice::<serde_json::Value>(&bytes).with_context(|| {
                 format!(
                     "--event {} is not JSON: Lambda events are JSON documents",
@@ -197,7 +226,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         event,
         init_timeout,
         function_timeout,
-        init_boost: args.init_boost,
+        init_boost,
         cgroups,
         function_name: args.function_name.clone(),
         handler: args.handler.clone(),
@@ -205,6 +234,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         log,
         save_response: args.save_response.clone(),
         tail_lines: args.common.output_lines,
+        invokes: args.invokes,
     };
     let plan = Plan {
         variants: configs
@@ -221,12 +251,12 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         keep_going: args.common.keep_going,
         seed: args.common.seed(),
     };
-    // What lambda has always recorded: the init timeout, no polling (the APIs
-    // say when init is over), and the one invoke.
+    // The init timeout, no polling (the APIs say when init is over), and the
+    // invokes: the cold one and the warm ones.
     let recorded = RunSettings {
         timeout: opts.init_timeout,
         poll_interval: Duration::ZERO,
-        requests: 1,
+        requests: 1 + args.invokes,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -238,10 +268,13 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             Some(c) => format!(
                 "cgroup {}: memory limit and CPU = memory/1769 vCPU{}",
                 c.version(),
-                if opts.init_boost {
-                    ", unthrottled during init"
-                } else {
-                    ""
+                match opts.init_boost {
+                    Some(b) => format!(
+                        ", on-demand init at least {} vCPU for up to {} s",
+                        b.vcpus,
+                        b.seconds.as_secs_f64()
+                    ),
+                    None => ", init too (--no-init-boost)".into(),
                 }
             ),
             None => "no cgroup: no memory or CPU limit".into(),

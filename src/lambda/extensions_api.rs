@@ -40,6 +40,10 @@ async fn register(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes) 
             "missing Lambda-Extension-Name header (the extension's file name)",
         );
     };
+    // An external extension's name is its file name; an internal one's can be
+    // anything, and it names marks and table rows.
+    let shortened = super::server::shorten(name);
+    let name = shortened.as_str();
     let parsed: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => return forbidden("InvalidRequestFormat", &format!("body is not JSON: {e}")),
@@ -200,7 +204,7 @@ fn report_error(State(env): State<Arc<Env>>, headers: HeaderMap, kind: &str) -> 
     env.shared.update(|s| {
         let name = s.extension_by_id(&id).map(|e| e.name.clone()).unwrap_or_default();
         s.extension_error
-            .get_or_insert((name, kind.to_string(), function_error.to_string()));
+            .get_or_insert((name, kind.to_string(), super::server::shorten(function_error)));
     });
     accepted()
 }

@@ -7,7 +7,7 @@
 use super::processes::{self, Logs, Process};
 use super::report::{self, Failure};
 use super::state::{self, Role, Shared, State};
-use super::{round2, sandbox, server, telemetry, Config, Environment, Options};
+use super::{boost, round2, sandbox, server, telemetry, Config, Environment, Options};
 use crate::clock::now_ns;
 use crate::launch::{tree, usage};
 use crate::run::RunId;
@@ -56,10 +56,10 @@ pub(super) async fn prepare(
                 .unwrap_or_default()
         })
         .collect();
-    let function = cfg.function(
-        opts,
-        &format!("coldstart/[$LATEST]{}", state::uuid().replace('-', "")),
-    );
+    // The log stream names the environment, as on Lambda; initStart's
+    // instanceId is the same id.
+    let instance_id = state::uuid().replace('-', "");
+    let function = cfg.function(opts, &format!("coldstart/[$LATEST]{instance_id}"));
     let bus = Arc::new(telemetry::Bus::default());
     let env = Arc::new(server::Env {
         shared: Arc::new(Shared::default()),
@@ -75,9 +75,7 @@ pub(super) async fn prepare(
         Some(c) => {
             let tag = format!("{}-{}-{}", id.variant, id.round, u8::from(id.warmup));
             let sb = c.create(&tag, cfg.memory_mb)?;
-            if !opts.init_boost {
-                sb.set_cpu(Some(sandbox::vcpus(cfg.memory_mb)))?;
-            }
+            sb.set_cpu(Some(boost::plan(opts.init_boost, cfg.memory_mb, phase).0))?;
             Some(sb)
         }
         None => None,
@@ -109,6 +107,7 @@ pub(super) async fn prepare(
         procs: Vec::new(),
         t0: 0,
         phase,
+        instance_id,
     };
     Ok((environment, Pending { extensions, runtime }))
 }
@@ -124,6 +123,10 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     let ext_names: Vec<String> = pending.extensions.iter().map(|(n, _)| n.clone()).collect();
     e.t0 = now_ns();
     let (t0, phase) = (e.t0, e.phase);
+    let boost_timer = match (&e.sandbox, boost::plan(opts.init_boost, cfg.memory_mb, phase).1) {
+        (Some(sb), Some(after)) => Some(boost::Timer::start(sb.cpu_quota(), after, cfg.memory_mb)),
+        _ => None,
+    };
     let function = &e.env.function;
     e.logs.line(&report::init_start(&opts.region));
     e.bus.emit(
@@ -134,6 +137,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
             "runtimeVersion": "provided:coldstart",
             "functionName": function.name,
             "functionVersion": function.version,
+            "instanceId": e.instance_id,
             "instanceMaxMemory": cfg.memory_mb * 1024 * 1024,
         }),
     );
@@ -206,6 +210,11 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         }
     }
     e.bus.close();
+    // Init is over: from here on the CPU is the memory's share.
+    drop(boost_timer);
+    if let Some(sb) = &e.sandbox {
+        sb.set_cpu(Some(sandbox::vcpus(cfg.memory_mb)))?;
+    }
     let interrupted = crate::launch::signals::interrupted();
     let mut exit_status = None;
     let marks = {
@@ -251,7 +260,10 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         if !matches!(f.error_type.as_deref(), Some("Sandbox.Timedout")) && !interrupted {
             e.bus.emit(
                 "platform.initRuntimeDone",
-                json!({"initializationType": "on-demand", "phase": phase, "status": f.status, "errorType": f.error_type}),
+                super::invoke::with_error_type(
+                    Some(f),
+                    json!({"initializationType": "on-demand", "phase": phase, "status": f.status}),
+                ),
             );
         }
     }

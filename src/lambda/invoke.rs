@@ -19,9 +19,19 @@ pub(super) struct Invoked {
     pub metrics: Vec<(&'static str, f64)>,
 }
 
-/// One invoke of the event. `init_ms`: the Init Duration the REPORT line shows
-/// (None after a suppressed init, which counts inside the invoke's duration).
-pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: Option<f64>) -> Invoked {
+/// Which invoke of an environment this is, for its REPORT.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Which {
+    /// The first after an on-demand init: REPORT shows this Init Duration.
+    Cold(f64),
+    /// The first after a suppressed init, which counts inside its Duration.
+    AfterSuppressedInit,
+    /// A later invoke of the same environment (`--invokes`).
+    Warm,
+}
+
+/// One invoke of the event.
+pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Which) -> Invoked {
     let s = &e.env.shared;
     let (bus, logs) = (&e.bus, &e.logs);
     let request_id = state::uuid();
@@ -67,12 +77,19 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
     });
     let runtime_gone = |st: &State| st.exited(&Role::Runtime).is_some();
     s.wait_until(inv_deadline, |st| {
-        st.interrupted || runtime_gone(st) || st.current.as_ref().is_some_and(|c| c.result.is_some())
+        // `current` may still be the previous (warm) invoke's until the runtime's
+        // /next takes this one.
+        st.interrupted
+            || runtime_gone(st)
+            || st
+                .current
+                .as_ref()
+                .is_some_and(|c| c.request_id == request_id && c.result.is_some())
     })
     .await;
     let (result, delivered) = {
         let st = s.lock();
-        let cur = st.current.as_ref();
+        let cur = st.current.as_ref().filter(|c| c.request_id == request_id);
         (
             cur.and_then(|c| c.result.clone()),
             cur.and_then(|c| c.delivered_ns),
@@ -97,16 +114,15 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
     let latency_ms = delivered.map_or(0.0, |d| (d.saturating_sub(t_inv)) as f64 / 1e6);
     bus.emit(
         "platform.runtimeDone",
-        json!({
+        with_error_type(failure.as_ref(), json!({
             "requestId": request_id,
             "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
-            "errorType": failure.as_ref().and_then(|f| f.error_type.clone()),
-            "metrics": {"durationMs": round2((runtime_done - t_inv) as f64 / 1e6), "producedBytes": produced},
+            "metrics": {"durationMs": round2(runtime_done.saturating_sub(t_inv) as f64 / 1e6), "producedBytes": produced},
             "spans": [
                 {"name": "responseLatency", "start": telemetry::iso8601_now(), "durationMs": round2(latency_ms)},
                 {"name": "responseDuration", "start": telemetry::iso8601_now(), "durationMs": 0.0},
             ],
-        }),
+        })),
     );
     if let (Some(r), Some(path), None) = (&result, &opts.save_response, &failure) {
         if let Err(e) = std::fs::write(path, &r.body) {
@@ -175,11 +191,26 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
         });
     let max_mb = report::mb(max_bytes);
     // A suppressed init (phase invoke) is part of the invoke's duration.
-    let (duration_ms, init_ms) = match init_ms {
-        Some(i) => (duration_ms, Some(i)),
-        None => ((t_end - e.t0) as f64 / 1e6, None),
+    let (duration_ms, init_ms) = match which {
+        Which::Cold(i) => (duration_ms, Some(i)),
+        Which::AfterSuppressedInit => ((t_end - e.t0) as f64 / 1e6, None),
+        Which::Warm => (duration_ms, None),
     };
+    if let Some(f) = &failure {
+        let exit = s.lock().exited(&Role::Runtime).map(|x| x.status.clone());
+        for l in report::invoke_error(
+            &request_id,
+            f,
+            exit.as_ref(),
+            opts.function_timeout.as_secs_f64(),
+            &telemetry::iso8601_now(),
+        ) {
+            logs.line(&l);
+        }
+    }
     logs.line(&report::end(&request_id));
+    // Only Logs API subscribers get platform.end (the Telemetry API has none).
+    bus.emit("platform.end", json!({"requestId": request_id}));
     logs.line(&report::report(&report::ReportLine {
         request_id: &request_id,
         duration_ms,
@@ -200,12 +231,14 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
     }
     bus.emit(
         "platform.report",
-        json!({
-            "requestId": request_id,
-            "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
-            "errorType": failure.as_ref().and_then(|f| f.error_type.clone()),
-            "metrics": metrics,
-        }),
+        with_error_type(
+            failure.as_ref(),
+            json!({
+                "requestId": request_id,
+                "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
+                "metrics": metrics,
+            }),
+        ),
     );
     Invoked {
         ns: t_end - t_inv,
@@ -217,4 +250,77 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, init_ms: 
             ("billed_ms", billed as f64),
         ],
     }
+}
+
+/// A record's `errorType`, only when there is one (Lambda's schema leaves it out
+/// on success rather than sending null).
+pub(super) fn with_error_type(failure: Option<&Failure>, mut record: serde_json::Value) -> serde_json::Value {
+    if let Some(t) = failure.and_then(|f| f.error_type.as_ref()) {
+        record["errorType"] = t.clone().into();
+    }
+    record
+}
+
+/// The invoke of a suppressed init that failed too: Lambda still logs START, the
+/// error, END and a billed REPORT (Duration = the retried init, up to the function
+/// timeout), and sends platform.start / runtimeDone / report.
+pub(super) fn after_failed_init(
+    e: &Environment,
+    cfg: &Config,
+    opts: &Options,
+    failure: &Failure,
+    init_ms: f64,
+    runtime_exit: Option<&crate::sample::ExitStatus>,
+) -> f64 {
+    let (bus, logs) = (&e.bus, &e.logs);
+    let request_id = state::uuid();
+    logs.line(&report::start(&request_id, "$LATEST"));
+    bus.emit(
+        "platform.start",
+        json!({"requestId": request_id, "version": "$LATEST"}),
+    );
+    for l in report::invoke_error(
+        &request_id,
+        failure,
+        runtime_exit,
+        opts.function_timeout.as_secs_f64(),
+        &telemetry::iso8601_now(),
+    ) {
+        logs.line(&l);
+    }
+    bus.emit(
+        "platform.runtimeDone",
+        with_error_type(
+            Some(failure),
+            json!({"requestId": request_id, "status": failure.status,
+                   "metrics": {"durationMs": round2(init_ms), "producedBytes": 0}}),
+        ),
+    );
+    logs.line(&report::end(&request_id));
+    bus.emit("platform.end", json!({"requestId": request_id}));
+    let max_mb = report::mb(
+        e.sandbox
+            .as_ref()
+            .and_then(|sb| sb.peak_memory_bytes())
+            .unwrap_or(0),
+    );
+    logs.line(&report::report(&report::ReportLine {
+        request_id: &request_id,
+        duration_ms: init_ms,
+        memory_mb: cfg.memory_mb,
+        max_memory_used_mb: max_mb,
+        init_ms: None,
+        failure: Some(failure),
+    }));
+    let billed = report::billed_ms(init_ms, None);
+    bus.emit(
+        "platform.report",
+        with_error_type(
+            Some(failure),
+            json!({"requestId": request_id, "status": failure.status,
+                   "metrics": {"durationMs": round2(init_ms), "billedDurationMs": billed,
+                               "memorySizeMB": cfg.memory_mb, "maxMemoryUsedMB": max_mb}}),
+        ),
+    );
+    billed as f64
 }

@@ -10,13 +10,14 @@
 //! `invoke` and `shutdown` (this module runs them in order), `server` +
 //! `runtime_api` + `extensions_api` + `telemetry` (the HTTP APIs), `state` (what
 //! they share), `processes` (spawn, exit, output, checkpoints), `sandbox`
-//! (cgroups), `env`, `report` (log lines), `bare` (the no-emulator baseline).
+//! (cgroups), `boost` (the init CPU model), `env`, `report` (log lines), `bare` (the no-emulator baseline).
 //!
 //! A run's Sample: `ready_ns` = Init Duration; marks (source lambda) for the
 //! APIs' instants and (source checkpoint) for the processes' SDK checkpoints;
 //! metrics for the invoke's and the sandbox's figures.
 
 pub mod bare;
+pub mod boost;
 
 pub mod env;
 pub mod extensions_api;
@@ -84,7 +85,8 @@ pub struct Options {
     pub event: Vec<u8>,
     pub init_timeout: Duration,
     pub function_timeout: Duration,
-    pub init_boost: bool,
+    /// The CPU an on-demand init gets (None: `--no-init-boost`, the memory's share).
+    pub init_boost: Option<boost::Boost>,
     pub cgroups: Option<sandbox::Cgroups>,
     pub function_name: String,
     pub handler: String,
@@ -92,6 +94,8 @@ pub struct Options {
     pub log: Option<Arc<Mutex<std::fs::File>>>,
     pub save_response: Option<PathBuf>,
     pub tail_lines: usize,
+    /// Warm invokes after the cold one, per environment.
+    pub invokes: usize,
 }
 
 /// How far one environment got.
@@ -106,6 +110,8 @@ struct EnvRun {
     /// The invoke's figures and the sandbox's (`throttled_ms`).
     metrics: BTreeMap<String, f64>,
     invoke_ns: Option<u64>,
+    /// The warm invokes' Durations (`--invokes`), in order.
+    warm_ns: Vec<u64>,
     invoke_failure: Option<Failure>,
     shutdown_ns: Option<u64>,
     killed: bool,
@@ -126,7 +132,13 @@ pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id
         usage: first.usage.clone(),
         marks: first.marks.clone(),
         metrics: first.metrics.clone(),
-        requests_ns: first.invoke_ns.into_iter().collect(),
+        // The cold invoke, then the warm ones: bench's "1st request" and "later
+        // requests".
+        requests_ns: first
+            .invoke_ns
+            .into_iter()
+            .chain(first.warm_ns.iter().copied())
+            .collect(),
         shutdown_ns: first.shutdown_ns,
         killed: first.killed,
         ..Sample::begin(&id, first.t0)
@@ -182,6 +194,8 @@ struct Environment {
     t0: u64,
     /// "init", or "invoke" for a suppressed init.
     phase: &'static str,
+    /// `platform.initStart`'s instanceId (also in the log stream's name).
+    instance_id: String,
 }
 
 /// One execution environment from T0 to the last process reaped: init, invoke
@@ -202,6 +216,7 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
         marks: init.marks,
         metrics: BTreeMap::new(),
         invoke_ns: None,
+        warm_ns: Vec::new(),
         invoke_failure: None,
         shutdown_ns: None,
         killed: false,
@@ -210,18 +225,33 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
         tail: Vec::new(),
     };
     if init.result.is_ok() && !init.interrupted {
-        if let (Some(sb), true) = (&e.sandbox, opts.init_boost) {
-            if let Err(err) = sb.set_cpu(Some(sandbox::vcpus(cfg.memory_mb))) {
-                shutdown::cleanup(e).await;
-                return Err(err);
-            }
-        }
-        let init_for_report = (phase == "init").then_some(init.ms);
-        let invoked = invoke::run(&e, cfg, opts, init_for_report).await;
+        let which = if phase == "init" {
+            invoke::Which::Cold(init.ms)
+        } else {
+            invoke::Which::AfterSuppressedInit
+        };
+        let invoked = invoke::run(&e, cfg, opts, which).await;
         run.invoke_ns = Some(invoked.ns);
         run.invoke_failure = invoked.failure;
         run.metrics
             .extend(invoked.metrics.into_iter().map(|(k, v)| (k.to_string(), v)));
+        // Warm invokes of the same environment, each with its REPORT; the first
+        // failure ends them (Lambda would start a new environment).
+        for _ in 0..opts.invokes {
+            if run.invoke_failure.is_some() || crate::launch::signals::interrupted() {
+                break;
+            }
+            let warm = invoke::run(&e, cfg, opts, invoke::Which::Warm).await;
+            run.warm_ns.push(warm.ns);
+            run.invoke_failure = warm.failure;
+        }
+    } else if let (Err(f), "invoke", false) = (&init.result, phase, init.interrupted) {
+        let exit = run
+            .exit_status
+            .clone()
+            .filter(|_| f.error_type.as_deref() == Some("Runtime.ExitError"));
+        let billed = invoke::after_failed_init(&e, cfg, opts, f, init.ms, exit.as_ref());
+        run.metrics.insert("billed_ms".into(), billed);
     }
     if !crate::launch::signals::interrupted() {
         let (took, killed) = shutdown::run(&e).await;
@@ -233,11 +263,44 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
         run.metrics.insert("throttled_ms".into(), t as f64 / 1e6);
     }
     let (shared, logs) = (e.env.shared.clone(), e.logs.clone());
-    shutdown::cleanup(e).await;
+    let deliveries = shutdown::cleanup(e).await;
+    for d in &deliveries {
+        let key = |what: &str| format!("{}.{}.{what}", d.api, d.extension);
+        run.metrics
+            .insert(key("delivered_batches"), d.delivered_batches as f64);
+        run.metrics.insert(key("failed_batches"), d.failed_batches as f64);
+        warn_undelivered(d);
+    }
     run.marks.extend(processes::checkpoint_marks(&shared, run.t0));
     run.marks.sort_by_key(|m| m.t_ns);
     run.tail = logs.tail();
     Ok(run)
+}
+
+/// Say once per subscriber and destination that batches did not arrive: an
+/// extension whose listener is not where it subscribed gets nothing, which
+/// would otherwise look like a quiet success.
+fn warn_undelivered(d: &telemetry::Delivery) {
+    static WARNED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    if d.failed_batches == 0 {
+        return;
+    }
+    let key = (d.extension.clone(), d.destination.clone());
+    let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+    if warned.contains(&key) {
+        return;
+    }
+    warned.push(key);
+    crate::out::errln!(
+        "coldstart lambda: {} of {} {} batches to extension {} at {} were not delivered (nothing accepted them there); see the metric {}.{}.failed_batches",
+        d.failed_batches,
+        d.failed_batches + d.delivered_batches,
+        d.api,
+        d.extension,
+        d.destination,
+        d.api,
+        d.extension
+    );
 }
 
 fn round2(x: f64) -> f64 {

@@ -56,19 +56,63 @@ pub fn report(r: &ReportLine) -> String {
     s
 }
 
-/// Printed only when init fails (on-demand functions).
+/// Printed only when init fails (on-demand functions). A timeout has no Error
+/// Type (AWS's example: `INIT_REPORT Init Duration: 1236.04 ms Phase: init
+/// Status: timeout`).
 pub fn init_report(init_ms: f64, phase: &str, failure: &Failure) -> String {
     let mut s = format!("INIT_REPORT Init Duration: {init_ms:.2} ms\tPhase: {phase}");
-    push_failure(&mut s, Some(failure));
+    if failure.status == "timeout" {
+        s.push_str("\tStatus: timeout");
+    } else {
+        push_failure(&mut s, Some(failure));
+    }
     s
 }
 
 fn push_failure(s: &mut String, failure: Option<&Failure>) {
     if let Some(f) = failure {
         s.push_str(&format!("\tStatus: {}", f.status));
-        if let Some(t) = &f.error_type {
+        // A timeout is its own explanation: Lambda prints no Error Type with it.
+        if let (Some(t), false) = (&f.error_type, f.status == "timeout") {
             s.push_str(&format!("\tError Type: {t}"));
         }
+    }
+}
+
+/// The line(s) Lambda logs between START and END of a failed invoke: `Task timed
+/// out after 3.00 seconds` (prefixed with the time and request id), `RequestId: …
+/// Error: Runtime exited with error: exit status 1` then the error type, else the
+/// generic `Unknown application error occurred` then the error type.
+pub fn invoke_error(
+    request_id: &str,
+    failure: &Failure,
+    runtime_exit: Option<&crate::sample::ExitStatus>,
+    timeout_s: f64,
+    now_iso: &str,
+) -> Vec<String> {
+    let kind = failure
+        .error_type
+        .clone()
+        .unwrap_or_else(|| failure.status.clone());
+    if failure.status == "timeout" {
+        return vec![format!(
+            "{now_iso} {request_id} Task timed out after {timeout_s:.2} seconds"
+        )];
+    }
+    match (kind.as_str(), runtime_exit) {
+        ("Runtime.ExitError", Some(x)) => {
+            let how = match (x.code, x.signal) {
+                (Some(c), _) => format!("exit status {c}"),
+                (_, Some(9)) => "signal: killed".to_string(),
+                (_, Some(s)) => format!("signal: {s}"),
+                _ => "exit status unknown".to_string(),
+            };
+            vec![
+                format!("RequestId: {request_id} Error: Runtime exited with error: {how}"),
+                kind,
+            ]
+        }
+        _ => vec!["Unknown application error occurred".to_string(), kind],
     }
 }
 
@@ -101,11 +145,30 @@ mod tests {
         assert_eq!(billed_ms(1.01, Some(0.5)), 2);
         let timeout = Failure {
             status: "timeout".into(),
-            error_type: None,
+            error_type: Some("Sandbox.Timedout".into()),
         };
         assert_eq!(
             init_report(10009.131, "init", &timeout),
             "INIT_REPORT Init Duration: 10009.13 ms\tPhase: init\tStatus: timeout"
+        );
+        let exit = crate::sample::ExitStatus {
+            code: Some(1),
+            signal: None,
+        };
+        let crashed = Failure {
+            status: "error".into(),
+            error_type: Some("Runtime.ExitError".into()),
+        };
+        assert_eq!(
+            invoke_error("r1", &crashed, Some(&exit), 3.0, "T"),
+            [
+                "RequestId: r1 Error: Runtime exited with error: exit status 1",
+                "Runtime.ExitError"
+            ]
+        );
+        assert_eq!(
+            invoke_error("r1", &timeout, None, 3.0, "T"),
+            ["T r1 Task timed out after 3.00 seconds"]
         );
         assert_eq!(mb(1), 1);
         assert_eq!(mb(78 * 1024 * 1024), 78);

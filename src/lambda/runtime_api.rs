@@ -12,8 +12,11 @@ use axum::routing::{get, post};
 use axum::Router;
 use std::sync::Arc;
 
-/// Largest response a runtime may post (RIE `MaxPayloadSize`: 6 MiB + 100 B).
+/// Largest response a runtime may post (RIE `MaxPayloadSize`: 6 MiB + 100 B;
+/// Lambda: "exceeded maximum allowed payload size (6291556 bytes)").
 pub const MAX_PAYLOAD: usize = 6 * 1024 * 1024 + 100;
+/// Largest synchronous event (Lambda: "limit 6291456 bytes").
+pub const MAX_EVENT: usize = 6 * 1024 * 1024;
 
 pub fn routes() -> Router<Arc<Env>> {
     Router::new()
@@ -94,14 +97,18 @@ async fn response(
         }
     }
     if body.len() > MAX_PAYLOAD {
-        return error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "RequestEntityTooLarge",
-            &format!(
-                "response of {} bytes exceeds the {MAX_PAYLOAD} byte limit",
-                body.len()
-            ),
+        // The invoke ends here with Lambda's function error; a later, smaller
+        // response finds the request already answered (403), as on Lambda.
+        let msg =
+            format!("Response payload size exceeded maximum allowed payload size ({MAX_PAYLOAD} bytes).");
+        let err = serde_json::json!({"errorMessage": msg, "errorType": "Function.ResponseSizeTooLarge"});
+        finish(
+            &env,
+            at,
+            Some("Function.ResponseSizeTooLarge".into()),
+            err.to_string().into_bytes(),
         );
+        return error(StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", &msg);
     }
     finish(&env, at, None, body.to_vec());
     accepted()
@@ -163,8 +170,31 @@ fn error_type(headers: &HeaderMap, body: &[u8]) -> String {
                 .as_str()
                 .map(str::to_string)
         })
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| "Runtime.Unknown".to_string())
+        .map_or_else(
+            || "Runtime.Unknown".to_string(),
+            |t| super::server::shorten(&valid_error_type(&t)),
+        )
+}
+
+/// Lambda keeps an error type that contains `Runtime.Xx…` or `Function.Xx…` (an
+/// upper-case letter, then letters); others become `Function.Unknown` (if they
+/// start with `Function.`) or `Runtime.Unknown` (RIE's
+/// `GetValidRuntimeOrFunctionErrorType`).
+pub fn valid_error_type(t: &str) -> String {
+    let valid_at = |i: usize, prefix: &str| {
+        let rest = &t.as_bytes()[i + prefix.len()..];
+        rest.len() >= 2 && rest[0].is_ascii_uppercase() && rest[1].is_ascii_alphabetic()
+    };
+    let found = ["Runtime.", "Function."]
+        .iter()
+        .any(|p| t.match_indices(p).any(|(i, _)| valid_at(i, p)));
+    if found {
+        t.to_string()
+    } else if t.starts_with("Function.") {
+        "Function.Unknown".into()
+    } else {
+        "Runtime.Unknown".into()
+    }
 }
 
 pub fn accepted() -> Response {
@@ -173,4 +203,26 @@ pub fn accepted() -> Response {
         axum::Json(serde_json::json!({"status": "OK"})),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_error_type;
+
+    #[test]
+    fn error_types_as_lambda_maps_them() {
+        assert_eq!(
+            valid_error_type("Runtime.ImportModuleError"),
+            "Runtime.ImportModuleError"
+        );
+        assert_eq!(
+            valid_error_type("Function.ResponseSizeTooLarge"),
+            "Function.ResponseSizeTooLarge"
+        );
+        assert_eq!(valid_error_type("ValueError"), "Runtime.Unknown");
+        assert_eq!(valid_error_type("Runtime.x"), "Runtime.Unknown");
+        assert_eq!(valid_error_type("Function.lower"), "Function.Unknown");
+        assert_eq!(valid_error_type("Runtime."), "Runtime.Unknown");
+        assert_eq!(valid_error_type("Error"), "Runtime.Unknown");
+    }
 }

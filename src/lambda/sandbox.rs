@@ -1,7 +1,7 @@
 //! Memory → CPU, as Lambda allocates it: a memory limit of the configured size and
 //! a CPU quota of memory/1769 vCPU, in a fresh cgroup per run (cgroup v2, or v1's
-//! cpu + memory hierarchies; detected). `--init-boost` leaves the CPU unthrottled
-//! until init ends.
+//! cpu + memory hierarchies; detected). During an on-demand init the quota is
+//! the init boost's (`boost`), lowered to memory/1769 when it ends.
 //!
 //! Every process of the environment enters these cgroups between its clone and
 //! its exec (`procs_files`, given to `spawn::Prepared::enter_cgroups`: the one
@@ -23,11 +23,13 @@ pub fn vcpus(memory_mb: u64) -> f64 {
 
 /// An environment's limits as a plain run expresses them: `--bare` runs under
 /// these, so its comparison with the emulated variant is the emulator's
-/// difference, not the quota's. The CPU quota is left off while init is
-/// boosted (a bare run ends at the runtime's first /next: all of it is init).
-pub fn limits(memory_mb: u64, init_boost: bool) -> crate::limits::Limits {
+/// difference, not the quota's. A bare run ends at the runtime's first /next:
+/// all of it is init, so with the boost on it gets the boosted CPU (for the
+/// whole run: a plain run's quota cannot be lowered after `seconds`).
+pub fn limits(memory_mb: u64, boost: Option<super::boost::Boost>) -> crate::limits::Limits {
+    let share = vcpus(memory_mb).max(0.01);
     crate::limits::Limits {
-        cpus: (!init_boost).then(|| vcpus(memory_mb).max(0.01)),
+        cpus: Some(boost.map_or(share, |b| b.vcpus.max(share))),
         cpuset: None,
         memory_bytes: Some(memory_mb << 20),
     }
@@ -161,22 +163,15 @@ impl Sandbox {
 
     /// CPU quota in vCPUs (None: unthrottled).
     pub fn set_cpu(&self, vcpus: Option<f64>) -> Result<()> {
-        let quota = vcpus.map(|v| ((v * PERIOD_US as f64) as u64).max(1_000));
-        match &self.kind {
-            Kind::V2 { .. } => write(
-                &self.cpu.join("cpu.max"),
-                &match quota {
-                    Some(q) => format!("{q} {PERIOD_US}"),
-                    None => format!("max {PERIOD_US}"),
-                },
-            ),
-            Kind::V1 { .. } => {
-                write(&self.cpu.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
-                write(
-                    &self.cpu.join("cpu.cfs_quota_us"),
-                    &quota.map_or("-1".to_string(), |q| q.to_string()),
-                )
-            }
+        self.cpu_quota().set(vcpus)
+    }
+
+    /// The CPU quota's control, apart from the Sandbox: the init boost's timer
+    /// lowers the quota while init still runs.
+    pub fn cpu_quota(&self) -> CpuQuota {
+        CpuQuota {
+            v2: matches!(self.kind, Kind::V2 { .. }),
+            dir: self.cpu.clone(),
         }
     }
 
@@ -215,6 +210,36 @@ impl Drop for Sandbox {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
+        }
+    }
+}
+
+/// A run cgroup's CPU quota, detached from its Sandbox (a write after the cgroup
+/// was removed fails; the boost's timer is stopped before that).
+#[derive(Debug, Clone)]
+pub struct CpuQuota {
+    v2: bool,
+    dir: PathBuf,
+}
+
+impl CpuQuota {
+    /// CPU quota in vCPUs (None: unthrottled).
+    pub fn set(&self, vcpus: Option<f64>) -> Result<()> {
+        let quota = vcpus.map(|v| ((v * PERIOD_US as f64) as u64).max(1_000));
+        if self.v2 {
+            write(
+                &self.dir.join("cpu.max"),
+                &match quota {
+                    Some(q) => format!("{q} {PERIOD_US}"),
+                    None => format!("max {PERIOD_US}"),
+                },
+            )
+        } else {
+            write(&self.dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
+            write(
+                &self.dir.join("cpu.cfs_quota_us"),
+                &quota.map_or("-1".to_string(), |q| q.to_string()),
+            )
         }
     }
 }

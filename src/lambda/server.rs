@@ -22,6 +22,20 @@ pub struct Env {
     pub external_names: Vec<String>,
 }
 
+/// Longest header-derived text (an error type, an internal extension's name) kept
+/// for the log, the terminal and the results.
+pub const MAX_HEADER_TEXT: usize = 128;
+
+/// A header's text cut to `MAX_HEADER_TEXT` characters (marked with `…`): a
+/// process may send a header of any size, and it ends up in log lines, tables
+/// and metric names.
+pub fn shorten(text: &str) -> String {
+    match text.char_indices().nth(MAX_HEADER_TEXT) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// Lambda's error body: `{"errorMessage", "errorType"}`.
 pub fn error(status: StatusCode, kind: &str, message: &str) -> Response {
     (
@@ -73,5 +87,19 @@ impl Server {
         // Graceful shutdown would wait for the blocked /next handlers: cut them off.
         self.task.abort();
         self.task.await.ok();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_header_text_is_shortened() {
+        assert_eq!(shorten("Runtime.Short"), "Runtime.Short");
+        let long = "é".repeat(10_000);
+        let cut = shorten(&long);
+        assert_eq!(cut.chars().count(), MAX_HEADER_TEXT + 1);
+        assert!(cut.ends_with('…'));
     }
 }

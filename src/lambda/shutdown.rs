@@ -100,7 +100,7 @@ pub(super) async fn run(e: &Environment) -> (u64, bool) {
 
 /// SIGKILL and reap everything of the environment; read the rest of its
 /// checkpoints; stop its server and telemetry; remove its cgroup.
-pub(super) async fn cleanup(e: Environment) {
+pub(super) async fn cleanup(e: Environment) -> Vec<super::telemetry::Delivery> {
     let Environment {
         mut procs,
         srv,
@@ -127,7 +127,8 @@ pub(super) async fn cleanup(e: Environment) {
     for p in procs.iter_mut() {
         p.checkpoints_read(CHECKPOINTS_WITHIN).await;
     }
-    bus.stop();
+    let deliveries = bus.stop();
     srv.stop().await;
     drop(sandbox);
+    deliveries
 }

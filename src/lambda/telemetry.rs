@@ -60,7 +60,40 @@ pub enum Destination {
 
 struct Item {
     category: &'static str,
+    /// The record's `type` (platform.start, function, …).
+    kind: String,
     json: String,
+}
+
+/// Platform records the Logs API delivers (AWS, "Using the Lambda Logs API": its
+/// message types); the init records and telemetrySubscription are the Telemetry
+/// API's only.
+const LOGS_API_PLATFORM: [&str; 8] = [
+    "platform.start",
+    "platform.end",
+    "platform.report",
+    "platform.extension",
+    "platform.logsSubscription",
+    "platform.logsDropped",
+    "platform.fault",
+    "platform.runtimeDone",
+];
+/// Platform records only the Logs API has.
+const LOGS_API_ONLY: [&str; 2] = ["platform.end", "platform.logsSubscription"];
+
+/// Does a subscriber of `api` with these `types` get this record?
+fn wants(api: &str, types: &[String], item: &Item) -> bool {
+    if !types.iter().any(|t| t == item.category) {
+        return false;
+    }
+    if item.category != "platform" {
+        return true;
+    }
+    if api == "logs" {
+        LOGS_API_PLATFORM.contains(&item.kind.as_str())
+    } else {
+        !LOGS_API_ONLY.contains(&item.kind.as_str())
+    }
 }
 
 struct Subscriber {
@@ -73,6 +106,7 @@ struct Subscriber {
     /// When the oldest queued item was queued.
     oldest_ns: u64,
     in_flight: bool,
+    /// Batches the listener accepted / that failed (refused, unreachable, 4xx/5xx).
     delivered: usize,
     failed: usize,
 }
@@ -102,8 +136,17 @@ impl Default for Bus {
     }
 }
 
-/// What a subscriber was sent: (extension, records delivered, records that failed).
-pub type Delivery = (String, usize, usize);
+/// What one subscriber was sent, in batches; a batch still queued or in flight
+/// when the environment ended counts as failed (it never arrived).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    pub extension: String,
+    /// `telemetry` or `logs`.
+    pub api: &'static str,
+    pub destination: String,
+    pub delivered_batches: usize,
+    pub failed_batches: usize,
+}
 
 impl Bus {
     fn lock(&self) -> MutexGuard<'_, BusState> {
@@ -123,18 +166,18 @@ impl Bus {
             _ => "platform",
         };
         let json = json!({"time": iso8601_now(), "type": kind, "record": record}).to_string();
-        let item = Arc::new(Item { category, json });
+        let item = Arc::new(Item {
+            category,
+            kind: kind.to_string(),
+            json,
+        });
         {
             let mut s = self.lock();
             if category == "platform" {
                 s.replay.push(item.clone());
             }
             let now = now_ns();
-            for sub in s
-                .subs
-                .iter_mut()
-                .filter(|x| x.types.iter().any(|t| t == category))
-            {
+            for sub in s.subs.iter_mut().filter(|x| wants(x.api, &x.types, &item)) {
                 if sub.queue.is_empty() {
                     sub.oldest_ns = now;
                 }
@@ -177,7 +220,16 @@ impl Bus {
         self.lock()
             .subs
             .iter()
-            .map(|s| (s.name.clone(), s.delivered, s.failed))
+            .map(|s| Delivery {
+                extension: s.name.clone(),
+                api: s.api,
+                destination: match &s.destination {
+                    Destination::Http(u) => u.clone(),
+                    Destination::Tcp(p) => format!("tcp 127.0.0.1:{p}"),
+                },
+                delivered_batches: s.delivered,
+                failed_batches: s.failed + usize::from(s.in_flight) + usize::from(!s.queue.is_empty()),
+            })
             .collect()
     }
 
@@ -240,9 +292,9 @@ impl Bus {
                 let sub = &mut s.subs[i];
                 sub.in_flight = false;
                 if ok {
-                    sub.delivered += items.len();
+                    sub.delivered += 1;
                 } else {
-                    sub.failed += items.len();
+                    sub.failed += 1;
                 }
             }
             self.bump();
@@ -381,7 +433,7 @@ fn subscribe(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes, api: 
             let queue: VecDeque<Arc<Item>> = s
                 .replay
                 .iter()
-                .filter(|x| req.0.iter().any(|t| t == x.category))
+                .filter(|x| wants(api, &req.0, x))
                 .cloned()
                 .collect();
             s.subs.push(Subscriber {
@@ -408,12 +460,12 @@ fn subscribe(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes, api: 
             e.telemetry = Some(req.0.clone());
         }
     });
-    if api == "telemetry" {
-        bus.emit(
-            "platform.telemetrySubscription",
-            json!({"name": name, "state": "Subscribed", "types": req.0}),
-        );
-    }
+    let kind = if api == "telemetry" {
+        "platform.telemetrySubscription"
+    } else {
+        "platform.logsSubscription"
+    };
+    bus.emit(kind, json!({"name": name, "state": "Subscribed", "types": req.0}));
     (StatusCode::OK, "OK").into_response()
 }
 

@@ -10,12 +10,19 @@ Environment (all optional):
                     exit: exit(3) right after registering
   CS_CHECKPOINT_SDK sdk/python/src: checkpoints NAME.start (first thing) and
                     NAME.before-next (right before the CS_READY_DIR instant)
+  CS_EXT_SUBSCRIBE  telemetry | logs: subscribe to that API (platform, function,
+                    extension) with destination http://CS_EXT_DEST_HOST:CS_EXT_LISTEN_PORT
+                    (host default `sandbox`, as extensions written for Lambda do);
+                    with CS_EXT_RECORDS, a listener on 127.0.0.1:CS_EXT_LISTEN_PORT
+                    appends every record it receives there, one JSON per line
 """
 import json
 import os
 import sys
+import threading
 import time
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 API = "http://" + os.environ["AWS_LAMBDA_RUNTIME_API"] + "/2020-01-01/extension"
 NAME = os.path.basename(sys.argv[0])
@@ -51,6 +58,44 @@ if mode == "init-error":
     sys.exit(1)
 if mode == "exit":
     sys.exit(3)
+subscribe = os.environ.get("CS_EXT_SUBSCRIBE")
+if subscribe:
+    port = int(os.environ["CS_EXT_LISTEN_PORT"])
+    records = os.environ.get("CS_EXT_RECORDS")
+    if records:
+
+        class Listener(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with open(records, "a") as f:
+                    for r in json.loads(body):
+                        f.write(json.dumps(r) + "\n")
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", port), Listener)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    api = "http://" + os.environ["AWS_LAMBDA_RUNTIME_API"]
+    path, schema = {
+        "telemetry": ("/2022-07-01/telemetry", "2022-12-13"),
+        "logs": ("/2020-08-15/logs", "2021-03-18"),
+    }[subscribe]
+    sub = {
+        "schemaVersion": schema,
+        "types": ["platform", "function", "extension"],
+        "buffering": {"timeoutMs": 25, "maxBytes": 262144, "maxItems": 1000},
+        "destination": {"protocol": "HTTP", "URI": "http://%s:%d" % (os.environ.get("CS_EXT_DEST_HOST", "sandbox"), port)},
+    }
+    req = urllib.request.Request(
+        api + path,
+        data=json.dumps(sub).encode(),
+        method="PUT",
+        headers={"Lambda-Extension-Identifier": ext_id},
+    )
+    urllib.request.urlopen(req).read()
 delay = int(os.environ.get("CS_EXT_DELAY_MS", "0") or 0)
 if delay:
     time.sleep(delay / 1000)

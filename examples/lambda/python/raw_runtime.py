@@ -5,7 +5,14 @@ CS_RT_MODE (optional):
   init-error  POST /runtime/init/error and exit 1
   hang        never call /next (for the init timeout)
   exit        exit(7) during init
+  error-type  each invoke posts /error with CS_RT_ERROR_TYPE (header and body)
+  big-response  each invoke posts a 7 MB response, then a small one; prints the
+              two status codes ("big-response statuses: 413 403")
   (default)   echo each event as the response
+CS_RT_SAY (optional): a line the runtime prints during init (a function log)
+CS_RT_INIT_WORK, CS_RT_INVOKE_WORK (optional): iterations of a CPU-bound loop
+  during init / in each invoke (a fixed amount of CPU work, so its time shows the
+  CPU the sandbox gives)
 CS_CHECKPOINT_SDK (optional): sdk/python/src; then checkpoints rt.start (first
   thing) and rt.before-next (right before the first /next), and with CS_READY_DIR
   the file `runtime` holds the CLOCK_MONOTONIC ns instant right after rt.before-next
@@ -14,6 +21,7 @@ import json
 import os
 import sys
 import time
+import urllib.error
 import urllib.request
 
 if os.environ.get("CS_CHECKPOINT_SDK"):
@@ -36,6 +44,23 @@ def call(method, path, body=None, headers=None):
         return resp.headers, resp.read()
 
 
+def status_of(method, path, body):
+    try:
+        call(method, path, body)
+        return 202
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+
+
+def burn(var):
+    x = 0
+    for i in range(int(os.environ.get(var, "0"))):
+        x ^= i * 7
+    return x
+
+
 mode = os.environ.get("CS_RT_MODE", "")
 if mode == "init-error":
     call(
@@ -50,6 +75,9 @@ if mode == "hang":
         time.sleep(3600)
 if mode == "exit":
     sys.exit(7)
+burn("CS_RT_INIT_WORK")
+if os.environ.get("CS_RT_SAY"):
+    print(os.environ["CS_RT_SAY"], flush=True)
 checkpoint("rt.before-next")
 if os.environ.get("CS_CHECKPOINT_SDK") and os.environ.get("CS_READY_DIR"):
     with open(os.path.join(os.environ["CS_READY_DIR"], "runtime"), "w") as f:
@@ -57,4 +85,19 @@ if os.environ.get("CS_CHECKPOINT_SDK") and os.environ.get("CS_READY_DIR"):
 while True:
     headers, body = call("GET", "/invocation/next")
     request_id = headers["Lambda-Runtime-Aws-Request-Id"]
+    burn("CS_RT_INVOKE_WORK")
+    if mode == "error-type":
+        kind = os.environ.get("CS_RT_ERROR_TYPE", "")
+        call(
+            "POST",
+            "/invocation/" + request_id + "/error",
+            {"errorMessage": "handler failed", "errorType": kind, "stackTrace": []},
+            {"Lambda-Runtime-Function-Error-Type": kind},
+        )
+        continue
+    if mode == "big-response":
+        big = status_of("POST", "/invocation/" + request_id + "/response", {"blob": "x" * (7 * 1024 * 1024)})
+        small = status_of("POST", "/invocation/" + request_id + "/response", {"ok": True})
+        print("big-response statuses: %d %d" % (big, small), flush=True)
+        continue
     call("POST", "/invocation/" + request_id + "/response", {"echo": json.loads(body or b"null")})
