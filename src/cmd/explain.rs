@@ -207,6 +207,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         }
         _ => {}
     }
+    let per_build_arms = per_build;
     let mut per_build = split_by_build(&mut m.result, arms.builds.len(), per_build);
     let mut explanations = Vec::new();
     for (build, result) in arms.builds.iter_mut().zip(per_build.iter_mut()) {
@@ -225,6 +226,22 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         }
         explanations.push(e);
     }
+    // The samples go back into the experiment (its HTML report draws them);
+    // their traces are done with (the explanations hold what they need).
+    for s in per_build.iter_mut().flat_map(|r| r.samples.iter_mut()) {
+        s.trace = None;
+    }
+    m.result.samples = per_build
+        .iter()
+        .enumerate()
+        .flat_map(|(b, r)| {
+            r.samples.iter().map(move |s| {
+                let mut s = s.clone();
+                s.variant += b * per_build_arms;
+                s
+            })
+        })
+        .collect();
     let (json, text) = if let [ea, eb] = &explanations[..] {
         let (ua, ub) = (per_build[0].ready_ms(UNTRACED), per_build[1].ready_ms(UNTRACED));
         let side = |i: usize, untraced_ms, explanation| attribution::Side {
