@@ -4,7 +4,7 @@
 
 use crate::cli::ReportArgs;
 use anyhow::{Context, Result};
-use coldstart::analysis::{analyze, Analysis};
+use coldstart::analysis::{analyze_sweep, Analysis};
 use coldstart::experiment::ExperimentResult;
 use coldstart::explain::Explanation;
 use coldstart::gate::GateRow;
@@ -32,7 +32,8 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
             .noise
             .or(settings.as_ref().map(|s| s.noise))
             .unwrap_or(coldstart::stats::DEFAULT_NOISE);
-        let analysis = analyze(&stored.result, noise);
+        let sweep = settings.as_ref().and_then(|s| s.sweep.as_ref());
+        let analysis = analyze_sweep(&stored.result, noise, sweep);
         let explanation = super::history::explanation(&mut store, id)?;
         loaded.push((stored, settings, analysis, explanation));
     }
@@ -155,10 +156,9 @@ pub fn gate(b: &Stored, c: &Stored, rows: &[GateRow], noise: f64) -> Result<Stri
     let analyses: Vec<(Analysis, Option<Settings>)> = sides
         .iter()
         .map(|s| {
-            (
-                analyze(&s.result, noise),
-                serde_json::from_str(&s.settings_json).ok(),
-            )
+            let settings: Option<Settings> = serde_json::from_str(&s.settings_json).ok();
+            let sweep = settings.as_ref().and_then(|x| x.sweep.as_ref());
+            (analyze_sweep(&s.result, noise, sweep), settings)
         })
         .collect();
     let report = Report {
