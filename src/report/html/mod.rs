@@ -95,7 +95,7 @@ fn experiment_section(i: usize, e: &Experiment) -> Markup {
                 (experiment::distribution(&id, e.result, e.analysis))
                 (experiment::runs(&id, e.result, e.analysis))
             }
-            @if e.analysis.variants.iter().any(|v| v.vs_baseline.is_some()) {
+            @if e.analysis.variants.iter().any(|v| v.vs_baseline.is_some() || v.vs_first.is_some()) {
                 (ab::render(&id, e.analysis))
             }
             @if !sweeps.is_empty() {
