@@ -263,11 +263,9 @@ impl Browser {
 fn record(v: &Value, seen: &mut Loaded, loaded: &mut bool) {
     let p = &v["params"];
     match v["method"].as_str().unwrap_or("") {
-        "Runtime.consoleAPICalled" if p["type"] == "error" || p["type"] == "assert" => seen.errors.push(format!(
-            "console.{}: {}",
-            p["type"].as_str().unwrap_or("?"),
-            p["args"]
-        )),
+        "Runtime.consoleAPICalled" if p["type"] == "error" || p["type"] == "assert" => seen.errors.push(
+            format!("console.{}: {}", p["type"].as_str().unwrap_or("?"), p["args"]),
+        ),
         "Runtime.exceptionThrown" => seen.errors.push(format!("exception: {}", p["exceptionDetails"])),
         "Log.entryAdded" if p["entry"]["level"] == "error" => {
             seen.errors.push(format!("log: {}", p["entry"]["text"]))
@@ -667,17 +665,41 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
             "[...document.querySelectorAll('[data-section=tune] tbody tr')].map(r =>
                r.dataset.status + ' | ' + r.cells[1].textContent.trim() + ' | ' + r.cells[3].textContent.trim())",
         );
-        let rows: Vec<&str> = rows.as_array().unwrap().iter().filter_map(|r| r.as_str()).collect();
-        // The candidates' experiment, then the recommended set's.
-        assert_eq!(rows.len(), 4, "{name}: {rows:?}");
+        let rows: Vec<&str> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r.as_str())
+            .collect();
+        // The candidates' experiment: its table; the recommended set's: its line.
+        assert_eq!(rows.len(), 3, "{name}: {rows:?}");
         assert!(rows[0].starts_with("helps | fewer ms"), "{name}: {rows:?}");
-        assert!(rows[1].starts_with("helps | in us") && rows[1].contains("| COLDSTART_EXAMPLE_DELAY_US=30000 ") && rows[1].ends_with("sleeper"), "{name}: {rows:?}");
-        assert!(rows[2].starts_with("broken | breaks it"), "{name}: {rows:?}");
         assert!(
-            rows[3].starts_with("helps | recommended set")
-                && rows[3].contains("COLDSTART_EXAMPLE_DELAY_MS=60")
-                && rows[3].contains("COLDSTART_EXAMPLE_DELAY_US=30000"),
+            rows[1].starts_with("helps | in us")
+                && rows[1].contains("| COLDSTART_EXAMPLE_DELAY_US=30000 ")
+                && rows[1].ends_with("sleeper"),
             "{name}: {rows:?}"
+        );
+        assert!(rows[2].starts_with("broken | breaks it"), "{name}: {rows:?}");
+        let sets = b.eval(
+            &mut seen,
+            "[...document.querySelectorAll('[data-section=tune] pre.recommended')].map(p => p.textContent)",
+        );
+        let sets: Vec<&str> = sets
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r.as_str())
+            .collect();
+        assert_eq!(sets.len(), 2, "{name}: {sets:?}");
+        assert!(
+            sets[0].contains("measured in tune's next experiment"),
+            "{name}: {sets:?}"
+        );
+        assert!(
+            sets[1].starts_with("recommended set: us + ms — −")
+                && sets[1].contains("run: COLDSTART_EXAMPLE_DELAY_MS=60 COLDSTART_EXAMPLE_DELAY_US=30000 "),
+            "{name}: {sets:?}"
         );
         let effect = b.eval(
             &mut seen,
@@ -710,14 +732,31 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
         assert_eq!(got["fluid"], json!(true), "{got}");
         assert!(got["frames"].as_u64().unwrap() >= 5, "{got}");
         assert!(
-            got["details"].as_str().unwrap().starts_with("Function: hot_init ("),
+            got["details"]
+                .as_str()
+                .unwrap()
+                .starts_with("Function: hot_init ("),
             "{got}"
         );
-        assert!(got["hot"].as_array().unwrap().contains(&json!("hot_init")), "{got}");
-        assert!(got["overhead"].as_str().unwrap().contains("profiler overhead ×"), "{got}");
+        assert!(
+            got["hot"].as_array().unwrap().contains(&json!("hot_init")),
+            "{got}"
+        );
+        assert!(
+            got["overhead"].as_str().unwrap().contains("profiler overhead ×"),
+            "{got}"
+        );
     }
-    assert!(seen.errors.is_empty(), "errors after the checks: {:?}", seen.errors);
-    assert!(seen.requests.is_empty(), "requests after the checks: {:?}", seen.requests);
+    assert!(
+        seen.errors.is_empty(),
+        "errors after the checks: {:?}",
+        seen.errors
+    );
+    assert!(
+        seen.requests.is_empty(),
+        "requests after the checks: {:?}",
+        seen.requests
+    );
 }
 
 #[test]

@@ -26,7 +26,6 @@ use coldstart::tune::{self as tune};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-
 pub fn run(args: &TuneArgs) -> Result<i32> {
     if args.command.is_empty() {
         bail!("no command to tune: put it after `--`, e.g. `coldstart tune --ready exit -- python3 app.py`");
@@ -466,9 +465,15 @@ fn recommend(
                         &combo,
                         command_line(&combined, target, ctx.work),
                     )],
+                    recommended_set: true,
                     ..ctx.stored.clone()
                 };
-                let m = ctx.measure(&[(combo.id.clone(), combined.clone())], rounds, ctx.seed ^ 1, stored)?;
+                let m = ctx.measure(
+                    &[(combo.id.clone(), combined.clone())],
+                    rounds,
+                    ctx.seed ^ 1,
+                    stored,
+                )?;
                 *interrupted |= m.stopped == Some(StopReason::Interrupted);
                 let row = Row::measured(&combo, &m.analysis.variants[1], &m.analysis.variants[0]);
                 experiments.push(m);

@@ -307,6 +307,10 @@ pub fn terminal(t: &Tuned) -> String {
 
 pub fn recommended_line(t: &Tuned) -> String {
     match &t.recommended {
+        // Drawn again from the store: the set is the next experiment's.
+        None if t.rows.iter().any(|r| r.status == Status::Faster) => {
+            "recommended set: the winners together are measured in tune's next experiment\n".into()
+        }
         None => {
             "recommended set: none — no candidate helped significantly; keep the command as it is\n".into()
         }

@@ -5,7 +5,7 @@
 //! are not stored: they come from the stored runs' analysis, as when tune ran.
 
 use super::catalogue::Candidate;
-use super::report::{Row, Status, Tuned};
+use super::report::{Recommended, Row, Status, Tuned};
 use crate::analysis::Analysis;
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +23,10 @@ pub struct TuneSettings {
     /// Rows decided before measuring (broken, unavailable, not applicable).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmeasured: Vec<StoredRow>,
+    /// This experiment measures the recommended set (its one candidate, `ID+ID…`,
+    /// whose apply line is the whole command).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recommended_set: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -64,10 +68,14 @@ impl StoredCandidate {
 }
 
 /// The table of a stored tune experiment: each `tune:ID` variant against the
-/// baseline (variant 0), then the rows decided without measuring. No
-/// recommended set: that is the second experiment's (its one row).
+/// baseline (variant 0), then the rows decided without measuring; for the
+/// recommended set's experiment, the set with its effect. None when the
+/// variants are not tune's (a subset without the baseline, say).
 pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned> {
-    let base = analysis.variants.first()?;
+    let base = analysis.variants.first().filter(|v| v.name == "baseline")?;
+    if analysis.variants.len() < 2 {
+        return None;
+    }
     let mut rows = Vec::new();
     for v in analysis.variants.iter().skip(1) {
         let id = v.name.strip_prefix(PREFIX)?;
@@ -86,6 +94,20 @@ pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned>
         };
         rows.push(Row::unmeasured(&c, r.status.clone()));
     }
+    let recommended = match (t.recommended_set, &rows[..]) {
+        (true, [row]) => Some(Recommended {
+            ids: row.id.split('+').map(str::to_string).collect(),
+            command: row.apply.clone(),
+            env: Vec::new(),
+            train: Vec::new(),
+            note: None,
+            row: Some(row.clone()),
+        }),
+        _ => None,
+    };
+    if recommended.is_some() {
+        rows.clear();
+    }
     Some(Tuned {
         runtime: t.runtime.clone(),
         executable: t.executable.clone(),
@@ -94,7 +116,7 @@ pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned>
         baseline_ready_ms: base.ready_ms.as_ref().map(|s| s.p50),
         noise,
         rows,
-        recommended: None,
+        recommended,
         experiments: Vec::new(),
         interrupted: false,
     })

@@ -18,9 +18,9 @@ mod page;
 mod profile;
 mod svg;
 mod sweep;
-mod tune;
 #[cfg(test)]
 mod tests;
+mod tune;
 
 use crate::analysis::Analysis;
 use crate::experiment::ExperimentResult;

@@ -83,7 +83,7 @@ fn embeddable(svg: &str) -> (String, u32) {
         .map_or(600, |h| h.ceil() as u32);
     (
         format!(
-            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>html,body{{margin:0}}</style></head><body>{svg}</body></html>"
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>html,body{{margin:0}} svg{{display:block;width:100%}}</style></head><body>{svg}</body></html>"
         ),
         height,
     )

@@ -37,7 +37,7 @@ pub fn render(id: &str, t: &Tuned) -> Markup {
             " · baseline " code { (t.baseline) }
             @if let Some(m) = t.baseline_ready_ms { " · ready " (crate::report::format::ms(m)) }
         }
-        table.tune {
+        @if !t.rows.is_empty() { table.tune {
             caption { "Candidates measured against the unchanged baseline (effect on ready: median shift, relative, 95 % CI)" }
             thead { tr {
                 th scope="col" { span.sr { "verdict" } }
@@ -57,14 +57,12 @@ pub fn render(id: &str, t: &Tuned) -> Markup {
                     }
                 }
             }
-        }
+        } }
         @if let Some(d) = t.rows.iter().find_map(|r| r.detectable.as_ref()) {
             p.note { "Power: " (d) " (noise threshold ±" (format!("{:.0}", t.noise * 100.0)) " %)." }
         }
-        @if t.recommended.is_some() {
-            pre { (recommended_line(t)) }
-        } @else if t.rows.iter().any(|r| r.status == Status::Faster) {
-            p.note { "The winners together are measured in tune's next experiment (its row: the recommended set)." }
+        @if t.recommended.is_some() || t.rows.iter().any(|r| r.status == Status::Faster) {
+            pre.recommended { (recommended_line(t)) }
         }
     };
     section(id, "tune", "coldstart tune: what helped", body)
