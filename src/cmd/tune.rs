@@ -319,16 +319,7 @@ impl Ctx<'_> {
             });
             names.push(format!("{PREFIX}{id}"));
         }
-        experiment(
-            &specs,
-            &names,
-            self.stop(rounds),
-            seed,
-            &self.opts,
-            &self.outputs,
-            self.args.warmup,
-            stored,
-        )
+        experiment(self, &specs, &names, self.stop(rounds), seed, stored)
     }
 }
 
@@ -543,15 +534,14 @@ struct Measured {
 
 /// One interleaved experiment through the session (stored run by run).
 fn experiment(
+    ctx: &Ctx,
     specs: &[Spec],
     names: &[String],
     stop: StopRule,
     seed: u64,
-    opts: &RunOptions,
-    outputs: &session::Outputs,
-    warmup: usize,
     tune: TuneSettings,
 ) -> Result<Measured> {
+    let (opts, outputs, warmup) = (&ctx.opts, &ctx.outputs, ctx.args.warmup);
     let plan = Plan {
         variants: specs
             .iter()
