@@ -121,8 +121,3 @@ pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned>
         interrupted: false,
     })
 }
-
-/// The icon of a row, as the terminal table shows it.
-pub fn icon(s: &Status) -> &'static str {
-    super::report::icon(s)
-}

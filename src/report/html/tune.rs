@@ -3,8 +3,7 @@
 //! from the candidates the experiment's settings keep and the stored runs.
 
 use super::section;
-use crate::tune::report::{effect, recommended_line, Status, Tuned};
-use crate::tune::stored::icon;
+use crate::tune::report::{effect, icon, recommended_line, Status, Tuned};
 use maud::{html, Markup};
 
 /// In words, for screen readers (the icons are decoration).
