@@ -1253,6 +1253,9 @@ pub struct TuneArgs {
     /// Write the table as Markdown, with each candidate's rationale and source.
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
+    /// Write a self-contained HTML report: the table, each experiment's distributions and comparisons.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
     /// Do not record the experiments in the store.

@@ -217,5 +217,6 @@ pub fn settings(plan: &Plan, run: RunSettings, noise: f64) -> Settings {
         seed: plan.seed,
         noise,
         sweep: None,
+        tune: None,
     }
 }

@@ -177,32 +177,6 @@ impl Browser {
         let url = format!("file://{}", file.canonicalize().unwrap().display());
         let mut seen = Loaded::default();
         let mut loaded = false;
-        let record = |v: &Value, seen: &mut Loaded, loaded: &mut bool| {
-            let p = &v["params"];
-            match v["method"].as_str().unwrap_or("") {
-                "Runtime.consoleAPICalled" if p["type"] == "error" || p["type"] == "assert" => {
-                    seen.errors.push(format!(
-                        "console.{}: {}",
-                        p["type"].as_str().unwrap_or("?"),
-                        p["args"]
-                    ))
-                }
-                "Runtime.exceptionThrown" => {
-                    seen.errors.push(format!("exception: {}", p["exceptionDetails"]))
-                }
-                "Log.entryAdded" if p["entry"]["level"] == "error" => {
-                    seen.errors.push(format!("log: {}", p["entry"]["text"]))
-                }
-                "Network.requestWillBeSent" => {
-                    let u = p["request"]["url"].as_str().unwrap_or("").to_string();
-                    if !(u.starts_with("file:") || u.starts_with("data:")) {
-                        seen.requests.push(u);
-                    }
-                }
-                "Page.loadEventFired" => *loaded = true,
-                _ => {}
-            }
-        };
         self.page("Page.navigate", json!({ "url": url }), &mut |v| {
             record(v, &mut seen, &mut loaded)
         });
@@ -210,19 +184,7 @@ impl Browser {
             let v = self.from.recv_timeout(WAIT).expect("the page's load event");
             record(&v, &mut seen, &mut loaded);
         }
-        let eval = |b: &mut Browser, seen: &mut Loaded, expr: &str| -> Value {
-            let mut events = Vec::new();
-            let r = b.page(
-                "Runtime.evaluate",
-                json!({ "expression": expr, "returnByValue": true }),
-                &mut |v| events.push(v.clone()),
-            );
-            let mut ignored = false;
-            for v in &events {
-                record(v, seen, &mut ignored);
-            }
-            r["result"]["value"].clone()
-        };
+        let eval = |b: &mut Browser, seen: &mut Loaded, expr: &str| b.eval(seen, expr);
         let sections = eval(
             self,
             &mut seen,
@@ -244,6 +206,21 @@ impl Browser {
         );
         seen.tip = tip.as_str().unwrap_or("").to_string();
         seen
+    }
+
+    /// Evaluate `expr` in the page (its value), recording what it caused in `seen`.
+    fn eval(&mut self, seen: &mut Loaded, expr: &str) -> Value {
+        let mut events = Vec::new();
+        let r = self.page(
+            "Runtime.evaluate",
+            json!({ "expression": expr, "returnByValue": true }),
+            &mut |v| events.push(v.clone()),
+        );
+        let mut ignored = false;
+        for v in &events {
+            record(v, seen, &mut ignored);
+        }
+        r["result"]["value"].clone()
     }
 
     /// The whole page, and 1300 px from its first chart on (the README's picture), as PNG files.
@@ -278,6 +255,29 @@ impl Browser {
             assert!(png.starts_with(b"\x89PNG"), "a PNG");
             std::fs::write(path, png).unwrap();
         }
+    }
+}
+
+/// Note a DevTools event: console errors, exceptions, error log entries,
+/// requests leaving the file, the load event.
+fn record(v: &Value, seen: &mut Loaded, loaded: &mut bool) {
+    let p = &v["params"];
+    match v["method"].as_str().unwrap_or("") {
+        "Runtime.consoleAPICalled" if p["type"] == "error" || p["type"] == "assert" => seen.errors.push(
+            format!("console.{}: {}", p["type"].as_str().unwrap_or("?"), p["args"]),
+        ),
+        "Runtime.exceptionThrown" => seen.errors.push(format!("exception: {}", p["exceptionDetails"])),
+        "Log.entryAdded" if p["entry"]["level"] == "error" => {
+            seen.errors.push(format!("log: {}", p["entry"]["text"]))
+        }
+        "Network.requestWillBeSent" => {
+            let u = p["request"]["url"].as_str().unwrap_or("").to_string();
+            if !(u.starts_with("file:") || u.starts_with("data:")) {
+                seen.requests.push(u);
+            }
+        }
+        "Page.loadEventFired" => *loaded = true,
+        _ => {}
     }
 }
 
@@ -331,7 +331,7 @@ fn set(xs: &[&str]) -> BTreeSet<String> {
 }
 
 /// Open `file`, check it, and save its screenshots as `name`.png / `name`-top.png.
-fn check(browser: &mut Browser, file: &Path, name: &str, sections: &[&str]) {
+fn check(browser: &mut Browser, file: &Path, name: &str, sections: &[&str]) -> Loaded {
     let seen = browser.load(file);
     assert!(seen.errors.is_empty(), "{name}: console errors {:?}", seen.errors);
     assert!(
@@ -350,6 +350,7 @@ fn check(browser: &mut Browser, file: &Path, name: &str, sections: &[&str]) {
         &dir.join(format!("{name}.png")),
         &dir.join(format!("{name}-top.png")),
     );
+    seen
 }
 
 #[test]
@@ -506,7 +507,9 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         &mut b,
         &lambda_html,
         "lambda",
-        &[&ab_sections[..], &["sweep", "lambda"]].concat(),
+        // One runtime at two memory sizes: a resource sweep compares variants at
+        // the same size, so there is no A/B here.
+        &["settings", "distribution", "runs", "sweep", "lambda"],
     );
     check(&mut b, &compare_html, "compare", &ab_sections);
     check(
@@ -524,6 +527,237 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
             &["waterfall", "sources", "sweep", "lambda", "history"],
         ]
         .concat(),
+    );
+}
+
+/// A sweep, an explain with its startup CPU profile, and a tune, each from a real
+/// run: their sections in the DOM, inferno's flame graph running inside the page
+/// (under its Content-Security-Policy) and the tune table's rows.
+#[test]
+fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let Some(gcc) = testkit::tool("GCC", "gcc") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.db").display().to_string();
+    let path = |f: &str| dir.path().join(f);
+
+    // A sweep: sleep 10, 20, 30 ms.
+    let sweep_html = path("sweep.html");
+    ok(&[
+        "bench",
+        "-q",
+        "--store",
+        &store,
+        "--runs",
+        "4",
+        "--param",
+        "n=1,2,3",
+        "--ready",
+        "exit",
+        "--export-html",
+        sweep_html.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.0{n}",
+    ]);
+
+    // tune on a native program: two winners, one candidate that breaks it.
+    let sleeper = testkit::c_example("sleeper", &[]).expect("gcc is there");
+    let cat = path("team.toml");
+    std::fs::write(
+        &cat,
+        "runtime = \"native\"\n\
+         [[candidate]]\nid = \"ms\"\ntitle = \"fewer ms\"\nenv = { COLDSTART_EXAMPLE_DELAY_MS = \"60\" }\n\
+         [[candidate]]\nid = \"us\"\ntitle = \"in us\"\nenv = { COLDSTART_EXAMPLE_DELAY_US = \"30000\" }\n\
+         [[candidate]]\nid = \"broken\"\ntitle = \"breaks it\"\nenv = { COLDSTART_EXAMPLE_DELAY_MS = \"x\" }\n",
+    )
+    .unwrap();
+    let tune_html = path("tune.html");
+    ok(&[
+        "tune",
+        "-q",
+        "--store",
+        &store,
+        "--catalogue",
+        cat.to_str().unwrap(),
+        "--only",
+        "ms,us,broken",
+        "-w",
+        "0",
+        "--min-runs",
+        "6",
+        "--max-runs",
+        "6",
+        "-e",
+        "COLDSTART_EXAMPLE_DELAY_MS=150",
+        "--export-html",
+        tune_html.to_str().unwrap(),
+        "--",
+        sleeper.to_str().unwrap(),
+    ]);
+    // The same table drawn again from the store (experiments 2 and 3).
+    let tune_report = path("tune-report.html");
+    ok(&[
+        "report",
+        "-q",
+        "--store",
+        &store,
+        "2",
+        "3",
+        "--no-history",
+        "-o",
+        tune_report.to_str().unwrap(),
+    ]);
+
+    // explain --profile of a program that spends ~80 % of its start in hot_init.
+    let src = root().join("tests/fixtures/profile/hot.c");
+    let hot = testkit::built("profile-hot", &[&src], |out| {
+        let mut c = Command::new(&gcc);
+        c.args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+            .arg(out)
+            .arg(&src);
+        c
+    });
+    let profile_html = path("profile.html");
+    let o = run(&[
+        "explain",
+        "-q",
+        "--store",
+        &store,
+        "--profile",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--ready",
+        "exit",
+        "--export-html",
+        profile_html.to_str().unwrap(),
+        "--",
+        hot.to_str().unwrap(),
+    ]);
+    let profiled = if !o.status.success() && stderr(&o).contains("refuses perf_event_open") {
+        testkit::skip("PERF", &format!("perf_event_open refused: {}", stderr(&o).trim()));
+        false
+    } else {
+        assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+        true
+    };
+
+    let mut b = Browser::start(&chromium);
+    let base = ["settings", "distribution", "runs"];
+    check(&mut b, &sweep_html, "sweep", &[&base[..], &["sweep"]].concat());
+    let mut seen = Loaded::default();
+    let points = b.eval(
+        &mut seen,
+        "[...document.querySelectorAll('[data-section=sweep] table tbody tr')].map(r => r.cells[1].textContent.trim())",
+    );
+    assert_eq!(points, json!(["1", "2", "3"]), "the sweep table's values");
+
+    let tune_sections = [&base[..], &["comparisons", "tune"]].concat();
+    for (file, name) in [(&tune_html, "tune"), (&tune_report, "tune-report")] {
+        check(&mut b, file, name, &tune_sections);
+        let rows = b.eval(
+            &mut seen,
+            "[...document.querySelectorAll('[data-section=tune] tbody tr')].map(r =>
+               r.dataset.status + ' | ' + r.cells[1].textContent.trim() + ' | ' + r.cells[3].textContent.trim())",
+        );
+        let rows: Vec<&str> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r.as_str())
+            .collect();
+        // The candidates' experiment: its table; the recommended set's: its line.
+        assert_eq!(rows.len(), 3, "{name}: {rows:?}");
+        assert!(rows[0].starts_with("helps | fewer ms"), "{name}: {rows:?}");
+        assert!(
+            rows[1].starts_with("helps | in us")
+                && rows[1].contains("| COLDSTART_EXAMPLE_DELAY_US=30000 ")
+                && rows[1].ends_with("sleeper"),
+            "{name}: {rows:?}"
+        );
+        assert!(rows[2].starts_with("broken | breaks it"), "{name}: {rows:?}");
+        let sets = b.eval(
+            &mut seen,
+            "[...document.querySelectorAll('[data-section=tune] pre.recommended')].map(p => p.textContent)",
+        );
+        let sets: Vec<&str> = sets
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r.as_str())
+            .collect();
+        assert_eq!(sets.len(), 2, "{name}: {sets:?}");
+        assert!(
+            sets[0].contains("measured in tune's next experiment"),
+            "{name}: {sets:?}"
+        );
+        assert!(
+            sets[1].starts_with("recommended set: us + ms — −")
+                && sets[1].contains("run: COLDSTART_EXAMPLE_DELAY_MS=60 COLDSTART_EXAMPLE_DELAY_US=30000 "),
+            "{name}: {sets:?}"
+        );
+        let effect = b.eval(
+            &mut seen,
+            "document.querySelector('[data-section=tune] tbody tr').cells[2].textContent",
+        );
+        assert!(effect.as_str().unwrap().contains("ms ("), "{name}: {effect}");
+    }
+
+    if profiled {
+        check(
+            &mut b,
+            &profile_html,
+            "profile",
+            &[&base[..], &["comparisons", "waterfall", "sources", "profile"]].concat(),
+        );
+        let got = b.eval(
+            &mut seen,
+            "(() => { const f = document.querySelector('[data-section=profile] iframe.flamegraph');
+               const d = f && f.contentDocument; if (!d) return null;
+               const gs = [...d.querySelectorAll('#frames g')];
+               const hot = gs.find(g => g.querySelector('title').textContent.startsWith('hot_init '));
+               if (hot) hot.dispatchEvent(new MouseEvent('mouseover', {bubbles: true}));
+               return { fluid: !d.querySelector('svg').hasAttribute('width'), frames: gs.length,
+                        details: d.getElementById('details').textContent,
+                        hot: [...document.querySelectorAll('[data-section=profile] table.hot td code')].map(c => c.textContent),
+                        overhead: (document.querySelector('[data-section=profile] p.overhead') || {}).textContent || '' }; })()",
+        );
+        // inferno's init ran (its fluid drawing takes the fixed width off) and its
+        // hover names the frame: its script works inside the page.
+        assert_eq!(got["fluid"], json!(true), "{got}");
+        assert!(got["frames"].as_u64().unwrap() >= 5, "{got}");
+        assert!(
+            got["details"]
+                .as_str()
+                .unwrap()
+                .starts_with("Function: hot_init ("),
+            "{got}"
+        );
+        assert!(
+            got["hot"].as_array().unwrap().contains(&json!("hot_init")),
+            "{got}"
+        );
+        assert!(
+            got["overhead"].as_str().unwrap().contains("profiler overhead ×"),
+            "{got}"
+        );
+    }
+    assert!(
+        seen.errors.is_empty(),
+        "errors after the checks: {:?}",
+        seen.errors
+    );
+    assert!(
+        seen.requests.is_empty(),
+        "requests after the checks: {:?}",
+        seen.requests
     );
 }
 

@@ -630,4 +630,26 @@ fn winners_that_go_together_are_measured_as_one_set() {
         "{command}"
     );
     assert!(stdout(&o).contains("recommended set: us + ms"), "{}", stdout(&o));
+    // `show` draws the stored experiments as tune's table, not bench's.
+    let store = dir.path().join("store.db");
+    let show = |id: &serde_json::Value| {
+        let o = run(&["show", "--store", store.to_str().unwrap(), &id.to_string()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let first = show(&doc["experiments"][0]);
+    assert!(
+        first.contains("✅ us ")
+            && first.contains("✅ ms ")
+            && first.contains("apply: COLDSTART_EXAMPLE_DELAY_US=30000 "),
+        "{first}"
+    );
+    assert!(first.contains("measured in tune's next experiment"), "{first}");
+    assert!(!first.contains("p50 [95% CI]"), "bench's table: {first}");
+    let second = show(&doc["experiments"][1]);
+    assert!(
+        second.contains("recommended set: us + ms — −")
+            && second.contains("run: COLDSTART_EXAMPLE_DELAY_MS=60 COLDSTART_EXAMPLE_DELAY_US=30000 "),
+        "{second}"
+    );
 }

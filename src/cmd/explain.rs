@@ -399,7 +399,8 @@ fn builds(args: &ExplainArgs) -> Result<Vec<Build>> {
 /// The experiment's samples split into one result of `k` arms per build
 /// (variants renumbered 0..k, traces moved along).
 fn split_by_build(result: &mut ExperimentResult, builds: usize, k: usize) -> Vec<ExperimentResult> {
-    let samples = std::mem::take(&mut result.samples);
+    // A copy: the whole experiment's runs stay for the HTML report's distributions.
+    let samples = result.samples.clone();
     let mut out: Vec<ExperimentResult> = (0..builds)
         .map(|b| ExperimentResult {
             variants: result.variants[b * k..b * k + k].to_vec(),

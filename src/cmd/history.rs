@@ -109,7 +109,15 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     match explanation {
         // An explain is shown as it printed at the end of its run.
         Some(e) => out!("{}", report::explain::render(&e))?,
-        None => out!("{}", report::terminal::render(&stored.result, &analysis))?,
+        // A tune's experiment is shown as its table (the same rows tune printed).
+        None => match settings
+            .tune
+            .as_ref()
+            .and_then(|t| coldstart::tune::stored::tuned(t, &analysis, settings.noise))
+        {
+            Some(t) => out!("{}", coldstart::tune::report::terminal(&t))?,
+            None => out!("{}", report::terminal::render(&stored.result, &analysis))?,
+        },
     }
     Ok(0)
 }

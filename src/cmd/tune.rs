@@ -21,12 +21,10 @@ use coldstart::tune::catalogue::{self, Candidate};
 use coldstart::tune::plan::{self, Change, Prepared};
 use coldstart::tune::report::{self, Recommended, Row, Status, Tuned};
 use coldstart::tune::show::{command_line, list, recommendation, shown};
+use coldstart::tune::stored::{StoredCandidate, StoredRow, TuneSettings, PREFIX};
 use coldstart::tune::{self as tune};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// The name candidate variants get in the store: history lists such an experiment as `tune`.
-const PREFIX: &str = "tune:";
 
 pub fn run(args: &TuneArgs) -> Result<i32> {
     if args.command.is_empty() {
@@ -61,7 +59,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         markdown: args.export_markdown.clone(),
         csv: None,
         trace: None,
-        html: None,
+        html: args.export_html.clone(),
     };
     exports.check()?;
     // Before the traced run: a mistyped path should not cost a run first.
@@ -162,10 +160,16 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         run_cost,
         seed,
         ci: (ci_target, relative),
+        stored: TuneSettings {
+            runtime: rt.name.clone(),
+            version: rt.version.clone(),
+            executable: rt.exe.display().to_string(),
+            ..TuneSettings::default()
+        },
     };
     estimate(&ctx, &rt, &chosen);
     let mut screened = screen(&ctx, &rt, &chosen)?;
-    let mut experiments = Vec::new();
+    let mut experiments: Vec<Measured> = Vec::new();
     let mut baseline_ready_ms = first.ready_ns.map(|ns| ns as f64 / 1e6);
     if !screened.ready.is_empty() && !screened.interrupted {
         let rounds = rounds_for(args, run_cost, screened.ready.len() + 1);
@@ -174,8 +178,35 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             .iter()
             .map(|r| (chosen[r.index].id.clone(), r.target.clone()))
             .collect();
-        let m = ctx.measure(&candidates, rounds, seed)?;
-        experiments.extend(m.stored);
+        let stored = TuneSettings {
+            candidates: screened
+                .ready
+                .iter()
+                .map(|r| {
+                    let c = chosen[r.index];
+                    // A team's candidate without an apply text: its command line says it.
+                    let apply = match shown(Row::unmeasured(c, Status::NoVerdict), work.path()).apply {
+                        a if a.is_empty() => command_line(&r.target, &ctx.base.target, work.path()),
+                        a => a,
+                    };
+                    StoredCandidate::of(c, apply)
+                })
+                .collect(),
+            unmeasured: screened
+                .rows
+                .iter()
+                .map(|(_, r)| {
+                    let r = shown(r.clone(), work.path());
+                    StoredRow {
+                        id: r.id,
+                        title: r.title,
+                        status: r.status,
+                    }
+                })
+                .collect(),
+            ..ctx.stored.clone()
+        };
+        let m = ctx.measure(&candidates, rounds, seed, stored)?;
         screened.interrupted |= m.stopped == Some(StopReason::Interrupted);
         let base = &m.analysis.variants[0];
         baseline_ready_ms = base.ready_ms.as_ref().map(|s| s.p50).or(baseline_ready_ms);
@@ -188,6 +219,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             };
             screened.rows.push((r.index, row));
         }
+        experiments.push(m);
     }
     screened.rows.sort_by_key(|(i, _)| *i);
     let rows: Vec<Row> = screened.rows.into_iter().map(|(_, r)| r).collect();
@@ -210,7 +242,11 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         noise: args.noise.noise,
         rows: rows.into_iter().map(|r| shown(r, work.path())).collect(),
         recommended,
-        experiments: experiments.iter().map(|(id, _)| *id).collect(),
+        experiments: experiments
+            .iter()
+            .flat_map(|m| &m.stored)
+            .map(|(id, _)| *id)
+            .collect(),
         interrupted,
     };
     if let Some(p) = &args.export_json {
@@ -219,8 +255,11 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     if let Some(p) = &args.export_markdown {
         coldstart::report::export::write(p, report::markdown(&tuned).as_bytes())?;
     }
+    if args.export_html.is_some() {
+        write_html(&exports, &experiments)?;
+    }
     out::out!("{}", report::terminal(&tuned))?;
-    for (id, location) in &experiments {
+    for (id, location) in experiments.iter().flat_map(|m| &m.stored) {
         out::outln!("stored as experiment {id} in {location}")?;
     }
     drop(ctx);
@@ -242,6 +281,8 @@ struct Ctx<'a> {
     seed: u64,
     /// --target-ci: (value, relative).
     ci: (f64, bool),
+    /// What each experiment's settings keep of the runtime (the candidates are added per experiment).
+    stored: TuneSettings,
 }
 
 impl Ctx<'_> {
@@ -262,7 +303,13 @@ impl Ctx<'_> {
     }
 
     /// The baseline and these candidates (id, target) in one interleaved experiment.
-    fn measure(&self, candidates: &[(String, Target)], rounds: usize, seed: u64) -> Result<Measured> {
+    fn measure(
+        &self,
+        candidates: &[(String, Target)],
+        rounds: usize,
+        seed: u64,
+        stored: TuneSettings,
+    ) -> Result<Measured> {
         let mut specs = vec![self.base.clone()];
         let mut names = vec!["baseline".to_string()];
         for (id, t) in candidates {
@@ -272,15 +319,7 @@ impl Ctx<'_> {
             });
             names.push(format!("{PREFIX}{id}"));
         }
-        experiment(
-            &specs,
-            &names,
-            self.stop(rounds),
-            seed,
-            &self.opts,
-            &self.outputs,
-            self.args.warmup,
-        )
+        experiment(self, &specs, &names, self.stop(rounds), seed, stored)
     }
 }
 
@@ -378,7 +417,7 @@ fn recommend(
     chosen: &[&Candidate],
     ready: &[ReadyCandidate],
     rows: &[Row],
-    experiments: &mut Stored,
+    experiments: &mut Vec<Measured>,
     interrupted: &mut bool,
 ) -> Result<Option<Recommended>> {
     let mut winners: Vec<(&Candidate, PathBuf, f64)> = ready
@@ -412,10 +451,24 @@ fn recommend(
                 let args = ctx.args;
                 let rounds =
                     rounds_for(args, ctx.run_cost, 2).min(args.max_runs.div_ceil(2).max(args.min_runs));
-                let m = ctx.measure(&[(combo.id.clone(), combined.clone())], rounds, ctx.seed ^ 1)?;
-                experiments.extend(m.stored);
+                let stored = TuneSettings {
+                    candidates: vec![StoredCandidate::of(
+                        &combo,
+                        command_line(&combined, target, ctx.work),
+                    )],
+                    recommended_set: true,
+                    ..ctx.stored.clone()
+                };
+                let m = ctx.measure(
+                    &[(combo.id.clone(), combined.clone())],
+                    rounds,
+                    ctx.seed ^ 1,
+                    stored,
+                )?;
                 *interrupted |= m.stopped == Some(StopReason::Interrupted);
-                Row::measured(&combo, &m.analysis.variants[1], &m.analysis.variants[0])
+                let row = Row::measured(&combo, &m.analysis.variants[1], &m.analysis.variants[0]);
+                experiments.push(m);
+                row
             }
             Prepared::Broken(why) | Prepared::NotApplicable(why) => {
                 Row::unmeasured(&combo, Status::Broken { why })
@@ -470,23 +523,25 @@ fn rounds_for(args: &TuneArgs, run_cost: f64, variants: usize) -> usize {
 
 type Stored = Vec<(i64, String)>;
 
-/// An experiment's analysis, why it stopped, and where it was stored.
+/// An experiment's runs, analysis and settings, why it stopped, and where it was stored.
 struct Measured {
+    result: coldstart::experiment::ExperimentResult,
     analysis: Analysis,
+    settings: coldstart::report::json::Settings,
     stopped: Option<StopReason>,
     stored: Stored,
 }
 
 /// One interleaved experiment through the session (stored run by run).
 fn experiment(
+    ctx: &Ctx,
     specs: &[Spec],
     names: &[String],
     stop: StopRule,
     seed: u64,
-    opts: &RunOptions,
-    outputs: &session::Outputs,
-    warmup: usize,
+    tune: TuneSettings,
 ) -> Result<Measured> {
+    let (opts, outputs, warmup) = (&ctx.opts, &ctx.outputs, ctx.args.warmup);
     let plan = Plan {
         variants: specs
             .iter()
@@ -508,7 +563,8 @@ fn experiment(
             ..Settings::default()
         }),
     };
-    let settings = session::settings(&plan, opts.into(), outputs.noise);
+    let mut settings = session::settings(&plan, opts.into(), outputs.noise);
+    settings.tune = Some(tune);
     let (m, store_error) = session::run(&plan, &settings, outputs, &mut runner)?;
     runner.finish()?;
     if let Some(e) = store_error {
@@ -524,10 +580,40 @@ fn experiment(
         }
     }
     Ok(Measured {
-        analysis,
         stopped: m.result.stopped,
+        result: m.result,
+        analysis,
+        settings,
         stored: m.stored_as.into_iter().collect(),
     })
+}
+
+/// `--export-html`: each experiment tune ran (the candidates, then the
+/// recommended set), with its table.
+fn write_html(exports: &coldstart::report::export::Exports, experiments: &[Measured]) -> Result<()> {
+    let meta = coldstart::store::meta::collect();
+    let report = coldstart::report::html::Report {
+        title: "coldstart tune".to_string(),
+        experiments: experiments
+            .iter()
+            .map(|m| coldstart::report::html::Experiment {
+                heading: match m.stored.first() {
+                    Some((id, _)) => format!("Experiment {id}"),
+                    None => "This run (not stored)".to_string(),
+                },
+                id: m.stored.first().map(|(id, _)| *id),
+                created_unix_s: None,
+                meta: Some(&meta),
+                settings: Some(&m.settings),
+                result: &m.result,
+                analysis: &m.analysis,
+                explanation: None,
+            })
+            .collect(),
+        history: Vec::new(),
+        gate: None,
+    };
+    exports.write_html(&report)
 }
 
 /// `2%` → (0.02, relative); `5ms` or `5` → (5.0, absolute ms).

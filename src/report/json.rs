@@ -23,6 +23,10 @@ pub struct Settings {
     /// What was swept (parameters, their values, resources, --compare-along).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::experiment::Sweep>,
+    /// A `coldstart tune` experiment's candidates (titles, apply lines) and the rows
+    /// decided without measuring: enough to draw its table again from the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<crate::tune::stored::TuneSettings>,
 }
 
 fn default_noise() -> f64 {

@@ -49,6 +49,7 @@ fn settings() -> json::Settings {
         seed: 42,
         noise: 0.01,
         sweep: None,
+        tune: None,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod catalogue;
 pub mod plan;
 pub mod report;
 pub mod show;
+pub mod stored;
 
 use crate::explain::adapter::{self, FinalExec};
 use crate::run::{RunId, RunOptions};

@@ -7,10 +7,10 @@ use super::catalogue::Candidate;
 use crate::analysis::VariantAnalysis;
 use crate::format::{detectable, ms, signed_ms};
 use crate::stats::{Comparison, Verdict};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How a candidate came out.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Status {
     /// Significantly faster beyond the noise threshold.
@@ -178,7 +178,7 @@ pub struct Tuned {
     pub interrupted: bool,
 }
 
-fn icon(s: &Status) -> &'static str {
+pub fn icon(s: &Status) -> &'static str {
     match s {
         Status::Faster => "✅",
         Status::Slower | Status::Same | Status::NoVerdict => "❌",
@@ -305,8 +305,12 @@ pub fn terminal(t: &Tuned) -> String {
     out
 }
 
-fn recommended_line(t: &Tuned) -> String {
+pub fn recommended_line(t: &Tuned) -> String {
     match &t.recommended {
+        // Drawn again from the store: the set is the next experiment's.
+        None if t.rows.iter().any(|r| r.status == Status::Faster) => {
+            "recommended set: the winners together are measured in tune's next experiment\n".into()
+        }
         None => {
             "recommended set: none — no candidate helped significantly; keep the command as it is\n".into()
         }

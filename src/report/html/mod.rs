@@ -6,7 +6,7 @@
 //! their analysis), explanations and the history listing; it never runs
 //! anything. Each section appears only where its data exists, and each carries
 //! `data-section` (settings, distribution, runs, comparisons, sweep, lambda,
-//! waterfall, sources, history, gate) for tests and for linking.
+//! waterfall, sources, profile, tune, history, gate) for tests and for linking.
 
 mod ab;
 mod experiment;
@@ -15,10 +15,12 @@ mod gate;
 mod history;
 mod lambda;
 mod page;
+mod profile;
 mod svg;
 mod sweep;
 #[cfg(test)]
 mod tests;
+mod tune;
 
 use crate::analysis::Analysis;
 use crate::experiment::ExperimentResult;
@@ -87,6 +89,10 @@ fn toc(report: &Report) -> Markup {
 fn experiment_section(i: usize, e: &Experiment) -> Markup {
     let id = format!("exp{i}");
     let sweeps = sweep::params(e.result, e.analysis);
+    let tuned = e
+        .settings
+        .and_then(|s| Some((s.tune.as_ref()?, s.noise)))
+        .and_then(|(t, noise)| crate::tune::stored::tuned(t, e.analysis, noise));
     html! {
         section.experiment id=(id) aria-labelledby=(format!("{id}-h")) {
             h2 id=(format!("{id}-h")) { (e.heading) }
@@ -109,6 +115,12 @@ fn experiment_section(i: usize, e: &Experiment) -> Markup {
                 @if !x.sources.is_empty() {
                     (explain::sources(&id, x))
                 }
+                @if let Some(p) = &x.profile {
+                    (profile::render(&id, p, &x.command))
+                }
+            }
+            @if let Some(t) = tuned {
+                (tune::render(&id, &t))
             }
         }
     }

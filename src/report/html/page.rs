@@ -31,6 +31,7 @@ ul.legend { display: flex; flex-wrap: wrap; gap: .2rem 1rem; padding: 0; list-st
 ul.legend span { display: inline-block; width: .8rem; height: .8rem; margin-right: .3rem; vertical-align: -1px; }
 #tip { position: fixed; pointer-events: none; background: #1b1f24; color: #fff; padding: .3rem .5rem; border-radius: 4px;
        font-size: .85rem; max-width: 28rem; white-space: pre-wrap; display: none; z-index: 10; }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 .status-pass { color: #1a7f37; } .status-warn { color: #9a6700; } .status-fail { color: #cf222e; }
 "#;
 

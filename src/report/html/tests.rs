@@ -166,3 +166,48 @@ fn size_of_a_20_variant_200_run_experiment() {
     );
     assert!(html.len() < 1_500_000, "{} bytes", html.len());
 }
+
+#[test]
+fn a_tune_experiment_has_its_table_from_the_settings() {
+    // settings.tune as docs/json-schema.md documents it.
+    let settings: Settings = serde_json::from_str(
+        r#"{"runs":"6","warmup":0,"order":"shuffled","timeout_ms":1000,"poll_interval_us":200,
+            "requests":0,"seed":1,"noise":0.01,
+            "tune":{"runtime":"native","executable":"/bin/true",
+                    "candidates":[{"id":"slow","title":"Slow <flag>","apply":"SLOW=1 ./app"}],
+                    "unmeasured":[{"id":"bad","title":"Breaks it","status":{"kind":"broken","why":"exited 2\n  | boom"}}]}}"#,
+    )
+    .expect("the documented settings.tune parses");
+    let r = model(&["baseline", "tune:slow"], "exit", 30);
+    let a = analyze(&r, 0.01);
+    let html = render(&Report {
+        title: "t".into(),
+        experiments: vec![Experiment {
+            heading: "Experiment 1".into(),
+            id: Some(1),
+            created_unix_s: Some(0),
+            meta: None,
+            settings: Some(&settings),
+            result: &r,
+            analysis: &a,
+            explanation: None,
+        }],
+        history: Vec::new(),
+        gate: None,
+    });
+    assert_eq!(
+        sections(&html),
+        ["settings", "distribution", "runs", "comparisons", "tune"]
+    );
+    let tune = &html[html.find("data-section=\"tune\"").unwrap()..];
+    // +3 ms of ~11 ms: slower, with its effect and CI; the broken one after it.
+    let slow = tune.find("data-status=\"slower\"").expect("the slower row");
+    let broken = tune.find("data-status=\"broken\"").expect("the broken row");
+    assert!(slow < broken, "{tune}");
+    assert!(tune.contains("Slow &lt;flag&gt;"), "escaped title: {tune}");
+    assert!(tune.contains("❌") && tune.contains("💥"), "{tune}");
+    assert!(tune.contains("broken: exited 2"), "{tune}");
+    assert!(tune.contains(" %] ") || tune.contains(" %]<"), "a CI: {tune}");
+    // Only a winner's apply line is shown, as in the terminal.
+    assert!(!tune.contains("SLOW=1 ./app"), "{tune}");
+}
