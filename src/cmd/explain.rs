@@ -400,7 +400,7 @@ fn builds(args: &ExplainArgs) -> Result<Vec<Build>> {
 /// (variants renumbered 0..k, traces moved along).
 fn split_by_build(result: &mut ExperimentResult, builds: usize, k: usize) -> Vec<ExperimentResult> {
     // A copy: the whole experiment's runs stay for the HTML report's distributions.
-    let samples = result.samples.clone();
+    let samples = std::mem::take(&mut result.samples);
     let mut out: Vec<ExperimentResult> = (0..builds)
         .map(|b| ExperimentResult {
             variants: result.variants[b * k..b * k + k].to_vec(),

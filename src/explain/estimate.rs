@@ -196,6 +196,10 @@ pub struct RunEstimate {
     pub traced_ms: f64,
     pub estimate_ms: f64,
     pub stops: usize,
+    /// Its stops' cost at this scale, ms, before the floor at 0 that
+    /// `estimate_ms` has (the residual scale needs the whole cost).
+    #[serde(default)]
+    pub cost_ms: f64,
     pub phases: Vec<Estimated>,
 }
 
@@ -268,11 +272,12 @@ pub fn run_estimate(
     let tl = timeline_of(trace, ready_ms, requests, hint);
     let costs = StopCosts::new(trace, cal, scale);
     let ready_ns = (ready_ms * 1e6) as u64;
-    let (stops, _) = costs.within(0, ready_ns);
+    let (stops, cost_ns) = costs.within(0, ready_ns);
     RunEstimate {
         traced_ms: ready_ms,
         estimate_ms: costs.estimate_ms(0, ready_ns),
         stops,
+        cost_ms: cost_ns / 1e6,
         phases: phases(&tl, &costs),
     }
 }
@@ -299,7 +304,7 @@ pub fn residual_scale(calibrated: &[RunEstimate], untraced_ms: &[f64]) -> f64 {
     let total = |k: f64| {
         med(calibrated
             .iter()
-            .map(|r| (r.traced_ms - k * (r.traced_ms - r.estimate_ms)).max(0.0))
+            .map(|r| (r.traced_ms - k * r.cost_ms).max(0.0))
             .collect())
     };
     if total(0.0) <= target {
@@ -486,11 +491,20 @@ mod tests {
             traced_ms,
             estimate_ms: traced_ms - cost_ms,
             stops: 100,
+            cost_ms,
             phases: Vec::new(),
         };
         // Traced 30 ms, calibrated stops 5 ms, untraced 20 ms: the stops cost ×2.
         let runs = [run(29.0, 5.0), run(30.0, 5.0), run(31.0, 5.0)];
         assert!((residual_scale(&runs, &[19.0, 20.0, 21.0]) - 2.0).abs() < 1e-6);
+        // A calibration that overestimates (cost above the traced time: the
+        // estimate floors at 0): the scale still uses the whole cost.
+        let over = |traced_ms: f64, cost_ms: f64| RunEstimate {
+            estimate_ms: 0.0,
+            ..run(traced_ms, cost_ms)
+        };
+        let runs = [over(5.0, 10.0), over(5.0, 10.0), over(5.0, 10.0)];
+        assert!((residual_scale(&runs, &[2.0]) - 0.3).abs() < 1e-6);
         // Per-run costs that differ: the median of the scaled totals is the target.
         let mixed = [run(30.0, 2.0), run(40.0, 10.0), run(50.0, 4.0)];
         let k = residual_scale(&mixed, &[30.0]);
