@@ -62,6 +62,24 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
+/// `2%` → (0.02, relative); `5ms` or `5` → (5.0, absolute ms).
+pub fn target_ci(s: &str) -> Result<(f64, bool)> {
+    let bad = || {
+        anyhow::anyhow!("bad --target-ci '{s}': write a percentage of the median (2%) or milliseconds (5ms)")
+    };
+    let (num, relative) = match s.strip_suffix('%') {
+        Some(n) => (n, true),
+        None => (s.strip_suffix("ms").unwrap_or(s), false),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    // Above 100% or a week the stopping rule is meaningless (and from_secs_f64 of it panics).
+    let max = if relative { 100.0 } else { MAX_SECONDS * 1e3 };
+    if !(v > 0.0 && v <= max) {
+        return Err(bad());
+    }
+    Ok(if relative { (v / 100.0, true) } else { (v, false) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

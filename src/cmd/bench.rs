@@ -84,7 +84,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
     let stop = match &args.target_ci {
         None => StopRule::Fixed { runs },
         Some(t) => {
-            let (target, relative) = parse_target_ci(t)?;
+            let (target, relative) = bounds::target_ci(t)?;
             bounds::runs("--max-runs", args.max_runs, 2)?;
             if args.min_runs < 2 || args.min_runs > args.max_runs {
                 bail!(
@@ -313,27 +313,6 @@ fn config_variants(
         .collect()
 }
 
-/// `2%` → (0.02, relative); `5ms` or `5` → (5.0, absolute ms).
-fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
-    let bad =
-        || anyhow!("bad --target-ci '{s}': write a percentage of the median (2%) or milliseconds (5ms)");
-    let (num, relative) = match s.strip_suffix('%') {
-        Some(n) => (n, true),
-        None => (s.strip_suffix("ms").unwrap_or(s), false),
-    };
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    // Above 100% or a week the stopping rule is meaningless (and from_secs_f64 of it panics).
-    let max = if relative {
-        100.0
-    } else {
-        bounds::MAX_SECONDS * 1e3
-    };
-    if !(v > 0.0 && v <= max) {
-        return Err(bad());
-    }
-    Ok(if relative { (v / 100.0, true) } else { (v, false) })
-}
-
 pub fn run(args: &BenchArgs) -> Result<i32> {
     let root = config::project_root();
     let config = config::load(&root)?;
@@ -369,11 +348,11 @@ mod tests {
 
     #[test]
     fn target_ci_forms() {
-        assert_eq!(parse_target_ci("2%").unwrap(), (0.02, true));
-        assert_eq!(parse_target_ci("5ms").unwrap(), (5.0, false));
-        assert!(parse_target_ci("-1%").is_err());
-        assert!(parse_target_ci("fast").is_err());
-        assert!(parse_target_ci("1e300%").is_err());
-        assert!(parse_target_ci("inf").is_err());
+        assert_eq!(bounds::target_ci("2%").unwrap(), (0.02, true));
+        assert_eq!(bounds::target_ci("5ms").unwrap(), (5.0, false));
+        assert!(bounds::target_ci("-1%").is_err());
+        assert!(bounds::target_ci("fast").is_err());
+        assert!(bounds::target_ci("1e300%").is_err());
+        assert!(bounds::target_ci("inf").is_err());
     }
 }

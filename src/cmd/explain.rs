@@ -520,16 +520,7 @@ impl Arms<'_> {
     /// scheduler stops as it does for the other arms.
     fn traced(&self, b: usize, id: RunId) -> Result<Sample> {
         let r = run_traced(&self.builds[b].target, &self.builds[b].readiness, &self.opts, id);
-        if signals::interrupted() {
-            let mut s = match r {
-                Ok(s) => s,
-                Err(_) => Sample::begin(&id, coldstart::clock::now_ns()),
-            };
-            s.outcome = Outcome::Interrupted;
-            s.ready_ns = None;
-            return Ok(s);
-        }
-        r
+        interrupted(r, id)
     }
 
     fn choose(&mut self, b: usize, trace: &coldstart::trace::Trace) -> Result<()> {

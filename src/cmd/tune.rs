@@ -5,7 +5,7 @@
 //! combination of the winners in a second short one; print, export and store.
 
 use crate::cli::TuneArgs;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use coldstart::analysis::Analysis;
 use coldstart::bounds;
 use coldstart::config;
@@ -48,7 +48,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     if !(args.budget.is_finite() && args.budget > 0.0) {
         bail!("--budget must be a positive number of seconds");
     }
-    let (ci_target, relative) = parse_target_ci(&args.target_ci)?;
+    let (ci_target, relative) = coldstart::bounds::target_ci(&args.target_ci)?;
     if args.requests > 0 && !matches!(readiness, Readiness::Http { .. }) {
         bail!(
             "--requests needs http readiness (--ready http://127.0.0.1:PORT/…): the requests go to that URL"
@@ -614,19 +614,4 @@ fn write_html(exports: &coldstart::report::export::Exports, experiments: &[Measu
         gate: None,
     };
     exports.write_html(&report)
-}
-
-/// `2%` → (0.02, relative); `5ms` or `5` → (5.0, absolute ms).
-fn parse_target_ci(s: &str) -> Result<(f64, bool)> {
-    let bad =
-        || anyhow!("bad --target-ci '{s}': write a percentage of the median (2%) or milliseconds (5ms)");
-    let (num, relative) = match s.strip_suffix('%') {
-        Some(n) => (n, true),
-        None => (s.strip_suffix("ms").unwrap_or(s), false),
-    };
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    if !(v > 0.0 && v <= if relative { 100.0 } else { 1e9 }) {
-        return Err(bad());
-    }
-    Ok(if relative { (v / 100.0, true) } else { (v, false) })
 }
