@@ -274,9 +274,37 @@ fn json_export_has_every_documented_field() {
     assert_eq!(doc["settings"]["seed"], 42);
     assert_eq!(doc["samples"].as_array().map(Vec::len), Some(r.samples.len()));
     assert_eq!(doc["variants"].as_array().map(Vec::len), Some(2));
+    // A tune experiment's settings carry its candidates (docs: settings.tune).
+    let tuned = {
+        use crate::tune::stored::{StoredCandidate, StoredRow, TuneSettings};
+        let mut s = settings();
+        s.tune = Some(TuneSettings {
+            runtime: "jvm".into(),
+            version: Some("17".into()),
+            executable: "/usr/bin/java".into(),
+            candidates: vec![StoredCandidate {
+                id: "appcds".into(),
+                title: "AppCDS archive".into(),
+                apply: "-XX:SharedArchiveFile=app.jsa".into(),
+                shifts_work: true,
+            }],
+            unmeasured: vec![StoredRow {
+                id: "bad".into(),
+                title: "breaks it".into(),
+                status: crate::tune::report::Status::Broken {
+                    why: "exited 2".into(),
+                },
+            }],
+            recommended_set: true,
+        });
+        let text = json::render(&r, &analyze(&r, 0.01), &s).expect("json");
+        serde_json::from_str::<serde_json::Value>(&text).expect("valid JSON")
+    };
+    assert_eq!(tuned["settings"]["tune"]["candidates"][0]["id"], "appcds");
     let mut present = BTreeSet::new();
     keys_of(&doc, &mut present);
     keys_of(&swept, &mut present);
+    keys_of(&tuned, &mut present);
     let (keys, sample_fields) = documented();
     assert!(keys.len() > 30, "the example was read: {keys:?}");
     let missing: Vec<&String> = keys.difference(&present).collect();
