@@ -507,9 +507,16 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         &mut b,
         &lambda_html,
         "lambda",
-        // One runtime at two memory sizes: a resource sweep compares variants at
-        // the same size, so there is no A/B here.
-        &["settings", "distribution", "runs", "sweep", "lambda"],
+        // One runtime at two memory sizes: each size is compared with the first
+        // (compare-along is on by default for one variant and one parameter).
+        &[
+            "settings",
+            "distribution",
+            "runs",
+            "comparisons",
+            "sweep",
+            "lambda",
+        ],
     );
     check(&mut b, &compare_html, "compare", &ab_sections);
     check(
@@ -651,7 +658,13 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
 
     let mut b = Browser::start(&chromium);
     let base = ["settings", "distribution", "runs"];
-    check(&mut b, &sweep_html, "sweep", &[&base[..], &["sweep"]].concat());
+    // One variant, one parameter: each value is compared with the first.
+    check(
+        &mut b,
+        &sweep_html,
+        "sweep",
+        &[&base[..], &["comparisons", "sweep"]].concat(),
+    );
     let mut seen = Loaded::default();
     let points = b.eval(
         &mut seen,
