@@ -284,13 +284,17 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
 }
 
 /// Start a prepared process (after T0; it enters the sandbox before its exec).
-/// The spawning thread is held during the placement's kernel wait, which delays
-/// everything started after it: T0 moves past it, so Init Duration keeps only
-/// the environment's own time (the sum is exact for the runtime, started last
-/// once the extensions registered).
+/// The spawning thread is held during the placement's kernel wait. T0 moves
+/// past the first process's wait only, while nothing of the environment runs:
+/// a later process's wait overlaps the ones already running (an extension can
+/// register and be ready during it), so moving T0 past it would put their
+/// instants before T0. Those later waits (microseconds on a quiet machine, up
+/// to an RCU grace period under load) stay inside Init Duration.
 fn start(e: &mut Environment, prep: processes::Prepared) -> Result<Process> {
     let p = processes::start(prep, &e.env.shared, &e.bus, &e.logs)?;
-    e.t0 += p.placement_ns;
+    if e.procs.is_empty() {
+        e.t0 += p.placement_ns;
+    }
     Ok(p)
 }
 
