@@ -149,7 +149,7 @@ mod tests {
     #[test]
     fn detects_deno_and_appends_to_its_v8_flags() {
         let exec = |p| FinalExec { path: p, exe: p };
-        assert!(Deno.detect(&exec("/home/u/.deno/bin/deno")));
+        assert!(Deno.detect(&exec("/opt/fixture/.deno/bin/deno")));
         assert!(!Deno.detect(&exec("/usr/bin/node")));
         let tmp = tempfile::tempdir_in(crate::testkit::fixtures_dir()).expect("tempdir");
         let mut env = fixture_deno_dir(tmp.path());
