@@ -794,13 +794,19 @@ pub struct LimitArgs {
 }
 
 impl LimitArgs {
-    /// These limits, each unset one taken from `shared` (the flags before any --name).
+    /// These flags, each unset one taken from `shared` (the flags before any --name).
+    pub fn over(&self, shared: &LimitArgs) -> LimitArgs {
+        LimitArgs {
+            cpus: self.cpus.clone().or_else(|| shared.cpus.clone()),
+            cpuset: self.cpuset.clone().or_else(|| shared.cpuset.clone()),
+            memory: self.memory.clone().or_else(|| shared.memory.clone()),
+        }
+    }
+
+    /// These limits, parsed (see `over`).
     pub fn parse_over(&self, shared: &LimitArgs) -> anyhow::Result<coldstart::limits::Limits> {
-        coldstart::limits::Limits::parse(
-            self.cpus.as_deref().or(shared.cpus.as_deref()),
-            self.cpuset.as_deref().or(shared.cpuset.as_deref()),
-            self.memory.as_deref().or(shared.memory.as_deref()),
-        )
+        let l = self.over(shared);
+        coldstart::limits::Limits::parse(l.cpus.as_deref(), l.cpuset.as_deref(), l.memory.as_deref())
     }
 }
 

@@ -399,7 +399,8 @@ fn builds(args: &ExplainArgs) -> Result<Vec<Build>> {
 /// The experiment's samples split into one result of `k` arms per build
 /// (variants renumbered 0..k, traces moved along).
 fn split_by_build(result: &mut ExperimentResult, builds: usize, k: usize) -> Vec<ExperimentResult> {
-    // A copy: the whole experiment's runs stay for the HTML report's distributions.
+    // Put back (traces dropped) once the explanations are built: the HTML
+    // report draws the whole experiment's runs.
     let samples = std::mem::take(&mut result.samples);
     let mut out: Vec<ExperimentResult> = (0..builds)
         .map(|b| ExperimentResult {

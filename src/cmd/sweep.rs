@@ -98,26 +98,7 @@ fn merged(spec: &VariantSpec, shared: &VariantArgs) -> VariantSpec {
             cwd: spec.args.cwd.clone().or_else(|| shared.cwd.clone()),
             // Hooks keep hyperfine's rule (bench::variant_hooks), not this merge.
             hooks: spec.args.hooks.clone(),
-            limits: crate::cli::LimitArgs {
-                cpus: spec
-                    .args
-                    .limits
-                    .cpus
-                    .clone()
-                    .or_else(|| shared.limits.cpus.clone()),
-                cpuset: spec
-                    .args
-                    .limits
-                    .cpuset
-                    .clone()
-                    .or_else(|| shared.limits.cpuset.clone()),
-                memory: spec
-                    .args
-                    .limits
-                    .memory
-                    .clone()
-                    .or_else(|| shared.limits.memory.clone()),
-            },
+            limits: spec.args.limits.over(&shared.limits),
         },
         argv: spec.argv.clone(),
     }
