@@ -80,6 +80,10 @@ impl Traced<'_> {
         self.session.root_exit(patience)
     }
 
+    pub fn wait_listen_on(&self, port: u16, patience: std::time::Duration) -> bool {
+        self.session.wait_listen_on(port, patience)
+    }
+
     pub fn wait(&mut self) -> Outcome {
         self.session.wait()
     }

@@ -173,6 +173,15 @@ impl Launched {
         }
     }
 
+    /// Give the tracer up to `patience` to record the listen on `port` that a
+    /// probe has already connected to (see `Session::wait_listen_on`).
+    pub fn await_traced_listen(&self, port: u16, patience: std::time::Duration) -> bool {
+        match &self.how {
+            How::Traced(Some(s)) => s.wait_listen_on(port, patience),
+            _ => false,
+        }
+    }
+
     /// End the trace session (killing what is left of the tree) and return the
     /// trace. After this, reaping with waitpid(-1) is safe again.
     pub fn finish_trace(&mut self) -> Result<Option<Trace>> {

@@ -379,6 +379,11 @@ pub fn run(
     }
 
     if child.traced() {
+        if let Some(port) = probed_port(readiness).filter(|_| sample.ok()) {
+            // The probe got in before the tracer saw the listen: wait for it, or
+            // the trace would lack the service's listen.
+            child.await_traced_listen(port, Duration::from_secs(2));
+        }
         // No graceful stop under the tracer: the session kills the tree.
         if let Some(trace) = child.finish_trace()? {
             let status = launcher::traced_exit(&trace);
@@ -483,6 +488,15 @@ fn tree_gone(child: &Launched) -> bool {
     match child.trace_status() {
         Some(status) => status.exited,
         None => tree::nothing_left(child.pid),
+    }
+}
+
+/// The port a tcp or http probe connects to.
+fn probed_port(readiness: &Readiness) -> Option<u16> {
+    match readiness {
+        Readiness::Tcp { port, .. } => Some(*port),
+        Readiness::Http { url } => url.port_or_known_default(),
+        _ => None,
     }
 }
 

@@ -373,6 +373,8 @@ impl fmt::Display for SockAddr {
 pub struct Status {
     /// Time and address of the first successful listen.
     pub first_listen: Option<(u64, Option<SockAddr>)>,
+    /// The ports of every successful listen on an internet socket so far.
+    pub listen_ports: Vec<u16>,
     /// Time of the first write on an accepted socket.
     pub first_response: Option<u64>,
     /// The whole tree has exited (or been killed and reaped).
@@ -548,6 +550,31 @@ impl Session {
         drop(state);
         self.outcome = outcome;
         outcome
+    }
+
+    /// Wait up to `patience` until the tracer has recorded a listen on `port`.
+    /// A probe can connect as soon as the kernel has made the socket listen,
+    /// before the tracer has handled the listen's syscall-exit stop (the
+    /// handshake needs no help from the stopped tracee); killing the tree then
+    /// would lose the very listen that made the run ready.
+    pub fn wait_listen_on(&self, port: u16, patience: Duration) -> bool {
+        let until = Instant::now() + patience;
+        let mut state = self.shared.lock();
+        loop {
+            if state.status.listen_ports.contains(&port) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= until || state.status.exited {
+                return false;
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, until - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
     }
 
     /// SIGKILL every live process of the tree (the tracer also kills any task

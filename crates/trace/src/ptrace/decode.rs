@@ -5,7 +5,7 @@
 use super::state::{Awaiting, Pending, Tracer};
 use super::sys::{syscall_info, OP_EXIT, OP_SECCOMP};
 use crate::{procfs, seccomp};
-use crate::{Event, SocketRole};
+use crate::{Event, SockAddr, SocketRole};
 
 /// Kernel-internal "restart me" errnos a syscall-exit stop can show; the
 /// syscall is re-executed (and re-stops on seccomp) after the signal.
@@ -273,6 +273,9 @@ impl Tracer {
                     },
                 );
                 self.shared.update(|s| {
+                    if let Some(SockAddr::Inet { port, .. }) = &addr {
+                        s.status.listen_ports.push(*port);
+                    }
                     s.status.first_listen.get_or_insert((start, addr));
                 });
             }
