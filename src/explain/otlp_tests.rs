@@ -581,7 +581,7 @@ fn node_fixture() -> Option<PathBuf> {
 
 /// Run the fixture with the receiver's environment (minus `drop_env`, plus
 /// `extra`), wait for it to exit, and return the section with the exit time.
-fn run_fixture(mut cmd: Command, drop_env: &[&str], extra: &[(&str, &str)]) -> (Section, u64) {
+fn run_fixture(mut cmd: Command, drop_env: &[&str], extra: &[(&str, &str)]) -> (Section, u64, String) {
     let r = Receiver::start().expect("receiver");
     for (k, v) in r.env() {
         if !drop_env.contains(&k.as_str()) {
@@ -612,11 +612,63 @@ fn run_fixture(mut cmd: Command, drop_env: &[&str], extra: &[(&str, &str)]) -> (
         s.notes,
         String::from_utf8_lossy(&out.stderr)
     );
-    (s, exited)
+    (s, exited, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The SDK's own stamps as the Node fixture prints them: `span NAME START END`
+/// (epoch ns, from the SDK's span objects after they ended).
+fn sdk_stamps(stdout: &str) -> Vec<(String, i128, i128)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("span ")?.split(' ');
+            let (name, start, end) = (w.next()?, w.next()?.parse().ok()?, w.next()?.parse().ok()?);
+            Some((name.to_string(), start, end))
+        })
+        .collect()
+}
+
+/// The spans' times relative to init's agree with the SDK's own stamps to the
+/// microsecond: one offset converts them all, so nothing of the nesting the SDK
+/// recorded is lost or invented (the JS SDK's own stamps may put a child a little
+/// past its parent: Date.now() starts plus performance.now() lengths, and a
+/// preemption between the two reads in its Span constructor shifts an end).
+fn check_against_sdk(s: &Section, stamps: &[(String, i128, i128)]) {
+    assert_eq!(stamps.len(), 3, "the fixture printed its stamps: {stamps:?}");
+    let (_, init_start, _) = stamps.iter().find(|(n, ..)| n == "init").expect("init's stamps");
+    let init = span(s, "init");
+    for (name, start, end) in stamps {
+        let sp = span(s, name);
+        let ours = (
+            sp.start_ns as i128 - init.start_ns as i128,
+            (sp.start_ns + sp.dur_ns) as i128 - init.start_ns as i128,
+        );
+        let sdk = (start - init_start, end - init_start);
+        assert!(
+            (ours.0 - sdk.0).abs() <= 1_000 && (ours.1 - sdk.1).abs() <= 1_000,
+            "{name}: ours {ours:?} vs the SDK's {sdk:?} (ns from init's start)"
+        );
+    }
 }
 
 /// init > load-config, init > connect-db, through a real exporter.
 fn check_nested(s: &Section, exited_ns: u64, encoding: &str) {
+    check_shape(s, exited_ns, encoding);
+    let init = span(s, "init");
+    // The Python SDK stamps every start and end with time_ns(): its nesting is
+    // exact, and one offset converts every span, so it stays exact here.
+    for child in ["load-config", "connect-db"] {
+        let c = span(s, child);
+        assert!(c.start_ns >= init.start_ns, "{child} starts inside init");
+        assert!(
+            c.start_ns + c.dur_ns <= init.start_ns + init.dur_ns,
+            "{child} ends inside init"
+        );
+    }
+}
+
+/// What every SDK's export must show, whatever its clock.
+fn check_shape(s: &Section, exited_ns: u64, encoding: &str) {
     assert_eq!(s.source, "otlp");
     assert_eq!(
         fact(s, "encoding"),
@@ -627,18 +679,8 @@ fn check_nested(s: &Section, exited_ns: u64, encoding: &str) {
     assert_eq!(fact(s, "traces"), "1");
     assert!(fact(s, "requests").parse::<usize>().is_ok_and(|n| n >= 1));
     let init = span(s, "init");
-    // One offset converts every span, so containment is as exact as the SDK's own
-    // stamps: the JS SDK takes start times from Date.now() (whole ms) and adds a
-    // performance.now() duration, so a child may end up to 1 ms past its parent.
-    let tol = MS + 1_000;
     for child in ["load-config", "connect-db"] {
-        let c = span(s, child);
-        assert!(c.dur_ns > 0, "{child} has a length");
-        assert!(c.start_ns + tol >= init.start_ns, "{child} starts inside init");
-        assert!(
-            c.start_ns + c.dur_ns <= init.start_ns + init.dur_ns + tol,
-            "{child} ends inside init"
-        );
+        assert!(span(s, child).dur_ns > 0, "{child} has a length");
     }
     assert!(span(s, "load-config").start_ns <= span(s, "connect-db").start_ns);
     // A sanity bound on the clock conversion (a wrong sign or unit is off by years):
@@ -674,7 +716,7 @@ fn python_fixture((site, python): &(PathBuf, PathBuf)) -> Command {
 #[test]
 fn python_sdk_exports_protobuf() {
     let Some(sdk) = python_sdk() else { return };
-    let (s, exited) = run_fixture(python_fixture(&sdk), &[], &[]);
+    let (s, exited, _) = run_fixture(python_fixture(&sdk), &[], &[]);
     check_nested(&s, exited, "protobuf");
     assert_eq!(fact(&s, "services"), "py-fixture");
 }
@@ -683,7 +725,7 @@ fn python_sdk_exports_protobuf() {
 fn python_sdk_exports_deflated_protobuf_to_the_base_endpoint() {
     let Some(sdk) = python_sdk() else { return };
     // Only the base endpoint: the SDK must append /v1/traces itself, per the spec.
-    let (s, exited) = run_fixture(
+    let (s, exited, _) = run_fixture(
         python_fixture(&sdk),
         &["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],
         &[("OTEL_EXPORTER_OTLP_COMPRESSION", "deflate")],
@@ -702,21 +744,23 @@ fn node_sdk_exports_json_to_the_base_endpoint() {
     let Some(dir) = node_fixture() else { return };
     // The JSON exporter ignores the protocol variable; only the base endpoint is
     // given, so the SDK's own /v1/traces derivation is what reaches us.
-    let (s, exited) = run_fixture(
+    let (s, exited, stdout) = run_fixture(
         node_fixture_cmd(&dir, "json"),
         &["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],
         &[],
     );
-    check_nested(&s, exited, "OTLP/JSON");
+    check_shape(&s, exited, "OTLP/JSON");
+    check_against_sdk(&s, &sdk_stamps(&stdout));
 }
 
 #[test]
 fn node_sdk_exports_gzipped_protobuf() {
     let Some(dir) = node_fixture() else { return };
-    let (s, exited) = run_fixture(
+    let (s, exited, stdout) = run_fixture(
         node_fixture_cmd(&dir, "proto"),
         &[],
         &[("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")],
     );
-    check_nested(&s, exited, "protobuf+gzip");
+    check_shape(&s, exited, "protobuf+gzip");
+    check_against_sdk(&s, &sdk_stamps(&stdout));
 }
