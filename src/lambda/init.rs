@@ -69,7 +69,7 @@ pub(super) async fn prepare(
     });
     let srv = server::Server::start(env.clone()).await?;
     let api = srv.addr.to_string();
-    let rt_env = super::env::runtime_env(&function, &api, &cfg.env);
+    let rt_env = super::env::runtime_env(&function, &api, &cfg.runtime_vars());
     let ext_env = super::env::extension_env(&rt_env);
     let sandbox = match &opts.cgroups {
         Some(c) => {
