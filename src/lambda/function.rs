@@ -46,7 +46,7 @@ pub struct AtMemory {
 impl Function {
     pub fn new(f: &Flags) -> Result<Self> {
         // A bootstrap without --code: its directory is the task root, as before.
-        let (kind, code) = match managed::classify(f.runtime)? {
+        let (runtime, code) = match managed::classify(f.runtime)? {
             RuntimeArg::Managed(rt) => {
                 let code = f.code.ok_or_else(|| {
                     anyhow!(
@@ -54,8 +54,7 @@ impl Function {
                         rt.id()
                     )
                 })?;
-                let resolved = Resolved::find(rt, &managed::clients_dir())?;
-                (Kind::Managed(resolved), code.to_path_buf())
+                (Ok(rt), code.to_path_buf())
             }
             RuntimeArg::Bootstrap(path) => {
                 let t = Target::new(vec![path.display().to_string()], Vec::new(), None)
@@ -64,10 +63,14 @@ impl Function {
                     Some(c) => c.to_path_buf(),
                     None => t.program.parent().map(PathBuf::from).unwrap_or_default(),
                 };
-                (Kind::Bootstrap(t), code)
+                (Err(t), code)
             }
         };
         let paths = SandboxPaths::host(&code, f.layers)?;
+        let kind = match runtime {
+            Ok(rt) => Kind::Managed(Resolved::find(rt, &managed::clients_dir())?),
+            Err(t) => Kind::Bootstrap(t),
+        };
         let extensions = if f.bare {
             Vec::new()
         } else {

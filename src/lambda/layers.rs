@@ -77,7 +77,10 @@ impl SandboxPaths {
 pub fn extensions(layers: &[PathBuf], dir: Option<&Path>) -> Result<Vec<PathBuf>> {
     let mut found: Vec<PathBuf> = Vec::new();
     let layer_dirs = layers.iter().map(|l| l.join("extensions"));
-    for d in layer_dirs.filter(|d| d.is_dir()).chain(dir.map(Path::to_path_buf)) {
+    for d in layer_dirs
+        .filter(|d| d.is_dir())
+        .chain(dir.map(Path::to_path_buf))
+    {
         for path in super::discover_extensions(&d)? {
             found.retain(|p| p.file_name() != path.file_name());
             found.push(path);
@@ -118,7 +121,12 @@ mod tests {
         let got = extensions(&layers, Some(&own)).expect("extensions");
         let names: Vec<String> = got
             .iter()
-            .map(|p| p.strip_prefix(tmp.path()).expect("under tmp").display().to_string())
+            .map(|p| {
+                p.strip_prefix(tmp.path())
+                    .expect("under tmp")
+                    .display()
+                    .to_string()
+            })
             .collect();
         assert_eq!(names, ["own/mine", "a/extensions/only-a", "b/extensions/shared"]);
     }

@@ -138,7 +138,13 @@ impl Resolved {
 
     /// The command and variables for a function with these paths and memory.
     /// `user`: the function's variables (AWS_LAMBDA_EXEC_WRAPPER, and overrides).
-    pub fn launch(&self, paths: &SandboxPaths, handler: &str, memory_mb: u64, user: &[(String, String)]) -> Result<Launch> {
+    pub fn launch(
+        &self,
+        paths: &SandboxPaths,
+        handler: &str,
+        memory_mb: u64,
+        user: &[(String, String)],
+    ) -> Result<Launch> {
         let client = self.client.display().to_string();
         let mut env = paths.path_vars();
         env.push((
@@ -242,11 +248,15 @@ fn wrapped(argv: Vec<String>, user: &[(String, String)]) -> Result<Vec<String>> 
 }
 
 fn java_client_jar(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| {
-        p.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("aws-lambda-java-runtime-interface-client-") && n.ends_with(".jar"))
-    })
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("aws-lambda-java-runtime-interface-client-") && n.ends_with(".jar")
+            })
+        })
 }
 
 /// The runtime's interpreter from PATH, of the runtime's version. Python's is
@@ -256,10 +266,17 @@ fn interpreter(runtime: Runtime) -> Result<PathBuf> {
     let (names, probe, want): (&[&str], &[&str], &str) = match runtime {
         Runtime::Python311 => (
             &["python3.11", "python3"],
-            &["-c", "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"],
+            &[
+                "-c",
+                "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])",
+            ],
             "3.11",
         ),
-        Runtime::Nodejs20 => (&["node"], &["-p", "process.execPath + '\\n' + process.versions.node"], "20"),
+        Runtime::Nodejs20 => (
+            &["node"],
+            &["-p", "process.execPath + '\\n' + process.versions.node"],
+            "20",
+        ),
         Runtime::Java17 => (&["java"], &["-XshowSettings:properties", "-version"], "17"),
     };
     let mut seen = Vec::new();
@@ -284,7 +301,11 @@ fn interpreter(runtime: Runtime) -> Result<PathBuf> {
         let major_matches = version == want || version.starts_with(&format!("{want}."));
         match path.filter(|p| p.is_file()) {
             Some(p) if out.status.success() && major_matches => return Ok(p),
-            _ => seen.push(format!("{} is {}", found.display(), if version.is_empty() { "unusable" } else { &version })),
+            _ => seen.push(format!(
+                "{} is {}",
+                found.display(),
+                if version.is_empty() { "unusable" } else { &version }
+            )),
         }
     }
     Err(anyhow!(
@@ -295,7 +316,11 @@ fn interpreter(runtime: Runtime) -> Result<PathBuf> {
             Runtime::Nodejs20 => "Node.js",
             Runtime::Java17 => "Java",
         },
-        if seen.is_empty() { "none found".to_string() } else { seen.join("; ") }
+        if seen.is_empty() {
+            "none found".to_string()
+        } else {
+            seen.join("; ")
+        }
     ))
 }
 
@@ -385,8 +410,14 @@ mod tests {
             .launch(&paths(), "a.B::handleRequest", 1024, &[])
             .expect("java");
         let cp = &java.argv[java.argv.iter().position(|a| a == "-classpath").expect("cp") + 1];
-        assert_eq!(cp, "/ric/*:/var/task:/var/task/lib/*:/l1/java/lib/*:/l2/java/lib/*");
-        assert_eq!(java.argv[java.argv.len() - 2..], [JAVA_MAIN, "a.B::handleRequest"]);
+        assert_eq!(
+            cp,
+            "/ric/*:/var/task:/var/task/lib/*:/l1/java/lib/*:/l2/java/lib/*"
+        );
+        assert_eq!(
+            java.argv[java.argv.len() - 2..],
+            [JAVA_MAIN, "a.B::handleRequest"]
+        );
         assert!(java.argv.contains(&"-XX:MaxHeapSize=891289k".to_string()));
     }
 
@@ -411,7 +442,13 @@ mod tests {
             .expect("wrapped");
         assert_eq!(
             l.argv,
-            [w.display().to_string().as_str(), "/interp", "-m", "awslambdaric", "h"]
+            [
+                w.display().to_string().as_str(),
+                "/interp",
+                "-m",
+                "awslambdaric",
+                "h"
+            ]
         );
     }
 }
