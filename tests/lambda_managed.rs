@@ -164,6 +164,15 @@ fn python_ric_runs_the_handler_with_the_layers_package() {
     let (code, layer) = python_function(dir.path());
     let (facts, event) = (dir.path().join("facts.jsonl"), dir.path().join("event.json"));
     std::fs::write(&event, r#"{"n": 7}"#).expect("event");
+    // The layer's extensions/ holds an external extension (as /opt/extensions).
+    std::fs::create_dir_all(layer.join("extensions")).expect("mkdir");
+    std::fs::copy(
+        root().join("examples/lambda/python/raw_extension.py"),
+        layer.join("extensions/layer-ext"),
+    )
+    .expect("copy the extension");
+    let ready = dir.path().join("ready");
+    std::fs::create_dir_all(&ready).expect("mkdir");
     let r = lambda(
         dir.path(),
         &clients,
@@ -179,12 +188,27 @@ fn python_ric_runs_the_handler_with_the_layers_package() {
             "1",
             "--env",
             &format!("FACTS={}", facts.display()),
+            "--env",
+            &format!("CS_READY_DIR={}", ready.display()),
         ],
     );
     assert!(r.out.status.success(), "{}\n{}", stderr(&r.out), r.log);
     assert_eq!(
         r.response,
         Some(serde_json::json!({"echo": {"n": 7}, "greeting": "hello from the layer"}))
+    );
+    assert!(
+        ready.join("layer-ext").exists(),
+        "the layer's extension did not get ready: {}",
+        r.log
+    );
+    assert!(
+        r.log
+            .lines()
+            .next()
+            .is_some_and(|l| l.starts_with("INIT_START Runtime Version: python:3.11.")),
+        "{}",
+        r.log
     );
     // The cold invoke and the warm one each ran the handler and got a REPORT.
     let seen: Vec<serde_json::Value> = std::fs::read_to_string(&facts)

@@ -114,6 +114,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     env: vars.clone(),
                     task_root: Some(at.task_root),
                     platform_env: at.platform_env,
+                    runtime_version: at.runtime_version,
                     bare,
                 },
             ));

@@ -41,6 +41,8 @@ pub struct AtMemory {
     pub runtime: Target,
     pub task_root: PathBuf,
     pub platform_env: Vec<(String, String)>,
+    /// As Lambda names runtime versions: `python:3.11.v29` there, `.coldstart` here.
+    pub runtime_version: String,
 }
 
 impl Function {
@@ -118,10 +120,15 @@ impl Function {
                 },
             ),
         };
+        let runtime_version = match &self.kind {
+            Kind::Managed(r) => r.runtime.version_name(),
+            Kind::Bootstrap(_) => "provided:coldstart".to_string(),
+        };
         Ok(AtMemory {
             runtime,
             task_root,
             platform_env,
+            runtime_version,
         })
     }
 }

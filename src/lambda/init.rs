@@ -128,13 +128,14 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         _ => None,
     };
     let function = &e.env.function;
-    e.logs.line(&report::init_start(&opts.region));
+    e.logs
+        .line(&report::init_start(&opts.region, &cfg.runtime_version));
     e.bus.emit(
         "platform.initStart",
         json!({
             "initializationType": "on-demand",
             "phase": phase,
-            "runtimeVersion": "provided:coldstart",
+            "runtimeVersion": cfg.runtime_version,
             "functionName": function.name,
             "functionVersion": function.version,
             "instanceId": e.instance_id,

@@ -38,6 +38,16 @@ impl Runtime {
         }
     }
 
+    /// Lambda's runtime version name (`python:3.11.v29`), with coldstart's build.
+    pub fn version_name(self) -> String {
+        let name = match self {
+            Runtime::Python311 => "python:3.11",
+            Runtime::Nodejs20 => "nodejs:20",
+            Runtime::Java17 => "java:17",
+        };
+        format!("{name}.coldstart")
+    }
+
     pub fn parse(id: &str) -> Option<Self> {
         SUPPORTED.into_iter().find(|r| r.id() == id)
     }

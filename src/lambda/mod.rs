@@ -65,6 +65,8 @@ pub struct Config {
     /// What the runtime's bootstrap sets (a managed runtime's paths, the layers'
     /// PATH and LD_LIBRARY_PATH); the function's `env` overrides it.
     pub platform_env: Vec<(String, String)>,
+    /// INIT_START's and initStart's runtime version (`python:3.11.coldstart`).
+    pub runtime_version: String,
     /// Measure the bare spawn → first /next instead (no emulator, no extensions).
     pub bare: bool,
 }
