@@ -300,6 +300,39 @@ fn python_handler_exception_is_the_rics_error() {
 }
 
 #[test]
+fn python_import_error_fails_init_as_lambda_does() {
+    let Some(clients) = clients("python") else { return };
+    let dir = scratch();
+    let (code, _) = python_function(dir.path());
+    let r = lambda(dir.path(), &clients, "python3.11", &code, "missing.handler", &[]);
+    assert!(!r.out.status.success(), "{}", r.log);
+    // The client's own message, from its /runtime/init/error.
+    assert!(
+        r.log
+            .contains("[ERROR] Runtime.ImportModuleError: Unable to import module 'missing'"),
+        "{}",
+        r.log
+    );
+    let init_reports: Vec<&str> = r.log.lines().filter(|l| l.starts_with("INIT_REPORT ")).collect();
+    assert_eq!(init_reports.len(), 2, "init, then the suppressed init: {}", r.log);
+    for (line, phase) in init_reports.iter().zip(["init", "invoke"]) {
+        assert!(
+            line.contains(&format!(
+                "Phase: {phase}\tStatus: error\tError Type: Runtime.ImportModuleError"
+            )),
+            "{line}"
+        );
+    }
+    assert_eq!(r.reports.len(), 1, "{}", r.log);
+    assert_eq!(
+        field(&r.reports[0], "Error Type"),
+        Some("Runtime.ImportModuleError"),
+        "{}",
+        r.reports[0]
+    );
+}
+
+#[test]
 fn exec_wrapper_runs_in_front_of_the_runtime() {
     let Some(clients) = clients("python") else { return };
     let dir = scratch();
