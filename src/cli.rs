@@ -839,8 +839,8 @@ pub struct DemoArgs {
 const LAMBDA_HELP: &str = "\
 VARIANTS
   Options before the first `--name` apply to all variants; each `--name NAME` starts
-  a variant that may set its own --runtime, --code, --layer, --extensions, --memory,
-  --env, --bare.
+  a variant that may set its own --runtime, --handler, --code, --layer, --extensions,
+  --memory, --env, --bare.
   Each memory size of a variant is its own variant (a sweep of the parameter
   `memory`, a resource), named NAME[memory=MB]; the sweep table compares each
   variant with the baseline at the same size, --compare-along memory each size
@@ -924,9 +924,6 @@ pub struct LambdaArgs {
     /// AWS_LAMBDA_FUNCTION_NAME.
     #[arg(long, default_value = "coldstart-function")]
     pub function_name: String,
-    /// _HANDLER.
-    #[arg(long, default_value = "function.handler")]
-    pub handler: String,
     /// AWS_REGION.
     #[arg(long, default_value = "us-east-1")]
     pub region: String,
@@ -976,6 +973,10 @@ pub struct LambdaVariantArgs {
     /// a `provided` runtime's bootstrap (./python3.11 for a file of that name).
     #[arg(long, value_name = "ID|PATH")]
     pub runtime: Option<PathBuf>,
+    /// _HANDLER: what the runtime runs (module.function, Class::method)
+    /// [default: function.handler].
+    #[arg(long, value_name = "HANDLER")]
+    pub handler: Option<String>,
     /// The function's unpacked .zip: the task root (LAMBDA_TASK_ROOT, /var/task on
     /// Lambda) and the runtime's working directory [default: the bootstrap's directory].
     #[arg(long, value_name = "DIR")]

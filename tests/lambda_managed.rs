@@ -300,6 +300,54 @@ fn python_handler_exception_is_the_rics_error() {
 }
 
 #[test]
+fn each_variant_runs_its_own_handler() {
+    let Some(clients) = clients("python") else { return };
+    let dir = scratch();
+    let (code, layer) = python_function(dir.path());
+    write(
+        &code.join("other.py"),
+        "import os\ndef handler(event, context):\n    open(os.environ['FACTS'] + '.other', 'w').write(os.environ['_HANDLER'])\n    return 'other'\n",
+    );
+    let facts = dir.path().join("facts.jsonl");
+    let (code, layer) = (code.to_str().expect("utf-8"), layer.to_str().expect("utf-8"));
+    let facts_env = format!("FACTS={}", facts.display());
+    let o = coldstart()
+        .args([
+            "lambda",
+            "-q",
+            "--no-store",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--runtime",
+            "python3.11",
+            "--code",
+            code,
+            "--layer",
+            layer,
+            "--env",
+            &facts_env,
+            "--name",
+            "app",
+            "--handler",
+            "app.handler",
+            "--name",
+            "other",
+            "--handler",
+            "other.handler",
+        ])
+        .env("COLDSTART_LAMBDA_RIC_DIR", &clients)
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let app = std::fs::read_to_string(&facts).expect("app.handler ran");
+    assert!(app.contains(r#""_HANDLER": "app.handler""#), "{app}");
+    let other = std::fs::read_to_string(dir.path().join("facts.jsonl.other")).expect("other ran");
+    assert_eq!(other, "other.handler");
+}
+
+#[test]
 fn python_import_error_fails_init_as_lambda_does() {
     let Some(clients) = clients("python") else { return };
     let dir = scratch();

@@ -70,12 +70,17 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
         } else {
             &a.layer
         };
+        let handler = a
+            .handler
+            .as_deref()
+            .or(args.shared.handler.as_deref())
+            .unwrap_or("function.handler");
         let func = function::Function::new(&function::Flags {
             runtime,
             code: a.code.as_deref().or(args.shared.code.as_deref()),
             layers,
             extensions: a.extensions.as_deref().or(args.shared.extensions.as_deref()),
-            handler: &args.handler,
+            handler,
             env: &vars,
             bare,
         })?;
@@ -111,6 +116,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     runtime: at.runtime,
                     extensions: func.extensions.clone(),
                     memory_mb: mb,
+                    handler: handler.to_string(),
                     env: vars.clone(),
                     task_root: Some(at.task_root),
                     platform_env: at.platform_env,
@@ -236,7 +242,6 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         init_boost,
         cgroups,
         function_name: args.function_name.clone(),
-        handler: args.handler.clone(),
         region: args.region.clone(),
         log,
         save_response: args.save_response.clone(),

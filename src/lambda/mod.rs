@@ -59,6 +59,8 @@ pub struct Config {
     /// Executables of the extensions directory, sorted by name.
     pub extensions: Vec<PathBuf>,
     pub memory_mb: u64,
+    /// _HANDLER.
+    pub handler: String,
     pub env: Vec<(String, String)>,
     /// LAMBDA_TASK_ROOT when it is not the bootstrap's directory (`--code`).
     pub task_root: Option<PathBuf>,
@@ -78,7 +80,7 @@ impl Config {
         env::Function {
             name: opts.function_name.clone(),
             version: "$LATEST".into(),
-            handler: opts.handler.clone(),
+            handler: self.handler.clone(),
             memory_mb: self.memory_mb,
             region: opts.region.clone(),
             account_id: "000000000000".into(),
@@ -107,7 +109,6 @@ pub struct Options {
     pub init_boost: Option<boost::Boost>,
     pub cgroups: Option<sandbox::Cgroups>,
     pub function_name: String,
-    pub handler: String,
     pub region: String,
     pub log: Option<Arc<Mutex<std::fs::File>>>,
     pub save_response: Option<PathBuf>,
