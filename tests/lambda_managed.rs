@@ -620,4 +620,34 @@ fn managed_runtime_input_errors_name_the_fix() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
+
+    // An interpreter of another version is refused, naming what was found: a
+    // `node` first on PATH that says it is Node 18 (the client itself is only
+    // looked for, so an empty file stands in for it).
+    write(
+        &dir.path()
+            .join("ric/node/node_modules/aws-lambda-ric/bin/index.mjs"),
+        "",
+    );
+    let bin = dir.path().join("bin");
+    write(&bin.join("node"), "#!/bin/sh\nprintf '%s\\n18.19.0\\n' \"$0\"\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("node"), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let code = dir.path().join("code");
+    std::fs::create_dir_all(&code).expect("mkdir");
+    let o = coldstart()
+        .args(["lambda", "--no-store", "--runtime", "nodejs20.x", "--code"])
+        .arg(&code)
+        .env("COLDSTART_LAMBDA_RIC_DIR", dir.path().join("ric"))
+        .env("PATH", path)
+        .output()
+        .expect("run");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("needs Node.js 20 on PATH") && err.contains("is 18.19.0"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
