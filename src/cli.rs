@@ -839,7 +839,8 @@ pub struct DemoArgs {
 const LAMBDA_HELP: &str = "\
 VARIANTS
   Options before the first `--name` apply to all variants; each `--name NAME` starts
-  a variant that may set its own --runtime, --extensions, --memory, --env, --bare.
+  a variant that may set its own --runtime, --handler, --code, --layer, --extensions,
+  --memory, --env, --bare.
   Each memory size of a variant is its own variant (a sweep of the parameter
   `memory`, a resource), named NAME[memory=MB]; the sweep table compares each
   variant with the baseline at the same size, --compare-along memory each size
@@ -864,7 +865,18 @@ LIMITS
   by --init-timeout (10 s, as on Lambda); a failed init is retried inside the invoke
   (a suppressed init), and the run counts as failed.
 
+MANAGED RUNTIMES
+  --runtime python3.11, nodejs20.x or java17 runs --handler from --code with that
+  runtime's real interface client (awslambdaric, aws-lambda-ric, the Java client;
+  installed by examples/lambda-ric/setup.sh into target/lambda-ric, or
+  COLDSTART_LAMBDA_RIC_DIR) on the host's Python 3.11, Node 20 or Java 17, with
+  Lambda's command line, AWS_EXECUTION_ENV, layer paths (PYTHONPATH, NODE_PATH,
+  the classpath) and AWS_LAMBDA_EXEC_WRAPPER (--env). Any other value of --runtime
+  is a bootstrap's path.
+
 EXAMPLES
+  coldstart lambda --runtime python3.11 --code ./unzipped --handler app.handler \\
+      --layer ./layer1 --memory 512
   coldstart lambda --runtime ./bootstrap --extensions ./layer/extensions \\
       --memory 1024 --runs 25 --event event.json
   coldstart lambda --runtime ./bootstrap --extensions ./ext \\
@@ -877,7 +889,7 @@ EXAMPLES
 
 #[derive(Args, Debug)]
 pub struct LambdaArgs {
-    /// Start a variant: `--name NAME [--runtime P] [--extensions DIR] [--memory MB,...]`
+    /// Start a variant: `--name NAME [--runtime ID|P] [--code DIR] [--layer DIR] [--memory MB,...]`
     /// (see VARIANTS; the first is the baseline).
     // Listed for --help, completions and the man page; split_lambda_args takes it first.
     #[arg(long, value_name = "NAME")]
@@ -912,9 +924,6 @@ pub struct LambdaArgs {
     /// AWS_LAMBDA_FUNCTION_NAME.
     #[arg(long, default_value = "coldstart-function")]
     pub function_name: String,
-    /// _HANDLER.
-    #[arg(long, default_value = "function.handler")]
-    pub handler: String,
     /// AWS_REGION.
     #[arg(long, default_value = "us-east-1")]
     pub region: String,
@@ -959,9 +968,24 @@ pub struct LambdaInitCpuArgs {
 /// Options of one Lambda variant (after its --name) or of all (before any).
 #[derive(Args, Debug, Clone, Default)]
 pub struct LambdaVariantArgs {
-    /// The runtime bootstrap (a `provided` runtime's executable).
-    #[arg(long, value_name = "PATH")]
+    /// The runtime: a managed runtime's identifier (python3.11, nodejs20.x, java17:
+    /// its real runtime interface client runs --handler from --code), or the path of
+    /// a `provided` runtime's bootstrap (./python3.11 for a file of that name).
+    #[arg(long, value_name = "ID|PATH")]
     pub runtime: Option<PathBuf>,
+    /// _HANDLER: what the runtime runs (module.function, Class::method)
+    /// [default: function.handler].
+    #[arg(long, value_name = "HANDLER")]
+    pub handler: Option<String>,
+    /// The function's unpacked .zip: the task root (LAMBDA_TASK_ROOT, /var/task on
+    /// Lambda) and the runtime's working directory [default: the bootstrap's directory].
+    #[arg(long, value_name = "DIR")]
+    pub code: Option<PathBuf>,
+    /// An unpacked layer .zip (repeatable, in order): its python/, nodejs/, java/lib,
+    /// bin/ and lib/ are on the runtime's paths and its extensions/ are started, as
+    /// under /opt.
+    #[arg(long, value_name = "DIR")]
+    pub layer: Vec<PathBuf>,
     /// Directory of external extensions: every file in it is started (like /opt/extensions).
     #[arg(long, value_name = "DIR")]
     pub extensions: Option<PathBuf>,

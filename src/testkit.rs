@@ -7,7 +7,8 @@
 //! tests, so a plain note would be invisible in `cargo test`), and when
 //! `COLDSTART_REQUIRE_<SWITCH>=1` is set (CI sets every switch in `.ci/run`) the
 //! skip becomes a failure. Switches: PYTHON, NODE, JAVA, GO, GCC, ERLANG, STRACE,
-//! OTEL, POSTGRES, LAMBDA_CLIENTS, CGROUP, CHROMIUM, DENO, PERF (perf_event_open allowed).
+//! OTEL, POSTGRES, LAMBDA_CLIENTS, LAMBDA_RIC (the managed runtimes' interface
+//! clients, examples/lambda-ric/setup.sh), CGROUP, CHROMIUM, DENO, PERF (perf_event_open allowed).
 
 #![allow(dead_code)]
 
@@ -18,7 +19,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 14] = [
+pub const SWITCHES: [&str; 15] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -29,6 +30,7 @@ pub const SWITCHES: [&str; 14] = [
     "OTEL",
     "POSTGRES",
     "LAMBDA_CLIENTS",
+    "LAMBDA_RIC",
     "CGROUP",
     "CHROMIUM",
     "DENO",

@@ -7,10 +7,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::sweep::point_name;
 use coldstart::experiment::{Param, Plan, StopRule, Sweep};
-use coldstart::lambda::{boost, discover_extensions, env, sandbox, ColdStarts, Config, Options};
+use coldstart::lambda::{boost, env, function, sandbox, ColdStarts, Config, Options};
 use coldstart::session::{self, RunSettings};
-use coldstart::target::{parse_env, Target};
-use std::path::PathBuf;
+use coldstart::target::parse_env;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,24 +57,33 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
             .as_ref()
             .or(args.shared.runtime.as_ref())
             .ok_or_else(|| {
-                anyhow!("no runtime: give --runtime ./bootstrap (a `provided` runtime's executable)")
+                anyhow!("no runtime: give --runtime python3.11|nodejs20.x|java17 with --code DIR, or --runtime ./bootstrap (a `provided` runtime's executable)")
             })?;
-        let runtime = Target::new(vec![runtime.display().to_string()], Vec::new(), None)
-            .with_context(|| format!("--runtime {}", runtime.display()))?;
-        let runtime = Target {
-            cwd: runtime.program.parent().map(PathBuf::from),
-            ..runtime
-        };
         let bare = a.bare || args.shared.bare;
-        let extensions = match a.extensions.as_ref().or(args.shared.extensions.as_ref()) {
-            Some(dir) if !bare => discover_extensions(dir)?,
-            _ => Vec::new(),
-        };
         let mut vars = Vec::new();
         for e in args.shared.env.iter().chain(&a.env) {
             vars.push(parse_env(e)?);
         }
         env::check_user_env(&vars)?;
+        let layers = if a.layer.is_empty() {
+            &args.shared.layer
+        } else {
+            &a.layer
+        };
+        let handler = a
+            .handler
+            .as_deref()
+            .or(args.shared.handler.as_deref())
+            .unwrap_or("function.handler");
+        let func = function::Function::new(&function::Flags {
+            runtime,
+            code: a.code.as_deref().or(args.shared.code.as_deref()),
+            layers,
+            extensions: a.extensions.as_deref().or(args.shared.extensions.as_deref()),
+            handler,
+            env: &vars,
+            bare,
+        })?;
         if spec.name.contains(['[', ']']) {
             bail!(
                 "bad --name '{}': brackets mark parameter values (name[memory=512]); pick a name without them",
@@ -87,7 +95,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                 bail!("--memory {mb}: Lambda allows 128 to 10240 MB");
             }
             let base = if spec.name.is_empty() {
-                runtime.display_command()
+                func.label()
             } else {
                 spec.name.clone()
             };
@@ -100,14 +108,19 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
             if out.iter().any(|(n, _, _)| *n == name) {
                 bail!("two variants are named '{name}': give each its own --name");
             }
+            let at = func.at(mb)?;
             out.push((
                 name,
                 params,
                 Config {
-                    runtime: runtime.clone(),
-                    extensions: extensions.clone(),
+                    runtime: at.runtime,
+                    extensions: func.extensions.clone(),
                     memory_mb: mb,
+                    handler: handler.to_string(),
                     env: vars.clone(),
+                    task_root: Some(at.task_root),
+                    platform_env: at.platform_env,
+                    runtime_version: at.runtime_version,
                     bare,
                 },
             ));
@@ -229,7 +242,6 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         init_boost,
         cgroups,
         function_name: args.function_name.clone(),
-        handler: args.handler.clone(),
         region: args.region.clone(),
         log,
         save_response: args.save_response.clone(),

@@ -23,7 +23,7 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
     listener.set_nonblocking(true).context("non-blocking listener")?;
     let addr = listener.local_addr().context("listener address")?;
     let function = cfg.function(opts, "coldstart/[$LATEST]bare");
-    let mut vars = env::runtime_env(&function, &addr.to_string(), &cfg.env);
+    let mut vars = env::runtime_env(&function, &addr.to_string(), &cfg.runtime_vars());
     let runtime = match &opts.cgroups {
         Some(_) => cfg
             .runtime

@@ -69,7 +69,7 @@ pub(super) async fn prepare(
     });
     let srv = server::Server::start(env.clone()).await?;
     let api = srv.addr.to_string();
-    let rt_env = super::env::runtime_env(&function, &api, &cfg.env);
+    let rt_env = super::env::runtime_env(&function, &api, &cfg.runtime_vars());
     let ext_env = super::env::extension_env(&rt_env);
     let sandbox = match &opts.cgroups {
         Some(c) => {
@@ -128,13 +128,14 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         _ => None,
     };
     let function = &e.env.function;
-    e.logs.line(&report::init_start(&opts.region));
+    e.logs
+        .line(&report::init_start(&opts.region, &cfg.runtime_version));
     e.bus.emit(
         "platform.initStart",
         json!({
             "initializationType": "on-demand",
             "phase": phase,
-            "runtimeVersion": "provided:coldstart",
+            "runtimeVersion": cfg.runtime_version,
             "functionName": function.name,
             "functionVersion": function.version,
             "instanceId": e.instance_id,

@@ -10,7 +10,9 @@
 //! `invoke` and `shutdown` (this module runs them in order), `server` +
 //! `runtime_api` + `extensions_api` + `telemetry` (the HTTP APIs), `state` (what
 //! they share), `processes` (spawn, exit, output, checkpoints), `sandbox`
-//! (cgroups), `boost` (the init CPU model), `env`, `report` (log lines), `bare` (the no-emulator baseline).
+//! (cgroups), `boost` (the init CPU model), `env`, `function` (a variant's
+//! flags → its runtime), `layers` (code and layers: paths, extensions),
+//! `managed` (managed runtimes' commands), `report` (log lines), `bare` (the no-emulator baseline).
 //!
 //! A run's Sample: `ready_ns` = Init Duration; marks (source lambda) for the
 //! APIs' instants and (source checkpoint) for the processes' SDK checkpoints;
@@ -21,8 +23,11 @@ pub mod boost;
 
 pub mod env;
 pub mod extensions_api;
+pub mod function;
 mod init;
 mod invoke;
+pub mod layers;
+pub mod managed;
 pub mod processes;
 pub mod report;
 mod runner;
@@ -54,7 +59,16 @@ pub struct Config {
     /// Executables of the extensions directory, sorted by name.
     pub extensions: Vec<PathBuf>,
     pub memory_mb: u64,
+    /// _HANDLER.
+    pub handler: String,
     pub env: Vec<(String, String)>,
+    /// LAMBDA_TASK_ROOT when it is not the bootstrap's directory (`--code`).
+    pub task_root: Option<PathBuf>,
+    /// What the runtime's bootstrap sets (a managed runtime's paths, the layers'
+    /// PATH and LD_LIBRARY_PATH); the function's `env` overrides it.
+    pub platform_env: Vec<(String, String)>,
+    /// INIT_START's and initStart's runtime version (`python:3.11.coldstart`).
+    pub runtime_version: String,
     /// Measure the bare spawn → first /next instead (no emulator, no extensions).
     pub bare: bool,
 }
@@ -66,18 +80,24 @@ impl Config {
         env::Function {
             name: opts.function_name.clone(),
             version: "$LATEST".into(),
-            handler: opts.handler.clone(),
+            handler: self.handler.clone(),
             memory_mb: self.memory_mb,
             region: opts.region.clone(),
             account_id: "000000000000".into(),
             task_root: self
-                .runtime
-                .program
-                .parent()
+                .task_root
+                .as_deref()
+                .or(self.runtime.program.parent())
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
             log_stream: log_stream.into(),
         }
+    }
+
+    /// The runtime's variables beyond the reserved ones: the platform's, then
+    /// the function's own.
+    pub fn runtime_vars(&self) -> Vec<(String, String)> {
+        self.platform_env.iter().chain(&self.env).cloned().collect()
     }
 }
 
@@ -89,7 +109,6 @@ pub struct Options {
     pub init_boost: Option<boost::Boost>,
     pub cgroups: Option<sandbox::Cgroups>,
     pub function_name: String,
-    pub handler: String,
     pub region: String,
     pub log: Option<Arc<Mutex<std::fs::File>>>,
     pub save_response: Option<PathBuf>,

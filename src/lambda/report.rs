@@ -10,9 +10,11 @@ pub struct Failure {
     pub error_type: Option<String>,
 }
 
-pub fn init_start(region: &str) -> String {
+/// `version`: Lambda's runtime version name (`python:3.11.v29` there;
+/// `python:3.11.coldstart` or `provided:coldstart` here).
+pub fn init_start(region: &str, version: &str) -> String {
     format!(
-        "INIT_START Runtime Version: provided:coldstart\tRuntime Version ARN: arn:aws:lambda:{region}::runtime:coldstart-emulator"
+        "INIT_START Runtime Version: {version}\tRuntime Version ARN: arn:aws:lambda:{region}::runtime:coldstart-emulator"
     )
 }
 

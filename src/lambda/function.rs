@@ -1,0 +1,134 @@
+//! The function a variant runs, from its flags: `--runtime` (a managed runtime's
+//! identifier or a bootstrap), `--code`, `--layer`s and `--extensions` → the
+//! runtime's command, working directory and platform variables at each memory
+//! size, and the external extensions.
+
+use super::layers::{self, SandboxPaths};
+use super::managed::{self, Resolved, RuntimeArg};
+use crate::target::Target;
+use anyhow::{anyhow, Context, Result};
+use std::path::{Path, PathBuf};
+
+/// A variant's function flags.
+pub struct Flags<'a> {
+    pub runtime: &'a Path,
+    pub code: Option<&'a Path>,
+    pub layers: &'a [PathBuf],
+    pub extensions: Option<&'a Path>,
+    pub handler: &'a str,
+    /// The function's own variables (`--env`).
+    pub env: &'a [(String, String)],
+    /// `--bare`: no extensions.
+    pub bare: bool,
+}
+
+/// The function, checked: what it runs and where.
+pub struct Function {
+    kind: Kind,
+    paths: SandboxPaths,
+    handler: String,
+    env: Vec<(String, String)>,
+    pub extensions: Vec<PathBuf>,
+}
+
+enum Kind {
+    Managed(Resolved),
+    Bootstrap(Target),
+}
+
+/// The runtime at one memory size.
+pub struct AtMemory {
+    pub runtime: Target,
+    pub task_root: PathBuf,
+    pub platform_env: Vec<(String, String)>,
+    /// As Lambda names runtime versions: `python:3.11.v29` there, `.coldstart` here.
+    pub runtime_version: String,
+}
+
+impl Function {
+    pub fn new(f: &Flags) -> Result<Self> {
+        // A bootstrap without --code: its directory is the task root, as before.
+        let (runtime, code) = match managed::classify(f.runtime)? {
+            RuntimeArg::Managed(rt) => {
+                let code = f.code.ok_or_else(|| {
+                    anyhow!(
+                        "--runtime {}: give the function's code with --code DIR (its unpacked .zip; the task root)",
+                        rt.id()
+                    )
+                })?;
+                (Ok(rt), code.to_path_buf())
+            }
+            RuntimeArg::Bootstrap(path) => {
+                let t = Target::new(vec![path.display().to_string()], Vec::new(), None)
+                    .with_context(|| format!("--runtime {}", path.display()))?;
+                let code = match f.code {
+                    Some(c) => c.to_path_buf(),
+                    None => t.program.parent().map(PathBuf::from).unwrap_or_default(),
+                };
+                (Err(t), code)
+            }
+        };
+        let paths = SandboxPaths::host(&code, f.layers)?;
+        let kind = match runtime {
+            Ok(rt) => Kind::Managed(Resolved::find(rt, &managed::clients_dir())?),
+            Err(t) => Kind::Bootstrap(t),
+        };
+        let extensions = if f.bare {
+            Vec::new()
+        } else {
+            layers::extensions(f.layers, f.extensions)?
+        };
+        Ok(Function {
+            kind,
+            paths,
+            handler: f.handler.to_string(),
+            env: f.env.to_vec(),
+            extensions,
+        })
+    }
+
+    /// The variant's name when it has none: the identifier, or the bootstrap's command.
+    pub fn label(&self) -> String {
+        match &self.kind {
+            Kind::Managed(r) => r.runtime.id().to_string(),
+            Kind::Bootstrap(t) => t.display_command(),
+        }
+    }
+
+    /// The runtime's process at `memory_mb` (a managed runtime sizes its heap by it).
+    pub fn at(&self, memory_mb: u64) -> Result<AtMemory> {
+        let task_root = PathBuf::from(&self.paths.task_root);
+        let (runtime, platform_env) = match &self.kind {
+            Kind::Managed(r) => {
+                let launch = r.launch(&self.paths, &self.handler, memory_mb, &self.env)?;
+                // Lambda starts the runtime in the task root (the Java client
+                // loads the function from its working directory).
+                let t = Target::new(launch.argv, Vec::new(), Some(task_root.clone()))?;
+                (t, launch.env)
+            }
+            Kind::Bootstrap(t) => (
+                Target {
+                    cwd: Some(task_root.clone()),
+                    ..t.clone()
+                },
+                // Layers still add their bin/ and lib/ (an OS-only runtime has no
+                // language paths and no wrapper scripts).
+                if self.paths.opt_roots.is_empty() {
+                    Vec::new()
+                } else {
+                    self.paths.path_vars()
+                },
+            ),
+        };
+        let runtime_version = match &self.kind {
+            Kind::Managed(r) => r.runtime.version_name(),
+            Kind::Bootstrap(_) => "provided:coldstart".to_string(),
+        };
+        Ok(AtMemory {
+            runtime,
+            task_root,
+            platform_env,
+            runtime_version,
+        })
+    }
+}
