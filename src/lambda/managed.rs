@@ -95,12 +95,22 @@ fn supported() -> String {
 }
 
 /// The clients' directory: COLDSTART_LAMBDA_RIC_DIR, else the project's
-/// target/lambda-ric (where examples/lambda-ric/setup.sh installs them).
+/// target/lambda-ric (where examples/lambda-ric/setup.sh installs them), else
+/// the one beside this coldstart's build (target/{debug,release}/../lambda-ric),
+/// so a user's function directory needs no copy of the clients.
 pub fn clients_dir() -> PathBuf {
-    match std::env::var_os("COLDSTART_LAMBDA_RIC_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => crate::config::project_root().join("target/lambda-ric"),
+    if let Some(d) = std::env::var_os("COLDSTART_LAMBDA_RIC_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
     }
+    let project = crate::config::project_root().join("target/lambda-ric");
+    let beside_exe = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("lambda-ric")));
+    [Some(project.clone()), beside_exe]
+        .into_iter()
+        .flatten()
+        .find(|d| d.is_dir())
+        .unwrap_or(project)
 }
 
 /// A managed runtime with its interpreter and client found, ready to give the
