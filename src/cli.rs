@@ -965,6 +965,22 @@ pub struct LambdaVariantArgs {
     /// Directory of external extensions: every file in it is started (like /opt/extensions).
     #[arg(long, value_name = "DIR")]
     pub extensions: Option<PathBuf>,
+    /// The function's code (the unpacked zip): LAMBDA_TASK_ROOT, /var/task in the
+    /// sandbox [default: the bootstrap's directory].
+    #[arg(long, value_name = "DIR")]
+    pub code: Option<PathBuf>,
+    /// A layer's directory (repeatable, in order; a later layer wins a path):
+    /// merged at /opt in the sandbox; its extensions/ are started too.
+    #[arg(long, value_name = "DIR")]
+    pub layer: Vec<PathBuf>,
+    /// Run in the sandbox's mount namespace, or fail: `sandbox` resolves to the
+    /// APIs' address, /opt is the layers, /var/task the code [default: on when
+    /// root or a user namespace can make it].
+    #[arg(long, conflicts_with = "no_sandbox")]
+    pub sandbox: bool,
+    /// Run on the host's paths (no mount namespace).
+    #[arg(long)]
+    pub no_sandbox: bool,
     /// Memory sizes in MB (comma-separated: one variant each) [default: 1769].
     #[arg(long, value_delimiter = ',', value_name = "MB")]
     pub memory: Vec<u64>,

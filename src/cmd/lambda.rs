@@ -7,7 +7,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::sweep::point_name;
 use coldstart::experiment::{Param, Plan, StopRule, Sweep};
-use coldstart::lambda::{boost, discover_extensions, env, sandbox, ColdStarts, Config, Options};
+use coldstart::lambda::layout::Layout;
+use coldstart::lambda::{boost, env, namespace, sandbox, ColdStarts, Config, Options};
 use coldstart::session::{self, RunSettings};
 use coldstart::target::{parse_env, Target};
 use std::path::PathBuf;
@@ -67,9 +68,23 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
             ..runtime
         };
         let bare = a.bare || args.shared.bare;
-        let extensions = match a.extensions.as_ref().or(args.shared.extensions.as_ref()) {
-            Some(dir) if !bare => discover_extensions(dir)?,
-            _ => Vec::new(),
+        let layers = if a.layer.is_empty() {
+            &args.shared.layer
+        } else {
+            &a.layer
+        };
+        let layout = Layout::new(
+            &runtime.program,
+            a.code.as_deref().or(args.shared.code.as_deref()),
+            layers,
+            a.extensions.as_deref().or(args.shared.extensions.as_deref()),
+            sandboxed(args, a)?,
+        )?;
+        layout.check_visible(&runtime.program, "--runtime")?;
+        let extensions = if bare {
+            Vec::new()
+        } else {
+            layout.discover_extensions()?
         };
         let mut vars = Vec::new();
         for e in args.shared.env.iter().chain(&a.env) {
@@ -109,11 +124,39 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     memory_mb: mb,
                     env: vars.clone(),
                     bare,
+                    layout: layout.clone(),
                 },
             ));
         }
     }
     Ok(out)
+}
+
+/// Whether a variant runs in the sandbox's mount namespace: `--sandbox` requires
+/// it, `--no-sandbox` refuses it (a variant's flag over the shared one), and by
+/// default it is on where it can be made, else off with one note on stderr.
+fn sandboxed(args: &LambdaArgs, a: &LambdaVariantArgs) -> Result<bool> {
+    let (on, off) = if a.sandbox || a.no_sandbox {
+        (a.sandbox, a.no_sandbox)
+    } else {
+        (args.shared.sandbox, args.shared.no_sandbox)
+    };
+    if off {
+        return Ok(false);
+    }
+    match namespace::available() {
+        Ok(_) => Ok(true),
+        Err(why) if on => bail!("--sandbox: {why}; run without it (on the host's paths)"),
+        Err(why) => {
+            static NOTED: std::sync::Once = std::sync::Once::new();
+            NOTED.call_once(|| {
+                coldstart::out::errln!(
+                    "coldstart lambda: no sandbox mount namespace ({why}): `sandbox` does not resolve, and the code and layers stay at their host paths"
+                )
+            });
+            Ok(false)
+        }
+    }
 }
 
 /// What a memory sweep records in the settings: `memory`, a resource.

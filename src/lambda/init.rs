@@ -80,7 +80,13 @@ pub(super) async fn prepare(
         }
         None => None,
     };
-    // Every process enters the sandbox before its exec (see sandbox.rs).
+    let namespace = if cfg.layout.sandboxed {
+        Some(super::namespace::make(&cfg.layout)?)
+    } else {
+        None
+    };
+    // Every process enters the sandbox before its exec (see sandbox.rs), and
+    // its namespace (see namespace.rs).
     let cgroups = || -> Result<Vec<std::os::fd::OwnedFd>> {
         Ok(match &sandbox {
             Some(sb) => sb.procs_files()?,
@@ -94,22 +100,78 @@ pub(super) async fn prepare(
             Vec::new(),
             path.parent().map(PathBuf::from),
         )?;
-        let prep = processes::prepare(Role::Extension(name.clone()), &target, &ext_env, cgroups()?)?;
+        let prep = processes::prepare(
+            Role::Extension(name.clone()),
+            &inside_target(&target, &cfg.layout, Some(&extension_path(&cfg.layout, name))),
+            &ext_env,
+            cgroups()?,
+            namespace.as_ref(),
+        )?;
         extensions.push((name.clone(), prep));
     }
-    let runtime = processes::prepare(Role::Runtime, &cfg.runtime, &rt_env, cgroups()?)?;
+    let runtime = processes::prepare(
+        Role::Runtime,
+        &inside_target(&cfg.runtime, &cfg.layout, None),
+        &rt_env,
+        cgroups()?,
+        namespace.as_ref(),
+    )?;
     let environment = Environment {
         env,
         bus,
         logs: Arc::new(Logs::new(opts.tail_lines, opts.log.clone())),
         srv,
         sandbox,
+        namespace,
         procs: Vec::new(),
         t0: 0,
         phase,
         instance_id,
     };
     Ok((environment, Pending { extensions, runtime }))
+}
+
+/// Where an external extension is in the sandbox: /opt/extensions/NAME (the
+/// file the overlay shows there is the one discovery picked).
+fn extension_path(layout: &super::layout::Layout, name: &str) -> PathBuf {
+    if layout.sandboxed {
+        std::path::Path::new(super::layout::OPT)
+            .join("extensions")
+            .join(name)
+    } else {
+        PathBuf::new()
+    }
+}
+
+/// A host target as the sandbox's processes see it: its program (at `program`
+/// when given and sandboxed) and working directory mapped into the namespace;
+/// the runtime works in the task root, as on Lambda.
+pub(super) fn inside_target(
+    target: &Target,
+    layout: &super::layout::Layout,
+    program: Option<&std::path::Path>,
+) -> Target {
+    if !layout.sandboxed {
+        return target.clone();
+    }
+    // An extension works in its directory, the runtime in the task root.
+    let (program, cwd) = match program {
+        Some(p) => (p.to_path_buf(), p.parent().map(PathBuf::from)),
+        None => (
+            layout.inside(&target.program),
+            Some(PathBuf::from(super::layout::TASK_ROOT)),
+        ),
+    };
+    let mut argv = target.argv.clone();
+    if let Some(first) = argv.first_mut() {
+        *first = program.display().to_string();
+    }
+    Target {
+        argv,
+        cwd,
+        program,
+        ..target.clone()
+    }
 }
 
 /// Has init failed (or been interrupted) in a way that ends the wait?

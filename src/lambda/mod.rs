@@ -23,6 +23,8 @@ pub mod env;
 pub mod extensions_api;
 mod init;
 mod invoke;
+pub mod layout;
+pub mod namespace;
 pub mod processes;
 pub mod report;
 mod runner;
@@ -57,6 +59,9 @@ pub struct Config {
     pub env: Vec<(String, String)>,
     /// Measure the bare spawn → first /next instead (no emulator, no extensions).
     pub bare: bool,
+    /// The code, layers and extensions, and whether the sandbox's mount
+    /// namespace shows them at Lambda's paths.
+    pub layout: layout::Layout,
 }
 
 /// Settings shared by every run.
@@ -70,12 +75,7 @@ impl Config {
             memory_mb: self.memory_mb,
             region: opts.region.clone(),
             account_id: "000000000000".into(),
-            task_root: self
-                .runtime
-                .program
-                .parent()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
+            task_root: self.layout.paths().task_root,
             log_stream: log_stream.into(),
         }
     }
@@ -187,6 +187,8 @@ struct Environment {
     logs: Arc<Logs>,
     srv: server::Server,
     sandbox: Option<sandbox::Sandbox>,
+    /// The sandbox's mount namespace (`--sandbox`), held until every process is gone.
+    namespace: Option<namespace::Namespace>,
     /// Started processes, in start order (extensions, then the runtime).
     procs: Vec<Process>,
     /// CLOCK_MONOTONIC ns; set when init starts, then moved past the kernel's
