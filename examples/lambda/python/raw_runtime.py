@@ -65,22 +65,6 @@ def burn(var):
     return x
 
 
-mode = os.environ.get("CS_RT_MODE", "")
-if mode == "init-error":
-    call(
-        "POST",
-        "/init/error",
-        {"errorMessage": "cannot load handler", "errorType": "Runtime.ImportModuleError", "stackTrace": []},
-        {"Lambda-Runtime-Function-Error-Type": "Runtime.ImportModuleError"},
-    )
-    sys.exit(1)
-if mode == "hang":
-    while True:
-        time.sleep(3600)
-if mode == "exit":
-    sys.exit(7)
-
-
 def files_under(top):
     found = []
     for d, _, names in os.walk(top):
@@ -116,8 +100,27 @@ if os.environ.get("CS_RT_SEE"):
         "sandbox.localdomain": resolve("sandbox.localdomain"),
         "mnt_ns": os.readlink("/proc/self/ns/mnt"),
     }
-    with open(os.environ["CS_RT_SEE"], "w") as f:
+    # Whole or not at all: a reader waits for the name to appear.
+    with open(os.environ["CS_RT_SEE"] + ".part", "w") as f:
         json.dump(seen, f)
+    os.replace(os.environ["CS_RT_SEE"] + ".part", os.environ["CS_RT_SEE"])
+
+
+mode = os.environ.get("CS_RT_MODE", "")
+if mode == "init-error":
+    call(
+        "POST",
+        "/init/error",
+        {"errorMessage": "cannot load handler", "errorType": "Runtime.ImportModuleError", "stackTrace": []},
+        {"Lambda-Runtime-Function-Error-Type": "Runtime.ImportModuleError"},
+    )
+    sys.exit(1)
+if mode == "hang":
+    while True:
+        time.sleep(3600)
+if mode == "exit":
+    sys.exit(7)
+
 burn("CS_RT_INIT_WORK")
 if os.environ.get("CS_RT_SAY"):
     print(os.environ["CS_RT_SAY"], flush=True)
