@@ -184,7 +184,7 @@ fn init_broken(s: &State) -> bool {
 pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opts: &Options) -> Result<Init> {
     let ext_names: Vec<String> = pending.extensions.iter().map(|(n, _)| n.clone()).collect();
     e.t0 = now_ns();
-    let (t0, phase) = (e.t0, e.phase);
+    let phase = e.phase;
     let boost_timer = match (&e.sandbox, boost::plan(opts.init_boost, cfg.memory_mb, phase).1) {
         (Some(sb), Some(after)) => Some(boost::Timer::start(sb.cpu_quota(), after, cfg.memory_mb)),
         _ => None,
@@ -213,13 +213,15 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
             }
         }
     }
-    let deadline = t0
-        + if phase == "init" {
-            opts.init_timeout
-        } else {
-            opts.function_timeout
-        }
-        .as_nanos() as u64;
+    let limit = if phase == "init" {
+        opts.init_timeout
+    } else {
+        opts.function_timeout
+    }
+    .as_nanos() as u64;
+    // From T0 as moved past the first placement (the runtime's, when there are
+    // no extensions, is only known after this point): the limit is init's own.
+    let deadline = |e: &Environment| e.t0 + limit;
     let registered = |s: &State| {
         ext_names
             .iter()
@@ -229,7 +231,8 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     let mut runtime_started = false;
     let s = e.env.shared.clone();
     if setup_error.is_none()
-        && s.wait_until(deadline, |s| init_broken(s) || registered(s)).await
+        && s.wait_until(deadline(e), |s| init_broken(s) || registered(s))
+            .await
         && !init_broken(&s.lock())
     {
         match start(e, pending.runtime) {
@@ -242,7 +245,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     }
     if runtime_started {
         let rt_ready = s
-            .wait_until(deadline, |s| init_broken(s) || s.runtime_ready_ns.is_some())
+            .wait_until(deadline(e), |s| init_broken(s) || s.runtime_ready_ns.is_some())
             .await
             && s.lock().runtime_ready_ns.is_some()
             && !init_broken(&s.lock());
@@ -253,7 +256,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
             );
             s.update(|s| s.registration_open = false);
             let all_ready = s
-                .wait_until(deadline, |s| {
+                .wait_until(deadline(e), |s| {
                     init_broken(s) || s.extensions.iter().all(|e| e.ready_ns.is_some())
                 })
                 .await
@@ -306,7 +309,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     }
     let init_ms = match &init {
         Ok(ns) => *ns as f64 / 1e6,
-        Err(_) => now_ns().min(deadline).saturating_sub(e.t0) as f64 / 1e6,
+        Err(_) => now_ns().min(deadline(e)).saturating_sub(e.t0) as f64 / 1e6,
     };
     let mut init_report = json!({
         "initializationType": "on-demand",
