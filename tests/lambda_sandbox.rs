@@ -19,11 +19,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn sandbox_available() -> bool {
-    testkit::need(
-        "SANDBOX",
-        coldstart::lambda::namespace::available().ok(),
-        || "no mount namespace can be made here (neither root nor user namespaces)".into(),
-    )
+    testkit::need("SANDBOX", coldstart::lambda::namespace::available().ok(), || {
+        "no mount namespace can be made here (neither root nor user namespaces)".into()
+    })
     .is_some()
 }
 
@@ -126,7 +124,9 @@ fn lambda(args: &[&str], marker_env: &str) -> (std::process::Output, Value) {
 
 /// The value at a dotted path (`metrics.durationMs`).
 fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(v, |v, k| v.get(k)).filter(|v| !v.is_null())
+    path.split('.')
+        .try_fold(v, |v, k| v.get(k))
+        .filter(|v| !v.is_null())
 }
 
 /// docs/lambda.md, "Records an extension receives": the fields each type carries
@@ -134,17 +134,35 @@ fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
 const SPEC: [(&str, &[&str]); 11] = [
     (
         "platform.initStart",
-        &["initializationType", "phase", "functionName", "functionVersion", "instanceId", "instanceMaxMemory"],
+        &[
+            "initializationType",
+            "phase",
+            "functionName",
+            "functionVersion",
+            "instanceId",
+            "instanceMaxMemory",
+        ],
     ),
-    ("platform.initRuntimeDone", &["initializationType", "phase", "status"]),
-    ("platform.initReport", &["initializationType", "phase", "metrics.durationMs"]),
+    (
+        "platform.initRuntimeDone",
+        &["initializationType", "phase", "status"],
+    ),
+    (
+        "platform.initReport",
+        &["initializationType", "phase", "metrics.durationMs"],
+    ),
     ("platform.telemetrySubscription", &["name", "state", "types"]),
     ("platform.logsSubscription", &["name", "state", "types"]),
     ("platform.extension", &["name", "state", "events"]),
     ("platform.start", &["requestId", "version"]),
     (
         "platform.runtimeDone",
-        &["requestId", "status", "metrics.durationMs", "metrics.producedBytes"],
+        &[
+            "requestId",
+            "status",
+            "metrics.durationMs",
+            "metrics.producedBytes",
+        ],
     ),
     ("platform.end", &["requestId"]),
     (
@@ -218,8 +236,18 @@ fn the_runtime_sees_code_layers_and_names_in_the_sandbox() {
     let bootstrap = s("code/bootstrap");
     let m = marker("lambda-sandbox");
     let mut args = vec![
-        "--runtime", &bootstrap, "--code", &code, "--layer", &l1, "--layer", &l2, "--extensions", &ext,
-        "--env", &see,
+        "--runtime",
+        &bootstrap,
+        "--code",
+        &code,
+        "--layer",
+        &l1,
+        "--layer",
+        &l2,
+        "--extensions",
+        &ext,
+        "--env",
+        &see,
     ];
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
@@ -231,7 +259,11 @@ fn the_runtime_sees_code_layers_and_names_in_the_sandbox() {
     let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen_path).unwrap()).unwrap();
     assert_eq!(seen["cwd"], "/var/task", "{seen}");
     assert_eq!(seen["task_root"], "/var/task", "{seen}");
-    assert_eq!(seen["var_task"], serde_json::json!(["bootstrap", "handler.txt"]), "{seen}");
+    assert_eq!(
+        seen["var_task"],
+        serde_json::json!(["bootstrap", "handler.txt"]),
+        "{seen}"
+    );
     assert_eq!(
         seen["opt"],
         serde_json::json!(["a", "b", "extensions/lext", "extensions/xext"]),
@@ -242,7 +274,11 @@ fn the_runtime_sees_code_layers_and_names_in_the_sandbox() {
     assert_eq!(seen["sandbox.localdomain"], "127.0.0.1", "{seen}");
     let own = std::fs::read_link("/proc/self/ns/mnt").unwrap();
     let ns = seen["mnt_ns"].as_str().unwrap();
-    assert_ne!(ns, own.to_string_lossy(), "the runtime ran in coldstart's own namespace");
+    assert_ne!(
+        ns,
+        own.to_string_lossy(),
+        "the runtime ran in coldstart's own namespace"
+    );
     let marks: Vec<&str> = sample["marks"]
         .as_array()
         .unwrap()
@@ -254,8 +290,15 @@ fn the_runtime_sees_code_layers_and_names_in_the_sandbox() {
         "{marks:?}"
     );
     assert_eq!(mount_table(), before, "the host's mount table changed");
-    assert!(holders_of(ns).is_empty(), "the namespace outlived the run: {:?}", holders_of(ns));
-    assert!(std::fs::read_to_string("/etc/hosts").unwrap().lines().all(|l| !l.contains("sandbox.localdomain")));
+    assert!(
+        holders_of(ns).is_empty(),
+        "the namespace outlived the run: {:?}",
+        holders_of(ns)
+    );
+    assert!(std::fs::read_to_string("/etc/hosts")
+        .unwrap()
+        .lines()
+        .all(|l| !l.contains("sandbox.localdomain")));
 
     std::fs::remove_file(&seen_path).unwrap();
     let (o, _) = lambda(&[&args[..], &["--no-sandbox"]].concat(), &m);
@@ -307,7 +350,9 @@ fn an_extension_listening_on_sandbox_needs_the_sandbox() {
     let recs = records(&recs_path);
     assert_spec(&recs, &TELEMETRY_TYPES, &[]);
     assert_spec(&recs, &["function"], &[]);
-    assert!(recs.iter().any(|r| r["type"] == "function" && r["record"] == "hello from the function"));
+    assert!(recs
+        .iter()
+        .any(|r| r["type"] == "function" && r["record"] == "hello from the function"));
     let sub = recs
         .iter()
         .find(|r| r["type"] == "platform.telemetrySubscription")
@@ -370,7 +415,12 @@ fn lambda_extension_crate_gets_telemetry_and_logs_in_the_sandbox() {
     assert_spec(
         &tel_recs,
         &TELEMETRY_TYPES,
-        &["instanceId", "instanceMaxMemory", "functionName", "functionVersion"],
+        &[
+            "instanceId",
+            "instanceMaxMemory",
+            "functionName",
+            "functionVersion",
+        ],
     );
     assert_spec(&tel_recs, &["function"], &[]);
     let log_recs = records(&logs);
@@ -396,8 +446,14 @@ fn lambda_extension_crate_gets_telemetry_and_logs_in_the_sandbox() {
             .map(|r| r["record"]["requestId"].clone())
             .unwrap()
     };
-    assert_eq!(request(&log_recs, "platform.start"), request(&log_recs, "platform.end"));
-    assert_eq!(request(&log_recs, "platform.start"), request(&tel_recs, "platform.report"));
+    assert_eq!(
+        request(&log_recs, "platform.start"),
+        request(&log_recs, "platform.end")
+    );
+    assert_eq!(
+        request(&log_recs, "platform.start"),
+        request(&tel_recs, "platform.report")
+    );
     for (api, name) in [("telemetry", "rust-tel"), ("logs", "rust-logs")] {
         assert!(
             sample["metrics"][format!("{api}.{name}.delivered_batches")]
