@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 14] = [
+pub const SWITCHES: [&str; 15] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -33,6 +33,7 @@ pub const SWITCHES: [&str; 14] = [
     "CHROMIUM",
     "DENO",
     "PERF",
+    "SANDBOX",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").
