@@ -839,7 +839,8 @@ pub struct DemoArgs {
 const LAMBDA_HELP: &str = "\
 VARIANTS
   Options before the first `--name` apply to all variants; each `--name NAME` starts
-  a variant that may set its own --runtime, --extensions, --memory, --env, --bare.
+  a variant that may set its own --runtime, --extensions, --code, --layer, --memory,
+  --env, --bare, --sandbox/--no-sandbox.
   Each memory size of a variant is its own variant (a sweep of the parameter
   `memory`, a resource), named NAME[memory=MB]; the sweep table compares each
   variant with the baseline at the same size, --compare-along memory each size
@@ -853,6 +854,11 @@ WHAT A RUN IS
   started once they registered; Init Duration = T0 → the last of the runtime's and
   the extensions' first /next. Then one invoke of --event (plus --invokes N warm
   ones, each with its REPORT) and Lambda's shutdown.
+  SANDBOX (default where root or a user namespace allows; --no-sandbox: off): a
+  private mount namespace per environment, made before T0, where `sandbox` and
+  `sandbox.localdomain` resolve to 127.0.0.1, --layer dirs are merged at /opt (later
+  wins; their extensions/ and --extensions at /opt/extensions) and --code is
+  /var/task (LAMBDA_TASK_ROOT). The host's mount table is never changed.
   Per run: Init Duration (the table); marks runtime_ready, ext.NAME.register,
   ext.NAME.ready and the SDK checkpoints of every process (COLDSTART_FD); metrics
   invoke_ms, post_runtime_ms, max_memory_mb, billed_ms, throttled_ms.

@@ -81,6 +81,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
             sandboxed(args, a)?,
         )?;
         layout.check_visible(&runtime.program, "--runtime")?;
+        namespace::check(&layout)?;
         let extensions = if bare {
             Vec::new()
         } else {

@@ -171,6 +171,21 @@ fn source(dir: &Path, flag: &str) -> Result<String> {
     Ok(text)
 }
 
+/// Refuse, before any run, sources the sandbox cannot mount (see `source`).
+pub fn check(layout: &Layout) -> Result<()> {
+    if !layout.sandboxed {
+        return Ok(());
+    }
+    source(&layout.code, "--code")?;
+    for l in &layout.layers {
+        source(l, "--layer")?;
+    }
+    if let Some(e) = &layout.extensions {
+        source(e, "--extensions")?;
+    }
+    Ok(())
+}
+
 /// Lines mapping the sandbox's names to the APIs' address, then the host's file.
 pub fn hosts_file(host: &str) -> String {
     format!(
@@ -286,6 +301,29 @@ pub fn make(layout: &Layout) -> Result<Namespace> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sources_the_sandbox_would_hide_or_misparse_are_refused() {
+        let layout = |layer: &str| Layout {
+            code: "/w/code".into(),
+            layers: vec![layer.into()],
+            extensions: None,
+            sandboxed: true,
+        };
+        assert!(check(&layout("/w/l1")).is_ok());
+        let hidden = check(&layout("/opt/l1")).unwrap_err().to_string();
+        assert!(
+            hidden.contains("--layer /opt/l1 is under /opt") && hidden.contains("--no-sandbox"),
+            "{hidden}"
+        );
+        let colon = check(&layout("/w/a:b")).unwrap_err().to_string();
+        assert!(colon.contains("`:` or `,`"), "{colon}");
+        assert!(check(&Layout {
+            sandboxed: false,
+            ..layout("/opt/l1")
+        })
+        .is_ok());
+    }
 
     #[test]
     fn sandbox_names_come_first_in_the_hosts_file() {
