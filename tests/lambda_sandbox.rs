@@ -306,6 +306,89 @@ fn the_runtime_sees_code_layers_and_names_in_the_sandbox() {
     let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen_path).unwrap()).unwrap();
     assert_eq!(seen["task_root"].as_str(), Some(code.as_str()), "{seen}");
     assert_eq!(seen["mnt_ns"].as_str(), Some(&*own.to_string_lossy()), "{seen}");
+
+    // --bare runs in the same namespace as the emulated variant it is compared with.
+    std::fs::remove_file(&seen_path).unwrap();
+    let (o, _) = lambda(&[&args[..], &["--sandbox", "--bare"]].concat(), &m);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen_path).unwrap()).unwrap();
+    assert_eq!(seen["task_root"], "/var/task", "{seen}");
+    assert_eq!(seen["opt_a"], "two\n", "{seen}");
+    assert_eq!(mount_table(), before, "the host's mount table changed");
+}
+
+/// Without privileges the sandbox is made through a user namespace: as root, this
+/// runs coldstart as nobody (setpriv) with a shell bootstrap that writes what it
+/// sees and exits (a failed init, but inside the namespace).
+#[test]
+fn an_unprivileged_user_gets_the_sandbox_through_a_user_namespace() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root, so the other tests already ran through a user namespace");
+        return;
+    }
+    let Some(setpriv) = testkit::tool("SANDBOX", "setpriv") else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt;
+    let dir = fixture_dir();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let seen = d.join("seen.txt");
+    write(
+        &d.join("code/bootstrap"),
+        &format!(
+            "#!/bin/sh\n{{ pwd; echo \"$LAMBDA_TASK_ROOT\"; cat /opt/a; getent hosts sandbox; id -u; }} > {} 2>&1\nexit 3\n",
+            seen.display()
+        ),
+    );
+    write(&d.join("layer/a"), "from the layer\n");
+    for p in ["code", "layer", "code/bootstrap", "layer/a"] {
+        std::fs::set_permissions(d.join(p), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let before = mount_table();
+    let o = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_coldstart"))
+        .args([
+            "lambda",
+            "-q",
+            "--no-store",
+            "--no-cgroup",
+            "--sandbox",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .arg("--runtime")
+        .arg(d.join("code/bootstrap"))
+        .arg("--layer")
+        .arg(d.join("layer"))
+        .env("HOME", d)
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    if err.contains("--sandbox: neither root nor a user namespace") {
+        testkit::skip(
+            "SANDBOX",
+            "user namespaces are not available to unprivileged users here",
+        );
+        return;
+    }
+    let text = std::fs::read_to_string(&seen).unwrap_or_else(|_| panic!("the bootstrap never ran: {err}"));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "/var/task", "{text}");
+    assert_eq!(lines[1], "/var/task", "{text}");
+    assert_eq!(lines[2], "from the layer", "{text}");
+    assert!(
+        lines[3].starts_with("127.0.0.1") && lines[3].contains("sandbox"),
+        "{text}"
+    );
+    assert_eq!(lines[4], "0", "uid 0 inside the user namespace: {text}");
+    assert!(err.contains("Runtime.ExitError"), "{err}");
+    assert_eq!(mount_table(), before, "the host's mount table changed");
 }
 
 /// An extension written for Lambda that listens on ("sandbox", PORT) and

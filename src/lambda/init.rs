@@ -47,6 +47,12 @@ pub(super) async fn prepare(
     id: &RunId,
     phase: &'static str,
 ) -> Result<(Environment, Pending)> {
+    // First: nothing else of the environment exists yet if it cannot be made.
+    let namespace = if cfg.layout.sandboxed {
+        Some(super::namespace::make(&cfg.layout)?)
+    } else {
+        None
+    };
     let ext_names: Vec<String> = cfg
         .extensions
         .iter()
@@ -79,11 +85,6 @@ pub(super) async fn prepare(
             Some(sb)
         }
         None => None,
-    };
-    let namespace = if cfg.layout.sandboxed {
-        Some(super::namespace::make(&cfg.layout)?)
-    } else {
-        None
     };
     // Every process enters the sandbox before its exec (see sandbox.rs), and
     // its namespace (see namespace.rs).
