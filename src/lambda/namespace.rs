@@ -221,11 +221,13 @@ pub fn make(layout: &Layout) -> Result<Namespace> {
         steps: Vec::new(),
         what: Vec::new(),
     };
+    // A cap, not an allocation: the /var overlay's writes land here (charged to
+    // the writer's memory cgroup), up to Lambda's default ephemeral storage.
     p.mount(
         "tmpfs",
         "/opt",
         0,
-        "mode=755,size=1m".into(),
+        "mode=755,size=512m".into(),
         "mounting the staging tmpfs at /opt".into(),
     )?;
     for d in ["", "/upper", "/work", "/base", "/base/extensions", "/none"] {
