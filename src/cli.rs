@@ -840,7 +840,7 @@ const LAMBDA_HELP: &str = "\
 VARIANTS
   Options before the first `--name` apply to all variants; each `--name NAME` starts
   a variant that may set its own --runtime, --handler, --code, --layer, --extensions,
-  --memory, --env, --bare.
+  --memory, --env, --bare, --sandbox/--no-sandbox.
   Each memory size of a variant is its own variant (a sweep of the parameter
   `memory`, a resource), named NAME[memory=MB]; the sweep table compares each
   variant with the baseline at the same size, --compare-along memory each size
@@ -854,6 +854,11 @@ WHAT A RUN IS
   started once they registered; Init Duration = T0 → the last of the runtime's and
   the extensions' first /next. Then one invoke of --event (plus --invokes N warm
   ones, each with its REPORT) and Lambda's shutdown.
+  SANDBOX (default where root or a user namespace allows; --no-sandbox: off): a
+  private mount namespace per environment, made before T0, where `sandbox` and
+  `sandbox.localdomain` resolve to 127.0.0.1, --layer dirs are merged at /opt (later
+  wins; their extensions/ and --extensions at /opt/extensions) and --code is
+  /var/task (LAMBDA_TASK_ROOT). The host's mount table is never changed.
   Per run: Init Duration (the table); marks runtime_ready, ext.NAME.register,
   ext.NAME.ready and the SDK checkpoints of every process (COLDSTART_FD); metrics
   invoke_ms, post_runtime_ms, max_memory_mb, billed_ms, throttled_ms.
@@ -977,18 +982,27 @@ pub struct LambdaVariantArgs {
     /// [default: function.handler].
     #[arg(long, value_name = "HANDLER")]
     pub handler: Option<String>,
-    /// The function's unpacked .zip: the task root (LAMBDA_TASK_ROOT, /var/task on
-    /// Lambda) and the runtime's working directory [default: the bootstrap's directory].
+    /// The function's unpacked .zip: the task root (LAMBDA_TASK_ROOT; /var/task in
+    /// the sandbox) and the runtime's working directory [default: the bootstrap's
+    /// directory].
     #[arg(long, value_name = "DIR")]
     pub code: Option<PathBuf>,
-    /// An unpacked layer .zip (repeatable, in order): its python/, nodejs/, java/lib,
-    /// bin/ and lib/ are on the runtime's paths and its extensions/ are started, as
-    /// under /opt.
+    /// An unpacked layer .zip (repeatable, in order; a later layer wins a path):
+    /// merged at /opt in the sandbox; its python/, nodejs/, java/lib, bin/ and lib/
+    /// are on the runtime's paths and its extensions/ are started.
     #[arg(long, value_name = "DIR")]
     pub layer: Vec<PathBuf>,
     /// Directory of external extensions: every file in it is started (like /opt/extensions).
     #[arg(long, value_name = "DIR")]
     pub extensions: Option<PathBuf>,
+    /// Run in the sandbox's mount namespace, or fail: `sandbox` resolves to the
+    /// APIs' address, /opt is the layers, /var/task the code [default: on when
+    /// root or a user namespace can make it].
+    #[arg(long, conflicts_with = "no_sandbox")]
+    pub sandbox: bool,
+    /// Run on the host's paths (no mount namespace).
+    #[arg(long)]
+    pub no_sandbox: bool,
     /// Memory sizes in MB (comma-separated: one variant each) [default: 1769].
     #[arg(long, value_delimiter = ',', value_name = "MB")]
     pub memory: Vec<u64>,

@@ -19,7 +19,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 15] = [
+pub const SWITCHES: [&str; 16] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -35,6 +35,7 @@ pub const SWITCHES: [&str; 15] = [
     "CHROMIUM",
     "DENO",
     "PERF",
+    "SANDBOX",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").

@@ -25,6 +25,25 @@ fn clients(sub: &str) -> Option<PathBuf> {
     })
 }
 
+/// The modes a test runs in: on the host's paths, and in the sandbox's mount
+/// namespace where it can be made (a visible skip otherwise; a failure under
+/// COLDSTART_REQUIRE_SANDBOX). With each, where the function sees its code and
+/// its (one) layer.
+fn modes(code: &Path, layer: &Path) -> Vec<(&'static str, String, String)> {
+    let mut out = vec![(
+        "--no-sandbox",
+        code.display().to_string(),
+        layer.display().to_string(),
+    )];
+    let sandbox = testkit::need("SANDBOX", coldstart::lambda::namespace::available().ok(), || {
+        "no mount namespace can be made here: the sandbox half is skipped".to_string()
+    });
+    if sandbox.is_some() {
+        out.push(("--sandbox", "/var/task".into(), "/opt".into()));
+    }
+    out
+}
+
 /// A scratch directory under the target directory (fixtures stay out of /tmp).
 fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -171,103 +190,106 @@ fn python_ric_runs_the_handler_with_the_layers_package() {
         layer.join("extensions/layer-ext"),
     )
     .expect("copy the extension");
-    let ready = dir.path().join("ready");
-    std::fs::create_dir_all(&ready).expect("mkdir");
-    let r = lambda(
-        dir.path(),
-        &clients,
-        "python3.11",
-        &code,
-        "app.handler",
-        &[
-            "--layer",
-            layer.to_str().expect("utf-8"),
-            "--event",
-            event.to_str().expect("utf-8"),
-            "--invokes",
-            "1",
-            "--env",
-            &format!("FACTS={}", facts.display()),
-            "--env",
-            &format!("CS_READY_DIR={}", ready.display()),
-        ],
-    );
-    assert!(r.out.status.success(), "{}\n{}", stderr(&r.out), r.log);
-    assert_eq!(
-        r.response,
-        Some(serde_json::json!({"echo": {"n": 7}, "greeting": "hello from the layer"}))
-    );
-    assert!(
-        ready.join("layer-ext").exists(),
-        "the layer's extension did not get ready: {}",
-        r.log
-    );
-    assert!(
-        r.log
+    for (mode, code_dir, layer_dir) in modes(&code, &layer) {
+        let _ = std::fs::remove_file(&facts);
+        let ready = dir.path().join("ready");
+        let _ = std::fs::remove_dir_all(&ready);
+        std::fs::create_dir_all(&ready).expect("mkdir");
+        let r = lambda(
+            dir.path(),
+            &clients,
+            "python3.11",
+            &code,
+            "app.handler",
+            &[
+                "--layer",
+                layer.to_str().expect("utf-8"),
+                "--event",
+                event.to_str().expect("utf-8"),
+                "--invokes",
+                "1",
+                "--env",
+                &format!("FACTS={}", facts.display()),
+                "--env",
+                &format!("CS_READY_DIR={}", ready.display()),
+                mode,
+            ],
+        );
+        assert!(r.out.status.success(), "{}\n{}", stderr(&r.out), r.log);
+        assert_eq!(
+            r.response,
+            Some(serde_json::json!({"echo": {"n": 7}, "greeting": "hello from the layer"}))
+        );
+        assert!(
+            ready.join("layer-ext").exists(),
+            "the layer's extension did not get ready: {}",
+            r.log
+        );
+        assert!(
+            r.log
+                .lines()
+                .next()
+                .is_some_and(|l| l.starts_with("INIT_START Runtime Version: python:3.11.")),
+            "{}",
+            r.log
+        );
+        // The cold invoke and the warm one each ran the handler and got a REPORT.
+        let seen: Vec<serde_json::Value> = std::fs::read_to_string(&facts)
+            .expect("the handler wrote its facts")
             .lines()
-            .next()
-            .is_some_and(|l| l.starts_with("INIT_START Runtime Version: python:3.11.")),
-        "{}",
-        r.log
-    );
-    // The cold invoke and the warm one each ran the handler and got a REPORT.
-    let seen: Vec<serde_json::Value> = std::fs::read_to_string(&facts)
-        .expect("the handler wrote its facts")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json"))
-        .collect();
-    assert_eq!(seen.len(), 2, "{seen:?}");
-    assert_eq!(r.reports.len(), 2, "{}", r.log);
-    assert!(ms(&r.reports[0], "Init Duration") > 0.0, "{}", r.reports[0]);
-    assert!(
-        field(&r.reports[1], "Init Duration").is_none(),
-        "a warm invoke has no init"
-    );
-    for rep in &r.reports {
-        assert!(ms(rep, "Billed Duration") >= ms(rep, "Duration"), "{rep}");
-        assert_eq!(field(rep, "Memory Size"), Some("512 MB"), "{rep}");
-        assert!(field(rep, "Status").is_none(), "{rep}");
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert_eq!(r.reports.len(), 2, "{}", r.log);
+        assert!(ms(&r.reports[0], "Init Duration") > 0.0, "{}", r.reports[0]);
+        assert!(
+            field(&r.reports[1], "Init Duration").is_none(),
+            "a warm invoke has no init"
+        );
+        for rep in &r.reports {
+            assert!(ms(rep, "Billed Duration") >= ms(rep, "Duration"), "{rep}");
+            assert_eq!(field(rep, "Memory Size"), Some("512 MB"), "{rep}");
+            assert!(field(rep, "Status").is_none(), "{rep}");
+        }
+        let f = &seen[0];
+        assert_eq!(f["cwd"], code_dir.as_str());
+        assert_eq!(f["env"]["AWS_EXECUTION_ENV"], "AWS_Lambda_python3.11");
+        assert_eq!(f["env"]["_HANDLER"], "app.handler");
+        assert_eq!(f["env"]["LAMBDA_TASK_ROOT"], code_dir.as_str());
+        assert_eq!(f["env"]["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"], "512");
+        assert_eq!(f["function_name"], "coldstart-function");
+        // The real client from the registry, and the layer's package from the layer.
+        let ric = f["ric"].as_str().expect("ric path");
+        assert!(
+            ric.starts_with(&clients.join("python").display().to_string()),
+            "{ric}"
+        );
+        assert!(
+            f["layerlib"]
+                .as_str()
+                .is_some_and(|p| p.starts_with(&format!("{layer_dir}/python/"))),
+            "{f}"
+        );
+        // Lambda's order: the task root, the layer's site-packages then python/, then the runtime.
+        let path: Vec<&str> = f["sys_path"]
+            .as_array()
+            .expect("sys.path")
+            .iter()
+            .filter_map(|p| p.as_str())
+            .collect();
+        let at = |p: &str| {
+            path.iter()
+                .position(|x| *x == p)
+                .unwrap_or_else(|| panic!("{p} not in {path:?}"))
+        };
+        let order = [
+            at(&code_dir),
+            at(&format!("{layer_dir}/python/lib/python3.11/site-packages")),
+            at(&format!("{layer_dir}/python")),
+            at(&clients.join("python").display().to_string()),
+        ];
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{mode}: {path:?}");
     }
-    let f = &seen[0];
-    let code_dir = code.display().to_string();
-    let layer_dir = layer.display().to_string();
-    assert_eq!(f["cwd"], code_dir.as_str());
-    assert_eq!(f["env"]["AWS_EXECUTION_ENV"], "AWS_Lambda_python3.11");
-    assert_eq!(f["env"]["_HANDLER"], "app.handler");
-    assert_eq!(f["env"]["LAMBDA_TASK_ROOT"], code_dir.as_str());
-    assert_eq!(f["env"]["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"], "512");
-    assert_eq!(f["function_name"], "coldstart-function");
-    // The real client from the registry, and the layer's package from the layer.
-    let ric = f["ric"].as_str().expect("ric path");
-    assert!(
-        ric.starts_with(&clients.join("python").display().to_string()),
-        "{ric}"
-    );
-    assert!(
-        f["layerlib"]
-            .as_str()
-            .is_some_and(|p| p.starts_with(&format!("{layer_dir}/python/"))),
-        "{f}"
-    );
-    // Lambda's order: the task root, the layer's site-packages then python/, then the runtime.
-    let path: Vec<&str> = f["sys_path"]
-        .as_array()
-        .expect("sys.path")
-        .iter()
-        .filter_map(|p| p.as_str())
-        .collect();
-    let at = |p: &str| {
-        path.iter()
-            .position(|x| *x == p)
-            .unwrap_or_else(|| panic!("{p} not in {path:?}"))
-    };
-    let order = [
-        at(&code_dir),
-        at(&format!("{layer_dir}/python/lib/python3.11/site-packages")),
-        at(&format!("{layer_dir}/python")),
-        at(&clients.join("python").display().to_string()),
-    ];
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "{path:?}");
 }
 
 #[test]
@@ -506,24 +528,26 @@ public class Hello {
         .expect("jar");
     assert!(ok.success());
     let layer_arg = ["--layer", layer.to_str().expect("utf-8")];
-    let r = lambda(
-        dir.path(),
-        &clients,
-        "java17",
-        &code,
-        "example.Hello::handleRequest",
-        &layer_arg,
-    );
-    assert!(r.out.status.success(), "{}\n{}", stderr(&r.out), r.log);
-    assert_eq!(
-        r.response,
-        Some(serde_json::json!(format!(
-            "hello from the layer jar|coldstart-function|{}|AWS_Lambda_java17",
-            code.display()
-        )))
-    );
-    assert_eq!(r.reports.len(), 1, "{}", r.log);
-    assert!(ms(&r.reports[0], "Init Duration") > 0.0);
+    for (mode, code_dir, _) in modes(&code, &layer) {
+        let r = lambda(
+            dir.path(),
+            &clients,
+            "java17",
+            &code,
+            "example.Hello::handleRequest",
+            &[layer_arg[0], layer_arg[1], mode],
+        );
+        assert!(r.out.status.success(), "{mode}: {}\n{}", stderr(&r.out), r.log);
+        assert_eq!(
+            r.response,
+            Some(serde_json::json!(format!(
+                "hello from the layer jar|coldstart-function|{code_dir}|AWS_Lambda_java17"
+            ))),
+            "{mode}"
+        );
+        assert_eq!(r.reports.len(), 1, "{}", r.log);
+        assert!(ms(&r.reports[0], "Init Duration") > 0.0);
+    }
 
     // The Java client names its errors itself (Lambda-Runtime-Function-Error-Type).
     let event = dir.path().join("fail.json");
@@ -569,32 +593,35 @@ exports.handler = async (event, context) => ({
         &layer.join("nodejs/node_modules/greeting/index.js"),
         "exports.text = 'hello from the layer module';\n",
     );
-    let r = lambda(
-        dir.path(),
-        &clients,
-        "nodejs20.x",
-        &code,
-        "index.handler",
-        &["--layer", layer.to_str().expect("utf-8")],
-    );
-    assert!(r.out.status.success(), "{}\n{}", stderr(&r.out), r.log);
-    let resp = r.response.expect("a response");
-    assert_eq!(resp["greeting"], "hello from the layer module");
-    assert_eq!(
-        resp["from"],
-        format!("{}/nodejs/node_modules/greeting/index.js", layer.display()).as_str()
-    );
-    assert_eq!(resp["cwd"], code.display().to_string().as_str());
-    assert_eq!(resp["node"], "20");
-    assert_eq!(resp["env"], "AWS_Lambda_nodejs20.x");
-    assert_eq!(resp["fn"], "coldstart-function");
-    // aws-lambda-ric's own start line, then the platform's.
-    assert!(
-        r.log.contains("Executing 'index.handler' in function directory"),
-        "{}",
-        r.log
-    );
-    assert_eq!(r.reports.len(), 1, "{}", r.log);
+    for (mode, code_dir, layer_dir) in modes(&code, &layer) {
+        let r = lambda(
+            dir.path(),
+            &clients,
+            "nodejs20.x",
+            &code,
+            "index.handler",
+            &["--layer", layer.to_str().expect("utf-8"), mode],
+        );
+        assert!(r.out.status.success(), "{mode}: {}\n{}", stderr(&r.out), r.log);
+        let resp = r.response.expect("a response");
+        assert_eq!(resp["greeting"], "hello from the layer module");
+        assert_eq!(
+            resp["from"],
+            format!("{layer_dir}/nodejs/node_modules/greeting/index.js").as_str(),
+            "{mode}"
+        );
+        assert_eq!(resp["cwd"], code_dir.as_str(), "{mode}");
+        assert_eq!(resp["node"], "20");
+        assert_eq!(resp["env"], "AWS_Lambda_nodejs20.x");
+        assert_eq!(resp["fn"], "coldstart-function");
+        // aws-lambda-ric's own start line, then the platform's.
+        assert!(
+            r.log.contains("Executing 'index.handler' in function directory"),
+            "{}",
+            r.log
+        );
+        assert_eq!(r.reports.len(), 1, "{}", r.log);
+    }
 }
 
 #[test]

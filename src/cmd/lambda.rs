@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::sweep::point_name;
 use coldstart::experiment::{Param, Plan, StopRule, Sweep};
-use coldstart::lambda::{boost, env, function, sandbox, ColdStarts, Config, Options};
+use coldstart::lambda::{boost, env, function, namespace, sandbox, ColdStarts, Config, Options};
 use coldstart::session::{self, RunSettings};
 use coldstart::target::parse_env;
 use std::sync::{Arc, Mutex};
@@ -83,6 +83,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
             handler,
             env: &vars,
             bare,
+            sandboxed: sandboxed(args, a)?,
         })?;
         if spec.name.contains(['[', ']']) {
             bail!(
@@ -118,15 +119,42 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     memory_mb: mb,
                     handler: handler.to_string(),
                     env: vars.clone(),
-                    task_root: Some(at.task_root),
                     platform_env: at.platform_env,
                     runtime_version: at.runtime_version,
                     bare,
+                    layout: func.layout.clone(),
                 },
             ));
         }
     }
     Ok(out)
+}
+
+/// Whether a variant runs in the sandbox's mount namespace: `--sandbox` requires
+/// it, `--no-sandbox` refuses it (a variant's flag over the shared one), and by
+/// default it is on where it can be made, else off with one note on stderr.
+fn sandboxed(args: &LambdaArgs, a: &LambdaVariantArgs) -> Result<bool> {
+    let (on, off) = if a.sandbox || a.no_sandbox {
+        (a.sandbox, a.no_sandbox)
+    } else {
+        (args.shared.sandbox, args.shared.no_sandbox)
+    };
+    if off {
+        return Ok(false);
+    }
+    match namespace::available() {
+        Ok(_) => Ok(true),
+        Err(why) if on => bail!("--sandbox: {why}; run without it (on the host's paths)"),
+        Err(why) => {
+            static NOTED: std::sync::Once = std::sync::Once::new();
+            NOTED.call_once(|| {
+                coldstart::out::errln!(
+                    "coldstart lambda: no sandbox mount namespace ({why}): `sandbox` does not resolve, and the code and layers stay at their host paths"
+                )
+            });
+            Ok(false)
+        }
+    }
 }
 
 /// What a memory sweep records in the settings: `memory`, a resource.

@@ -31,7 +31,19 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
             .with_limits(super::sandbox::limits(cfg.memory_mb, opts.init_boost)),
         None => cfg.runtime.clone(),
     };
+    // In the same mount namespace as an emulated run: the comparison is the
+    // emulator's difference, not the namespace's.
+    let namespace = if cfg.layout.sandboxed {
+        Some(super::namespace::make(&cfg.layout)?)
+    } else {
+        None
+    };
+    let runtime = super::init::inside_target(&runtime, &cfg.layout, None);
     let mut prepared = spawn::prepare(&runtime, OutputMode::MemFile, &[])?;
+    if let Some(ns) = &namespace {
+        let (mnt, user) = ns.for_child()?;
+        prepared.enter_namespace(mnt, user);
+    }
     // Checkpoints as in an emulated run, so --bare compares like with like.
     let mut marks = Marks::new(&[])?;
     if let Some((write, at)) = marks.for_child() {

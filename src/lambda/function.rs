@@ -3,7 +3,7 @@
 //! runtime's command, working directory and platform variables at each memory
 //! size, and the external extensions.
 
-use super::layers::{self, SandboxPaths};
+use super::layout::{Layout, SandboxPaths};
 use super::managed::{self, Resolved, RuntimeArg};
 use crate::target::Target;
 use anyhow::{anyhow, Context, Result};
@@ -20,11 +20,15 @@ pub struct Flags<'a> {
     pub env: &'a [(String, String)],
     /// `--bare`: no extensions.
     pub bare: bool,
+    /// In the sandbox's mount namespace (code at /var/task, layers at /opt).
+    pub sandboxed: bool,
 }
 
 /// The function, checked: what it runs and where.
 pub struct Function {
     kind: Kind,
+    /// Where the code, layers and extensions are, on the host and inside.
+    pub layout: Layout,
     paths: SandboxPaths,
     handler: String,
     env: Vec<(String, String)>,
@@ -39,7 +43,6 @@ enum Kind {
 /// The runtime at one memory size.
 pub struct AtMemory {
     pub runtime: Target,
-    pub task_root: PathBuf,
     pub platform_env: Vec<(String, String)>,
     /// As Lambda names runtime versions: `python:3.11.v29` there, `.coldstart` here.
     pub runtime_version: String,
@@ -68,18 +71,27 @@ impl Function {
                 (Err(t), code)
             }
         };
-        let paths = SandboxPaths::host(&code, f.layers)?;
+        let layout = Layout::new(&code, f.layers, f.extensions, f.sandboxed)?;
+        if let Err(t) = &runtime {
+            layout.check_visible(&t.program, "--runtime")?;
+        }
+        super::namespace::check(&layout)?;
         let kind = match runtime {
             Ok(rt) => Kind::Managed(Resolved::find(rt, &managed::clients_dir())?),
             Err(t) => Kind::Bootstrap(t),
         };
+        if let Kind::Managed(r) = &kind {
+            layout.check_visible(r.interpreter(), "--runtime's interpreter")?;
+        }
         let extensions = if f.bare {
             Vec::new()
         } else {
-            layers::extensions(f.layers, f.extensions)?
+            layout.discover_extensions()?
         };
+        let paths = layout.paths();
         Ok(Function {
             kind,
+            layout,
             paths,
             handler: f.handler.to_string(),
             env: f.env.to_vec(),
@@ -97,23 +109,25 @@ impl Function {
 
     /// The runtime's process at `memory_mb` (a managed runtime sizes its heap by it).
     pub fn at(&self, memory_mb: u64) -> Result<AtMemory> {
-        let task_root = PathBuf::from(&self.paths.task_root);
+        // The host's code directory: in the sandbox the runtime starts in
+        // /var/task instead (init's `inside_target`), which the host may lack.
+        let task_root = self.layout.code.clone();
         let (runtime, platform_env) = match &self.kind {
             Kind::Managed(r) => {
                 let launch = r.launch(&self.paths, &self.handler, memory_mb, &self.env)?;
                 // Lambda starts the runtime in the task root (the Java client
                 // loads the function from its working directory).
-                let t = Target::new(launch.argv, Vec::new(), Some(task_root.clone()))?;
+                let t = Target::new(launch.argv, Vec::new(), Some(task_root))?;
                 (t, launch.env)
             }
             Kind::Bootstrap(t) => (
                 Target {
-                    cwd: Some(task_root.clone()),
+                    cwd: Some(task_root),
                     ..t.clone()
                 },
                 // Layers still add their bin/ and lib/ (an OS-only runtime has no
                 // language paths and no wrapper scripts).
-                if self.paths.opt_roots.is_empty() {
+                if self.layout.layers.is_empty() {
                     Vec::new()
                 } else {
                     self.paths.path_vars()
@@ -126,7 +140,6 @@ impl Function {
         };
         Ok(AtMemory {
             runtime,
-            task_root,
             platform_env,
             runtime_version,
         })

@@ -47,6 +47,12 @@ pub(super) async fn prepare(
     id: &RunId,
     phase: &'static str,
 ) -> Result<(Environment, Pending)> {
+    // First: nothing else of the environment exists yet if it cannot be made.
+    let namespace = if cfg.layout.sandboxed {
+        Some(super::namespace::make(&cfg.layout)?)
+    } else {
+        None
+    };
     let ext_names: Vec<String> = cfg
         .extensions
         .iter()
@@ -80,7 +86,8 @@ pub(super) async fn prepare(
         }
         None => None,
     };
-    // Every process enters the sandbox before its exec (see sandbox.rs).
+    // Every process enters the sandbox before its exec (see sandbox.rs), and
+    // its namespace (see namespace.rs).
     let cgroups = || -> Result<Vec<std::os::fd::OwnedFd>> {
         Ok(match &sandbox {
             Some(sb) => sb.procs_files()?,
@@ -94,22 +101,78 @@ pub(super) async fn prepare(
             Vec::new(),
             path.parent().map(PathBuf::from),
         )?;
-        let prep = processes::prepare(Role::Extension(name.clone()), &target, &ext_env, cgroups()?)?;
+        let prep = processes::prepare(
+            Role::Extension(name.clone()),
+            &inside_target(&target, &cfg.layout, Some(&extension_path(&cfg.layout, name))),
+            &ext_env,
+            cgroups()?,
+            namespace.as_ref(),
+        )?;
         extensions.push((name.clone(), prep));
     }
-    let runtime = processes::prepare(Role::Runtime, &cfg.runtime, &rt_env, cgroups()?)?;
+    let runtime = processes::prepare(
+        Role::Runtime,
+        &inside_target(&cfg.runtime, &cfg.layout, None),
+        &rt_env,
+        cgroups()?,
+        namespace.as_ref(),
+    )?;
     let environment = Environment {
         env,
         bus,
         logs: Arc::new(Logs::new(opts.tail_lines, opts.log.clone())),
         srv,
         sandbox,
+        namespace,
         procs: Vec::new(),
         t0: 0,
         phase,
         instance_id,
     };
     Ok((environment, Pending { extensions, runtime }))
+}
+
+/// Where an external extension is in the sandbox: /opt/extensions/NAME (the
+/// file the overlay shows there is the one discovery picked).
+fn extension_path(layout: &super::layout::Layout, name: &str) -> PathBuf {
+    if layout.sandboxed {
+        std::path::Path::new(super::layout::OPT)
+            .join("extensions")
+            .join(name)
+    } else {
+        PathBuf::new()
+    }
+}
+
+/// A host target as the sandbox's processes see it: its program (at `program`
+/// when given and sandboxed) and working directory mapped into the namespace;
+/// the runtime works in the task root, as on Lambda.
+pub(super) fn inside_target(
+    target: &Target,
+    layout: &super::layout::Layout,
+    program: Option<&std::path::Path>,
+) -> Target {
+    if !layout.sandboxed {
+        return target.clone();
+    }
+    // An extension works in its directory, the runtime in the task root.
+    let (program, cwd) = match program {
+        Some(p) => (p.to_path_buf(), p.parent().map(PathBuf::from)),
+        None => (
+            layout.inside(&target.program),
+            Some(PathBuf::from(super::layout::TASK_ROOT)),
+        ),
+    };
+    let mut argv = target.argv.clone();
+    if let Some(first) = argv.first_mut() {
+        *first = program.display().to_string();
+    }
+    Target {
+        argv,
+        cwd,
+        program,
+        ..target.clone()
+    }
 }
 
 /// Has init failed (or been interrupted) in a way that ends the wait?
@@ -122,7 +185,7 @@ fn init_broken(s: &State) -> bool {
 pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opts: &Options) -> Result<Init> {
     let ext_names: Vec<String> = pending.extensions.iter().map(|(n, _)| n.clone()).collect();
     e.t0 = now_ns();
-    let (t0, phase) = (e.t0, e.phase);
+    let phase = e.phase;
     let boost_timer = match (&e.sandbox, boost::plan(opts.init_boost, cfg.memory_mb, phase).1) {
         (Some(sb), Some(after)) => Some(boost::Timer::start(sb.cpu_quota(), after, cfg.memory_mb)),
         _ => None,
@@ -152,13 +215,15 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
             }
         }
     }
-    let deadline = t0
-        + if phase == "init" {
-            opts.init_timeout
-        } else {
-            opts.function_timeout
-        }
-        .as_nanos() as u64;
+    let limit = if phase == "init" {
+        opts.init_timeout
+    } else {
+        opts.function_timeout
+    }
+    .as_nanos() as u64;
+    // From T0 as moved past the first placement (the runtime's, when there are
+    // no extensions, is only known after this point): the limit is init's own.
+    let deadline = |e: &Environment| e.t0 + limit;
     let registered = |s: &State| {
         ext_names
             .iter()
@@ -168,7 +233,8 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     let mut runtime_started = false;
     let s = e.env.shared.clone();
     if setup_error.is_none()
-        && s.wait_until(deadline, |s| init_broken(s) || registered(s)).await
+        && s.wait_until(deadline(e), |s| init_broken(s) || registered(s))
+            .await
         && !init_broken(&s.lock())
     {
         match start(e, pending.runtime) {
@@ -181,7 +247,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     }
     if runtime_started {
         let rt_ready = s
-            .wait_until(deadline, |s| init_broken(s) || s.runtime_ready_ns.is_some())
+            .wait_until(deadline(e), |s| init_broken(s) || s.runtime_ready_ns.is_some())
             .await
             && s.lock().runtime_ready_ns.is_some()
             && !init_broken(&s.lock());
@@ -192,7 +258,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
             );
             s.update(|s| s.registration_open = false);
             let all_ready = s
-                .wait_until(deadline, |s| {
+                .wait_until(deadline(e), |s| {
                     init_broken(s) || s.extensions.iter().all(|e| e.ready_ns.is_some())
                 })
                 .await
@@ -245,7 +311,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     }
     let init_ms = match &init {
         Ok(ns) => *ns as f64 / 1e6,
-        Err(_) => now_ns().min(deadline).saturating_sub(e.t0) as f64 / 1e6,
+        Err(_) => now_ns().min(deadline(e)).saturating_sub(e.t0) as f64 / 1e6,
     };
     let mut init_report = json!({
         "initializationType": "on-demand",

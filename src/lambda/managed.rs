@@ -10,7 +10,7 @@
 //! docs/lambda.md, "Managed runtimes"), wrapped by AWS_LAMBDA_EXEC_WRAPPER when the
 //! function sets it, as Lambda's bootstraps do.
 
-use super::layers::SandboxPaths;
+use super::layout::SandboxPaths;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -132,6 +132,11 @@ pub struct Launch {
 }
 
 impl Resolved {
+    /// The host interpreter the runtime's command starts.
+    pub fn interpreter(&self) -> &Path {
+        &self.interpreter
+    }
+
     /// Find the interpreter on PATH (the runtime's version) and the installed client.
     pub fn find(runtime: Runtime, clients: &Path) -> Result<Self> {
         let (sub, package) = runtime.client();

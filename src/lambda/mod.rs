@@ -26,8 +26,9 @@ pub mod extensions_api;
 pub mod function;
 mod init;
 mod invoke;
-pub mod layers;
+pub mod layout;
 pub mod managed;
+pub mod namespace;
 pub mod processes;
 pub mod report;
 mod runner;
@@ -62,8 +63,6 @@ pub struct Config {
     /// _HANDLER.
     pub handler: String,
     pub env: Vec<(String, String)>,
-    /// LAMBDA_TASK_ROOT when it is not the bootstrap's directory (`--code`).
-    pub task_root: Option<PathBuf>,
     /// What the runtime's bootstrap sets (a managed runtime's paths, the layers'
     /// PATH and LD_LIBRARY_PATH); the function's `env` overrides it.
     pub platform_env: Vec<(String, String)>,
@@ -71,6 +70,9 @@ pub struct Config {
     pub runtime_version: String,
     /// Measure the bare spawn → first /next instead (no emulator, no extensions).
     pub bare: bool,
+    /// The code, layers and extensions, and whether the sandbox's mount
+    /// namespace shows them at Lambda's paths.
+    pub layout: layout::Layout,
 }
 
 /// Settings shared by every run.
@@ -84,12 +86,7 @@ impl Config {
             memory_mb: self.memory_mb,
             region: opts.region.clone(),
             account_id: "000000000000".into(),
-            task_root: self
-                .task_root
-                .as_deref()
-                .or(self.runtime.program.parent())
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
+            task_root: self.layout.paths().task_root,
             log_stream: log_stream.into(),
         }
     }
@@ -206,6 +203,8 @@ struct Environment {
     logs: Arc<Logs>,
     srv: server::Server,
     sandbox: Option<sandbox::Sandbox>,
+    /// The sandbox's mount namespace (`--sandbox`), held until every process is gone.
+    namespace: Option<namespace::Namespace>,
     /// Started processes, in start order (extensions, then the runtime).
     procs: Vec<Process>,
     /// CLOCK_MONOTONIC ns; set when init starts, then moved past the kernel's

@@ -66,18 +66,24 @@ pub struct Prepared {
 }
 
 /// Build the command (exactly `env` plus COLDSTART_FD, nothing inherited) before
-/// time zero. The process enters `cgroups` (the sandbox's) before its exec.
+/// time zero. The process enters `cgroups` (the sandbox's), then `namespace`
+/// (the sandbox's mount namespace), before its exec.
 pub fn prepare(
     role: Role,
     target: &Target,
     env: &[(String, String)],
     cgroups: Vec<OwnedFd>,
+    namespace: Option<&super::namespace::Namespace>,
 ) -> Result<Prepared> {
     let mut p = spawn::prepare(target, OutputMode::Pipes, &[])?;
     // The sandbox's cgroups hold the tree (and are killed with it); a run
     // cgroup besides would be a second placement wait per process.
     p.without_run_cgroup();
     p.enter_cgroups(cgroups);
+    if let Some(ns) = namespace {
+        let (mnt, user) = ns.for_child()?;
+        p.enter_namespace(mnt, user);
+    }
     let (read, write) = std::io::pipe().context("creating a checkpoint pipe")?;
     let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
     // The number bench's targets see too, when reserved; in the child only.

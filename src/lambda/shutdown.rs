@@ -106,6 +106,7 @@ pub(super) async fn cleanup(e: Environment) -> Vec<super::telemetry::Delivery> {
         srv,
         bus,
         sandbox,
+        namespace,
         ..
     } = e;
     let procs = &mut procs;
@@ -130,5 +131,7 @@ pub(super) async fn cleanup(e: Environment) -> Vec<super::telemetry::Delivery> {
     let deliveries = bus.stop();
     srv.stop().await;
     drop(sandbox);
+    // The last descriptors on it: the namespace and its mounts go with them.
+    drop(namespace);
     deliveries
 }

@@ -61,6 +61,9 @@ pub struct Prepared {
     env_error: Option<anyhow::Error>,
     /// A descriptor the child gets at a chosen number, inheritable (`pass_fd`).
     passed: Option<(OwnedFd, RawFd)>,
+    /// A mount namespace (and the user namespace owning it) the child enters
+    /// before its exec (`enter_namespace`).
+    namespace: Option<(OwnedFd, Option<OwnedFd>)>,
 }
 
 // SAFETY: the raw pointers point into the CStrings owned by the same struct
@@ -69,7 +72,8 @@ unsafe impl Send for Prepared {}
 
 pub struct Child {
     pub pid: i32,
-    /// How long the child's write into its run cgroup took (ns). Not the target's
+    /// How long the child's write into its run cgroup (and its entry into a
+    /// namespace, `enter_namespace`) took (ns). Not the target's
     /// time: migrating a process takes the kernel's cgroup_threadgroup_rwsem for
     /// writing, which waits for an RCU grace period (0–20 ms measured here), so
     /// callers move time zero by this much. 0 without a run cgroup.
@@ -140,6 +144,7 @@ pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]
         pipes,
         env_error: None,
         passed: None,
+        namespace: None,
         output_file,
         cgroup: RunCgroup::for_limits(&target.limits)?,
         entries: Vec::new(),
@@ -165,6 +170,13 @@ impl Prepared {
     pub fn enter_cgroups(&mut self, procs: Vec<OwnedFd>) {
         self.entries.extend(procs.iter().map(|fd| (fd.as_raw_fd(), true)));
         self.extra_cgroups.extend(procs);
+    }
+
+    /// Enter this mount namespace (after `user`, the user namespace owning it,
+    /// when it was made without privileges) between clone and exec, right after
+    /// the cgroups; failing to is a failed spawn. (lambda: the sandbox's.)
+    pub fn enter_namespace(&mut self, mnt: OwnedFd, user: Option<OwnedFd>) {
+        self.namespace = Some((mnt, user));
     }
 
     /// Where a limited run's peak memory and OOM kills are read.
@@ -221,6 +233,8 @@ struct ChildCtx<'a> {
     passed: (RawFd, RawFd),
     /// `cgroup.procs` to write "0" into, and whether entering is required.
     cgroups: &'a [(RawFd, bool)],
+    /// (mount, user) namespaces to enter; -1 for none.
+    namespace: (RawFd, RawFd),
     /// The spawning thread is the main thread: PR_SET_PDEATHSIG fires when the
     /// *thread* that forked exits, so it is only safe from one that lives as
     /// long as coldstart.
@@ -236,6 +250,7 @@ const STAGE_SETUP: u32 = 1;
 const STAGE_CHDIR: u32 = 2;
 const STAGE_EXEC: u32 = 3;
 const STAGE_CGROUP: u32 = 4;
+const STAGE_NAMESPACE: u32 = 5;
 
 /// Spawn the prepared command. Call this immediately after taking time zero.
 pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
@@ -256,6 +271,9 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
         passed: passed.as_ref().map_or((-1, -1), |(fd, at)| (fd.as_raw_fd(), *at)),
         p: prepared,
         cgroups: &prepared.entries,
+        namespace: prepared.namespace.as_ref().map_or((-1, -1), |(m, u)| {
+            (m.as_raw_fd(), u.as_ref().map_or(-1, |u| u.as_raw_fd()))
+        }),
         // SAFETY: plain syscalls without arguments.
         pdeathsig: unsafe { libc::gettid() == libc::getpid() },
         parent: std::process::id() as i32,
@@ -309,6 +327,14 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
                 "cannot place {} in its limiting cgroup before its exec: {FIX_LIMITS}",
                 target.program.display(),
             ),
+            STAGE_NAMESPACE => format!(
+                "cannot enter the sandbox's mount namespace before starting {} (run with --no-sandbox)",
+                target.program.display(),
+            ),
+            STAGE_EXEC if prepared.namespace.is_some() => format!(
+                "cannot start {} inside the sandbox's mount namespace (there /opt holds only the layers and /var/task the code; --no-sandbox runs on the host's paths)",
+                target.program.display()
+            ),
             _ => format!("cannot start {}", target.program.display()),
         };
         return Err(e).context(what);
@@ -350,7 +376,8 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: async-signal-safe calls on descriptors and strings prepared
     // before the clone.
     unsafe {
-        if !ctx.cgroups.is_empty() {
+        let (mnt, user) = ctx.namespace;
+        if !ctx.cgroups.is_empty() || mnt >= 0 {
             let before = mono_ns();
             for &(fd, required) in ctx.cgroups {
                 if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
@@ -362,6 +389,14 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                     // all; the parent says so.
                     ctx.cgroup_errno = errno();
                 }
+            }
+            // After the cgroups (their files are the host's): the user namespace
+            // first, which gives the capabilities the mount namespace's needs.
+            let enter = |fd: RawFd, kind: libc::c_int| {
+                fd < 0 || coldstart_sys::ns::setns(std::os::fd::BorrowedFd::borrow_raw(fd), kind).is_ok()
+            };
+            if !enter(user, libc::CLONE_NEWUSER) || !enter(mnt, libc::CLONE_NEWNS) {
+                fail(ctx, STAGE_NAMESPACE);
             }
             ctx.placement_ns = mono_ns().saturating_sub(before);
         }

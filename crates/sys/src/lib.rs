@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod fd;
+pub mod ns;
 pub mod pagecache;
 pub mod pipe;
 pub mod process;

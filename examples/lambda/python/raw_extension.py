@@ -15,6 +15,8 @@ Environment (all optional):
                     (host default `sandbox`, as extensions written for Lambda do);
                     with CS_EXT_RECORDS, a listener on 127.0.0.1:CS_EXT_LISTEN_PORT
                     appends every record it receives there, one JSON per line
+  CS_EXT_LISTEN_HOST  bind that listener to this name instead (`sandbox`, as AWS's
+                    samples do: it resolves only inside Lambda's sandbox)
 """
 import json
 import os
@@ -76,7 +78,7 @@ if subscribe:
             def log_message(self, *args):
                 pass
 
-        server = ThreadingHTTPServer(("127.0.0.1", port), Listener)
+        server = ThreadingHTTPServer((os.environ.get("CS_EXT_LISTEN_HOST", "127.0.0.1"), port), Listener)
         threading.Thread(target=server.serve_forever, daemon=True).start()
     api = "http://" + os.environ["AWS_LAMBDA_RUNTIME_API"]
     path, schema = {

@@ -13,6 +13,10 @@ CS_RT_SAY (optional): a line the runtime prints during init (a function log)
 CS_RT_INIT_WORK, CS_RT_INVOKE_WORK (optional): iterations of a CPU-bound loop
   during init / in each invoke (a fixed amount of CPU work, so its time shows the
   CPU the sandbox gives)
+CS_RT_SEE (optional): a file the runtime writes during init with what it sees,
+  one JSON object: cwd, LAMBDA_TASK_ROOT, the files under /var/task and /opt
+  (relative paths, sorted), /opt/a's text, the address `sandbox` resolves to
+  (null if it does not), its mount namespace (/proc/self/ns/mnt)
 CS_CHECKPOINT_SDK (optional): sdk/python/src; then checkpoints rt.start (first
   thing) and rt.before-next (right before the first /next), and with CS_READY_DIR
   the file `runtime` holds the CLOCK_MONOTONIC ns instant right after rt.before-next
@@ -61,6 +65,47 @@ def burn(var):
     return x
 
 
+def files_under(top):
+    found = []
+    for d, _, names in os.walk(top):
+        found += [os.path.relpath(os.path.join(d, n), top) for n in names]
+    return sorted(found)
+
+
+def resolve(name):
+    import socket
+
+    try:
+        return socket.gethostbyname(name)
+    except OSError:
+        return None
+
+
+def text_of(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+if os.environ.get("CS_RT_SEE"):
+    seen = {
+        "cwd": os.getcwd(),
+        "task_root": os.environ.get("LAMBDA_TASK_ROOT"),
+        "var_task": files_under("/var/task"),
+        "opt": files_under("/opt"),
+        "opt_a": text_of("/opt/a"),
+        "sandbox": resolve("sandbox"),
+        "sandbox.localdomain": resolve("sandbox.localdomain"),
+        "mnt_ns": os.readlink("/proc/self/ns/mnt"),
+    }
+    # Whole or not at all: a reader waits for the name to appear.
+    with open(os.environ["CS_RT_SEE"] + ".part", "w") as f:
+        json.dump(seen, f)
+    os.replace(os.environ["CS_RT_SEE"] + ".part", os.environ["CS_RT_SEE"])
+
+
 mode = os.environ.get("CS_RT_MODE", "")
 if mode == "init-error":
     call(
@@ -75,6 +120,7 @@ if mode == "hang":
         time.sleep(3600)
 if mode == "exit":
     sys.exit(7)
+
 burn("CS_RT_INIT_WORK")
 if os.environ.get("CS_RT_SAY"):
     print(os.environ["CS_RT_SAY"], flush=True)

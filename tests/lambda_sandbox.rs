@@ -1,0 +1,613 @@
+//! `coldstart lambda --sandbox`: each environment's private mount namespace, where
+//! `sandbox` resolves to the APIs' loopback address, the layers are at /opt and the
+//! code at /var/task. Checked with what the processes themselves saw and received:
+//! the raw Python runtime writes what it sees; extensions on the lambda-extension
+//! crate subscribe to the Telemetry API and to the Logs API (at
+//! sandbox.localdomain; Lambda lets one extension use only one of them); a raw
+//! Python extension listens on ("sandbox", PORT) as AWS's samples do. Records are
+//! checked against docs/lambda.md's table "Records an extension receives". And the
+//! host's mount table never changes, not even when coldstart is SIGKILLed.
+//!
+//! Needs root or user namespaces: otherwise a visible skip (a failure under
+//! COLDSTART_REQUIRE_SANDBOX=1).
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn sandbox_available() -> bool {
+    testkit::need("SANDBOX", coldstart::lambda::namespace::available().ok(), || {
+        "no mount namespace can be made here (neither root nor user namespaces)".into()
+    })
+    .is_some()
+}
+
+fn python_client(name: &str) -> PathBuf {
+    root().join("examples/lambda/python").join(name)
+}
+
+/// A fixture directory under target/ (inside the sandbox it must not be under /opt).
+fn fixture_dir() -> tempfile::TempDir {
+    let base = root().join("target/test-fixtures");
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::tempdir_in(base).unwrap()
+}
+
+/// Copy `src` to `dst` (parents made), executable.
+fn install(src: &Path, dst: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    std::fs::copy(src, dst).unwrap();
+    std::fs::set_permissions(dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn mount_table() -> BTreeSet<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// Processes whose mount namespace is `ns` (`mnt:[N]`), or that hold a
+/// descriptor on it.
+fn holders_of(ns: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if pid.parse::<u32>().is_err() {
+            continue;
+        }
+        let dir = entry.path();
+        if std::fs::read_link(dir.join("ns/mnt")).is_ok_and(|l| l.to_string_lossy() == ns) {
+            found.push(format!("{pid} (in it)"));
+        }
+        for fd in std::fs::read_dir(dir.join("fd")).into_iter().flatten().flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy() == ns) {
+                found.push(format!("{pid} (descriptor)"));
+            }
+        }
+    }
+    found
+}
+
+/// `coldstart lambda` with the raw Python runtime: (output, sample).
+fn lambda(args: &[&str], marker_env: &str) -> (std::process::Output, Value) {
+    let dir = fixture_dir();
+    let json = dir.path().join("out.json");
+    let mut all: Vec<String> = [
+        "lambda",
+        "-q",
+        "--no-store",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--export-json",
+        json.to_str().unwrap(),
+        "--env",
+        marker_env,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    all.extend(args.iter().map(|s| s.to_string()));
+    let o = coldstart().args(&all).output().unwrap();
+    assert!(
+        processes_with(marker_env).is_empty(),
+        "left behind: {:?}",
+        processes_with(marker_env)
+    );
+    let sample = if json.exists() {
+        json_file(&json)["samples"][0].clone()
+    } else {
+        Value::Null
+    };
+    (o, sample)
+}
+
+/// The value at a dotted path (`metrics.durationMs`).
+fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.')
+        .try_fold(v, |v, k| v.get(k))
+        .filter(|v| !v.is_null())
+}
+
+/// docs/lambda.md, "Records an extension receives": the fields each type carries
+/// (the optional ones left out).
+const SPEC: [(&str, &[&str]); 11] = [
+    (
+        "platform.initStart",
+        &[
+            "initializationType",
+            "phase",
+            "functionName",
+            "functionVersion",
+            "instanceId",
+            "instanceMaxMemory",
+        ],
+    ),
+    (
+        "platform.initRuntimeDone",
+        &["initializationType", "phase", "status"],
+    ),
+    (
+        "platform.initReport",
+        &["initializationType", "phase", "metrics.durationMs"],
+    ),
+    ("platform.telemetrySubscription", &["name", "state", "types"]),
+    ("platform.logsSubscription", &["name", "state", "types"]),
+    ("platform.extension", &["name", "state", "events"]),
+    ("platform.start", &["requestId", "version"]),
+    (
+        "platform.runtimeDone",
+        &[
+            "requestId",
+            "status",
+            "metrics.durationMs",
+            "metrics.producedBytes",
+        ],
+    ),
+    ("platform.end", &["requestId"]),
+    (
+        "platform.report",
+        &[
+            "requestId",
+            "metrics.durationMs",
+            "metrics.billedDurationMs",
+            "metrics.memorySizeMB",
+            "metrics.maxMemoryUsedMB",
+            "metrics.initDurationMs",
+        ],
+    ),
+    ("function", &[]),
+];
+
+/// Every record of `types` is there, each with the spec's fields (minus
+/// `unknown_to_parser`: fields the client library drops when it parses), a time,
+/// and `function` records are strings.
+fn assert_spec(recs: &[Value], types: &[&str], unknown_to_parser: &[&str]) {
+    for t in types {
+        let of: Vec<&Value> = recs.iter().filter(|r| r["type"] == *t).collect();
+        assert!(!of.is_empty(), "no {t} in {recs:?}");
+        let fields = SPEC.iter().find(|(s, _)| s == t).map(|(_, f)| *f).unwrap();
+        for r in of {
+            assert!(r["time"].as_str().is_some_and(|s| s.contains('T')), "time: {r}");
+            if *t == "function" {
+                assert!(r["record"].is_string(), "{r}");
+            }
+            for f in fields.iter().filter(|f| !unknown_to_parser.contains(f)) {
+                assert!(at(&r["record"], f).is_some(), "{t} without {f}: {r}");
+            }
+        }
+    }
+}
+
+const TELEMETRY_TYPES: [&str; 8] = [
+    "platform.initStart",
+    "platform.initRuntimeDone",
+    "platform.initReport",
+    "platform.telemetrySubscription",
+    "platform.extension",
+    "platform.start",
+    "platform.runtimeDone",
+    "platform.report",
+];
+
+/// The runtime sees the code at /var/task (its cwd and LAMBDA_TASK_ROOT), the
+/// layers merged at /opt with the later layer winning, the layers' and
+/// --extensions' extensions at /opt/extensions (both started), `sandbox` at
+/// 127.0.0.1; the host's mount table gains nothing and the namespace is gone
+/// after the run. Without the sandbox the same function sees the host's paths.
+#[test]
+fn the_runtime_sees_code_layers_and_names_in_the_sandbox() {
+    if !sandbox_available() {
+        return;
+    }
+    let dir = fixture_dir();
+    let d = dir.path();
+    install(&python_client("raw_runtime.py"), &d.join("code/bootstrap"));
+    write(&d.join("code/handler.txt"), "h");
+    write(&d.join("l1/a"), "one\n");
+    write(&d.join("l1/b"), "b\n");
+    install(&python_client("raw_extension.py"), &d.join("l1/extensions/lext"));
+    write(&d.join("l2/a"), "two\n");
+    install(&python_client("raw_extension.py"), &d.join("ext/xext"));
+    let seen_path = d.join("seen.json");
+    let see = format!("CS_RT_SEE={}", seen_path.display());
+    let s = |p: &str| d.join(p).display().to_string();
+    let (code, l1, l2, ext) = (s("code"), s("l1"), s("l2"), s("ext"));
+    let bootstrap = s("code/bootstrap");
+    let m = marker("lambda-sandbox");
+    let mut args = vec![
+        "--runtime",
+        &bootstrap,
+        "--code",
+        &code,
+        "--layer",
+        &l1,
+        "--layer",
+        &l2,
+        "--extensions",
+        &ext,
+        "--env",
+        &see,
+    ];
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        args.push("--no-cgroup");
+    }
+    let before = mount_table();
+    let (o, sample) = lambda(&[&args[..], &["--sandbox"]].concat(), &m);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen_path).unwrap()).unwrap();
+    assert_eq!(seen["cwd"], "/var/task", "{seen}");
+    assert_eq!(seen["task_root"], "/var/task", "{seen}");
+    assert_eq!(
+        seen["var_task"],
+        serde_json::json!(["bootstrap", "handler.txt"]),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["opt"],
+        serde_json::json!(["a", "b", "extensions/lext", "extensions/xext"]),
+        "{seen}"
+    );
+    assert_eq!(seen["opt_a"], "two\n", "the later layer wins: {seen}");
+    assert_eq!(seen["sandbox"], "127.0.0.1", "{seen}");
+    assert_eq!(seen["sandbox.localdomain"], "127.0.0.1", "{seen}");
+    let own = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+    let ns = seen["mnt_ns"].as_str().unwrap();
+    assert_ne!(
+        ns,
+        own.to_string_lossy(),
+        "the runtime ran in coldstart's own namespace"
+    );
+    let marks: Vec<&str> = sample["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    assert!(
+        marks.contains(&"ext.lext.ready") && marks.contains(&"ext.xext.ready"),
+        "{marks:?}"
+    );
+    assert_eq!(mount_table(), before, "the host's mount table changed");
+    assert!(
+        holders_of(ns).is_empty(),
+        "the namespace outlived the run: {:?}",
+        holders_of(ns)
+    );
+    assert!(std::fs::read_to_string("/etc/hosts")
+        .unwrap()
+        .lines()
+        .all(|l| !l.contains("sandbox.localdomain")));
+
+    std::fs::remove_file(&seen_path).unwrap();
+    let (o, _) = lambda(&[&args[..], &["--no-sandbox"]].concat(), &m);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen_path).unwrap()).unwrap();
+    assert_eq!(seen["task_root"].as_str(), Some(code.as_str()), "{seen}");
+    assert_eq!(seen["mnt_ns"].as_str(), Some(&*own.to_string_lossy()), "{seen}");
+
+    // --bare runs in the same namespace as the emulated variant it is compared with.
+    std::fs::remove_file(&seen_path).unwrap();
+    let (o, _) = lambda(&[&args[..], &["--sandbox", "--bare"]].concat(), &m);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen_path).unwrap()).unwrap();
+    assert_eq!(seen["task_root"], "/var/task", "{seen}");
+    assert_eq!(seen["opt_a"], "two\n", "{seen}");
+    assert_eq!(mount_table(), before, "the host's mount table changed");
+}
+
+/// Without privileges the sandbox is made through a user namespace: as root, this
+/// runs coldstart as nobody (setpriv) with a shell bootstrap that writes what it
+/// sees and exits (a failed init, but inside the namespace).
+#[test]
+fn an_unprivileged_user_gets_the_sandbox_through_a_user_namespace() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root, so the other tests already ran through a user namespace");
+        return;
+    }
+    let Some(setpriv) = testkit::tool("SANDBOX", "setpriv") else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt;
+    let dir = fixture_dir();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let seen = d.join("seen.txt");
+    write(
+        &d.join("code/bootstrap"),
+        &format!(
+            "#!/bin/sh\n{{ pwd; echo \"$LAMBDA_TASK_ROOT\"; cat /opt/a; getent hosts sandbox; id -u; }} > {} 2>&1\nexit 3\n",
+            seen.display()
+        ),
+    );
+    write(&d.join("layer/a"), "from the layer\n");
+    for p in ["code", "layer", "code/bootstrap", "layer/a"] {
+        std::fs::set_permissions(d.join(p), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let before = mount_table();
+    let o = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_coldstart"))
+        .args([
+            "lambda",
+            "-q",
+            "--no-store",
+            "--no-cgroup",
+            "--sandbox",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .arg("--runtime")
+        .arg(d.join("code/bootstrap"))
+        .arg("--layer")
+        .arg(d.join("layer"))
+        .env("HOME", d)
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    if err.contains("--sandbox: neither root nor a user namespace") {
+        testkit::skip(
+            "SANDBOX",
+            "user namespaces are not available to unprivileged users here",
+        );
+        return;
+    }
+    let text = std::fs::read_to_string(&seen).unwrap_or_else(|_| panic!("the bootstrap never ran: {err}"));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "/var/task", "{text}");
+    assert_eq!(lines[1], "/var/task", "{text}");
+    assert_eq!(lines[2], "from the layer", "{text}");
+    assert!(
+        lines[3].starts_with("127.0.0.1") && lines[3].contains("sandbox"),
+        "{text}"
+    );
+    assert_eq!(lines[4], "0", "uid 0 inside the user namespace: {text}");
+    assert!(err.contains("Runtime.ExitError"), "{err}");
+    assert_eq!(mount_table(), before, "the host's mount table changed");
+}
+
+/// An extension written for Lambda that listens on ("sandbox", PORT) and
+/// subscribes at http://sandbox:PORT crashes on the host (the name does not
+/// resolve) and works unchanged in the sandbox, where it receives the Telemetry
+/// API's records with the spec's fields (raw JSON, as delivered).
+#[test]
+fn an_extension_listening_on_sandbox_needs_the_sandbox() {
+    if !sandbox_available() {
+        return;
+    }
+    let dir = fixture_dir();
+    let ext = dir.path().join("ext");
+    install(&python_client("raw_extension.py"), &ext.join("py-sandbox"));
+    let recs_path = dir.path().join("records.jsonl");
+    let rt = python_client("raw_runtime.py");
+    let envs = [
+        "CS_EXT_SUBSCRIBE=telemetry".to_string(),
+        "CS_EXT_LISTEN_HOST=sandbox".to_string(),
+        format!("CS_EXT_LISTEN_PORT={}", free_port()),
+        format!("CS_EXT_RECORDS={}", recs_path.display()),
+        "CS_RT_SAY=hello from the function".to_string(),
+    ];
+    let mut args: Vec<&str> = vec![
+        "--no-cgroup",
+        "--runtime",
+        rt.to_str().unwrap(),
+        "--extensions",
+        ext.to_str().unwrap(),
+    ];
+    for e in &envs {
+        args.extend(["--env", e]);
+    }
+    let m = marker("lambda-sandbox-name");
+    let (o, sample) = lambda(&[&args[..], &["--no-sandbox"]].concat(), &m);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(sample["outcome"]["error_type"], "Extension.Crash", "{sample}");
+    assert!(records(&recs_path).is_empty());
+
+    let (o, sample) = lambda(&[&args[..], &["--sandbox"]].concat(), &m);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let recs = records(&recs_path);
+    assert_spec(&recs, &TELEMETRY_TYPES, &[]);
+    assert_spec(&recs, &["function"], &[]);
+    assert!(recs
+        .iter()
+        .any(|r| r["type"] == "function" && r["record"] == "hello from the function"));
+    let sub = recs
+        .iter()
+        .find(|r| r["type"] == "platform.telemetrySubscription")
+        .unwrap();
+    assert_eq!(sub["record"]["name"], "py-sandbox");
+    assert_eq!(sample["metrics"]["telemetry.py-sandbox.failed_batches"], 0.0);
+}
+
+/// Two extensions on the lambda-extension crate, one subscribed to the Telemetry
+/// API and one to the Logs API (both at http://sandbox.localdomain:PORT, the
+/// crate's choice; AWS: "after subscribing using one of these APIs, any attempt to
+/// subscribe using the other API returns an error"), get each API's records with
+/// the spec's fields, as the crate parsed them.
+#[test]
+fn lambda_extension_crate_gets_telemetry_and_logs_in_the_sandbox() {
+    if !sandbox_available() {
+        return;
+    }
+    let Some(client) = testkit::need(
+        "LAMBDA_CLIENTS",
+        Some(examples().join("lambda/rust-telemetry-extension")).filter(|p| p.exists()),
+        || "examples/lambda/rust-extension was not built (see examples/build.sh)".into(),
+    ) else {
+        return;
+    };
+    let dir = fixture_dir();
+    let ext = dir.path().join("ext");
+    install(&client, &ext.join("rust-tel"));
+    install(&client, &ext.join("rust-logs"));
+    let (tel, logs) = (dir.path().join("telemetry.jsonl"), dir.path().join("logs.jsonl"));
+    let rt = python_client("raw_runtime.py");
+    let (p1, mut p2) = (free_port(), free_port());
+    while p2 == p1 {
+        p2 = free_port();
+    }
+    let envs = [
+        format!("CS_TELEMETRY_PORT={p1}"),
+        "CS_LOGS_EXTENSION=rust-logs".to_string(),
+        format!("CS_LOGS_PORT={p2}"),
+        format!("CS_TELEMETRY_RECORDS={}", tel.display()),
+        format!("CS_LOGS_RECORDS={}", logs.display()),
+        "CS_RT_SAY=hello from the function".to_string(),
+    ];
+    let mut args: Vec<&str> = vec![
+        "--no-cgroup",
+        "--sandbox",
+        "--runtime",
+        rt.to_str().unwrap(),
+        "--extensions",
+        ext.to_str().unwrap(),
+    ];
+    for e in &envs {
+        args.extend(["--env", e]);
+    }
+    let (o, sample) = lambda(&args, &marker("lambda-sandbox-crate"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The crate's typed records drop what it does not model: instanceId and
+    // instanceMaxMemory of initStart (the raw test above checks them).
+    let tel_recs = records(&tel);
+    assert_spec(
+        &tel_recs,
+        &TELEMETRY_TYPES,
+        &[
+            "instanceId",
+            "instanceMaxMemory",
+            "functionName",
+            "functionVersion",
+        ],
+    );
+    assert_spec(&tel_recs, &["function"], &[]);
+    let log_recs = records(&logs);
+    assert_spec(
+        &log_recs,
+        &[
+            "platform.logsSubscription",
+            "platform.extension",
+            "platform.start",
+            "platform.end",
+            "platform.report",
+            "function",
+        ],
+        // The crate's Logs API platform.start has no version.
+        &["version"],
+    );
+    assert!(log_recs
+        .iter()
+        .any(|r| r["type"] == "function" && r["record"] == "hello from the function"));
+    let request = |recs: &[Value], t: &str| {
+        recs.iter()
+            .find(|r| r["type"] == t)
+            .map(|r| r["record"]["requestId"].clone())
+            .unwrap()
+    };
+    assert_eq!(
+        request(&log_recs, "platform.start"),
+        request(&log_recs, "platform.end")
+    );
+    assert_eq!(
+        request(&log_recs, "platform.start"),
+        request(&tel_recs, "platform.report")
+    );
+    for (api, name) in [("telemetry", "rust-tel"), ("logs", "rust-logs")] {
+        assert!(
+            sample["metrics"][format!("{api}.{name}.delivered_batches")]
+                .as_f64()
+                .is_some_and(|n| n >= 1.0),
+            "{}",
+            sample["metrics"]
+        );
+        assert_eq!(sample["metrics"][format!("{api}.{name}.failed_batches")], 0.0);
+    }
+}
+
+/// SIGKILL of coldstart in the middle of an init in the sandbox: the host's mount
+/// table is unchanged (nothing was ever mounted in it).
+#[test]
+fn sigkill_of_coldstart_leaves_no_mounts() {
+    if !sandbox_available() {
+        return;
+    }
+    let dir = fixture_dir();
+    let seen_path = dir.path().join("seen.json");
+    let rt = python_client("raw_runtime.py");
+    let m = marker("lambda-sandbox-kill");
+    let before = mount_table();
+    let mut child = coldstart()
+        .args([
+            "lambda",
+            "-q",
+            "--no-store",
+            "--no-cgroup",
+            "--sandbox",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--init-timeout",
+            "60",
+            "--runtime",
+            rt.to_str().unwrap(),
+            "--env",
+            &m,
+            "--env",
+            "CS_RT_MODE=hang",
+            "--env",
+            &format!("CS_RT_SEE={}", seen_path.display()),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The runtime writes the file inside the namespace, then hangs in init.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !seen_path.exists() {
+        assert!(Instant::now() < deadline, "the runtime never started");
+        assert!(child.try_wait().unwrap().is_none(), "coldstart ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(mount_table(), before, "the host's mount table changed");
+    // What the kill left running (the watchdog's business, not this test's) goes.
+    for pid in processes_with(&m) {
+        // SAFETY: a plain kill(2) of a process of this test's run.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let seen: Value = serde_json::from_str(&std::fs::read_to_string(&seen_path).unwrap()).unwrap();
+    let ns = seen["mnt_ns"].as_str().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !holders_of(ns).is_empty() {
+        assert!(Instant::now() < deadline, "still held: {:?}", holders_of(ns));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(mount_table(), before);
+}
