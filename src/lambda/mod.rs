@@ -10,7 +10,7 @@
 //! `invoke` and `shutdown` (this module runs them in order), `server` +
 //! `runtime_api` + `extensions_api` + `telemetry` (the HTTP APIs), `state` (what
 //! they share), `processes` (spawn, exit, output, checkpoints), `sandbox`
-//! (cgroups), `boost` (the init CPU model), `env`, `report` (log lines), `bare` (the no-emulator baseline).
+//! (cgroups), `mapped` (file pages the cgroup does not charge), `boost` (the init CPU model), `env`, `report` (log lines), `bare` (the no-emulator baseline).
 //!
 //! A run's Sample: `ready_ns` = Init Duration; marks (source lambda) for the
 //! APIs' instants and (source checkpoint) for the processes' SDK checkpoints;
@@ -23,6 +23,7 @@ pub mod env;
 pub mod extensions_api;
 mod init;
 mod invoke;
+mod mapped;
 pub mod processes;
 pub mod report;
 mod runner;

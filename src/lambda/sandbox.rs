@@ -172,17 +172,41 @@ impl Sandbox {
     }
 
     /// Peak memory of the cgroup since it was made (None when the kernel does not
-    /// track it: cgroup v2 before Linux 5.19).
+    /// track it: cgroup v2 before Linux 5.19). A fresh cgroup per environment, so
+    /// nothing of an earlier one is in it; over warm invokes it is the
+    /// environment's peak so far.
     pub fn peak_memory_bytes(&self) -> Option<u64> {
         let file = match self.kind {
             Kind::V2 { .. } => "memory.peak",
             Kind::V1 { .. } => "memory.max_usage_in_bytes",
         };
-        std::fs::read_to_string(self.memory.join(file))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+        read_u64(&self.memory.join(file))
+    }
+
+    /// Max Memory Used: the cgroup's peak (anonymous memory, kernel memory,
+    /// page cache the tree read first), plus the file pages its live processes
+    /// map that the kernel charged to another cgroup — on a warm host the
+    /// runtime's binary and libraries, which a fresh Lambda environment reads
+    /// in itself (see `mapped`). Processes already gone add nothing.
+    pub fn max_memory_bytes(&self) -> Option<u64> {
+        let peak = self.peak_memory_bytes()?;
+        let pids: Vec<i32> = std::fs::read_to_string(self.memory.join("cgroup.procs"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        let mapped = super::mapped::file_resident_bytes(&pids);
+        // File pages the cgroup already charged and someone maps: in `peak` already.
+        let key = match self.kind {
+            Kind::V2 { .. } => "file_mapped ",
+            Kind::V1 { .. } => "mapped_file ",
+        };
+        let charged = std::fs::read_to_string(self.memory.join("memory.stat"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        Some(peak + mapped.saturating_sub(charged))
     }
 
     /// Throttled time so far (ns), from cpu.stat.
@@ -238,6 +262,10 @@ impl CpuQuota {
             )
         }
     }
+}
+
+fn read_u64(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// mkdir, where it is not there yet (co-mounted controllers share one directory).

@@ -13,6 +13,10 @@ CS_RT_SAY (optional): a line the runtime prints during init (a function log)
 CS_RT_INIT_WORK, CS_RT_INVOKE_WORK (optional): iterations of a CPU-bound loop
   during init / in each invoke (a fixed amount of CPU work, so its time shows the
   CPU the sandbox gives)
+CS_RT_ALLOC_MB (optional): MB the runtime allocates and writes during init
+  (kept until it exits)
+CS_RT_HWM_FILE (optional): each invoke writes the runtime's VmHWM (peak RSS, kB,
+  from /proc/self/status) there before it responds
 CS_CHECKPOINT_SDK (optional): sdk/python/src; then checkpoints rt.start (first
   thing) and rt.before-next (right before the first /next), and with CS_READY_DIR
   the file `runtime` holds the CLOCK_MONOTONIC ns instant right after rt.before-next
@@ -76,6 +80,18 @@ if mode == "hang":
 if mode == "exit":
     sys.exit(7)
 burn("CS_RT_INIT_WORK")
+# bytes * n writes every byte: each page is touched, not only reserved.
+kept = b"x" * (int(os.environ.get("CS_RT_ALLOC_MB", "0") or 0) << 20)
+
+
+def record_hwm(var):
+    if os.environ.get(var):
+        with open("/proc/self/status") as f:
+            hwm = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+        with open(os.environ[var], "w") as f:
+            f.write(hwm)
+
+
 if os.environ.get("CS_RT_SAY"):
     print(os.environ["CS_RT_SAY"], flush=True)
 checkpoint("rt.before-next")
@@ -86,6 +102,7 @@ while True:
     headers, body = call("GET", "/invocation/next")
     request_id = headers["Lambda-Runtime-Aws-Request-Id"]
     burn("CS_RT_INVOKE_WORK")
+    record_hwm("CS_RT_HWM_FILE")
     if mode == "error-type":
         kind = os.environ.get("CS_RT_ERROR_TYPE", "")
         call(
