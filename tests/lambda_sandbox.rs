@@ -1,4 +1,7 @@
-//! `coldstart lambda`'s Max Memory Used against an oracle the processes keep
+//! `coldstart lambda`'s sandbox cgroups: what a user is told about them, and
+//! Max Memory Used (read from them).
+//!
+//! Max Memory Used is checked against an oracle the processes keep
 //! themselves: each records its own VmHWM (peak resident set, from
 //! /proc/self/status) during the invoke, after it allocated and wrote a known
 //! amount during init.
@@ -151,4 +154,81 @@ fn max_memory_used_agrees_with_the_trees_peak_rss() {
             "runtime {rt_mb} MB, extension {ext_mb:?} MB: Max Memory Used {used} MB vs the processes' VmHWM {hwm:.1} MiB (ratio {ratio:.3})"
         );
     }
+}
+
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| !l.trim().is_empty()).collect()
+}
+
+/// With its sandboxes, lambda says nothing about cgroups (it used to note "no
+/// per-run cgroup (not set up)", though the sandbox held and cleaned the tree);
+/// with --no-cgroup one line says what that costs and why.
+#[test]
+fn lambda_says_one_line_about_cgroups_only_without_them() {
+    if !sandboxes_available() {
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let runtime = root().join("examples/lambda/python/raw_runtime.py");
+    let log = dir.path().join("log");
+    let base = [
+        "lambda",
+        "-q",
+        "--no-store",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--runtime",
+        runtime.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ];
+    let o = run(&base);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(lines(&stderr(&o)).is_empty(), "with cgroups: {}", stderr(&o));
+    std::fs::remove_file(&log).unwrap();
+    let mut args = base.to_vec();
+    args.push("--no-cgroup");
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(lines(&err).len(), 1, "with --no-cgroup: {err}");
+    assert!(err.contains("(--no-cgroup)"), "{err}");
+    // Without the sandbox the figure is the tree's peak RSS, still reported.
+    assert!(max_memory_used(&log) > 0);
+}
+
+/// Where coldstart may not make cgroups (here: as an unprivileged user), lambda
+/// stops before starting anything, with one line naming the fix.
+#[test]
+fn lambda_without_cgroup_permission_says_one_line() {
+    // SAFETY: a plain query of our own credentials.
+    let root_user = unsafe { libc::geteuid() } == 0;
+    let Some(setpriv) = testkit::need("SETPRIV", testkit::which("setpriv").filter(|_| root_user), || {
+        "needs root and setpriv on PATH to run coldstart as an unprivileged user".to_string()
+    }) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let runtime = root().join("examples/lambda/python/raw_runtime.py");
+    let o = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_coldstart"))
+        .args(["lambda", "--no-store", "--runs", "1", "--runtime"])
+        .arg(&runtime)
+        .env("HOME", home.path())
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    if o.status.success() {
+        // A machine that delegates cgroups to everyone: nothing to refuse.
+        testkit::skip("SETPRIV", "an unprivileged user may make cgroups here");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(lines(&err).len(), 1, "{err}");
+    assert!(err.starts_with("coldstart: error: "), "{err}");
+    assert!(err.contains("--no-cgroup") && err.contains("root"), "{err}");
 }
