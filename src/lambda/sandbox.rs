@@ -1,6 +1,8 @@
 //! Memory → CPU, as Lambda allocates it: a memory limit of the configured size and
 //! a CPU quota of memory/1769 vCPU, in a fresh cgroup per run (cgroup v2, or v1's
-//! cpu + memory hierarchies; detected). During an on-demand init the quota is
+//! cpu + memory hierarchies; detected), `lambda-<tag>` under the invocation's
+//! `coldstart-runs-<pid>-<start>` (see `launch::cgroup`): the watchdog kills what
+//! is in it and removes it if coldstart dies. During an on-demand init the quota is
 //! the init boost's (`boost`), lowered to memory/1769 when it ends.
 //!
 //! Every process of the environment enters these cgroups between its clone and
