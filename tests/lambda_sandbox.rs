@@ -81,6 +81,11 @@ fn kb_in(path: &Path) -> u64 {
 /// (with `ext_mb`) the raw Python extension allocating that much: (Max Memory
 /// Used in MiB, the sum of the processes' VmHWM in MiB).
 fn measure(rt_mb: u64, ext_mb: Option<u64>) -> (f64, f64) {
+    measure_at(512, rt_mb, ext_mb, &[])
+}
+
+/// [`measure`] with a memory size of `memory_mb` and more `--env` settings.
+fn measure_at(memory_mb: u64, rt_mb: u64, ext_mb: Option<u64>, more: &[String]) -> (f64, f64) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let runtime = root().join("examples/lambda/python/raw_runtime.py");
     let log = dir.path().join("log");
@@ -94,7 +99,7 @@ fn measure(rt_mb: u64, ext_mb: Option<u64>) -> (f64, f64) {
         "--warmup",
         "0",
         "--memory",
-        "512",
+        &memory_mb.to_string(),
         "--runtime",
         runtime.to_str().unwrap(),
         "--log",
@@ -108,8 +113,8 @@ fn measure(rt_mb: u64, ext_mb: Option<u64>) -> (f64, f64) {
         format!("CS_EXT_ALLOC_MB={}", ext_mb.unwrap_or(0)),
         format!("CS_EXT_HWM_FILE={}", ext_hwm.display()),
     ];
-    for e in env {
-        args.extend(["--env".to_string(), e]);
+    for e in env.iter().chain(more) {
+        args.extend(["--env".to_string(), e.clone()]);
     }
     if ext_mb.is_some() {
         let ext = dir.path().join("extensions");
@@ -154,6 +159,37 @@ fn max_memory_used_agrees_with_the_trees_peak_rss() {
             "runtime {rt_mb} MB, extension {ext_mb:?} MB: Max Memory Used {used} MB vs the processes' VmHWM {hwm:.1} MiB (ratio {ratio:.3})"
         );
     }
+}
+
+/// Near the limit: the runtime writes 90 MB and maps a 40 MB file this test
+/// wrote (so its page cache is charged to the test, not the sandbox). Its own
+/// VmHWM passes the 128 MB memory size; Max Memory Used stops at it, as
+/// Lambda's does (a REPORT's Max Memory Used equal to its Memory Size is how
+/// users spot a function at its limit): in Lambda those file pages would count
+/// against the limit, and page cache is given back before the limit is passed.
+#[test]
+fn max_memory_used_stops_at_the_memory_size() {
+    if !sandboxes_available() {
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file = dir.path().join("mapped.bin");
+    std::fs::write(&file, vec![1u8; 40 << 20]).unwrap();
+    let more = [format!("CS_RT_MAP_FILE={}", file.display())];
+    let (used, hwm) = measure_at(128, 90, None, &more);
+    eprintln!("128 MB, runtime 90 MB + a 40 MB mapped file: Max Memory Used {used} MB, VmHWM {hwm:.1} MiB");
+    assert!(
+        hwm > 128.0,
+        "the runtime's VmHWM {hwm:.1} MiB did not pass 128 MB: nothing to stop"
+    );
+    assert!(
+        used <= 128.0,
+        "Max Memory Used {used} MB over the 128 MB memory size"
+    );
+    assert!(
+        used >= 120.0,
+        "Max Memory Used {used} MB: the mapped file is not counted"
+    );
 }
 
 fn lines(text: &str) -> Vec<&str> {

@@ -55,6 +55,7 @@ pub struct Sandbox {
     kind: Kind,
     cpu: PathBuf,
     memory: PathBuf,
+    limit_bytes: u64,
 }
 
 const FIX: &str = "run coldstart as root (or in a delegated cgroup, e.g. `systemd-run --user --scope -p Delegate=yes coldstart lambda …`), or pass --no-cgroup to measure without memory and CPU limits";
@@ -119,8 +120,9 @@ impl Cgroups {
             kind: self.kind.clone(),
             cpu,
             memory,
+            limit_bytes: memory_mb << 20,
         };
-        let bytes = (memory_mb * 1024 * 1024).to_string();
+        let bytes = sandbox.limit_bytes.to_string();
         match &sandbox.kind {
             Kind::V2 { .. } => {
                 write(&sandbox.memory.join("memory.max"), &bytes)?;
@@ -189,7 +191,9 @@ impl Sandbox {
     /// page cache the tree read first), plus the file pages its live processes
     /// map that the kernel charged to another cgroup — on a warm host the
     /// runtime's binary and libraries, which a fresh Lambda environment reads
-    /// in itself (see `mapped`). Processes already gone add nothing.
+    /// in itself (see `mapped`). Processes already gone add nothing. At most
+    /// the memory size: in Lambda those pages would count against the limit, and
+    /// page cache is given back before the limit is passed.
     pub fn max_memory_bytes(&self) -> Option<u64> {
         let peak = self.peak_memory_bytes()?;
         let pids: Vec<i32> = std::fs::read_to_string(self.memory.join("cgroup.procs"))
@@ -208,7 +212,7 @@ impl Sandbox {
             .lines()
             .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
             .unwrap_or(0);
-        Some(peak + mapped.saturating_sub(charged))
+        Some((peak + mapped.saturating_sub(charged)).min(self.limit_bytes.max(peak)))
     }
 
     /// Throttled time so far (ns), from cpu.stat.

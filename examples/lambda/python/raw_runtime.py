@@ -15,6 +15,8 @@ CS_RT_INIT_WORK, CS_RT_INVOKE_WORK (optional): iterations of a CPU-bound loop
   CPU the sandbox gives)
 CS_RT_ALLOC_MB (optional): MB the runtime allocates and writes during init
   (kept until it exits)
+CS_RT_MAP_FILE (optional): a file the runtime maps and reads every page of
+  during init (kept mapped until it exits)
 CS_RT_HWM_FILE (optional): each invoke writes the runtime's VmHWM (peak RSS, kB,
   from /proc/self/status) there before it responds
 CS_CHECKPOINT_SDK (optional): sdk/python/src; then checkpoints rt.start (first
@@ -82,6 +84,13 @@ if mode == "exit":
 burn("CS_RT_INIT_WORK")
 # bytes * n writes every byte: each page is touched, not only reserved.
 kept = b"x" * (int(os.environ.get("CS_RT_ALLOC_MB", "0") or 0) << 20)
+if os.environ.get("CS_RT_MAP_FILE"):
+    import mmap
+
+    with open(os.environ["CS_RT_MAP_FILE"], "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    # One byte per page: each page becomes resident in this mapping.
+    sum(mapped[i] for i in range(0, len(mapped), 4096))
 
 
 def record_hwm(var):
