@@ -775,44 +775,43 @@ fn lambda_sigkill_mid_init_leaves_no_process_and_no_cgroup() {
     sigkill_leaves_no_process_and_no_cgroup(&args, &m, &ready, &["py-raw"]);
 }
 
-/// The same for bench runs with limits (their cgroups in the cpu and memory
-/// hierarchies besides the run cgroup).
+/// The same for bench and explain (traced) runs with limits: their cgroups in
+/// the cpu and memory hierarchies besides the run cgroup.
 #[test]
-fn limited_bench_sigkill_leaves_no_process_and_no_cgroup() {
-    if !cgroups_available("limited_bench_sigkill_leaves_no_process_and_no_cgroup") {
+fn limited_bench_and_explain_sigkill_leave_no_process_and_no_cgroup() {
+    if !cgroups_available("limited_bench_and_explain_sigkill_leave_no_process_and_no_cgroup") {
         return;
     }
-    let m = marker("bench-kill-cg");
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let ready = dir.path().join("ready");
-    std::fs::create_dir_all(&ready).unwrap();
-    let runtime = hanging_runtime_with_a_daemon(dir.path());
-    let ready_env = format!("CS_READY_DIR={}", ready.display());
-    let never = format!("file:{}", dir.path().join("never").display());
-    let args = [
-        "bench",
-        "-q",
-        "--no-store",
-        "-r",
-        "1",
-        "-w",
-        "0",
-        "--timeout",
-        "120",
-        "--memory",
-        "256M",
-        "--cpus",
-        "1",
-        "--env",
-        &m,
-        "--env",
-        &ready_env,
-        "--ready",
-        &never,
-        "--",
-        runtime.to_str().unwrap(),
-    ];
-    sigkill_leaves_no_process_and_no_cgroup(&args, &m, &ready, &[]);
+    for command in ["bench", "explain"] {
+        let m = marker(&format!("{command}-kill-cg"));
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let ready = dir.path().join("ready");
+        std::fs::create_dir_all(&ready).unwrap();
+        let runtime = hanging_runtime_with_a_daemon(dir.path());
+        let ready_env = format!("CS_READY_DIR={}", ready.display());
+        let never = format!("file:{}", dir.path().join("never").display());
+        let mut args = vec![command, "-q", "-r", "1", "--timeout", "120"];
+        if command == "bench" {
+            args.extend(["--no-store", "-w", "0"]);
+        } else {
+            args.extend(["--adapter", "none", "--no-otlp"]);
+        }
+        args.extend([
+            "--memory",
+            "256M",
+            "--cpus",
+            "1",
+            "--env",
+            &m,
+            "--env",
+            &ready_env,
+            "--ready",
+            &never,
+            "--",
+            runtime.to_str().unwrap(),
+        ]);
+        sigkill_leaves_no_process_and_no_cgroup(&args, &m, &ready, &[]);
+    }
 }
 
 /// This process's own directory in the v1 hierarchy of `controller`.
