@@ -579,3 +579,331 @@ fn the_cgroup_placement_is_not_in_the_measured_time() {
         "with a run cgroup {with} ns, without {without} ns: the placement leaked into the figure"
     );
 }
+
+/// The cgroup directories `pid` is in that coldstart made (a `coldstart-…`
+/// component in the path), each with its `coldstart-…` ancestors: from
+/// /proc/PID/cgroup and the mount table, so the names are the run's own.
+fn coldstart_cgroups_of(pid: i32) -> Vec<std::path::PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let mut dirs = Vec::new();
+    for line in own.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if !path.contains("/coldstart-") {
+            continue;
+        }
+        // The mount of this hierarchy: cgroup2 for "0::", else the v1 mount
+        // whose options name one of the controllers.
+        let mount = mountinfo.lines().find_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            let pre: Vec<&str> = pre.split_whitespace().collect();
+            let post: Vec<&str> = post.split_whitespace().collect();
+            let fits = if ctrls.is_empty() {
+                post.first() == Some(&"cgroup2")
+            } else {
+                post.first() == Some(&"cgroup")
+                    && post
+                        .get(2)
+                        .is_some_and(|o| o.split(',').any(|c| ctrls.split(',').any(|x| x == c)))
+            };
+            fits.then(|| (pre[3].to_string(), pre[4].to_string()))
+        });
+        let Some((root, mp)) = mount else { continue };
+        let rel = path
+            .strip_prefix(root.as_str())
+            .unwrap_or(path)
+            .trim_start_matches('/');
+        // The first coldstart-… directory and every one below it, down to the leaf.
+        let comps: Vec<&str> = rel.split('/').collect();
+        let Some(first) = comps.iter().position(|c| c.starts_with("coldstart-")) else {
+            continue;
+        };
+        for end in first..comps.len() {
+            let dir = std::path::Path::new(&mp).join(comps[..=end].join("/"));
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+    }
+    dirs
+}
+
+/// A process identity that survives pid reuse: (pid, start time).
+fn identity(pid: i32) -> Option<(i32, String)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    if fields.first().is_some_and(|s| *s == "Z" || *s == "X") {
+        return None; // dead, waiting for its reaper
+    }
+    Some((pid, fields.get(19)?.to_string()))
+}
+
+/// Start `coldstart ARGS`, wait until `ready` holds the runtime's pid file
+/// `runtime` (and `also` more ready files), note every process of the tree (by
+/// the marker) and every cgroup it is in, SIGKILL coldstart, and assert that
+/// none of those processes and none of those cgroups is left (waiting, bounded,
+/// for the watchdog, which acts once coldstart is gone).
+fn sigkill_leaves_no_process_and_no_cgroup(args: &[&str], m: &str, ready: &std::path::Path, also: &[&str]) {
+    let mut child = coldstart()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let files = || {
+        std::iter::once("runtime")
+            .chain(also.iter().copied())
+            .all(|f| ready.join(f).exists())
+    };
+    if !wait_until(Duration::from_secs(60), files) {
+        child.kill().ok();
+        let out = child.wait_with_output().unwrap();
+        panic!("the run never got ready\n{}", stderr(&out));
+    }
+    let pids: Vec<i32> = std::fs::read_to_string(ready.join("runtime"))
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let mut tree: Vec<(i32, String)> = processes_with(m)
+        .into_iter()
+        .chain(pids.iter().copied())
+        .filter_map(identity)
+        .collect();
+    tree.sort();
+    tree.dedup();
+    for p in &pids {
+        assert!(
+            tree.iter().any(|(q, _)| q == p),
+            "process {p} of the run is not live"
+        );
+    }
+    let cgroups = coldstart_cgroups_of(pids[0]);
+    assert!(
+        !cgroups.is_empty(),
+        "the runtime {} is in no cgroup of coldstart's:\n{}",
+        pids[0],
+        std::fs::read_to_string(format!("/proc/{}/cgroup", pids[0])).unwrap_or_default()
+    );
+    // SAFETY: signalling the coldstart we spawned (not yet reaped).
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    let survivors = || -> Vec<i32> {
+        tree.iter()
+            .filter(|(p, start)| identity(*p).is_some_and(|(_, s)| &s == start))
+            .map(|(p, _)| *p)
+            .collect()
+    };
+    let left = || cgroups.iter().filter(|d| d.exists()).cloned().collect::<Vec<_>>();
+    let clean = wait_until(Duration::from_secs(15), || {
+        survivors().is_empty() && left().is_empty()
+    });
+    assert!(
+        clean,
+        "after SIGKILL of coldstart: processes left {:?} (of {:?}), cgroups left {:?}\n{}",
+        survivors(),
+        tree,
+        left(),
+        stderr(&out)
+    );
+}
+
+/// The runtime of the SIGKILL tests: starts a setsid'd daemon (out of its
+/// process group, so only a cgroup reaches it), writes "<own pid> <daemon pid>"
+/// to $CS_READY_DIR/runtime, and never asks for an event (init goes on).
+fn hanging_runtime_with_a_daemon(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("hanging_runtime.py");
+    std::fs::write(
+        &path,
+        "#!/usr/bin/env python3\n\
+         import os, subprocess, time\n\
+         d = subprocess.Popen(['sleep', '600'], start_new_session=True)\n\
+         ready = os.environ['CS_READY_DIR']\n\
+         with open(os.path.join(ready, 'runtime.tmp'), 'w') as f:\n    f.write('%d %d' % (os.getpid(), d.pid))\n\
+         os.rename(os.path.join(ready, 'runtime.tmp'), os.path.join(ready, 'runtime'))\n\
+         while True:\n    time.sleep(3600)\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// SIGKILL of `coldstart lambda` mid-init (the runtime never asks for an event;
+/// the extension waits in /event/next) leaves no process and no cgroup of the
+/// sandbox: the watchdog kills what is in the sandbox's cgroups and removes them.
+#[test]
+fn lambda_sigkill_mid_init_leaves_no_process_and_no_cgroup() {
+    if !cgroups_available("lambda_sigkill_mid_init_leaves_no_process_and_no_cgroup") {
+        return;
+    }
+    let m = marker("lambda-kill-cg");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ready = dir.path().join("ready");
+    let ext = dir.path().join("extensions");
+    std::fs::create_dir_all(&ready).unwrap();
+    std::fs::create_dir_all(&ext).unwrap();
+    std::fs::copy(
+        root().join("examples/lambda/python/raw_extension.py"),
+        ext.join("py-raw"),
+    )
+    .unwrap();
+    let runtime = hanging_runtime_with_a_daemon(dir.path());
+    let ready_env = format!("CS_READY_DIR={}", ready.display());
+    let args = [
+        "lambda",
+        "-q",
+        "--no-store",
+        "--runs",
+        "1",
+        "--init-timeout",
+        "120",
+        "--runtime",
+        runtime.to_str().unwrap(),
+        "--extensions",
+        ext.to_str().unwrap(),
+        "--env",
+        &m,
+        "--env",
+        &ready_env,
+    ];
+    // py-raw writes its ready file right before its first /event/next.
+    sigkill_leaves_no_process_and_no_cgroup(&args, &m, &ready, &["py-raw"]);
+}
+
+/// The same for bench and explain (traced) runs with limits: their cgroups in
+/// the cpu and memory hierarchies besides the run cgroup.
+#[test]
+fn limited_bench_and_explain_sigkill_leave_no_process_and_no_cgroup() {
+    if !cgroups_available("limited_bench_and_explain_sigkill_leave_no_process_and_no_cgroup") {
+        return;
+    }
+    for command in ["bench", "explain"] {
+        let m = marker(&format!("{command}-kill-cg"));
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let ready = dir.path().join("ready");
+        std::fs::create_dir_all(&ready).unwrap();
+        let runtime = hanging_runtime_with_a_daemon(dir.path());
+        let ready_env = format!("CS_READY_DIR={}", ready.display());
+        let never = format!("file:{}", dir.path().join("never").display());
+        let mut args = vec![command, "-q", "-r", "1", "--timeout", "120"];
+        if command == "bench" {
+            args.extend(["--no-store", "-w", "0"]);
+        } else {
+            args.extend(["--adapter", "none", "--no-otlp"]);
+        }
+        args.extend([
+            "--memory",
+            "256M",
+            "--cpus",
+            "1",
+            "--env",
+            &m,
+            "--env",
+            &ready_env,
+            "--ready",
+            &never,
+            "--",
+            runtime.to_str().unwrap(),
+        ]);
+        sigkill_leaves_no_process_and_no_cgroup(&args, &m, &ready, &[]);
+    }
+}
+
+/// This process's own directory in the v1 hierarchy of `controller`.
+fn own_v1_dir(controller: &str) -> Option<std::path::PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let (root, mp) = mountinfo.lines().find_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        let pre: Vec<&str> = pre.split_whitespace().collect();
+        let post: Vec<&str> = post.split_whitespace().collect();
+        (post.first() == Some(&"cgroup") && post.get(2)?.split(',').any(|c| c == controller))
+            .then(|| (pre[3].to_string(), pre[4].to_string()))
+    })?;
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
+        ctrls
+            .split(',')
+            .any(|c| c == controller)
+            .then(|| path.to_string())
+    })?;
+    let rel = path
+        .strip_prefix(root.as_str())
+        .unwrap_or(&path)
+        .trim_start_matches('/')
+        .to_string();
+    Some(std::path::Path::new(&mp).join(rel))
+}
+
+/// Cgroups of a coldstart that died with its watchdog, in a v1 hierarchy with
+/// no freezer (lambda's cpu and memory cgroups): a sandbox with a live process
+/// under `coldstart-runs-<dead pid>-1`, and an empty sandbox named as older
+/// coldstarts named them (`coldstart-lambda-<dead pid>-…`), are swept by the
+/// next coldstart's watchdog; a live coldstart's are not.
+#[test]
+fn stale_v1_sandbox_cgroups_are_removed_at_next_start() {
+    if !cgroups_available("stale_v1_sandbox_cgroups_are_removed_at_next_start") {
+        return;
+    }
+    let Some(cpu) = own_v1_dir("cpu").filter(|d| d.is_dir()) else {
+        eprintln!("skipping stale_v1_sandbox_cgroups_are_removed_at_next_start: no v1 cpu hierarchy");
+        return;
+    };
+    // A pid that is certainly not a live coldstart: a finished child of ours.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let stale = cpu.join(format!("coldstart-runs-{dead}-1"));
+    let sandbox = stale.join("lambda-0-0-1");
+    let legacy = cpu.join(format!("coldstart-lambda-{dead}-0-0-1"));
+    // Ours, live (this test process's pid and start time): must stay.
+    let me = std::process::id();
+    let stat = std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap();
+    let started = stat[stat.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_string();
+    let live = cpu.join(format!("coldstart-runs-{me}-{started}"));
+    std::fs::create_dir_all(&live).unwrap();
+    let mut victim = std::process::Command::new(example("sleeper"))
+        .env("COLDSTART_EXAMPLE_DELAY_MS", "600000")
+        .spawn()
+        .unwrap();
+    // Another test's coldstart, starting meanwhile, may sweep them between our
+    // mkdir and our write (the very cleanup under test): make them again.
+    let placed = (0..20).any(|_| {
+        std::fs::create_dir_all(&sandbox).is_ok()
+            && std::fs::create_dir_all(&legacy).is_ok()
+            && std::fs::write(sandbox.join("cgroup.procs"), victim.id().to_string()).is_ok()
+    });
+    assert!(placed, "could not place the victim in {}", sandbox.display());
+    let o = run(&["bench", "--no-store", "-q", "-r", "1", "-w", "0", "--", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The victim is our child: once killed it is a zombie until reaped here.
+    let killed = wait_until(Duration::from_secs(10), || {
+        matches!(victim.try_wait(), Ok(Some(_)))
+    });
+    if !killed {
+        victim.kill().ok();
+    }
+    let removed = wait_until(Duration::from_secs(10), || !stale.exists() && !legacy.exists());
+    let kept = live.exists();
+    std::fs::remove_dir(&live).ok();
+    assert!(killed, "the process in the stale sandbox survived");
+    assert!(
+        removed,
+        "left: {:?}",
+        [&stale, &legacy]
+            .iter()
+            .filter(|d| d.exists())
+            .collect::<Vec<_>>()
+    );
+    assert!(kept, "a live coldstart's cgroup {} was removed", live.display());
+}

@@ -429,7 +429,8 @@ fn lambda_processes_forked_at_once_are_in_the_sandbox() {
                 .or_else(|| rec.lines().find(|l| l.starts_with("0::")))
                 .unwrap_or_default();
             assert!(
-                line.contains("coldstart-lambda-"),
+                // The sandbox: `lambda-…` under the invocation's directory.
+                line.contains("/coldstart-runs-") && line.contains("/lambda-"),
                 "{} is not in the sandbox's {ctrl} cgroup:\n{rec}",
                 path.display()
             );

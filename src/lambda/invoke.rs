@@ -180,7 +180,7 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
     let max_bytes = e
         .sandbox
         .as_ref()
-        .and_then(|sb| sb.peak_memory_bytes())
+        .and_then(|sb| sb.max_memory_bytes())
         .unwrap_or_else(|| {
             let u = e
                 .procs
@@ -301,7 +301,7 @@ pub(super) fn after_failed_init(
     let max_mb = report::mb(
         e.sandbox
             .as_ref()
-            .and_then(|sb| sb.peak_memory_bytes())
+            .and_then(|sb| sb.max_memory_bytes())
             .unwrap_or(0),
     );
     logs.line(&report::report(&report::ReportLine {

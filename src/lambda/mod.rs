@@ -10,9 +10,11 @@
 //! `invoke` and `shutdown` (this module runs them in order), `server` +
 //! `runtime_api` + `extensions_api` + `telemetry` (the HTTP APIs), `state` (what
 //! they share), `processes` (spawn, exit, output, checkpoints), `sandbox`
-//! (cgroups), `boost` (the init CPU model), `env`, `function` (a variant's
-//! flags → its runtime), `layers` (code and layers: paths, extensions),
-//! `managed` (managed runtimes' commands), `report` (log lines), `bare` (the no-emulator baseline).
+//! (cgroups), `mapped` (file pages the cgroup does not charge), `boost` (the init
+//! CPU model), `env`, `function` (a variant's flags → its runtime), `layout` (code,
+//! layers and extensions: Lambda's paths or the host's), `namespace` (the sandbox's
+//! mount namespace), `managed` (managed runtimes' commands), `report` (log lines),
+//! `bare` (the no-emulator baseline).
 //!
 //! A run's Sample: `ready_ns` = Init Duration; marks (source lambda) for the
 //! APIs' instants and (source checkpoint) for the processes' SDK checkpoints;
@@ -28,6 +30,7 @@ mod init;
 mod invoke;
 pub mod layout;
 pub mod managed;
+mod mapped;
 pub mod namespace;
 pub mod processes;
 pub mod report;

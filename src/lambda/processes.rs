@@ -78,7 +78,7 @@ pub fn prepare(
     let mut p = spawn::prepare(target, OutputMode::Pipes, &[])?;
     // The sandbox's cgroups hold the tree (and are killed with it); a run
     // cgroup besides would be a second placement wait per process.
-    p.without_run_cgroup();
+    p.without_run_cgroup("--no-cgroup");
     p.enter_cgroups(cgroups);
     if let Some(ns) = namespace {
         let (mnt, user) = ns.for_child()?;

@@ -1,6 +1,8 @@
 //! Memory → CPU, as Lambda allocates it: a memory limit of the configured size and
 //! a CPU quota of memory/1769 vCPU, in a fresh cgroup per run (cgroup v2, or v1's
-//! cpu + memory hierarchies; detected). During an on-demand init the quota is
+//! cpu + memory hierarchies; detected), `lambda-<tag>` under the invocation's
+//! `coldstart-runs-<pid>-<start>` (see `launch::cgroup`): the watchdog kills what
+//! is in it and removes it if coldstart dies. During an on-demand init the quota is
 //! the init boost's (`boost`), lowered to memory/1769 when it ends.
 //!
 //! Every process of the environment enters these cgroups between its clone and
@@ -53,46 +55,46 @@ pub struct Sandbox {
     kind: Kind,
     cpu: PathBuf,
     memory: PathBuf,
+    limit_bytes: u64,
 }
 
 const FIX: &str = "run coldstart as root (or in a delegated cgroup, e.g. `systemd-run --user --scope -p Delegate=yes coldstart lambda …`), or pass --no-cgroup to measure without memory and CPU limits";
 
 impl Cgroups {
+    /// Where this invocation's sandboxes go: its own directory
+    /// (`coldstart-runs-<pid>-<start time>`, see `launch::cgroup`) in the v2
+    /// hierarchy when that offers cpu and memory, else in the v1 cpu and memory
+    /// hierarchies. Named after the invocation, so the watchdog kills and
+    /// removes them if coldstart dies, and sweeps them if the watchdog died too.
     pub fn detect() -> Result<Cgroups> {
-        let mountinfo =
-            std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
-        let own = std::fs::read_to_string("/proc/self/cgroup").context("reading /proc/self/cgroup")?;
-        let mounts = parse_mounts(&mountinfo);
-        // cgroup v2 with the cpu and memory controllers available.
-        if let Some((root, mp, _)) = mounts.iter().find(|(_, _, fs)| fs == "cgroup2") {
-            let path = own.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or("/");
-            let dir = join_cgroup(mp, root, path);
-            let controllers = std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
+        use crate::launch::cgroup::{self, Hierarchy};
+        let name = cgroup::parent_name();
+        if let Some(own) = cgroup::own_dir(Hierarchy::V2) {
+            let controllers = std::fs::read_to_string(own.join("cgroup.controllers")).unwrap_or_default();
             let has = |c: &str| controllers.split_whitespace().any(|x| x == c);
             if has("cpu") && has("memory") {
+                prepare_v2(&own)?;
+                let parent = own.join(&name);
+                make_dir(&parent)?;
+                // The invocation's directory hands the controllers on to each sandbox.
+                write(&parent.join("cgroup.subtree_control"), "+cpu +memory")?;
                 return Ok(Cgroups {
-                    kind: Kind::V2 {
-                        parent: prepare_v2(&dir)?,
-                    },
+                    kind: Kind::V2 { parent },
                 });
             }
         }
-        // cgroup v1: the cpu and memory hierarchies.
-        let v1 = |controller: &str| -> Option<PathBuf> {
-            let (root, mp, _) = mounts.iter().find(|(_, _, fs)| {
-                fs.starts_with("cgroup:") && fs[7..].split(',').any(|c| c == controller)
-            })?;
-            let path = own.lines().find_map(|l| {
-                let mut parts = l.splitn(3, ':');
-                let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
-                ctrls.split(',').any(|c| c == controller).then_some(path)
-            })?;
-            Some(join_cgroup(mp, root, path))
-        };
-        match (v1("cpu"), v1("memory")) {
-            (Some(cpu), Some(memory)) => Ok(Cgroups {
-                kind: Kind::V1 { cpu, memory },
-            }),
+        match (
+            cgroup::own_dir(Hierarchy::V1("cpu")),
+            cgroup::own_dir(Hierarchy::V1("memory")),
+        ) {
+            (Some(cpu), Some(memory)) => {
+                let (cpu, memory) = (cpu.join(&name), memory.join(&name));
+                make_dir(&cpu)?;
+                make_dir(&memory)?;
+                Ok(Cgroups {
+                    kind: Kind::V1 { cpu, memory },
+                })
+            }
             _ => bail!("no cgroup with the cpu and memory controllers is available to coldstart: {FIX}"),
         }
     }
@@ -106,23 +108,21 @@ impl Cgroups {
 
     /// A fresh cgroup limited to `memory_mb`, CPU unthrottled until `set_cpu`.
     pub fn create(&self, tag: &str, memory_mb: u64) -> Result<Sandbox> {
-        let name = format!("coldstart-lambda-{}-{tag}", std::process::id());
+        let name = format!("lambda-{tag}");
         let (cpu, memory) = match &self.kind {
             Kind::V1 { cpu, memory } => (cpu.join(&name), memory.join(&name)),
             Kind::V2 { parent } => (parent.join(&name), parent.join(&name)),
         };
         for dir in [&cpu, &memory] {
-            if !dir.exists() {
-                std::fs::create_dir(dir)
-                    .with_context(|| format!("creating cgroup {}: {FIX}", dir.display()))?;
-            }
+            make_dir(dir)?;
         }
         let sandbox = Sandbox {
             kind: self.kind.clone(),
             cpu,
             memory,
+            limit_bytes: memory_mb << 20,
         };
-        let bytes = (memory_mb * 1024 * 1024).to_string();
+        let bytes = sandbox.limit_bytes.to_string();
         match &sandbox.kind {
             Kind::V2 { .. } => {
                 write(&sandbox.memory.join("memory.max"), &bytes)?;
@@ -176,17 +176,43 @@ impl Sandbox {
     }
 
     /// Peak memory of the cgroup since it was made (None when the kernel does not
-    /// track it: cgroup v2 before Linux 5.19).
+    /// track it: cgroup v2 before Linux 5.19). A fresh cgroup per environment, so
+    /// nothing of an earlier one is in it; over warm invokes it is the
+    /// environment's peak so far.
     pub fn peak_memory_bytes(&self) -> Option<u64> {
         let file = match self.kind {
             Kind::V2 { .. } => "memory.peak",
             Kind::V1 { .. } => "memory.max_usage_in_bytes",
         };
-        std::fs::read_to_string(self.memory.join(file))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+        read_u64(&self.memory.join(file))
+    }
+
+    /// Max Memory Used: the cgroup's peak (anonymous memory, kernel memory,
+    /// page cache the tree read first), plus the file pages its live processes
+    /// map that the kernel charged to another cgroup — on a warm host the
+    /// runtime's binary and libraries, which a fresh Lambda environment reads
+    /// in itself (see `mapped`). Processes already gone add nothing. At most
+    /// the memory size: in Lambda those pages would count against the limit, and
+    /// page cache is given back before the limit is passed.
+    pub fn max_memory_bytes(&self) -> Option<u64> {
+        let peak = self.peak_memory_bytes()?;
+        let pids: Vec<i32> = std::fs::read_to_string(self.memory.join("cgroup.procs"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        let mapped = super::mapped::file_resident_bytes(&pids);
+        // File pages the cgroup already charged and someone maps: in `peak` already.
+        let key = match self.kind {
+            Kind::V2 { .. } => "file_mapped ",
+            Kind::V1 { .. } => "mapped_file ",
+        };
+        let charged = std::fs::read_to_string(self.memory.join("memory.stat"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        Some((peak + mapped.saturating_sub(charged)).min(self.limit_bytes.max(peak)))
     }
 
     /// Throttled time so far (ns), from cpu.stat.
@@ -244,50 +270,33 @@ impl CpuQuota {
     }
 }
 
+fn read_u64(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// mkdir, where it is not there yet (co-mounted controllers share one directory).
+fn make_dir(dir: &Path) -> Result<()> {
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            Err(e).with_context(|| format!("creating cgroup {}: {FIX}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn write(path: &Path, value: &str) -> Result<()> {
     std::fs::write(path, value).with_context(|| format!("writing {value} to {}: {FIX}", path.display()))
-}
-
-/// (root within the hierarchy, mount point, fstype[:super options for cgroup v1]).
-fn parse_mounts(mountinfo: &str) -> Vec<(String, String, String)> {
-    mountinfo
-        .lines()
-        .filter_map(|l| {
-            let (pre, post) = l.split_once(" - ")?;
-            let pre: Vec<&str> = pre.split_whitespace().collect();
-            let post: Vec<&str> = post.split_whitespace().collect();
-            let fs = *post.first()?;
-            let (root, mp) = (pre.get(3)?.to_string(), pre.get(4)?.to_string());
-            match fs {
-                "cgroup2" => Some((root, mp, fs.to_string())),
-                "cgroup" => Some((root, mp, format!("cgroup:{}", post.get(2)?))),
-                _ => None,
-            }
-        })
-        .collect()
-}
-
-/// Directory of cgroup `path` in a hierarchy mounted at `mp` whose root is `root`.
-fn join_cgroup(mp: &str, root: &str, path: &str) -> PathBuf {
-    let rel = if root != "/" {
-        path.strip_prefix(root).unwrap_or(path)
-    } else {
-        path
-    };
-    Path::new(mp).join(rel.trim_start_matches('/'))
 }
 
 /// cgroup v2 lets a cgroup enable controllers for its children only while it holds
 /// no process itself (unless it is the root). When coldstart's own cgroup holds
 /// processes, coldstart moves itself into a leaf beside the run cgroups first.
-fn prepare_v2(own: &Path) -> Result<PathBuf> {
+fn prepare_v2(own: &Path) -> Result<()> {
     let enable = || std::fs::write(own.join("cgroup.subtree_control"), "+cpu +memory");
     if enable().is_err() {
-        let leaf = own.join(format!("coldstart-{}", std::process::id()));
-        if !leaf.exists() {
-            std::fs::create_dir(&leaf)
-                .with_context(|| format!("creating cgroup {}: {FIX}", leaf.display()))?;
-        }
+        // Named so the watchdog removes it (`cgroup::invocation_dirs`).
+        let leaf = own.join(crate::launch::cgroup::self_leaf_name());
+        make_dir(&leaf)?;
         write(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
         enable().map_err(|e| {
             anyhow!(
@@ -296,7 +305,7 @@ fn prepare_v2(own: &Path) -> Result<PathBuf> {
             )
         })?;
     }
-    Ok(own.to_path_buf())
+    Ok(())
 }
 
 #[cfg(test)]
@@ -310,27 +319,5 @@ mod tests {
         // Linear credits: 10,240 MB is 5.79 vCPU (AWS's "6 vCPU" is the rounded figure).
         assert!((vcpus(10_240) - 5.788).abs() < 1e-3);
         assert!(vcpus(20_000) <= MAX_VCPUS);
-    }
-
-    #[test]
-    fn mountinfo_parsing() {
-        let mi = "30 25 0:26 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu\n\
-                  31 25 0:27 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n\
-                  32 25 0:28 /sub /mnt/mem rw - cgroup cgroup rw,memory,hugetlb\n";
-        let m = parse_mounts(mi);
-        assert_eq!(m.len(), 3);
-        assert_eq!(
-            m[0],
-            ("/".into(), "/sys/fs/cgroup/cpu".into(), "cgroup:rw,cpu".into())
-        );
-        assert_eq!(m[1].2, "cgroup2");
-        assert_eq!(
-            join_cgroup("/mnt/mem", "/sub", "/sub/a/b"),
-            PathBuf::from("/mnt/mem/a/b")
-        );
-        assert_eq!(
-            join_cgroup("/sys/fs/cgroup", "/", "/"),
-            PathBuf::from("/sys/fs/cgroup")
-        );
     }
 }

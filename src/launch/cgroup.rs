@@ -5,8 +5,12 @@
 //! Layout: one parent per coldstart invocation,
 //! `<own cgroup>/coldstart-runs-<pid>-<its start time>`,
 //! made at startup, and one child `run-<n>` per spawned target, made before time
-//! zero and removed after the run's cleanup. The watchdog (see `watchdog`) kills
-//! and removes the parent when coldstart dies by any means.
+//! zero and removed after the run's cleanup. Every other cgroup coldstart makes
+//! lives under the same name in its own hierarchy (`invocation_dirs`): the limit
+//! cgroups of bench and explain (`limit_cgroups`) and lambda's sandboxes
+//! (`lambda::sandbox`) in the v1 cpu, cpuset and memory hierarchies. The
+//! watchdog (see `watchdog`) kills what is in all of them and removes them when
+//! coldstart dies by any means, and sweeps those of dead coldstarts at startup.
 //!
 //! Backends, best first:
 //! - cgroup v2 with `cgroup.kill` (Linux ≥ 5.14): one write SIGKILLs every
@@ -44,10 +48,6 @@ pub struct Parent {
     pub kind: Kind,
     /// `<own cgroup>/coldstart-runs-<pid>-<start time>`.
     pub dir: PathBuf,
-    /// The same name in each cgroup v1 hierarchy that can limit a run (cpu,
-    /// cpuset, memory): made on the first limited run, removed with `dir`.
-    /// Known up front so the watchdog, forked at startup, can remove them.
-    pub limit_dirs: Vec<PathBuf>,
 }
 
 static PARENT: OnceLock<Result<Parent, String>> = OnceLock::new();
@@ -80,11 +80,6 @@ fn make_parent() -> Result<Parent, String> {
     let own = std::fs::read_to_string("/proc/self/cgroup")
         .map_err(|e| format!("reading /proc/self/cgroup: {e}"))?;
     let name = parent_name();
-    let limit_dirs: Vec<PathBuf> = super::limit_cgroups::CONTROLLERS
-        .iter()
-        .filter_map(|c| own_dir_in(Hierarchy::V1(c), &mountinfo, &own))
-        .map(|d| d.join(&name))
-        .collect();
     let mut errors = Vec::new();
     let candidates: &[Kind] = match forced.as_str() {
         "none" => return Err("COLDSTART_CGROUP=none".into()),
@@ -115,11 +110,7 @@ fn make_parent() -> Result<Parent, String> {
             errors.push("cgroup v2 has no cgroup.kill (Linux < 5.14)".into());
             continue;
         }
-        return Ok(Parent {
-            kind,
-            dir,
-            limit_dirs,
-        });
+        return Ok(Parent { kind, dir });
     }
     Err(errors.join("; "))
 }
@@ -128,6 +119,46 @@ fn make_parent() -> Result<Parent, String> {
 pub fn parent_name() -> String {
     let pid = std::process::id() as i32;
     format!("{PREFIX}{pid}-{}", start_time(pid).unwrap_or(0))
+}
+
+/// This invocation's directory in every mounted hierarchy coldstart may make
+/// cgroups in (v2; v1 freezer, cpu, cpuset, memory), whether made yet or not:
+/// all a watchdog forked at startup needs to find every cgroup of ours later.
+/// Also holds the v2 leaf coldstart may move itself into (`lambda::sandbox`).
+pub fn invocation_dirs() -> &'static [PathBuf] {
+    static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    DIRS.get_or_init(|| {
+        let (Ok(mountinfo), Ok(own)) = (
+            std::fs::read_to_string("/proc/self/mountinfo"),
+            std::fs::read_to_string("/proc/self/cgroup"),
+        ) else {
+            return Vec::new();
+        };
+        let name = parent_name();
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        let hierarchies = [Hierarchy::V2, Hierarchy::V1("freezer")]
+            .into_iter()
+            .chain(super::limit_cgroups::CONTROLLERS.iter().map(|c| Hierarchy::V1(c)));
+        for h in hierarchies {
+            let Some(base) = own_dir_in(h, &mountinfo, &own) else {
+                continue;
+            };
+            if h == Hierarchy::V2 {
+                dirs.push(base.join(self_leaf_name()));
+            }
+            let dir = base.join(&name);
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        dirs
+    })
+}
+
+/// The v2 leaf coldstart moves itself into when its own cgroup must hand
+/// controllers to its children (`lambda::sandbox`), beside the invocation's dir.
+pub fn self_leaf_name() -> String {
+    format!("coldstart-{}", std::process::id())
 }
 
 /// The next run's number (`run-<n>`), shared by all hierarchies.
@@ -310,12 +341,13 @@ fn create_cleanup(n: u64) -> Option<(OwnedFd, PathBuf)> {
 }
 
 /// Say once that runs go without a cgroup, and what that costs.
-pub fn note_unavailable() {
+/// `why`: the caller's reason for leaving it out, when it did.
+pub fn note_unavailable(why: Option<&str>) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         crate::out::errln!(
             "coldstart: note: no per-run cgroup ({}); cleanup uses process groups and the subreaper, so a SIGKILLed coldstart can leave setsid'd target processes behind",
-            unavailable_reason().unwrap_or("not set up")
+            why.or(unavailable_reason()).unwrap_or("not set up")
         );
     });
 }
@@ -459,55 +491,110 @@ pub fn kill_and_wait(kind: Kind, dir: &Path, limit: Duration) -> bool {
     }
 }
 
-/// Kill and remove a whole invocation's parent (the watchdog, at coldstart's death).
-pub fn destroy_parent(parent: &Parent) {
-    if !parent.dir.exists() {
-        return;
+/// Kill what is in `dirs` (and below) and remove them: the watchdog, at
+/// coldstart's death, with every cgroup the invocation may have made. All are
+/// killed before any wait, so a tree spread over hierarchies dies at once.
+pub fn destroy(dirs: &[PathBuf]) {
+    let live: Vec<&PathBuf> = dirs.iter().filter(|d| d.exists()).collect();
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let full: Vec<&&PathBuf> = live.iter().filter(|d| !emptied(d)).collect();
+        if full.is_empty() || Instant::now() >= until {
+            break;
+        }
+        for dir in full {
+            kill_any(dir);
+        }
+        std::thread::sleep(Duration::from_micros(500));
     }
-    kill_and_wait(parent.kind, &parent.dir, Duration::from_secs(5));
-    for d in subtree(&parent.dir) {
-        remove(&d);
-    }
-    // Every process of a limited run was in the parent too: these are empty now.
-    for dir in parent.limit_dirs.iter().filter(|d| d.exists()) {
+    for dir in live {
         for d in subtree(dir) {
             remove(&d);
         }
     }
 }
 
-/// Parents left by coldstarts that died with their watchdog (both SIGKILLed,
-/// or the machine's OOM killer): killed and removed. Looks beside our own.
-pub fn remove_stale(parent: &Parent) {
-    let Some(base) = parent.dir.parent() else { return };
-    let Ok(entries) = std::fs::read_dir(base) else {
+/// One kill pass over `dir` and below, in whatever hierarchy it is: v2's
+/// `cgroup.kill`; the v1 freezer; else SIGKILL each listed pid (a forked child
+/// is in the cgroup too, so the next pass finds it).
+fn kill_any(dir: &Path) {
+    if std::fs::write(dir.join("cgroup.kill"), "1").is_ok() {
         return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some((pid, started)) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(p, t)| Some((p.parse::<i32>().ok()?, t.parse::<u64>().ok()?)))
-        else {
-            continue;
-        };
-        if start_time(pid) == Some(started) {
-            continue; // its coldstart still runs
+    }
+    let freezer = dir.join("freezer.state").exists();
+    for d in subtree(dir) {
+        if freezer {
+            freeze_kill_thaw(&d);
+        } else {
+            for pid in pids(&d) {
+                // Listed in a cgroup this invocation made: one of its targets.
+                let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
+            }
         }
-        let stale_name = e.file_name();
-        destroy_parent(&Parent {
-            kind: parent.kind,
-            dir: e.path(),
-            limit_dirs: parent
-                .limit_dirs
-                .iter()
-                .filter_map(|d| Some(d.parent()?.join(&stale_name)))
-                .collect(),
-        });
     }
 }
+
+/// No process in `dir` or below, in any hierarchy.
+fn emptied(dir: &Path) -> bool {
+    match std::fs::read_to_string(dir.join("cgroup.events")) {
+        Ok(events) => events.lines().any(|l| l == "populated 0"),
+        Err(_) => subtree(dir).iter().all(|d| pids(d).is_empty()),
+    }
+}
+
+/// Cgroups left by coldstarts that died with their watchdog (both SIGKILLed,
+/// or the machine's OOM killer): killed and removed. Looks beside `dirs` (ours)
+/// for `coldstart-runs-<pid>-<start time>` whose process is gone (pid and start
+/// time name one process for good, so a live coldstart is never touched). Older
+/// coldstarts named lambda sandboxes `coldstart-lambda-<pid>-…`, without a start
+/// time: those are only removed when empty and no process has that pid.
+pub fn remove_stale(dirs: &[PathBuf]) {
+    let mut bases: Vec<&Path> = dirs.iter().filter_map(|d| d.parent()).collect();
+    bases.dedup();
+    for base in bases {
+        let Ok(entries) = std::fs::read_dir(base) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            match stale_owner(name) {
+                Some(Owner::Dead) => destroy(&[e.path()]),
+                Some(Owner::LegacyGone) => {
+                    // rmdir refuses a cgroup with processes or children.
+                    std::fs::remove_dir(e.path()).ok();
+                }
+                None => {}
+            }
+        }
+    }
+}
+
+enum Owner {
+    /// A coldstart-runs-… whose coldstart is gone.
+    Dead,
+    /// An old coldstart-lambda-<pid>-… whose pid names no process.
+    LegacyGone,
+}
+
+/// Whether a cgroup named `name` is a dead coldstart's (None: a live one's, or
+/// not coldstart's at all).
+fn stale_owner(name: &str) -> Option<Owner> {
+    if let Some(rest) = name.strip_prefix(PREFIX) {
+        let (pid, started) = rest.split_once('-')?;
+        let (pid, started) = (pid.parse::<i32>().ok()?, started.parse::<u64>().ok()?);
+        return (start_time(pid) != Some(started)).then_some(Owner::Dead);
+    }
+    let pid: i32 = name
+        .strip_prefix(LEGACY_LAMBDA)?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()?;
+    (pid > 0 && !Path::new(&format!("/proc/{pid}")).exists()).then_some(Owner::LegacyGone)
+}
+
+const LEGACY_LAMBDA: &str = "coldstart-lambda-";
 
 /// When `pid` started (clock ticks after boot): with the pid it names one
 /// process for good, so a reused pid does not pass for the dead owner.

@@ -59,9 +59,9 @@ impl Lab {
             return Ok(lab);
         }
         let checkpoint_fd = reserve_checkpoint_fd()?;
-        let parent = cgroup::init();
+        cgroup::init();
         // The watchdog must be forked before we become a subreaper (see watchdog).
-        let dog = match watchdog::start(parent) {
+        let dog = match watchdog::start(cgroup::invocation_dirs()) {
             Ok(fd) => Some(fd),
             Err(e) => {
                 crate::out::errln!(

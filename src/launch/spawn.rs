@@ -56,6 +56,8 @@ pub struct Prepared {
     entries: Vec<(RawFd, bool)>,
     /// Cgroups a caller added with `enter_cgroups` (kept open until the spawn).
     extra_cgroups: Vec<OwnedFd>,
+    /// Why the caller left the run cgroup out (`without_run_cgroup`).
+    no_run_cgroup: Option<&'static str>,
     stack: Vec<u8>,
     /// A `replace_env` variable that cannot be passed (NUL byte), reported at spawn.
     env_error: Option<anyhow::Error>,
@@ -149,6 +151,7 @@ pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]
         cgroup: RunCgroup::for_limits(&target.limits)?,
         entries: Vec::new(),
         extra_cgroups: Vec::new(),
+        no_run_cgroup: None,
         stack: vec![0u8; STACK_SIZE],
     };
     p.entries = p.cgroup.iter().flat_map(RunCgroup::entries).collect();
@@ -159,7 +162,9 @@ pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]
 impl Prepared {
     /// Spawn without a run cgroup (lambda: several processes started against one
     /// time zero, where a placement's kernel wait cannot be taken out of the figure).
-    pub fn without_run_cgroup(&mut self) {
+    /// `why` is said once if the process then enters no cgroup at all.
+    pub fn without_run_cgroup(&mut self, why: &'static str) {
+        self.no_run_cgroup = Some(why);
         self.cgroup = None;
         self.entries.clear();
     }
@@ -341,8 +346,10 @@ pub fn spawn(prepared: &mut Prepared, target: &Target) -> Result<Child> {
     }
     if ctx.cgroup_errno != 0 {
         cgroup::note_not_entered(ctx.cgroup_errno);
-    } else if prepared.cgroup.is_none() {
-        cgroup::note_unavailable();
+    } else if prepared.cgroup.is_none() && prepared.extra_cgroups.is_empty() {
+        // Cgroups entered through `enter_cgroups` are the invocation's too (the
+        // watchdog kills and removes them): only a process in none is unreachable.
+        cgroup::note_unavailable(prepared.no_run_cgroup);
     }
     let (stdout, stderr) = match pipes {
         Some((out, err)) => {

@@ -3,17 +3,22 @@
 //! Forked once per invocation, at startup: it blocks reading a pipe whose only
 //! write end coldstart holds (close-on-exec, so no target inherits it). When
 //! coldstart dies — exit, panic, SIGKILL, OOM kill — the kernel closes that end,
-//! the read returns end-of-file, and the watchdog kills and removes this
-//! invocation's run cgroups and SIGKILLs the process groups listed in a page of
-//! memory it shares with coldstart (the fallback when there are no cgroups).
+//! the read returns end-of-file, and the watchdog SIGKILLs the process groups
+//! listed in a page of memory it shares with coldstart (the fallback when there
+//! are no cgroups), then kills what is in every cgroup of this invocation — the
+//! run cgroups, bench's limit cgroups, lambda's sandboxes, all named after the
+//! invocation in their hierarchies (`cgroup::invocation_dirs`) — and removes them.
+//! Before that wait it sweeps the cgroups of coldstarts that died with their
+//! watchdog (`cgroup::remove_stale`).
 //!
 //! It is double-forked before coldstart becomes a child subreaper, so it is not
 //! coldstart's child (the run cleanup's "no child left" test stays true), and it
 //! is in its own session, so a signal to coldstart's process group or terminal
 //! does not take it down with coldstart.
 
-use super::cgroup::{self, Parent};
+use super::cgroup;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Process groups of the current runs; 0 marks a free slot.
@@ -51,7 +56,8 @@ pub fn groups() -> &'static [AtomicI32; SLOTS] {
 
 /// Start the watchdog. Call once, before any thread exists and before
 /// PR_SET_CHILD_SUBREAPER. The returned fd must stay open for coldstart's life.
-pub fn start(parent: Option<&'static Parent>) -> std::io::Result<OwnedFd> {
+/// `dirs`: every cgroup directory this invocation may make (made or not yet).
+pub fn start(dirs: &'static [PathBuf]) -> std::io::Result<OwnedFd> {
     let slots = groups();
     let (read, write) = coldstart_sys::pipe::pipe(false)?;
     // SAFETY: no other thread exists yet (see above), so the child may run
@@ -68,7 +74,7 @@ pub fn start(parent: Option<&'static Parent>) -> std::io::Result<OwnedFd> {
             // SAFETY: leave at once without running coldstart's exit handlers.
             unsafe { libc::_exit(0) };
         }
-        watch(read, parent, slots);
+        watch(read, dirs, slots);
     }
     drop(read);
     // The intermediate child exits at once.
@@ -76,7 +82,7 @@ pub fn start(parent: Option<&'static Parent>) -> std::io::Result<OwnedFd> {
     Ok(write)
 }
 
-fn watch(pipe: OwnedFd, parent: Option<&'static Parent>, slots: &[AtomicI32; SLOTS]) -> ! {
+fn watch(pipe: OwnedFd, dirs: &[PathBuf], slots: &[AtomicI32; SLOTS]) -> ! {
     const PIPE: i32 = 3;
     // SAFETY: plain process-attribute and descriptor calls on ourselves.
     unsafe {
@@ -102,9 +108,7 @@ fn watch(pipe: OwnedFd, parent: Option<&'static Parent>, slots: &[AtomicI32; SLO
         libc::close_range(PIPE as u32 + 1, u32::MAX, 0);
     }
     std::mem::forget(pipe); // its number may be closed already; PIPE is the copy
-    if let Some(p) = parent {
-        cgroup::remove_stale(p);
-    }
+    cgroup::remove_stale(dirs);
     wait_eof(PIPE);
     for slot in slots {
         let pgid = slot.load(Ordering::SeqCst);
@@ -113,9 +117,7 @@ fn watch(pipe: OwnedFd, parent: Option<&'static Parent>, slots: &[AtomicI32; SLO
             let _ = coldstart_sys::signal::kill_group(pgid, libc::SIGKILL);
         }
     }
-    if let Some(p) = parent {
-        cgroup::destroy_parent(p);
-    }
+    cgroup::destroy(dirs);
     // SAFETY: leave without running coldstart's exit handlers.
     unsafe { libc::_exit(0) }
 }

@@ -8,6 +8,9 @@ Environment (all optional):
   CS_EXT_DELAY_MS   extra init work before that instant
   CS_EXT_MODE       init-error: report /extension/init/error instead of getting ready
                     exit: exit(3) right after registering
+  CS_EXT_ALLOC_MB   MB allocated and written during init (kept until exit)
+  CS_EXT_HWM_FILE   on each INVOKE event, write the extension's VmHWM (peak RSS,
+                    kB, from /proc/self/status) there
   CS_CHECKPOINT_SDK sdk/python/src: checkpoints NAME.start (first thing) and
                     NAME.before-next (right before the CS_READY_DIR instant)
   CS_EXT_SUBSCRIBE  telemetry | logs: subscribe to that API (platform, function,
@@ -98,6 +101,8 @@ if subscribe:
         headers={"Lambda-Extension-Identifier": ext_id},
     )
     urllib.request.urlopen(req).read()
+# bytes * n writes every byte: each page is touched, not only reserved.
+kept = b"x" * (int(os.environ.get("CS_EXT_ALLOC_MB", "0") or 0) << 20)
 delay = int(os.environ.get("CS_EXT_DELAY_MS", "0") or 0)
 if delay:
     time.sleep(delay / 1000)
@@ -111,3 +116,8 @@ while True:
     event = json.loads(body)
     if event.get("eventType") == "SHUTDOWN":
         sys.exit(0)
+    if os.environ.get("CS_EXT_HWM_FILE"):
+        with open("/proc/self/status") as f:
+            hwm = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+        with open(os.environ["CS_EXT_HWM_FILE"], "w") as f:
+            f.write(hwm)

@@ -17,6 +17,12 @@ CS_RT_SEE (optional): a file the runtime writes during init with what it sees,
   one JSON object: cwd, LAMBDA_TASK_ROOT, the files under /var/task and /opt
   (relative paths, sorted), /opt/a's text, the address `sandbox` resolves to
   (null if it does not), its mount namespace (/proc/self/ns/mnt)
+CS_RT_ALLOC_MB (optional): MB the runtime allocates and writes during init
+  (kept until it exits)
+CS_RT_MAP_FILE (optional): a file the runtime maps and reads every page of
+  during init (kept mapped until it exits)
+CS_RT_HWM_FILE (optional): each invoke writes the runtime's VmHWM (peak RSS, kB,
+  from /proc/self/status) there before it responds
 CS_CHECKPOINT_SDK (optional): sdk/python/src; then checkpoints rt.start (first
   thing) and rt.before-next (right before the first /next), and with CS_READY_DIR
   the file `runtime` holds the CLOCK_MONOTONIC ns instant right after rt.before-next
@@ -122,6 +128,25 @@ if mode == "exit":
     sys.exit(7)
 
 burn("CS_RT_INIT_WORK")
+# bytes * n writes every byte: each page is touched, not only reserved.
+kept = b"x" * (int(os.environ.get("CS_RT_ALLOC_MB", "0") or 0) << 20)
+if os.environ.get("CS_RT_MAP_FILE"):
+    import mmap
+
+    with open(os.environ["CS_RT_MAP_FILE"], "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    # One byte per page: each page becomes resident in this mapping.
+    sum(mapped[i] for i in range(0, len(mapped), 4096))
+
+
+def record_hwm(var):
+    if os.environ.get(var):
+        with open("/proc/self/status") as f:
+            hwm = next(line.split()[1] for line in f if line.startswith("VmHWM:"))
+        with open(os.environ[var], "w") as f:
+            f.write(hwm)
+
+
 if os.environ.get("CS_RT_SAY"):
     print(os.environ["CS_RT_SAY"], flush=True)
 checkpoint("rt.before-next")
@@ -132,6 +157,7 @@ while True:
     headers, body = call("GET", "/invocation/next")
     request_id = headers["Lambda-Runtime-Aws-Request-Id"]
     burn("CS_RT_INVOKE_WORK")
+    record_hwm("CS_RT_HWM_FILE")
     if mode == "error-type":
         kind = os.environ.get("CS_RT_ERROR_TYPE", "")
         call(
