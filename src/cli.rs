@@ -838,50 +838,52 @@ pub struct DemoArgs {
 
 const LAMBDA_HELP: &str = "\
 VARIANTS
-  Options before the first `--name` apply to all variants; each `--name NAME` starts
-  a variant that may set its own --runtime, --handler, --code, --layer, --extensions,
-  --memory, --env, --bare, --sandbox/--no-sandbox.
+  Options before the first `--name` apply to all variants; each `--name NAME`
+  starts a variant that may set its own --runtime, --handler, --code, --layer,
+  --extensions, --memory, --env, --bare, --sandbox/--no-sandbox.
   Each memory size of a variant is its own variant (a sweep of the parameter
   `memory`, a resource), named NAME[memory=MB]; the sweep table compares each
   variant with the baseline at the same size, --compare-along memory each size
-  with the first, and a best-value line names the smallest size within --noise of
-  the fastest. Stored points: latest:NAME[memory=512]. The first variant is the
-  baseline the others are compared with.
+  with the first, and a best-value line names the smallest size within --noise
+  of the fastest. Stored points: latest:NAME[memory=512]. The first variant is
+  the baseline the others are compared with.
 
 WHAT A RUN IS
   A fresh execution environment: the Lambda APIs on a free loopback port
-  (AWS_LAMBDA_RUNTIME_API), every file of --extensions started at once, the runtime
-  started once they registered; Init Duration = T0 → the last of the runtime's and
-  the extensions' first /next. Then one invoke of --event (plus --invokes N warm
-  ones, each with its REPORT) and Lambda's shutdown.
-  SANDBOX (default where root or a user namespace allows; --no-sandbox: off): a
-  private mount namespace per environment, made before T0, where `sandbox` and
-  `sandbox.localdomain` resolve to 127.0.0.1, --layer dirs are merged at /opt (later
-  wins; their extensions/ and --extensions at /opt/extensions) and --code is
-  /var/task (LAMBDA_TASK_ROOT). The host's mount table is never changed.
+  (AWS_LAMBDA_RUNTIME_API), every file of --extensions started at once, the
+  runtime started once they registered; Init Duration = T0 → the last of the
+  runtime's and the extensions' first /next. Then one invoke of --event (plus
+  --invokes N warm ones, each with its REPORT) and Lambda's shutdown.
+  SANDBOX (default where root or a user namespace allows; --no-sandbox: off):
+  a private mount namespace per environment, made before T0, where `sandbox`
+  and `sandbox.localdomain` resolve to 127.0.0.1, --layer dirs are merged at
+  /opt (later wins; their extensions/ and --extensions at /opt/extensions) and
+  --code is /var/task (LAMBDA_TASK_ROOT). The host's mount table is never
+  changed.
   Per run: Init Duration (the table); marks runtime_ready, ext.NAME.register,
-  ext.NAME.ready and the SDK checkpoints of every process (COLDSTART_FD); metrics
-  invoke_ms, post_runtime_ms, max_memory_mb, billed_ms, throttled_ms.
+  ext.NAME.ready and the SDK checkpoints of every process (COLDSTART_FD);
+  metrics invoke_ms, post_runtime_ms, max_memory_mb, billed_ms, throttled_ms.
 
 LIMITS
-  A cgroup per run (v2, or v1 cpu + memory) holds memory at --memory and CPU at
-  memory/1769 vCPU, except an on-demand init: max(--init-cpus 1, share) vCPU for
-  up to --init-boost-seconds 10 (AWS's init boost; --no-init-boost: none). Init is limited
-  by --init-timeout (10 s, as on Lambda); a failed init is retried inside the invoke
-  (a suppressed init), and the run counts as failed.
+  A cgroup per run (v2, or v1 cpu + memory) holds memory at --memory and CPU
+  at memory/1769 vCPU, except an on-demand init: max(--init-cpus 1, share)
+  vCPU for up to --init-boost-seconds 10 (AWS's init boost; --no-init-boost:
+  none). Init is limited by --init-timeout (10 s, as on Lambda); a failed init
+  is retried inside the invoke (a suppressed init), and the run counts as
+  failed.
 
 MANAGED RUNTIMES
-  --runtime python3.11, nodejs20.x or java17 runs --handler from --code with that
-  runtime's real interface client (awslambdaric, aws-lambda-ric, the Java client;
-  installed by examples/lambda-ric/setup.sh into target/lambda-ric, or
-  COLDSTART_LAMBDA_RIC_DIR) on the host's Python 3.11, Node 20 or Java 17, with
-  Lambda's command line, AWS_EXECUTION_ENV, layer paths (PYTHONPATH, NODE_PATH,
-  the classpath) and AWS_LAMBDA_EXEC_WRAPPER (--env). Any other value of --runtime
-  is a bootstrap's path.
+  --runtime python3.11, nodejs20.x or java17 runs --handler from --code with
+  that runtime's real interface client (awslambdaric, aws-lambda-ric, the Java
+  client; installed by examples/lambda-ric/setup.sh into target/lambda-ric, or
+  COLDSTART_LAMBDA_RIC_DIR) on the host's Python 3.11, Node 20 or Java 17,
+  with Lambda's command line, AWS_EXECUTION_ENV, layer paths (PYTHONPATH,
+  NODE_PATH, the classpath) and AWS_LAMBDA_EXEC_WRAPPER (--env). Any other
+  value of --runtime is a bootstrap's path.
 
 EXAMPLES
-  coldstart lambda --runtime python3.11 --code ./unzipped --handler app.handler \\
-      --layer ./layer1 --memory 512
+  coldstart lambda --runtime python3.11 --code ./unzipped \\
+      --handler app.handler --layer ./layer1 --memory 512
   coldstart lambda --runtime ./bootstrap --extensions ./layer/extensions \\
       --memory 1024 --runs 25 --event event.json
   coldstart lambda --runtime ./bootstrap --extensions ./ext \\
