@@ -129,86 +129,91 @@ fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
         .filter(|v| !v.is_null())
 }
 
-/// docs/lambda.md, "Records an extension receives": the fields each type carries
-/// (the optional ones left out).
-const SPEC: [(&str, &[&str]); 11] = [
-    (
-        "platform.initStart",
-        &[
-            "initializationType",
-            "phase",
-            "functionName",
-            "functionVersion",
-            "instanceId",
-            "instanceMaxMemory",
-        ],
-    ),
-    (
-        "platform.initRuntimeDone",
-        &["initializationType", "phase", "status"],
-    ),
-    (
-        "platform.initReport",
-        &["initializationType", "phase", "metrics.durationMs"],
-    ),
-    ("platform.telemetrySubscription", &["name", "state", "types"]),
-    ("platform.logsSubscription", &["name", "state", "types"]),
-    ("platform.extension", &["name", "state", "events"]),
-    ("platform.start", &["requestId", "version"]),
-    (
-        "platform.runtimeDone",
-        &[
-            "requestId",
-            "status",
-            "metrics.durationMs",
-            "metrics.producedBytes",
-        ],
-    ),
-    ("platform.end", &["requestId"]),
-    (
-        "platform.report",
-        &[
-            "requestId",
-            "metrics.durationMs",
-            "metrics.billedDurationMs",
-            "metrics.memorySizeMB",
-            "metrics.maxMemoryUsedMB",
-            "metrics.initDurationMs",
-        ],
-    ),
-    ("function", &[]),
-];
+/// One row of docs/lambda.md's table "Records an extension receives": a record
+/// type, the API(s) that deliver it, and its required fields (the optional ones,
+/// marked `?` there, left out). Read from the document itself, so the spec the
+/// docs state and the one the tests assert cannot drift apart.
+struct SpecRow {
+    kind: String,
+    api: String,
+    fields: Vec<String>,
+}
+
+fn spec() -> Vec<SpecRow> {
+    let doc = std::fs::read_to_string(root().join("docs/lambda.md")).unwrap();
+    let table = doc
+        .split("### Records an extension receives")
+        .nth(1)
+        .expect("docs/lambda.md has the table \"Records an extension receives\"");
+    let ticked = |cell: &str| -> Vec<String> {
+        // `name` or `name`? : the backticked words, and whether a `?` follows.
+        let mut out = Vec::new();
+        let mut rest = cell;
+        while let Some(open) = rest.find('`') {
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('`') else { break };
+            let optional = after[close + 1..].starts_with('?');
+            if !optional {
+                out.push(after[..close].to_string());
+            }
+            rest = &after[close + 1..];
+        }
+        out
+    };
+    let rows: Vec<SpecRow> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("| type |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+            SpecRow {
+                kind: ticked(cells[0]).remove(0),
+                api: cells[1].to_string(),
+                fields: ticked(cells[2]),
+            }
+        })
+        .collect();
+    assert!(rows.len() >= 10, "the spec table parsed to {} rows", rows.len());
+    rows
+}
+
+/// The types one API delivers (besides `function`, checked on its own).
+fn types_of(api: &str) -> Vec<String> {
+    spec()
+        .into_iter()
+        .filter(|r| (r.api == api || r.api == "both") && r.kind != "function")
+        .map(|r| r.kind)
+        .collect()
+}
 
 /// Every record of `types` is there, each with the spec's fields (minus
 /// `unknown_to_parser`: fields the client library drops when it parses), a time,
 /// and `function` records are strings.
-fn assert_spec(recs: &[Value], types: &[&str], unknown_to_parser: &[&str]) {
-    for t in types {
-        let of: Vec<&Value> = recs.iter().filter(|r| r["type"] == *t).collect();
+fn assert_spec<T: AsRef<str>>(recs: &[Value], types: &[T], unknown_to_parser: &[&str]) {
+    let spec = spec();
+    for t in types.iter().map(AsRef::as_ref) {
+        let of: Vec<&Value> = recs.iter().filter(|r| r["type"] == t).collect();
         assert!(!of.is_empty(), "no {t} in {recs:?}");
-        let fields = SPEC.iter().find(|(s, _)| s == t).map(|(_, f)| *f).unwrap();
+        let row = spec
+            .iter()
+            .find(|r| r.kind == t)
+            .unwrap_or_else(|| panic!("{t} is not in docs/lambda.md's spec table"));
         for r in of {
             assert!(r["time"].as_str().is_some_and(|s| s.contains('T')), "time: {r}");
-            if *t == "function" {
+            if t == "function" {
                 assert!(r["record"].is_string(), "{r}");
             }
-            for f in fields.iter().filter(|f| !unknown_to_parser.contains(f)) {
+            for f in row
+                .fields
+                .iter()
+                .filter(|f| !unknown_to_parser.contains(&f.as_str()))
+            {
                 assert!(at(&r["record"], f).is_some(), "{t} without {f}: {r}");
             }
         }
     }
 }
-
-const TELEMETRY_TYPES: [&str; 8] = [
-    "platform.initStart",
-    "platform.initRuntimeDone",
-    "platform.initReport",
-    "platform.telemetrySubscription",
-    "platform.extension",
-    "platform.start",
-    "platform.runtimeDone",
-    "platform.report",
-];
 
 /// The runtime sees the code at /var/task (its cwd and LAMBDA_TASK_ROOT), the
 /// layers merged at /opt with the later layer winning, the layers' and
@@ -431,7 +436,7 @@ fn an_extension_listening_on_sandbox_needs_the_sandbox() {
     let (o, sample) = lambda(&[&args[..], &["--sandbox"]].concat(), &m);
     assert!(o.status.success(), "{}", stderr(&o));
     let recs = records(&recs_path);
-    assert_spec(&recs, &TELEMETRY_TYPES, &[]);
+    assert_spec(&recs, &types_of("Telemetry"), &[]);
     assert_spec(&recs, &["function"], &[]);
     assert!(recs
         .iter()
@@ -497,7 +502,7 @@ fn lambda_extension_crate_gets_telemetry_and_logs_in_the_sandbox() {
     let tel_recs = records(&tel);
     assert_spec(
         &tel_recs,
-        &TELEMETRY_TYPES,
+        &types_of("Telemetry"),
         &[
             "instanceId",
             "instanceMaxMemory",
@@ -507,19 +512,9 @@ fn lambda_extension_crate_gets_telemetry_and_logs_in_the_sandbox() {
     );
     assert_spec(&tel_recs, &["function"], &[]);
     let log_recs = records(&logs);
-    assert_spec(
-        &log_recs,
-        &[
-            "platform.logsSubscription",
-            "platform.extension",
-            "platform.start",
-            "platform.end",
-            "platform.report",
-            "function",
-        ],
-        // The crate's Logs API platform.start has no version.
-        &["version"],
-    );
+    // The crate's Logs API platform.start has no version.
+    assert_spec(&log_recs, &types_of("Logs"), &["version"]);
+    assert_spec(&log_recs, &["function"], &[]);
     assert!(log_recs
         .iter()
         .any(|r| r["type"] == "function" && r["record"] == "hello from the function"));
@@ -610,4 +605,127 @@ fn sigkill_of_coldstart_leaves_no_mounts() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(mount_table(), before);
+}
+
+/// The table itself reads as the docs state it: optional fields (`?`) left out,
+/// the API column kept.
+#[test]
+fn the_spec_table_is_read_from_the_docs() {
+    let spec = spec();
+    let row = |k: &str| spec.iter().find(|r| r.kind == k).unwrap();
+    let init = row("platform.initStart");
+    assert!(init.fields.iter().any(|f| f == "instanceId"), "{:?}", init.fields);
+    assert!(!init.fields.iter().any(|f| f == "runtimeVersion"), "optional");
+    assert_eq!(row("platform.end").api, "Logs");
+    assert!(types_of("Logs").iter().any(|t| t == "platform.logsSubscription"));
+    assert!(!types_of("Logs").iter().any(|t| t == "platform.runtimeDone"));
+}
+
+/// The whole case in one run: AWS's own Python runtime interface client
+/// (awslambdaric) runs a zip's handler at /var/task, and two extensions built on
+/// the lambda-extension crate, shipped in a layer's extensions/ (so started from
+/// /opt/extensions), subscribe at sandbox.localdomain to the Telemetry API and
+/// the Logs API. What they received is checked against the docs' spec table, and
+/// the handler's own print reaches both as a `function` record.
+#[test]
+fn awslambdaric_handler_with_crate_extensions_from_a_layer() {
+    if !sandbox_available() {
+        return;
+    }
+    let Some(client) = testkit::need(
+        "LAMBDA_CLIENTS",
+        Some(examples().join("lambda/rust-telemetry-extension")).filter(|p| p.exists()),
+        || "examples/lambda/rust-extension was not built (see examples/build.sh)".into(),
+    ) else {
+        return;
+    };
+    let ric = root().join("target/lambda-ric");
+    if testkit::need(
+        "LAMBDA_RIC",
+        Some(()).filter(|_| ric.join("python/awslambdaric/__main__.py").is_file()),
+        || "awslambdaric is not installed (run `bash examples/lambda-ric/setup.sh`)".into(),
+    )
+    .is_none()
+    {
+        return;
+    }
+    let dir = fixture_dir();
+    let (code, layer) = (dir.path().join("code"), dir.path().join("layer"));
+    write(
+        &code.join("app.py"),
+        "import os\n\ndef handler(event, context):\n    print('hello from the handler', flush=True)\n    return {'cwd': os.getcwd(), 'ext': sorted(os.listdir('/opt/extensions'))}\n",
+    );
+    install(&client, &layer.join("extensions/rust-tel"));
+    install(&client, &layer.join("extensions/rust-logs"));
+    let (tel, logs) = (dir.path().join("telemetry.jsonl"), dir.path().join("logs.jsonl"));
+    let response = dir.path().join("response.json");
+    let (p1, mut p2) = (free_port(), free_port());
+    while p2 == p1 {
+        p2 = free_port();
+    }
+    let envs = [
+        format!("CS_TELEMETRY_PORT={p1}"),
+        "CS_LOGS_EXTENSION=rust-logs".to_string(),
+        format!("CS_LOGS_PORT={p2}"),
+        format!("CS_TELEMETRY_RECORDS={}", tel.display()),
+        format!("CS_LOGS_RECORDS={}", logs.display()),
+    ];
+    let mut args: Vec<&str> = vec![
+        "--sandbox",
+        "--runtime",
+        "python3.11",
+        "--code",
+        code.to_str().unwrap(),
+        "--handler",
+        "app.handler",
+        "--layer",
+        layer.to_str().unwrap(),
+        "--save-response",
+        response.to_str().unwrap(),
+    ];
+    for e in &envs {
+        args.extend(["--env", e]);
+    }
+    let (o, sample) = lambda(&args, &marker("lambda-sandbox-ric"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The handler's own view: /var/task, and the layer's extensions at /opt.
+    let resp: Value = serde_json::from_slice(&std::fs::read(&response).unwrap()).unwrap();
+    assert_eq!(resp["cwd"], "/var/task");
+    assert_eq!(resp["ext"], serde_json::json!(["rust-logs", "rust-tel"]));
+    let tel_recs = records(&tel);
+    assert_spec(
+        &tel_recs,
+        &types_of("Telemetry"),
+        // Dropped by the crate's typed records (the raw extension's test checks them).
+        &[
+            "instanceId",
+            "instanceMaxMemory",
+            "functionName",
+            "functionVersion",
+        ],
+    );
+    let log_recs = records(&logs);
+    assert_spec(&log_recs, &types_of("Logs"), &["version"]);
+    for recs in [&tel_recs, &log_recs] {
+        assert!(
+            recs.iter()
+                .any(|r| r["type"] == "function" && r["record"] == "hello from the handler"),
+            "{recs:?}"
+        );
+    }
+    let runtime_done = tel_recs
+        .iter()
+        .find(|r| r["type"] == "platform.runtimeDone")
+        .unwrap();
+    assert_eq!(runtime_done["record"]["status"], "success", "{runtime_done}");
+    for (api, name) in [("telemetry", "rust-tel"), ("logs", "rust-logs")] {
+        assert!(
+            sample["metrics"][format!("{api}.{name}.delivered_batches")]
+                .as_f64()
+                .is_some_and(|n| n >= 1.0),
+            "{}",
+            sample["metrics"]
+        );
+        assert_eq!(sample["metrics"][format!("{api}.{name}.failed_batches")], 0.0);
+    }
 }
