@@ -449,6 +449,75 @@ fn an_extension_listening_on_sandbox_needs_the_sandbox() {
     assert_eq!(sample["metrics"]["telemetry.py-sandbox.failed_batches"], 0.0);
 }
 
+/// The lambda-extension crate's example, built by examples/build.sh (a visible
+/// skip when it is not).
+fn crate_extension() -> Option<PathBuf> {
+    testkit::need(
+        "LAMBDA_CLIENTS",
+        Some(examples().join("lambda/rust-telemetry-extension")).filter(|p| p.exists()),
+        || "examples/lambda/rust-extension was not built (see examples/build.sh)".into(),
+    )
+}
+
+/// Two copies of the crate's extension in `dir`: `rust-tel` on the Telemetry API,
+/// `rust-logs` on the Logs API, each writing what it received under `out`.
+struct CrateExtensions {
+    env: Vec<String>,
+    telemetry: PathBuf,
+    logs: PathBuf,
+}
+
+impl CrateExtensions {
+    fn install(client: &Path, dir: &Path, out: &Path) -> Self {
+        install(client, &dir.join("rust-tel"));
+        install(client, &dir.join("rust-logs"));
+        let (telemetry, logs) = (out.join("telemetry.jsonl"), out.join("logs.jsonl"));
+        let (p1, mut p2) = (free_port(), free_port());
+        while p2 == p1 {
+            p2 = free_port();
+        }
+        let env = vec![
+            format!("CS_TELEMETRY_PORT={p1}"),
+            "CS_LOGS_EXTENSION=rust-logs".to_string(),
+            format!("CS_LOGS_PORT={p2}"),
+            format!("CS_TELEMETRY_RECORDS={}", telemetry.display()),
+            format!("CS_LOGS_RECORDS={}", logs.display()),
+        ];
+        CrateExtensions { env, telemetry, logs }
+    }
+
+    /// Each API's records with the spec's fields, as the crate parsed them (its
+    /// typed records drop instanceId, instanceMaxMemory and the function's name
+    /// and version of initStart, and the Logs API's platform.start version: the
+    /// raw extension's test checks those), and every batch delivered.
+    fn check(&self, sample: &Value) -> (Vec<Value>, Vec<Value>) {
+        let tel = records(&self.telemetry);
+        assert_spec(
+            &tel,
+            &types_of("Telemetry"),
+            &[
+                "instanceId",
+                "instanceMaxMemory",
+                "functionName",
+                "functionVersion",
+            ],
+        );
+        let logs = records(&self.logs);
+        assert_spec(&logs, &types_of("Logs"), &["version"]);
+        for (api, name) in [("telemetry", "rust-tel"), ("logs", "rust-logs")] {
+            assert!(
+                sample["metrics"][format!("{api}.{name}.delivered_batches")]
+                    .as_f64()
+                    .is_some_and(|n| n >= 1.0),
+                "{}",
+                sample["metrics"]
+            );
+            assert_eq!(sample["metrics"][format!("{api}.{name}.failed_batches")], 0.0);
+        }
+        (tel, logs)
+    }
+}
+
 /// Two extensions on the lambda-extension crate, one subscribed to the Telemetry
 /// API and one to the Logs API (both at http://sandbox.localdomain:PORT, the
 /// crate's choice; AWS: "after subscribing using one of these APIs, any attempt to
@@ -459,31 +528,13 @@ fn lambda_extension_crate_gets_telemetry_and_logs_in_the_sandbox() {
     if !sandbox_available() {
         return;
     }
-    let Some(client) = testkit::need(
-        "LAMBDA_CLIENTS",
-        Some(examples().join("lambda/rust-telemetry-extension")).filter(|p| p.exists()),
-        || "examples/lambda/rust-extension was not built (see examples/build.sh)".into(),
-    ) else {
+    let Some(client) = crate_extension() else {
         return;
     };
     let dir = fixture_dir();
     let ext = dir.path().join("ext");
-    install(&client, &ext.join("rust-tel"));
-    install(&client, &ext.join("rust-logs"));
-    let (tel, logs) = (dir.path().join("telemetry.jsonl"), dir.path().join("logs.jsonl"));
+    let crates = CrateExtensions::install(&client, &ext, dir.path());
     let rt = python_client("raw_runtime.py");
-    let (p1, mut p2) = (free_port(), free_port());
-    while p2 == p1 {
-        p2 = free_port();
-    }
-    let envs = [
-        format!("CS_TELEMETRY_PORT={p1}"),
-        "CS_LOGS_EXTENSION=rust-logs".to_string(),
-        format!("CS_LOGS_PORT={p2}"),
-        format!("CS_TELEMETRY_RECORDS={}", tel.display()),
-        format!("CS_LOGS_RECORDS={}", logs.display()),
-        "CS_RT_SAY=hello from the function".to_string(),
-    ];
     let mut args: Vec<&str> = vec![
         "--no-cgroup",
         "--sandbox",
@@ -491,29 +542,16 @@ fn lambda_extension_crate_gets_telemetry_and_logs_in_the_sandbox() {
         rt.to_str().unwrap(),
         "--extensions",
         ext.to_str().unwrap(),
+        "--env",
+        "CS_RT_SAY=hello from the function",
     ];
-    for e in &envs {
+    for e in &crates.env {
         args.extend(["--env", e]);
     }
     let (o, sample) = lambda(&args, &marker("lambda-sandbox-crate"));
     assert!(o.status.success(), "{}", stderr(&o));
-    // The crate's typed records drop what it does not model: instanceId and
-    // instanceMaxMemory of initStart (the raw test above checks them).
-    let tel_recs = records(&tel);
-    assert_spec(
-        &tel_recs,
-        &types_of("Telemetry"),
-        &[
-            "instanceId",
-            "instanceMaxMemory",
-            "functionName",
-            "functionVersion",
-        ],
-    );
+    let (tel_recs, log_recs) = crates.check(&sample);
     assert_spec(&tel_recs, &["function"], &[]);
-    let log_recs = records(&logs);
-    // The crate's Logs API platform.start has no version.
-    assert_spec(&log_recs, &types_of("Logs"), &["version"]);
     assert_spec(&log_recs, &["function"], &[]);
     assert!(log_recs
         .iter()
@@ -532,16 +570,6 @@ fn lambda_extension_crate_gets_telemetry_and_logs_in_the_sandbox() {
         request(&log_recs, "platform.start"),
         request(&tel_recs, "platform.report")
     );
-    for (api, name) in [("telemetry", "rust-tel"), ("logs", "rust-logs")] {
-        assert!(
-            sample["metrics"][format!("{api}.{name}.delivered_batches")]
-                .as_f64()
-                .is_some_and(|n| n >= 1.0),
-            "{}",
-            sample["metrics"]
-        );
-        assert_eq!(sample["metrics"][format!("{api}.{name}.failed_batches")], 0.0);
-    }
 }
 
 /// SIGKILL of coldstart in the middle of an init in the sandbox: the host's mount
@@ -632,11 +660,7 @@ fn awslambdaric_handler_with_crate_extensions_from_a_layer() {
     if !sandbox_available() {
         return;
     }
-    let Some(client) = testkit::need(
-        "LAMBDA_CLIENTS",
-        Some(examples().join("lambda/rust-telemetry-extension")).filter(|p| p.exists()),
-        || "examples/lambda/rust-extension was not built (see examples/build.sh)".into(),
-    ) else {
+    let Some(client) = crate_extension() else {
         return;
     };
     let ric = root().join("target/lambda-ric");
@@ -655,21 +679,8 @@ fn awslambdaric_handler_with_crate_extensions_from_a_layer() {
         &code.join("app.py"),
         "import os\n\ndef handler(event, context):\n    print('hello from the handler', flush=True)\n    return {'cwd': os.getcwd(), 'ext': sorted(os.listdir('/opt/extensions'))}\n",
     );
-    install(&client, &layer.join("extensions/rust-tel"));
-    install(&client, &layer.join("extensions/rust-logs"));
-    let (tel, logs) = (dir.path().join("telemetry.jsonl"), dir.path().join("logs.jsonl"));
+    let crates = CrateExtensions::install(&client, &layer.join("extensions"), dir.path());
     let response = dir.path().join("response.json");
-    let (p1, mut p2) = (free_port(), free_port());
-    while p2 == p1 {
-        p2 = free_port();
-    }
-    let envs = [
-        format!("CS_TELEMETRY_PORT={p1}"),
-        "CS_LOGS_EXTENSION=rust-logs".to_string(),
-        format!("CS_LOGS_PORT={p2}"),
-        format!("CS_TELEMETRY_RECORDS={}", tel.display()),
-        format!("CS_LOGS_RECORDS={}", logs.display()),
-    ];
     let mut args: Vec<&str> = vec![
         "--sandbox",
         "--runtime",
@@ -683,7 +694,7 @@ fn awslambdaric_handler_with_crate_extensions_from_a_layer() {
         "--save-response",
         response.to_str().unwrap(),
     ];
-    for e in &envs {
+    for e in &crates.env {
         args.extend(["--env", e]);
     }
     let (o, sample) = lambda(&args, &marker("lambda-sandbox-ric"));
@@ -692,20 +703,7 @@ fn awslambdaric_handler_with_crate_extensions_from_a_layer() {
     let resp: Value = serde_json::from_slice(&std::fs::read(&response).unwrap()).unwrap();
     assert_eq!(resp["cwd"], "/var/task");
     assert_eq!(resp["ext"], serde_json::json!(["rust-logs", "rust-tel"]));
-    let tel_recs = records(&tel);
-    assert_spec(
-        &tel_recs,
-        &types_of("Telemetry"),
-        // Dropped by the crate's typed records (the raw extension's test checks them).
-        &[
-            "instanceId",
-            "instanceMaxMemory",
-            "functionName",
-            "functionVersion",
-        ],
-    );
-    let log_recs = records(&logs);
-    assert_spec(&log_recs, &types_of("Logs"), &["version"]);
+    let (tel_recs, log_recs) = crates.check(&sample);
     for recs in [&tel_recs, &log_recs] {
         assert!(
             recs.iter()
@@ -718,14 +716,4 @@ fn awslambdaric_handler_with_crate_extensions_from_a_layer() {
         .find(|r| r["type"] == "platform.runtimeDone")
         .unwrap();
     assert_eq!(runtime_done["record"]["status"], "success", "{runtime_done}");
-    for (api, name) in [("telemetry", "rust-tel"), ("logs", "rust-logs")] {
-        assert!(
-            sample["metrics"][format!("{api}.{name}.delivered_batches")]
-                .as_f64()
-                .is_some_and(|n| n >= 1.0),
-            "{}",
-            sample["metrics"]
-        );
-        assert_eq!(sample["metrics"][format!("{api}.{name}.failed_batches")], 0.0);
-    }
 }

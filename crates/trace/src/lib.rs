@@ -494,11 +494,20 @@ impl Session {
     /// to reap it: a caller that saw the root exit (its pidfd) asks this, the
     /// tracer thread's wait may come a moment later.
     pub fn root_exit(&self, patience: Duration) -> Option<(Option<i32>, Option<i32>)> {
+        self.wait_for(patience, |s| {
+            (s.status.root_exit.is_some() || s.status.exited).then_some(s.status.root_exit)
+        })
+        .flatten()
+    }
+
+    /// Wait up to `patience` for `check` to give an answer on the shared state,
+    /// woken by each change the tracer makes.
+    fn wait_for<T>(&self, patience: Duration, check: impl Fn(&SharedState) -> Option<T>) -> Option<T> {
         let until = Instant::now() + patience;
         let mut state = self.shared.lock();
         loop {
-            if state.status.root_exit.is_some() || state.status.exited {
-                return state.status.root_exit;
+            if let Some(answer) = check(&state) {
+                return Some(answer);
             }
             let now = Instant::now();
             if now >= until {
@@ -558,23 +567,14 @@ impl Session {
     /// handshake needs no help from the stopped tracee); killing the tree then
     /// would lose the very listen that made the run ready.
     pub fn wait_listen_on(&self, port: u16, patience: Duration) -> bool {
-        let until = Instant::now() + patience;
-        let mut state = self.shared.lock();
-        loop {
-            if state.status.listen_ports.contains(&port) {
-                return true;
+        self.wait_for(patience, |s| {
+            if s.status.listen_ports.contains(&port) {
+                Some(true)
+            } else {
+                s.status.exited.then_some(false)
             }
-            let now = Instant::now();
-            if now >= until || state.status.exited {
-                return false;
-            }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, until - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
+        })
+        .unwrap_or(false)
     }
 
     /// SIGKILL every live process of the tree (the tracer also kills any task
