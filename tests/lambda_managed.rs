@@ -80,32 +80,26 @@ fn lambda(dir: &Path, clients: &Path, runtime: &str, code: &Path, handler: &str,
     let _ = std::fs::remove_file(&response);
     let _ = std::fs::remove_file(&log);
     let m = marker("lambda-managed");
-    let mut args: Vec<String> = [
-        "lambda",
-        "-q",
-        "--no-store",
-        "--runs",
-        "1",
-        "--warmup",
-        "0",
-        "--memory",
-        "512",
-        "--runtime",
-        runtime,
-        "--code",
-        code.to_str().expect("utf-8"),
-        "--handler",
-        handler,
-        "--log",
-        log.to_str().expect("utf-8"),
-        "--save-response",
-        response.to_str().expect("utf-8"),
-        "--env",
-        &m,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut args: Vec<String> = LAMBDA_ONCE
+        .iter()
+        .chain(&[
+            "--memory",
+            "512",
+            "--runtime",
+            runtime,
+            "--code",
+            code.to_str().expect("utf-8"),
+            "--handler",
+            handler,
+            "--log",
+            log.to_str().expect("utf-8"),
+            "--save-response",
+            response.to_str().expect("utf-8"),
+            "--env",
+            &m,
+        ])
+        .map(|s| s.to_string())
+        .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
     let out = coldstart()
         .args(&args)

@@ -91,23 +91,18 @@ fn measure_at(memory_mb: u64, rt_mb: u64, ext_mb: Option<u64>, more: &[String]) 
     let runtime = root().join("examples/lambda/python/raw_runtime.py");
     let log = dir.path().join("log");
     let (rt_hwm, ext_hwm) = (dir.path().join("rt.hwm"), dir.path().join("ext.hwm"));
-    let mut args: Vec<String> = [
-        "lambda",
-        "-q",
-        "--no-store",
-        "--runs",
-        "1",
-        "--warmup",
-        "0",
-        "--memory",
-        &memory_mb.to_string(),
-        "--runtime",
-        runtime.to_str().unwrap(),
-        "--log",
-        log.to_str().unwrap(),
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut args: Vec<String> = LAMBDA_ONCE
+        .iter()
+        .chain(&[
+            "--memory",
+            &memory_mb.to_string(),
+            "--runtime",
+            runtime.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+        ])
+        .map(|s| s.to_string())
+        .collect();
     let env = [
         format!("CS_RT_ALLOC_MB={rt_mb}"),
         format!("CS_RT_HWM_FILE={}", rt_hwm.display()),

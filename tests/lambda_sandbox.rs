@@ -91,22 +91,11 @@ fn holders_of(ns: &str) -> Vec<String> {
 fn lambda(args: &[&str], marker_env: &str) -> (std::process::Output, Value) {
     let dir = fixture_dir();
     let json = dir.path().join("out.json");
-    let mut all: Vec<String> = [
-        "lambda",
-        "-q",
-        "--no-store",
-        "--runs",
-        "1",
-        "--warmup",
-        "0",
-        "--export-json",
-        json.to_str().unwrap(),
-        "--env",
-        marker_env,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut all: Vec<String> = LAMBDA_ONCE
+        .iter()
+        .chain(&["--export-json", json.to_str().unwrap(), "--env", marker_env])
+        .map(|s| s.to_string())
+        .collect();
     all.extend(args.iter().map(|s| s.to_string()));
     let o = coldstart().args(&all).output().unwrap();
     assert!(

@@ -45,6 +45,10 @@ pub fn coldstart() -> Command {
     c
 }
 
+/// `coldstart lambda` for one cold start, quietly and without the store: what
+/// the Lambda tests put before their own flags.
+pub const LAMBDA_ONCE: [&str; 7] = ["lambda", "-q", "--no-store", "--runs", "1", "--warmup", "0"];
+
 /// Run `coldstart ARGS`, returning output (never panics on a non-zero exit).
 pub fn run(args: &[&str]) -> Output {
     coldstart().args(args).output().expect("spawn coldstart")
