@@ -77,6 +77,23 @@ pub struct Best {
     pub vs_fastest: Option<Comparison>,
     /// The threshold "within" means (a fraction of the fastest median).
     pub noise: f64,
+    /// Why `value` was chosen over the cheaper ones and the faster one.
+    pub why: BestWhy,
+}
+
+/// How the best value was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BestWhy {
+    /// It is the cheapest value and the fastest.
+    CheapestAndFastest,
+    /// It is the fastest, and every cheaper value is measurably slower.
+    Fastest,
+    /// Its median is within the noise threshold of the fastest's.
+    WithinNoise,
+    /// Its median is further off, but the runs cannot tell it from the fastest
+    /// (no significant difference): more runs would say more.
+    NotMeasurablySlower,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -195,7 +212,8 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
 }
 
 /// Per resource parameter, variant base and setting of the other parameters:
-/// the cheapest value whose median is within the noise threshold of the fastest.
+/// the cheapest value the runs do not show to be slower than the fastest (its
+/// median within the noise threshold, or no significant difference).
 fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::CompareOptions) -> Vec<Best> {
     let mut out = Vec::new();
     for p in sweep.params.iter().filter(|p| p.resource) {
@@ -231,7 +249,26 @@ fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::Compare
             let Some(fastest) = points.iter().min_by(|a, b| a.2.total_cmp(&b.2)) else {
                 continue;
             };
-            let Some(chosen) = points.iter().find(|x| x.2 <= fastest.2 * (1.0 + options.noise)) else {
+            // The cheapest value the runs do not show to be slower than the
+            // fastest: within the noise threshold by median, or with no
+            // significant difference (a verdict-free design counts as slower:
+            // nothing supports choosing it).
+            let judged = |x: &(String, usize, f64)| -> Option<BestWhy> {
+                if x.1 == fastest.1 {
+                    return Some(if x.1 == points[0].1 {
+                        BestWhy::CheapestAndFastest
+                    } else {
+                        BestWhy::Fastest
+                    });
+                }
+                if x.2 <= fastest.2 * (1.0 + options.noise) {
+                    return Some(BestWhy::WithinNoise);
+                }
+                let c = stats::compare(&result.ready_ms(fastest.1), &result.ready_ms(x.1), options);
+                matches!(c.verdict, stats::Verdict::Same | stats::Verdict::WithinNoise)
+                    .then_some(BestWhy::NotMeasurablySlower)
+            };
+            let Some((chosen, why)) = points.iter().find_map(|x| judged(x).map(|w| (x, w))) else {
                 continue;
             };
             out.push(Best {
@@ -246,6 +283,7 @@ fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::Compare
                     stats::compare(&result.ready_ms(fastest.1), &result.ready_ms(chosen.1), options)
                 }),
                 noise: options.noise,
+                why,
             });
         }
     }

@@ -529,8 +529,9 @@ SWEEPS
   value as its own variant, NAME[heap=64m], all in the same shuffled rounds. The
   sweep table has a row per value and a column group per variant; each variant is
   compared with the baseline at the same value, and with --compare-along heap each
-  value with the variant's first one. --resource heap adds the cheapest value whose
-  median is within --noise of the fastest. Stored points are referenced as
+  value with the variant's first one. --resource heap adds the cheapest value not
+  shown to be slower than the fastest (median within --noise, or no significant
+  difference). Stored points are referenced as
   latest:NAME[heap=64m] (or latest:[heap=64m] for every variant at that value).
 
 FAILURES
@@ -691,8 +692,8 @@ pub struct SweepArgs {
     /// Compare each value of this parameter with its first value, within each variant.
     #[arg(long, value_name = "NAME")]
     pub compare_along: Option<String>,
-    /// This parameter is a resource (more costs more): report its cheapest value whose
-    /// median is within the noise threshold of the fastest (repeatable).
+    /// This parameter is a resource (more costs more): report its cheapest value not
+    /// shown to be slower than the fastest (repeatable).
     #[arg(long = "resource", value_name = "NAME")]
     pub resources: Vec<String>,
 }
@@ -844,8 +845,8 @@ VARIANTS
   Each memory size of a variant is its own variant (a sweep of the parameter
   `memory`, a resource), named NAME[memory=MB]; the sweep table compares each
   variant with the baseline at the same size, --compare-along memory each size
-  with the first, and a best-value line names the smallest size within --noise
-  of the fastest. Stored points: latest:NAME[memory=512]. The first variant is
+  with the first, and a best-value line names the smallest size not shown to be
+  slower than the fastest. Stored points: latest:NAME[memory=512]. The first variant is
   the baseline the others are compared with.
 
 WHAT A RUN IS

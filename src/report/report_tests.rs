@@ -358,3 +358,69 @@ fn json_export_has_every_documented_field() {
         assert!(stats["vs_baseline"].get(f).is_some(), "Comparison.{f}");
     }
 }
+
+/// One variant swept over `memory` 128/512/1769 with these per-value times per
+/// round; the best-value line it gets.
+fn best_memory_line(times: impl Fn(usize, usize) -> f64) -> (String, crate::analysis::BestWhy) {
+    let mut samples = Vec::new();
+    for round in 0..6 {
+        for v in 0..3 {
+            samples.push(sample(v, round, false, Some(times(v, round))));
+        }
+    }
+    let mut r = result(samples);
+    let v = r.variants[0].clone();
+    let values = ["128", "512", "1769"];
+    r.variants = values
+        .iter()
+        .map(|m| {
+            let params = vec![("memory".to_string(), m.to_string())];
+            crate::experiment::Variant {
+                name: crate::experiment::sweep::point_name("fn", &params),
+                params,
+                ..v.clone()
+            }
+        })
+        .collect();
+    let sweep = crate::experiment::Sweep {
+        params: vec![crate::experiment::Param {
+            name: "memory".into(),
+            values: values.iter().map(|s| s.to_string()).collect(),
+            resource: true,
+        }],
+        compare_along: Some("memory".into()),
+    };
+    let a = crate::analysis::analyze_sweep(&r, 0.01, Some(&sweep));
+    let text = terminal::render(&r, &a);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("best memory for fn: "))
+        .unwrap_or_else(|| panic!("no best line:\n{text}"))
+        .trim()
+        .to_string();
+    (line, a.best[0].why)
+}
+
+/// The best value is the cheapest the runs do not show to be slower: medians
+/// 6 % apart with a spread of ±40 % cannot be told apart, so the cheapest wins
+/// (a trial run named the dearest "the cheapest" here); clearly separated ones
+/// leave the fastest.
+#[test]
+fn best_value_is_the_cheapest_not_measurably_slower() {
+    use crate::analysis::BestWhy;
+    let spread = [-80.0, 80.0, -40.0, 40.0, 0.0, 10.0];
+    let (line, why) = best_memory_line(|v, round| [195.0, 189.0, 183.0][v] + spread[round]);
+    assert_eq!(why, BestWhy::NotMeasurablySlower, "{line}");
+    assert!(line.starts_with("best memory for fn: 128 "), "{line}");
+    assert!(
+        line.contains("not measurably slower than the fastest, 1769"),
+        "{line}"
+    );
+    let (line, why) = best_memory_line(|v, round| [300.0, 150.0, 100.0][v] + round as f64 * 0.1);
+    assert_eq!(why, BestWhy::Fastest, "{line}");
+    assert!(line.starts_with("best memory for fn: 1769 "), "{line}");
+    assert!(
+        line.contains("every cheaper value is measurably slower"),
+        "{line}"
+    );
+}

@@ -4,7 +4,7 @@
 //! Shared by the terminal and Markdown reports; empty when nothing was swept.
 
 use super::terminal::median_with_ci;
-use crate::analysis::{Analysis, Best, VariantAnalysis};
+use crate::analysis::{Analysis, Best, BestWhy, VariantAnalysis};
 use crate::format::{ms, signed_percent};
 use crate::stats::{percent, Comparison, Verdict};
 
@@ -129,28 +129,34 @@ fn best_line(b: &Best) -> String {
     } else {
         format!(" at {}", short_point(&b.others))
     };
-    if b.value == b.fastest {
-        format!(
-            "best {} for {}{at}: {} (p50 {}): the cheapest value is the fastest",
-            b.param,
-            b.variant,
-            b.value,
-            ms(b.p50_ms)
-        )
-    } else {
-        format!(
-            "best {} for {}{at}: {} (p50 {}), the cheapest within {} of the fastest, {} (p50 {}){}",
-            b.param,
-            b.variant,
-            b.value,
-            ms(b.p50_ms),
+    let head = format!(
+        "best {} for {}{at}: {} (p50 {})",
+        b.param,
+        b.variant,
+        b.value,
+        ms(b.p50_ms)
+    );
+    let vs = || {
+        b.vs_fastest
+            .as_ref()
+            .map(|c| format!("; vs it: {}", short(c)))
+            .unwrap_or_default()
+    };
+    match b.why {
+        BestWhy::CheapestAndFastest => format!("{head}: the cheapest value is the fastest"),
+        BestWhy::Fastest => format!("{head}: the fastest; every cheaper value is measurably slower"),
+        BestWhy::WithinNoise => format!(
+            "{head}, the cheapest within {} of the fastest, {} (p50 {}){}",
             percent(b.noise),
             b.fastest,
             ms(b.fastest_p50_ms),
-            b.vs_fastest
-                .as_ref()
-                .map(|c| format!("; vs it: {}", short(c)))
-                .unwrap_or_default()
-        )
+            vs()
+        ),
+        BestWhy::NotMeasurablySlower => format!(
+            "{head}, the cheapest not measurably slower than the fastest, {} (p50 {}){}; more runs would tell them apart better",
+            b.fastest,
+            ms(b.fastest_p50_ms),
+            vs()
+        ),
     }
 }
