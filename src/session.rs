@@ -218,5 +218,6 @@ pub fn settings(plan: &Plan, run: RunSettings, noise: f64) -> Settings {
         noise,
         sweep: None,
         tune: None,
+        lambda: None,
     }
 }

@@ -309,6 +309,36 @@ fn rust_runtime_invoke_and_memory_sweep() {
         [format!("{rust}[memory=256]"), format!("{rust}[memory=1024]")]
     );
     assert_eq!(doc["variants"][1]["params"]["memory"], "1024");
+    // What the function ran with, per variant, in the settings.
+    let lambda = &doc["settings"]["lambda"];
+    let recorded: Vec<(String, u64)> = lambda["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["name"].as_str().unwrap().to_string(),
+                v["memory_mb"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            (format!("{rust}[memory=256]"), 256),
+            (format!("{rust}[memory=1024]"), 1024)
+        ],
+        "{lambda}"
+    );
+    assert_eq!(lambda["init_boost"]["vcpus"], 1.0, "{lambda}");
+    assert_eq!(lambda["function_timeout_ms"], 3000, "{lambda}");
+    assert_eq!(
+        lambda["variants"][0]["extensions"][0]
+            .as_str()
+            .map(|e| e.ends_with("py-raw")),
+        Some(true),
+        "{lambda}"
+    );
     assert_eq!(
         doc["variants"][1]["stats"]["first"],
         format!("{rust}[memory=256]")

@@ -38,6 +38,7 @@ mod runner;
 pub mod runtime_api;
 pub mod sandbox;
 pub mod server;
+pub mod settings;
 mod shutdown;
 pub mod state;
 pub mod telemetry;

@@ -27,6 +27,9 @@ pub struct Settings {
     /// decided without measuring: enough to draw its table again from the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tune: Option<crate::tune::stored::TuneSettings>,
+    /// A `coldstart lambda` experiment's function, limits and init CPU model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<crate::lambda::settings::LambdaSettings>,
 }
 
 fn default_noise() -> f64 {

@@ -50,6 +50,7 @@ fn settings() -> json::Settings {
         noise: 0.01,
         sweep: None,
         tune: None,
+        lambda: None,
     }
 }
 
@@ -301,7 +302,38 @@ fn json_export_has_every_documented_field() {
         serde_json::from_str::<serde_json::Value>(&text).expect("valid JSON")
     };
     assert_eq!(tuned["settings"]["tune"]["candidates"][0]["id"], "appcds");
+    // A lambda experiment's settings (docs: settings.lambda).
+    let lambda = {
+        use crate::lambda::settings::{InitBoost, LambdaSettings, LambdaVariant};
+        let mut s = settings();
+        s.lambda = Some(LambdaSettings {
+            function_timeout_ms: 3000,
+            init_timeout_ms: 10_000,
+            init_boost: Some(InitBoost {
+                vcpus: 1.0,
+                seconds: 10.0,
+            }),
+            cgroup: Some("v1".into()),
+            invokes: 0,
+            variants: vec![LambdaVariant {
+                name: "py".into(),
+                memory_mb: 512,
+                runtime_version: "python:3.11.coldstart".into(),
+                runtime: vec!["python3.11".into()],
+                handler: "app.handler".into(),
+                code: "/code".into(),
+                layers: vec![],
+                extensions: vec![],
+                sandbox: true,
+                bare: false,
+            }],
+        });
+        let text = json::render(&r, &analyze(&r, 0.01), &s).expect("json");
+        serde_json::from_str::<serde_json::Value>(&text).expect("valid JSON")
+    };
+    assert_eq!(lambda["settings"]["lambda"]["variants"][0]["memory_mb"], 512);
     let mut present = BTreeSet::new();
+    keys_of(&lambda, &mut present);
     keys_of(&doc, &mut present);
     keys_of(&swept, &mut present);
     keys_of(&tuned, &mut present);
