@@ -233,6 +233,9 @@ fn stop_mid_run(
             wait_until(Duration::from_secs(10), || {
                 processes_with(m).len() < expect || !matches!(child.try_wait(), Ok(None))
             });
+            // A second press, not the first delivered twice (one sender's repeat
+            // within 50 ms is the same interrupt: see launch::signals).
+            std::thread::sleep(Duration::from_millis(100));
             if matches!(child.try_wait(), Ok(None)) {
                 // SAFETY: still our unreaped child.
                 unsafe { libc::kill(pid, libc::SIGINT) };
@@ -906,4 +909,34 @@ fn stale_v1_sandbox_cgroups_are_removed_at_next_start() {
             .collect::<Vec<_>>()
     );
     assert!(kept, "a live coldstart's cgroup {} was removed", live.display());
+}
+
+/// `timeout -s INT` signals coldstart and then its process group: one interrupt
+/// delivered twice. It must stop as one Ctrl-C does, with the partial results
+/// (tables and export), not as a second Ctrl-C that kills and exits at once.
+#[test]
+fn timeout_s_int_keeps_the_partial_results() {
+    let Some(timeout) = common::testkit::tool("GCC", "timeout") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let out = std::process::Command::new(timeout)
+        .args(["-s", "INT", "2"])
+        .arg(env!("CARGO_BIN_EXE_coldstart"))
+        .args(["bench", "--no-store", "-r", "100000", "-w", "0", "--export-json"])
+        .arg(&json)
+        .args(["--", "true"])
+        .env("COLDSTART_STORE", dir.path().join("store.db"))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(124), "timeout's own code: {err}");
+    assert!(!err.contains("interrupted again"), "{err}");
+    let doc = json_file(&json);
+    assert_eq!(doc["stopped"], "interrupted", "{err}");
+    assert!(
+        doc["samples"].as_array().is_some_and(|s| !s.is_empty()),
+        "the runs before the interrupt are kept"
+    );
 }

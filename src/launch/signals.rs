@@ -1,7 +1,10 @@
 //! Ctrl-C, SIGTERM, SIGHUP and SIGQUIT of coldstart itself: the running targets
 //! are killed at once and the run loop is told to clean up and stop (exit 130,
 //! 131 for SIGQUIT). A second signal kills everything again, waits until it is
-//! gone and exits without waiting for the run loop. What coldstart cannot catch
+//! gone and exits without waiting for the run loop. The same signal from the
+//! same sender within [`SAME_INTERRUPT`] is one interrupt delivered twice, not a
+//! second one: GNU `timeout -s INT` signals its child and then the child's
+//! process group, and that must stop coldstart as gently as one Ctrl-C. What coldstart cannot catch
 //! (SIGKILL) is covered by the watchdog and the per-run cgroups.
 
 use super::{cgroup, watchdog};
@@ -16,6 +19,11 @@ static FIRST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 static SELF_PIPE: AtomicI32 = AtomicI32::new(-1);
 
 pub const HANDLED: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// How close a repeat of one sender's signal must follow it to be the same
+/// interrupt (timeout's two kill(2) calls are microseconds apart; a person's
+/// second Ctrl-C is hundreds of milliseconds after the first).
+const SAME_INTERRUPT: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The self-pipe, its thread and the handlers. Only `Lab::open` calls this
 /// (once, after the cgroup parent, the watchdog and the subreaper are set up):
@@ -34,7 +42,7 @@ pub(crate) fn install() -> Result<()> {
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_signal as *const () as usize;
-            sa.sa_flags = libc::SA_RESTART;
+            sa.sa_flags = libc::SA_RESTART | libc::SA_SIGINFO;
             libc::sigfillset(&mut sa.sa_mask);
             if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
                 return Err(std::io::Error::last_os_error()).context("installing the signal handlers");
@@ -44,32 +52,53 @@ pub(crate) fn install() -> Result<()> {
     Ok(())
 }
 
-extern "C" fn on_signal(sig: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     // Set here, not in the thread: a run loop woken by this very signal (EINTR)
     // must already see it.
     let _ = FIRST_SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     INTERRUPTED.store(true, Ordering::SeqCst);
     let fd: RawFd = SELF_PIPE.load(Ordering::Relaxed);
-    let b = sig as u8;
-    // SAFETY: write(2) is async-signal-safe; errno is saved and restored.
+    // SAFETY: the kernel passes a valid siginfo with SA_SIGINFO; si_pid is the
+    // sender (0 for the kernel, e.g. a terminal's Ctrl-C).
+    let sender = if info.is_null() {
+        0
+    } else {
+        unsafe { (*info).si_pid() }
+    };
+    let mut msg = [0u8; 8];
+    msg[..4].copy_from_slice(&sig.to_ne_bytes());
+    msg[4..].copy_from_slice(&sender.to_ne_bytes());
+    // SAFETY: write(2) is async-signal-safe (8 bytes < PIPE_BUF: one atomic
+    // write); errno is saved and restored.
     unsafe {
         let saved = *libc::__errno_location();
-        libc::write(fd, (&b as *const u8).cast(), 1);
+        libc::write(fd, msg.as_ptr().cast(), msg.len());
         *libc::__errno_location() = saved;
     }
 }
 
 fn handle_signals(pipe: OwnedFd) {
-    let mut b = [0u8; 1];
+    let mut msg = [0u8; 8];
     let mut seen = 0;
+    let mut first: Option<(i32, i32, std::time::Instant)> = None;
     loop {
-        // SAFETY: reading one byte into a local.
-        let r = unsafe { libc::read(pipe.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
-        if r != 1 {
+        // SAFETY: reading one whole message (written atomically) into a local.
+        let r = unsafe { libc::read(pipe.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len()) };
+        if r != msg.len() as isize {
             if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                 continue;
             }
             return;
+        }
+        let sig = i32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
+        let sender = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
+        let now = std::time::Instant::now();
+        match first {
+            None => first = Some((sig, sender, now)),
+            Some((s0, p0, t0)) if s0 == sig && p0 == sender && sender != 0 && now - t0 < SAME_INTERRUPT => {
+                continue;
+            }
+            Some(_) => {}
         }
         seen += 1;
         kill_current();
