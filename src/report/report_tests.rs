@@ -456,3 +456,18 @@ fn best_value_is_the_cheapest_not_measurably_slower() {
         "{line}"
     );
 }
+
+/// A dagger in the resource table always has its footnote: a variant with no
+/// successful run shows nothing there, not an unexplained "n/a †".
+#[test]
+fn no_dagger_without_its_footnote() {
+    let samples = (0..3)
+        .flat_map(|round| [sample(0, round, false, None), sample(1, round, false, None)])
+        .collect();
+    let r = result(samples);
+    let text = terminal::render(&r, &analyze(&r, 0.01));
+    assert!(
+        !text.contains('†') || text.contains("† peak RSS not measurable"),
+        "{text}"
+    );
+}

@@ -197,9 +197,17 @@ fn resources(a: &Analysis) -> String {
         let mut row = vec![
             v.name.clone(),
             med(&v.cpu_ms).map(ms).unwrap_or_default(),
+            // † only where the footnote below explains it: a variant without a
+            // successful run has no figures at all.
             med(&v.peak_rss_mb)
                 .map(|m| format!("{m:.1} MiB"))
-                .unwrap_or_else(|| "n/a †".into()),
+                .unwrap_or_else(|| {
+                    if v.ok_runs > 0 {
+                        "n/a †".into()
+                    } else {
+                        String::new()
+                    }
+                }),
             match (med(&v.minor_faults), med(&v.major_faults)) {
                 (Some(a), Some(b)) => format!("{a:.0}/{b:.0}"),
                 _ => String::new(),
