@@ -7,7 +7,6 @@ use anyhow::{anyhow, bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::sweep::point_name;
 use coldstart::experiment::{Param, Plan, StopRule, Sweep};
-use coldstart::lambda::settings::LambdaSettings;
 use coldstart::lambda::{boost, env, function, namespace, sandbox, ColdStarts, Config, Options};
 use coldstart::session::{self, RunSettings};
 use coldstart::target::parse_env;
@@ -326,7 +325,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let cfg = config::load(&root)?;
     let mut settings = session::settings(&plan, recorded, args.common.noise.noise);
     settings.sweep = sweep;
-    settings.lambda = Some(LambdaSettings::new(
+    settings.lambda = Some(coldstart::lambda::settings::record(
         &opts,
         configs.iter().map(|(name, _, c)| (name.as_str(), c)),
     ));

@@ -1,80 +1,36 @@
-//! What a `coldstart lambda` experiment was run with, recorded in its settings
-//! (and so in the JSON export and the store): without it a boosted run at 256 MB
-//! and a `--no-init-boost` run at 1769 MB export the same settings.
+//! The record of what a `coldstart lambda` experiment ran with
+//! (`report::lambda_settings`), from its options and variants.
 
-use serde::{Deserialize, Serialize};
+use crate::report::lambda_settings::{InitBoost, LambdaSettings, LambdaVariant};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LambdaSettings {
-    /// `--timeout`: the invoke's limit (and a suppressed init's).
-    pub function_timeout_ms: u64,
-    /// `--init-timeout`.
-    pub init_timeout_ms: u64,
-    /// The on-demand init's CPU (None: `--no-init-boost`).
-    pub init_boost: Option<InitBoost>,
-    /// The sandbox's cgroup version (None: `--no-cgroup` or unavailable: no
-    /// memory or CPU limit at all).
-    pub cgroup: Option<String>,
-    /// `--invokes`: warm invokes after the cold one.
-    pub invokes: usize,
-    pub variants: Vec<LambdaVariant>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InitBoost {
-    pub vcpus: f64,
-    pub seconds: f64,
-}
-
-/// One variant (one memory size of a `--name`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LambdaVariant {
-    pub name: String,
-    pub memory_mb: u64,
-    /// As INIT_START names it (`python:3.11.coldstart`, `provided:coldstart`).
-    pub runtime_version: String,
-    /// The runtime's command (argv).
-    pub runtime: Vec<String>,
-    pub handler: String,
-    /// Host paths.
-    pub code: String,
-    pub layers: Vec<String>,
-    pub extensions: Vec<String>,
-    /// In the sandbox's mount namespace.
-    pub sandbox: bool,
-    pub bare: bool,
-}
-
-impl LambdaSettings {
-    pub fn new<'a>(
-        opts: &super::Options,
-        configs: impl IntoIterator<Item = (&'a str, &'a super::Config)>,
-    ) -> Self {
-        let path = |p: &std::path::Path| p.display().to_string();
-        LambdaSettings {
-            function_timeout_ms: opts.function_timeout.as_millis() as u64,
-            init_timeout_ms: opts.init_timeout.as_millis() as u64,
-            init_boost: opts.init_boost.map(|b| InitBoost {
-                vcpus: b.vcpus,
-                seconds: b.seconds.as_secs_f64(),
-            }),
-            cgroup: opts.cgroups.as_ref().map(|c| c.version().to_string()),
-            invokes: opts.invokes,
-            variants: configs
-                .into_iter()
-                .map(|(name, c)| LambdaVariant {
-                    name: name.to_string(),
-                    memory_mb: c.memory_mb,
-                    runtime_version: c.runtime_version.clone(),
-                    runtime: c.runtime.argv.clone(),
-                    handler: c.handler.clone(),
-                    code: path(&c.layout.code),
-                    layers: c.layout.layers.iter().map(|l| path(l)).collect(),
-                    extensions: c.extensions.iter().map(|e| path(e)).collect(),
-                    sandbox: c.layout.sandboxed,
-                    bare: c.bare,
-                })
-                .collect(),
-        }
+pub fn record<'a>(
+    opts: &super::Options,
+    configs: impl IntoIterator<Item = (&'a str, &'a super::Config)>,
+) -> LambdaSettings {
+    let path = |p: &std::path::Path| p.display().to_string();
+    LambdaSettings {
+        function_timeout_ms: opts.function_timeout.as_millis() as u64,
+        init_timeout_ms: opts.init_timeout.as_millis() as u64,
+        init_boost: opts.init_boost.map(|b| InitBoost {
+            vcpus: b.vcpus,
+            seconds: b.seconds.as_secs_f64(),
+        }),
+        cgroup: opts.cgroups.as_ref().map(|c| c.version().to_string()),
+        invokes: opts.invokes,
+        variants: configs
+            .into_iter()
+            .map(|(name, c)| LambdaVariant {
+                name: name.to_string(),
+                memory_mb: c.memory_mb,
+                runtime_version: c.runtime_version.clone(),
+                runtime: c.runtime.argv.clone(),
+                handler: c.handler.clone(),
+                code: path(&c.layout.code),
+                layers: c.layout.layers.iter().map(|l| path(l)).collect(),
+                extensions: c.extensions.iter().map(|e| path(e)).collect(),
+                sandbox: c.layout.sandboxed,
+                bare: c.bare,
+            })
+            .collect(),
     }
 }

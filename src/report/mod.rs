@@ -13,6 +13,7 @@ pub use crate::format;
 pub mod gate;
 pub mod history;
 pub mod json;
+pub mod lambda_settings;
 pub mod markdown;
 pub mod progress;
 pub mod sweep;
