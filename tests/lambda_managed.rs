@@ -454,6 +454,53 @@ fn exec_wrapper_runs_in_front_of_the_runtime() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
+/// The wrapper named as the function sees it: in the sandbox /opt is the
+/// layers, so /opt/otel-instrument is the layer's file, not the host's /opt.
+#[test]
+fn exec_wrapper_under_opt_is_found_in_the_layers() {
+    let Some(clients) = clients("python") else { return };
+    let sandbox = testkit::need("SANDBOX", coldstart::lambda::namespace::available().ok(), || {
+        "no mount namespace can be made here: /opt is the host's without it".to_string()
+    });
+    if sandbox.is_none() {
+        return;
+    }
+    let dir = scratch();
+    let (code, layer) = python_function(dir.path());
+    let (wl, record) = (dir.path().join("wl"), dir.path().join("wrapper.txt"));
+    let wrapper = wl.join("otel-instrument");
+    assert!(
+        !Path::new("/opt/otel-instrument").exists(),
+        "the host has an /opt/otel-instrument: this test needs the layer's to be the only one"
+    );
+    write(
+        &wrapper,
+        &format!("#!/bin/sh\necho \"$0\" > '{}'\nexec \"$@\"\n", record.display()),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let r = lambda(
+        dir.path(),
+        &clients,
+        "python3.11",
+        &code,
+        "app.handler",
+        &[
+            "--layer",
+            layer.to_str().expect("utf-8"),
+            "--layer",
+            wl.to_str().expect("utf-8"),
+            "--env",
+            "AWS_LAMBDA_EXEC_WRAPPER=/opt/otel-instrument",
+            "--env",
+            &format!("FACTS={}", dir.path().join("facts.jsonl").display()),
+        ],
+    );
+    assert!(r.out.status.success(), "{}\n{}", stderr(&r.out), r.log);
+    let ran = std::fs::read_to_string(&record).expect("the wrapper ran");
+    assert_eq!(ran.trim(), "/opt/otel-instrument", "{ran}");
+}
+
 #[test]
 fn java_ric_runs_a_compiled_handler_with_the_layers_jar() {
     let Some(clients) = clients("java") else { return };

@@ -114,7 +114,9 @@ impl Function {
         let task_root = self.layout.code.clone();
         let (runtime, platform_env) = match &self.kind {
             Kind::Managed(r) => {
-                let launch = r.launch(&self.paths, &self.handler, memory_mb, &self.env)?;
+                let launch = r.launch(&self.paths, &self.handler, memory_mb, &self.env, &|p| {
+                    self.layout.host_of(p)
+                })?;
                 // Lambda starts the runtime in the task root (the Java client
                 // loads the function from its working directory).
                 let t = Target::new(launch.argv, Vec::new(), Some(task_root))?;
