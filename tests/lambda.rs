@@ -881,6 +881,21 @@ fn invoke_error_types_are_mapped_as_lambda_does() {
     assert_eq!(sample["outcome"]["error_type"], "Function.HandlerFailed");
 }
 
+/// Output left without a newline (`sys.stdout.write(x); flush()`) is the
+/// invoke's: in the log before END and REPORT, not after them.
+#[test]
+fn a_partial_line_is_logged_before_the_report() {
+    let (o, log, _) = failing("", None, &["--env", "CS_RT_PARTIAL=partial-no-newline"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let at = |p: &str| log.iter().position(|l| l.starts_with(p));
+    let partial = log
+        .iter()
+        .position(|l| l == "partial-no-newline")
+        .unwrap_or_else(|| panic!("the partial line is its own log line: {log:?}"));
+    assert!(at("START ").expect("START") < partial, "{log:?}");
+    assert!(partial < at("END ").expect("END"), "{log:?}");
+}
+
 /// A response over 6 MB ends the invoke with Function.ResponseSizeTooLarge: the
 /// runtime gets 413, and a later small response finds the request answered.
 #[test]

@@ -196,6 +196,10 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
         Which::AfterSuppressedInit => ((t_end - e.t0) as f64 / 1e6, None),
         Which::Warm => (duration_ms, None),
     };
+    // Output the processes left without a newline belongs to this invoke.
+    for p in &e.procs {
+        p.flush_output().await;
+    }
     if let Some(f) = &failure {
         let exit = s.lock().exited(&Role::Runtime).map(|x| x.status.clone());
         for l in report::invoke_error(

@@ -10,6 +10,8 @@ CS_RT_MODE (optional):
               two status codes ("big-response statuses: 413 403")
   (default)   echo each event as the response
 CS_RT_SAY (optional): a line the runtime prints during init (a function log)
+CS_RT_PARTIAL (optional): text each invoke writes to stdout without a newline
+  (flushed) before it responds
 CS_RT_INIT_WORK, CS_RT_INVOKE_WORK (optional): iterations of a CPU-bound loop
   during init / in each invoke (a fixed amount of CPU work, so its time shows the
   CPU the sandbox gives)
@@ -158,6 +160,9 @@ while True:
     request_id = headers["Lambda-Runtime-Aws-Request-Id"]
     burn("CS_RT_INVOKE_WORK")
     record_hwm("CS_RT_HWM_FILE")
+    if os.environ.get("CS_RT_PARTIAL"):
+        sys.stdout.write(os.environ["CS_RT_PARTIAL"])
+        sys.stdout.flush()
     if mode == "error-type":
         kind = os.environ.get("CS_RT_ERROR_TYPE", "")
         call(
