@@ -698,6 +698,8 @@ fn ctrl_c_during_init_leaves_nothing() {
     let m = marker("lambda-sigint");
     let dir = tempfile::tempdir().unwrap();
     let ext = extensions_dir(dir.path(), &[("py-raw", &python_client("raw_extension.py"))]);
+    let (log, records) = (dir.path().join("lambda.log"), dir.path().join("records.jsonl"));
+    let port = free_port().to_string();
     let child = coldstart()
         .args([
             "lambda",
@@ -713,18 +715,29 @@ fn ctrl_c_during_init_leaves_nothing() {
         .args([
             "--extensions",
             ext.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
             "--env",
             &m,
             "--env",
             "CS_RT_MODE=hang",
+            // A telemetry subscriber: its batches are cut off by the interrupt.
+            "--env",
+            "CS_EXT_SUBSCRIBE=telemetry",
+            "--env",
+            "CS_EXT_DEST_HOST=127.0.0.1",
+            "--env",
+            &format!("CS_EXT_LISTEN_PORT={port}"),
+            "--env",
+            &format!("CS_EXT_RECORDS={}", records.display()),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let start = Instant::now();
-    // The extension and the hanging runtime both run.
-    while processes_with(&m).len() < 2 {
+    // The extension and the hanging runtime both run, and telemetry flows.
+    while processes_with(&m).len() < 2 || !records.exists() {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "environment never started"
@@ -734,17 +747,18 @@ fn ctrl_c_during_init_leaves_nothing() {
     // SAFETY: signalling the coldstart we spawned.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(
         processes_with(&m).is_empty(),
         "left behind: {:?}",
         processes_with(&m)
     );
+    // An interrupt is not the extension crashing, and what it cut off is not
+    // a subscriber's fault.
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!logged.contains("Error Type"), "{logged}");
+    assert!(!err.contains("not delivered"), "{err}");
 }
 
 #[test]
