@@ -913,7 +913,8 @@ pub struct LambdaArgs {
     /// The event to invoke the function with (JSON file) [default: {}].
     #[arg(long, value_name = "PATH")]
     pub event: Option<PathBuf>,
-    /// Function timeout in seconds (the invoke, and a suppressed init).
+    /// Function timeout in seconds (the invoke, and a suppressed init); at most
+    /// 900, as on Lambda.
     #[arg(short, long, default_value_t = 3.0, value_name = "S")]
     pub timeout: f64,
     /// Warm invokes of each environment after its cold one (each with its REPORT;

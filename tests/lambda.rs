@@ -779,6 +779,40 @@ fn bad_input_names_the_fix() {
     assert!(stderr(&o).contains("reserved"), "{}", stderr(&o));
 }
 
+/// Paths and limits a run would only find wrong after its runs: said first.
+#[test]
+fn save_response_dir_and_timeout_are_checked_up_front() {
+    let rt = python_client("raw_runtime.py");
+    let base = [
+        "lambda",
+        "--no-store",
+        "--no-cgroup",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    let with = |extra: &[&str]| {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(["--runtime", rt.to_str().unwrap()]);
+        args.extend(extra);
+        run(&args)
+    };
+    let o = with(&["--save-response", "/nonexistent-coldstart-dir/r.json"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--save-response /nonexistent-coldstart-dir/r.json") && err.contains("does not exist"),
+        "{err}"
+    );
+    let o = with(&["--timeout", "901"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--timeout 901") && err.contains("900"), "{err}");
+}
+
 /// Median of a per-variant figure over the exported samples, by variant name.
 fn median_by_variant(
     doc: &serde_json::Value,

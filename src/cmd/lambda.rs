@@ -211,6 +211,32 @@ fn init_boost(a: &LambdaInitCpuArgs) -> Result<Option<boost::Boost>> {
     }))
 }
 
+/// Lambda's maximum function timeout (s).
+const MAX_FUNCTION_TIMEOUT_S: f64 = 900.0;
+
+/// `--save-response` is written after the first successful invoke: a path that
+/// cannot be written is said before any run, as `--log`'s is.
+fn check_save_response(p: &std::path::Path) -> Result<()> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "--save-response {}: directory {} does not exist; create it or give another path",
+            p.display(),
+            dir.display()
+        );
+    }
+    if p.is_dir() {
+        bail!(
+            "--save-response {}: is a directory; give a file's path",
+            p.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: &LambdaArgs) -> Result<i32> {
     coldstart::bounds::runs("--runs", args.runs, 1)?;
     coldstart::bounds::runs("--warmup", args.warmup, 0)?;
@@ -223,6 +249,15 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     )?;
     let init_timeout = coldstart::bounds::seconds("--init-timeout", args.init_timeout, false)?;
     let function_timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
+    if args.timeout > MAX_FUNCTION_TIMEOUT_S {
+        bail!(
+            "--timeout {}: Lambda's function timeout is at most {MAX_FUNCTION_TIMEOUT_S} seconds (15 minutes); give 900 or less",
+            args.timeout
+        );
+    }
+    if let Some(p) = &args.save_response {
+        check_save_response(p)?;
+    }
     let init_boost = init_boost(&args.init_cpu)?;
     args.common.export.check_dirs()?;
     let configs = variants(args)?;
