@@ -779,6 +779,43 @@ fn bad_input_names_the_fix() {
     assert!(stderr(&o).contains("reserved"), "{}", stderr(&o));
 }
 
+/// Each mistake a new user made gets one line naming it and the fix.
+#[test]
+fn input_mistakes_are_named_in_one_line() {
+    let rt = python_client("raw_runtime.py");
+    let rt = rt.to_str().unwrap();
+    for (args, want, not) in [
+        (
+            vec!["--runtime", rt, "--memory", "128,128"],
+            "--memory 128 is given twice",
+            "two variants",
+        ),
+        (
+            vec!["--runtime", "./nope-coldstart"],
+            "--runtime ./nope-coldstart: no such file",
+            "after `--`",
+        ),
+        (
+            vec!["--runtime", rt, "--extensions", "nonexistent-coldstart-ext"],
+            "extension executables",
+            "unpacked zip",
+        ),
+        (
+            vec!["--runtime", rt, "--name", "a", "--runs", "1"],
+            "--runs is not a per-variant option: options for all variants go before the first --name",
+            "error: error:",
+        ),
+    ] {
+        let mut full = vec!["lambda", "--no-store", "--no-cgroup"];
+        full.extend(args.iter().copied());
+        let o = run(&full);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want) && !err.contains(not), "{args:?}: {err}");
+    }
+}
+
 /// Paths and limits a run would only find wrong after its runs: said first.
 #[test]
 fn save_response_dir_and_timeout_are_checked_up_front() {

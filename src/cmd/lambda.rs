@@ -91,7 +91,15 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                 spec.name
             );
         }
-        for mb in memories(args, a) {
+        let sizes = memories(args, a);
+        if let Some(mb) = sizes
+            .iter()
+            .enumerate()
+            .find_map(|(i, mb)| sizes[..i].contains(mb).then_some(mb))
+        {
+            bail!("--memory {mb} is given twice: give each size once");
+        }
+        for mb in sizes {
             if !MEMORY_RANGE.contains(&mb) {
                 bail!("--memory {mb}: Lambda allows 128 to 10240 MB");
             }

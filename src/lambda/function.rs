@@ -6,7 +6,7 @@
 use super::layout::{Layout, SandboxPaths};
 use super::managed::{self, Resolved, RuntimeArg};
 use crate::target::Target;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 /// A variant's function flags.
@@ -62,6 +62,13 @@ impl Function {
                 (Ok(rt), code.to_path_buf())
             }
             RuntimeArg::Bootstrap(path) => {
+                if !path.exists() {
+                    bail!(
+                        "--runtime {}: no such file; give the bootstrap's path or a managed runtime ({})",
+                        path.display(),
+                        managed::SUPPORTED.map(managed::Runtime::id).join(", ")
+                    );
+                }
                 let t = Target::new(vec![path.display().to_string()], Vec::new(), None)
                     .with_context(|| format!("--runtime {}", path.display()))?;
                 let code = match f.code {

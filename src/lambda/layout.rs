@@ -75,10 +75,12 @@ impl Layout {
     ) -> Result<Layout> {
         let dir = |p: &Path, flag: &str| -> Result<PathBuf> {
             if !p.is_dir() {
-                bail!(
-                    "{flag} {}: not a directory (give the unpacked zip's directory)",
-                    p.display()
-                );
+                let hint = match flag {
+                    "--extensions" => "give the directory holding the extension executables, as a layer's extensions/ (Lambda's /opt/extensions)",
+                    "--layer" => "give the unpacked layer zip's directory, what Lambda extracts to /opt",
+                    _ => "give the unpacked zip's directory",
+                };
+                bail!("{flag} {}: not a directory; {hint}", p.display());
             }
             Ok(std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
         };
