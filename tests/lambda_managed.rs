@@ -665,6 +665,59 @@ exports.handler = async (event, context) => ({
     }
 }
 
+/// A `python3.11` on PATH that is another version is passed over for the next
+/// candidate (`python3`), and the header line says which ran and which not.
+#[test]
+fn the_header_names_the_interpreter_chosen_and_the_one_passed_over() {
+    let Some(clients) = clients("python") else { return };
+    let dir = scratch();
+    let (code, layer) = python_function(dir.path());
+    let fake = dir.path().join("bin/python3.11");
+    // Answers the version probe as a 3.12 would.
+    write(&fake, "#!/bin/sh\necho \"$0\"\necho 3.12\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        dir.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = coldstart()
+        .args([
+            "lambda",
+            "--no-store",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--runtime",
+            "python3.11",
+            "--code",
+            code.to_str().expect("utf-8"),
+            "--handler",
+            "app.handler",
+            "--layer",
+            layer.to_str().expect("utf-8"),
+            "--env",
+            &format!("FACTS={}", dir.path().join("facts.jsonl").display()),
+        ])
+        .env("PATH", &path)
+        .env("COLDSTART_LAMBDA_RIC_DIR", &clients)
+        .output()
+        .expect("run");
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let header = err
+        .lines()
+        .find(|l| l.starts_with("coldstart lambda: 1 variant(s)"))
+        .unwrap_or_else(|| panic!("no header: {err}"));
+    assert!(header.contains("; python3.11: /"), "{header}");
+    assert!(
+        header.contains(&format!("not {} is 3.12", fake.display())),
+        "{header}"
+    );
+}
+
 #[test]
 fn managed_runtime_input_errors_name_the_fix() {
     let dir = scratch();

@@ -131,6 +131,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     runtime_version: at.runtime_version,
                     bare,
                     layout: func.layout.clone(),
+                    interpreter_note: func.interpreter_note(),
                 },
             ));
         }
@@ -362,7 +363,18 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             ),
             None => "no cgroup: no memory or CPU limit".into(),
         };
-        coldstart::out::errln!("coldstart lambda: {} variant(s), {limits}", configs.len());
+        // Which interpreter each managed runtime found on PATH, once each.
+        let mut chosen: Vec<&str> = Vec::new();
+        for note in configs
+            .iter()
+            .filter_map(|(_, _, c)| c.interpreter_note.as_deref())
+        {
+            if !chosen.contains(&note) {
+                chosen.push(note);
+            }
+        }
+        let chosen: String = chosen.iter().map(|n| format!("; {n}")).collect();
+        coldstart::out::errln!("coldstart lambda: {} variant(s), {limits}{chosen}", configs.len());
     }
     let root = config::project_root();
     let cfg = config::load(&root)?;

@@ -106,6 +106,14 @@ impl Function {
         })
     }
 
+    /// A managed runtime's interpreter, as `Resolved::chosen` says it.
+    pub fn interpreter_note(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Managed(r) => Some(r.chosen()),
+            Kind::Bootstrap(_) => None,
+        }
+    }
+
     /// The variant's name when it has none: the identifier, or the bootstrap's command.
     pub fn label(&self) -> String {
         match &self.kind {

@@ -119,6 +119,10 @@ pub fn clients_dir() -> PathBuf {
 pub struct Resolved {
     pub runtime: Runtime,
     interpreter: PathBuf,
+    /// The interpreter's version, as it said.
+    version: String,
+    /// Earlier candidates on PATH passed over (`/usr/bin/python3.11 is 3.12`).
+    skipped: Vec<String>,
     /// The client's directory (LAMBDA_RUNTIME_DIR: /var/runtime on Lambda).
     client: PathBuf,
 }
@@ -137,6 +141,21 @@ impl Resolved {
         &self.interpreter
     }
 
+    /// Which interpreter runs the runtime, and which earlier ones on PATH were
+    /// passed over: `python3.11: /usr/bin/python3.11 (3.11.9)`.
+    pub fn chosen(&self) -> String {
+        let mut s = format!(
+            "{}: {} ({})",
+            self.runtime.id(),
+            self.interpreter.display(),
+            self.version
+        );
+        if !self.skipped.is_empty() {
+            s.push_str(&format!(", not {}", self.skipped.join(", not ")));
+        }
+        s
+    }
+
     /// Find the interpreter on PATH (the runtime's version) and the installed client.
     pub fn find(runtime: Runtime, clients: &Path) -> Result<Self> {
         let (sub, package) = runtime.client();
@@ -153,10 +172,12 @@ impl Resolved {
                 client.display()
             );
         }
-        let interpreter = interpreter(runtime)?;
+        let (interpreter, version, skipped) = interpreter(runtime)?;
         Ok(Resolved {
             runtime,
             interpreter,
+            version,
+            skipped,
             client: std::path::absolute(&client).unwrap_or(client),
         })
     }
@@ -302,10 +323,13 @@ fn java_client_jar(dir: &Path) -> Option<PathBuf> {
         })
 }
 
-/// The runtime's interpreter from PATH, of the runtime's version. Python's is
-/// asked where it is (a version manager's `python3.11` may be a shim script that
-/// would add its own start-up to every init).
-fn interpreter(runtime: Runtime) -> Result<PathBuf> {
+/// The runtime's interpreter from PATH, of the runtime's version, with its
+/// version and the candidates passed over. Candidates, in order: `python3.11`
+/// then `python3`; `node`; `java`, each the first on PATH; one of another
+/// version is passed over for the next. Python's is asked where it is (a
+/// version manager's `python3.11` may be a shim script that would add its own
+/// start-up to every init).
+fn interpreter(runtime: Runtime) -> Result<(PathBuf, String, Vec<String>)> {
     let (names, probe, want): (&[&str], &[&str], &str) = match runtime {
         Runtime::Python311 => (
             &["python3.11", "python3"],
@@ -343,7 +367,7 @@ fn interpreter(runtime: Runtime) -> Result<PathBuf> {
         let version = version.unwrap_or_default();
         let major_matches = version == want || version.starts_with(&format!("{want}."));
         match path.filter(|p| p.is_file()) {
-            Some(p) if out.status.success() && major_matches => return Ok(p),
+            Some(p) if out.status.success() && major_matches => return Ok((p, version, seen)),
             _ => seen.push(format!(
                 "{} is {}",
                 found.display(),
@@ -414,6 +438,8 @@ mod tests {
         Resolved {
             runtime,
             interpreter: PathBuf::from("/interp"),
+            version: "1.0".into(),
+            skipped: Vec::new(),
             client: PathBuf::from("/ric"),
         }
     }

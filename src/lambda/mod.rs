@@ -76,6 +76,9 @@ pub struct Config {
     /// The code, layers and extensions, and whether the sandbox's mount
     /// namespace shows them at Lambda's paths.
     pub layout: layout::Layout,
+    /// A managed runtime's interpreter and the ones passed over, for the
+    /// header line (`Resolved::chosen`).
+    pub interpreter_note: Option<String>,
 }
 
 /// Settings shared by every run.
