@@ -914,7 +914,8 @@ pub struct LambdaArgs {
     /// The event to invoke the function with (JSON file) [default: {}].
     #[arg(long, value_name = "PATH")]
     pub event: Option<PathBuf>,
-    /// Function timeout in seconds (the invoke, and a suppressed init).
+    /// Function timeout in seconds (the invoke, and a suppressed init); at most
+    /// 900, as on Lambda.
     #[arg(short, long, default_value_t = 3.0, value_name = "S")]
     pub timeout: f64,
     /// Warm invokes of each environment after its cold one (each with its REPORT;
@@ -1047,7 +1048,7 @@ pub fn split_lambda_args(args: &[String]) -> Result<(Vec<String>, Vec<LambdaVari
             .iter()
             .position(is_name)
             .map_or(args.len(), |p| p + i + 1);
-        let parsed = LambdaVariantCli::try_parse_from(&args[i..end]).map_err(|e| e.to_string())?;
+        let parsed = LambdaVariantCli::try_parse_from(&args[i..end]).map_err(|e| lambda_variant_error(&e))?;
         specs.push(LambdaVariantSpec {
             name: parsed.name,
             args: parsed.args,
@@ -1055,6 +1056,23 @@ pub fn split_lambda_args(args: &[String]) -> Result<(Vec<String>, Vec<LambdaVari
         i = end;
     }
     Ok((args[..first].to_vec(), specs))
+}
+
+/// A variant block's clap error in one line (the caller adds `error:`): an
+/// option that is not per-variant says where it belongs.
+fn lambda_variant_error(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() == ErrorKind::UnknownArgument {
+        if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
+            let flag = arg.split('=').next().unwrap_or(arg);
+            return format!(
+                "{flag} is not a per-variant option: options for all variants go before the first --name"
+            );
+        }
+    }
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
 }
 
 /// Split raw `bench` arguments: global options, then variant blocks. clap cannot
@@ -1166,7 +1184,11 @@ mod tests {
         assert_eq!(v.len(), 2);
         assert_eq!(v[0].name, "v98");
         assert_eq!(v[1].args.memory, [128, 512]);
-        assert!(split_lambda_args(&s(&["--name", "a", "--runs", "3"])).is_err());
+        let e = split_lambda_args(&s(&["--name", "a", "--runs", "3"])).unwrap_err();
+        assert_eq!(
+            e,
+            "--runs is not a per-variant option: options for all variants go before the first --name"
+        );
     }
 
     #[test]

@@ -728,6 +728,8 @@ fn ctrl_c_during_init_leaves_nothing() {
     let m = marker("lambda-sigint");
     let dir = tempfile::tempdir().unwrap();
     let ext = extensions_dir(dir.path(), &[("py-raw", &python_client("raw_extension.py"))]);
+    let (log, records) = (dir.path().join("lambda.log"), dir.path().join("records.jsonl"));
+    let port = free_port().to_string();
     let child = coldstart()
         .args([
             "lambda",
@@ -743,18 +745,29 @@ fn ctrl_c_during_init_leaves_nothing() {
         .args([
             "--extensions",
             ext.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
             "--env",
             &m,
             "--env",
             "CS_RT_MODE=hang",
+            // A telemetry subscriber: its batches are cut off by the interrupt.
+            "--env",
+            "CS_EXT_SUBSCRIBE=telemetry",
+            "--env",
+            "CS_EXT_DEST_HOST=127.0.0.1",
+            "--env",
+            &format!("CS_EXT_LISTEN_PORT={port}"),
+            "--env",
+            &format!("CS_EXT_RECORDS={}", records.display()),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let start = Instant::now();
-    // The extension and the hanging runtime both run.
-    while processes_with(&m).len() < 2 {
+    // The extension and the hanging runtime both run, and telemetry flows.
+    while processes_with(&m).len() < 2 || !records.exists() {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "environment never started"
@@ -764,17 +777,18 @@ fn ctrl_c_during_init_leaves_nothing() {
     // SAFETY: signalling the coldstart we spawned.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(
         processes_with(&m).is_empty(),
         "left behind: {:?}",
         processes_with(&m)
     );
+    // An interrupt is not the extension crashing, and what it cut off is not
+    // a subscriber's fault.
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!logged.contains("Error Type"), "{logged}");
+    assert!(!err.contains("not delivered"), "{err}");
 }
 
 #[test]
@@ -793,6 +807,77 @@ fn bad_input_names_the_fix() {
         "AWS_REGION=x",
     ]);
     assert!(stderr(&o).contains("reserved"), "{}", stderr(&o));
+}
+
+/// Each mistake a new user made gets one line naming it and the fix.
+#[test]
+fn input_mistakes_are_named_in_one_line() {
+    let rt = python_client("raw_runtime.py");
+    let rt = rt.to_str().unwrap();
+    for (args, want, not) in [
+        (
+            vec!["--runtime", rt, "--memory", "128,128"],
+            "--memory 128 is given twice",
+            "two variants",
+        ),
+        (
+            vec!["--runtime", "./nope-coldstart"],
+            "--runtime ./nope-coldstart: no such file",
+            "after `--`",
+        ),
+        (
+            vec!["--runtime", rt, "--extensions", "nonexistent-coldstart-ext"],
+            "extension executables",
+            "unpacked zip",
+        ),
+        (
+            vec!["--runtime", rt, "--name", "a", "--runs", "1"],
+            "--runs is not a per-variant option: options for all variants go before the first --name",
+            "error: error:",
+        ),
+    ] {
+        let mut full = vec!["lambda", "--no-store", "--no-cgroup"];
+        full.extend(args.iter().copied());
+        let o = run(&full);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want) && !err.contains(not), "{args:?}: {err}");
+    }
+}
+
+/// Paths and limits a run would only find wrong after its runs: said first.
+#[test]
+fn save_response_dir_and_timeout_are_checked_up_front() {
+    let rt = python_client("raw_runtime.py");
+    let base = [
+        "lambda",
+        "--no-store",
+        "--no-cgroup",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+    ];
+    let with = |extra: &[&str]| {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(["--runtime", rt.to_str().unwrap()]);
+        args.extend(extra);
+        run(&args)
+    };
+    let o = with(&["--save-response", "/nonexistent-coldstart-dir/r.json"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--save-response /nonexistent-coldstart-dir/r.json") && err.contains("does not exist"),
+        "{err}"
+    );
+    let o = with(&["--timeout", "901"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--timeout 901") && err.contains("900"), "{err}");
 }
 
 /// Median of a per-variant figure over the exported samples, by variant name.
@@ -909,6 +994,21 @@ fn invoke_error_types_are_mapped_as_lambda_does() {
         &["--env", "CS_RT_ERROR_TYPE=Function.HandlerFailed"],
     );
     assert_eq!(sample["outcome"]["error_type"], "Function.HandlerFailed");
+}
+
+/// Output left without a newline (`sys.stdout.write(x); flush()`) is the
+/// invoke's: in the log before END and REPORT, not after them.
+#[test]
+fn a_partial_line_is_logged_before_the_report() {
+    let (o, log, _) = failing("", None, &["--env", "CS_RT_PARTIAL=partial-no-newline"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let at = |p: &str| log.iter().position(|l| l.starts_with(p));
+    let partial = log
+        .iter()
+        .position(|l| l == "partial-no-newline")
+        .unwrap_or_else(|| panic!("the partial line is its own log line: {log:?}"));
+    assert!(at("START ").expect("START") < partial, "{log:?}");
+    assert!(partial < at("END ").expect("END"), "{log:?}");
 }
 
 /// A response over 6 MB ends the invoke with Function.ResponseSizeTooLarge: the

@@ -454,6 +454,53 @@ fn exec_wrapper_runs_in_front_of_the_runtime() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
+/// The wrapper named as the function sees it: in the sandbox /opt is the
+/// layers, so /opt/otel-instrument is the layer's file, not the host's /opt.
+#[test]
+fn exec_wrapper_under_opt_is_found_in_the_layers() {
+    let Some(clients) = clients("python") else { return };
+    let sandbox = testkit::need("SANDBOX", coldstart::lambda::namespace::available().ok(), || {
+        "no mount namespace can be made here: /opt is the host's without it".to_string()
+    });
+    if sandbox.is_none() {
+        return;
+    }
+    let dir = scratch();
+    let (code, layer) = python_function(dir.path());
+    let (wl, record) = (dir.path().join("wl"), dir.path().join("wrapper.txt"));
+    let wrapper = wl.join("otel-instrument");
+    assert!(
+        !Path::new("/opt/otel-instrument").exists(),
+        "the host has an /opt/otel-instrument: this test needs the layer's to be the only one"
+    );
+    write(
+        &wrapper,
+        &format!("#!/bin/sh\necho \"$0\" > '{}'\nexec \"$@\"\n", record.display()),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let r = lambda(
+        dir.path(),
+        &clients,
+        "python3.11",
+        &code,
+        "app.handler",
+        &[
+            "--layer",
+            layer.to_str().expect("utf-8"),
+            "--layer",
+            wl.to_str().expect("utf-8"),
+            "--env",
+            "AWS_LAMBDA_EXEC_WRAPPER=/opt/otel-instrument",
+            "--env",
+            &format!("FACTS={}", dir.path().join("facts.jsonl").display()),
+        ],
+    );
+    assert!(r.out.status.success(), "{}\n{}", stderr(&r.out), r.log);
+    let ran = std::fs::read_to_string(&record).expect("the wrapper ran");
+    assert_eq!(ran.trim(), "/opt/otel-instrument", "{ran}");
+}
+
 #[test]
 fn java_ric_runs_a_compiled_handler_with_the_layers_jar() {
     let Some(clients) = clients("java") else { return };
@@ -616,6 +663,59 @@ exports.handler = async (event, context) => ({
         );
         assert_eq!(r.reports.len(), 1, "{}", r.log);
     }
+}
+
+/// A `python3.11` on PATH that is another version is passed over for the next
+/// candidate (`python3`), and the header line says which ran and which not.
+#[test]
+fn the_header_names_the_interpreter_chosen_and_the_one_passed_over() {
+    let Some(clients) = clients("python") else { return };
+    let dir = scratch();
+    let (code, layer) = python_function(dir.path());
+    let fake = dir.path().join("bin/python3.11");
+    // Answers the version probe as a 3.12 would.
+    write(&fake, "#!/bin/sh\necho \"$0\"\necho 3.12\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        dir.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = coldstart()
+        .args([
+            "lambda",
+            "--no-store",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--runtime",
+            "python3.11",
+            "--code",
+            code.to_str().expect("utf-8"),
+            "--handler",
+            "app.handler",
+            "--layer",
+            layer.to_str().expect("utf-8"),
+            "--env",
+            &format!("FACTS={}", dir.path().join("facts.jsonl").display()),
+        ])
+        .env("PATH", &path)
+        .env("COLDSTART_LAMBDA_RIC_DIR", &clients)
+        .output()
+        .expect("run");
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let header = err
+        .lines()
+        .find(|l| l.starts_with("coldstart lambda: 1 variant(s)"))
+        .unwrap_or_else(|| panic!("no header: {err}"));
+    assert!(header.contains("; python3.11: /"), "{header}");
+    assert!(
+        header.contains(&format!("not {} is 3.12", fake.display())),
+        "{header}"
+    );
 }
 
 #[test]

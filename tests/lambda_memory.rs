@@ -264,3 +264,53 @@ fn lambda_without_cgroup_permission_says_one_line() {
     assert!(err.starts_with("coldstart: error: "), "{err}");
     assert!(err.contains("--no-cgroup") && err.contains("root"), "{err}");
 }
+
+/// A handler that allocates past the memory size is killed by the kernel's OOM
+/// killer in the sandbox's cgroup: Lambda reports Runtime.OutOfMemory (with the
+/// runtime's `signal: killed` line), not a plain Runtime.ExitError.
+#[test]
+fn out_of_memory_is_reported_as_lambda_does() {
+    if !sandboxes_available() {
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let log = dir.path().join("lambda.log");
+    let runtime = root().join("examples/lambda/python/raw_runtime.py");
+    let m = marker("lambda-oom");
+    let o = run(&[
+        "lambda",
+        "-q",
+        "--no-store",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--memory",
+        "128",
+        "--runtime",
+        runtime.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+        "--env",
+        &m,
+        "--env",
+        "CS_RT_INVOKE_ALLOC_MB=300",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let report = text
+        .lines()
+        .find(|l| l.starts_with("REPORT "))
+        .unwrap_or_else(|| panic!("no REPORT: {text}"));
+    assert!(
+        report.ends_with("\tStatus: error\tError Type: Runtime.OutOfMemory"),
+        "{report}"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let killed = lines
+        .iter()
+        .position(|l| l.ends_with("Error: Runtime exited with error: signal: killed"))
+        .unwrap_or_else(|| panic!("no exit line: {text}"));
+    assert_eq!(lines.get(killed + 1), Some(&"Runtime.OutOfMemory"), "{text}");
+    assert!(processes_with(&m).is_empty(), "left behind");
+}

@@ -91,7 +91,15 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                 spec.name
             );
         }
-        for mb in memories(args, a) {
+        let sizes = memories(args, a);
+        if let Some(mb) = sizes
+            .iter()
+            .enumerate()
+            .find_map(|(i, mb)| sizes[..i].contains(mb).then_some(mb))
+        {
+            bail!("--memory {mb} is given twice: give each size once");
+        }
+        for mb in sizes {
             if !MEMORY_RANGE.contains(&mb) {
                 bail!("--memory {mb}: Lambda allows 128 to 10240 MB");
             }
@@ -123,6 +131,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     runtime_version: at.runtime_version,
                     bare,
                     layout: func.layout.clone(),
+                    interpreter_note: func.interpreter_note(),
                 },
             ));
         }
@@ -211,6 +220,32 @@ fn init_boost(a: &LambdaInitCpuArgs) -> Result<Option<boost::Boost>> {
     }))
 }
 
+/// Lambda's maximum function timeout (s).
+const MAX_FUNCTION_TIMEOUT_S: f64 = 900.0;
+
+/// `--save-response` is written after the first successful invoke: a path that
+/// cannot be written is said before any run, as `--log`'s is.
+fn check_save_response(p: &std::path::Path) -> Result<()> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "--save-response {}: directory {} does not exist; create it or give another path",
+            p.display(),
+            dir.display()
+        );
+    }
+    if p.is_dir() {
+        bail!(
+            "--save-response {}: is a directory; give a file's path",
+            p.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: &LambdaArgs) -> Result<i32> {
     coldstart::bounds::runs("--runs", args.runs, 1)?;
     coldstart::bounds::runs("--warmup", args.warmup, 0)?;
@@ -223,6 +258,15 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     )?;
     let init_timeout = coldstart::bounds::seconds("--init-timeout", args.init_timeout, false)?;
     let function_timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
+    if args.timeout > MAX_FUNCTION_TIMEOUT_S {
+        bail!(
+            "--timeout {}: Lambda's function timeout is at most {MAX_FUNCTION_TIMEOUT_S} seconds (15 minutes); give 900 or less",
+            args.timeout
+        );
+    }
+    if let Some(p) = &args.save_response {
+        check_save_response(p)?;
+    }
     let init_boost = init_boost(&args.init_cpu)?;
     args.common.export.check_dirs()?;
     let configs = variants(args)?;
@@ -319,7 +363,18 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             ),
             None => "no cgroup: no memory or CPU limit".into(),
         };
-        coldstart::out::errln!("coldstart lambda: {} variant(s), {limits}", configs.len());
+        // Which interpreter each managed runtime found on PATH, once each.
+        let mut chosen: Vec<&str> = Vec::new();
+        for note in configs
+            .iter()
+            .filter_map(|(_, _, c)| c.interpreter_note.as_deref())
+        {
+            if !chosen.contains(&note) {
+                chosen.push(note);
+            }
+        }
+        let chosen: String = chosen.iter().map(|n| format!("; {n}")).collect();
+        coldstart::out::errln!("coldstart lambda: {} variant(s), {limits}{chosen}", configs.len());
     }
     let root = config::project_root();
     let cfg = config::load(&root)?;

@@ -6,7 +6,7 @@
 use super::layout::{Layout, SandboxPaths};
 use super::managed::{self, Resolved, RuntimeArg};
 use crate::target::Target;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 /// A variant's function flags.
@@ -62,6 +62,13 @@ impl Function {
                 (Ok(rt), code.to_path_buf())
             }
             RuntimeArg::Bootstrap(path) => {
+                if !path.exists() {
+                    bail!(
+                        "--runtime {}: no such file; give the bootstrap's path or a managed runtime ({})",
+                        path.display(),
+                        managed::SUPPORTED.map(managed::Runtime::id).join(", ")
+                    );
+                }
                 let t = Target::new(vec![path.display().to_string()], Vec::new(), None)
                     .with_context(|| format!("--runtime {}", path.display()))?;
                 let code = match f.code {
@@ -99,6 +106,14 @@ impl Function {
         })
     }
 
+    /// A managed runtime's interpreter, as `Resolved::chosen` says it.
+    pub fn interpreter_note(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Managed(r) => Some(r.chosen()),
+            Kind::Bootstrap(_) => None,
+        }
+    }
+
     /// The variant's name when it has none: the identifier, or the bootstrap's command.
     pub fn label(&self) -> String {
         match &self.kind {
@@ -114,7 +129,9 @@ impl Function {
         let task_root = self.layout.code.clone();
         let (runtime, platform_env) = match &self.kind {
             Kind::Managed(r) => {
-                let launch = r.launch(&self.paths, &self.handler, memory_mb, &self.env)?;
+                let launch = r.launch(&self.paths, &self.handler, memory_mb, &self.env, &|p| {
+                    self.layout.host_of(p)
+                })?;
                 // Lambda starts the runtime in the task root (the Java client
                 // loads the function from its working directory).
                 let t = Target::new(launch.argv, Vec::new(), Some(task_root))?;

@@ -318,13 +318,15 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         "phase": phase,
         "metrics": {"durationMs": round2(init_ms)},
     });
-    if let Err(f) = &init {
+    // An interrupt is ours, not the function's: its processes dying of it is no
+    // error of theirs (Lambda has no such init to report).
+    if let (Err(f), false) = (&init, interrupted) {
         init_report["status"] = f.status.clone().into();
         if let Some(t) = &f.error_type {
             init_report["errorType"] = t.clone().into();
         }
         e.logs.line(&report::init_report(init_ms, phase, f));
-        if !matches!(f.error_type.as_deref(), Some("Sandbox.Timedout")) && !interrupted {
+        if !matches!(f.error_type.as_deref(), Some("Sandbox.Timedout")) {
             e.bus.emit(
                 "platform.initRuntimeDone",
                 super::invoke::with_error_type(
@@ -334,7 +336,9 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
             );
         }
     }
-    e.bus.emit("platform.initReport", init_report);
+    if !interrupted {
+        e.bus.emit("platform.initReport", init_report);
+    }
     let usage = e
         .procs
         .first()

@@ -109,6 +109,19 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
             error_type: Some(t.clone()),
         }),
     };
+    // A runtime SIGKILLed by the OOM killer ran out of the memory size.
+    if let Some(f) = failure
+        .as_mut()
+        .filter(|f| f.error_type.as_deref() == Some("Runtime.ExitError"))
+    {
+        let killed = s
+            .lock()
+            .exited(&Role::Runtime)
+            .is_some_and(|x| x.status.signal == Some(libc::SIGKILL));
+        if killed && e.sandbox.as_ref().is_some_and(|sb| sb.oom_killed()) {
+            f.error_type = Some("Runtime.OutOfMemory".into());
+        }
+    }
     let runtime_done = result.as_ref().map_or(now_ns(), |r| r.at_ns);
     let produced = result.as_ref().map_or(0, |r| r.body.len());
     let latency_ms = delivered.map_or(0.0, |d| (d.saturating_sub(t_inv)) as f64 / 1e6);
@@ -196,6 +209,10 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
         Which::AfterSuppressedInit => ((t_end - e.t0) as f64 / 1e6, None),
         Which::Warm => (duration_ms, None),
     };
+    // Output the processes left without a newline belongs to this invoke.
+    for p in &e.procs {
+        p.flush_output().await;
+    }
     if let Some(f) = &failure {
         let exit = s.lock().exited(&Role::Runtime).map(|x| x.status.clone());
         for l in report::invoke_error(

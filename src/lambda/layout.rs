@@ -75,10 +75,12 @@ impl Layout {
     ) -> Result<Layout> {
         let dir = |p: &Path, flag: &str| -> Result<PathBuf> {
             if !p.is_dir() {
-                bail!(
-                    "{flag} {}: not a directory (give the unpacked zip's directory)",
-                    p.display()
-                );
+                let hint = match flag {
+                    "--extensions" => "give the directory holding the extension executables, as a layer's extensions/ (Lambda's /opt/extensions)",
+                    "--layer" => "give the unpacked layer zip's directory, what Lambda extracts to /opt",
+                    _ => "give the unpacked zip's directory",
+                };
+                bail!("{flag} {}: not a directory; {hint}", p.display());
             }
             Ok(std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
         };
@@ -133,6 +135,31 @@ impl Layout {
             }
         }
         host.to_path_buf()
+    }
+
+    /// The host file behind `inside`, a path as the function's processes see it:
+    /// in the sandbox, /var/task/… is the code's and /opt/… the layers' (the
+    /// upper layer holding it wins; /opt/extensions/… is `--extensions` first);
+    /// None when no layer holds it (the sandbox's /opt has nothing else). Other
+    /// paths, and every path without the sandbox, are the host's own.
+    pub fn host_of(&self, inside: &Path) -> Option<PathBuf> {
+        if !self.sandboxed {
+            return Some(inside.to_path_buf());
+        }
+        if let Ok(rel) = inside.strip_prefix(TASK_ROOT) {
+            return Some(self.code.join(rel));
+        }
+        let Ok(rel) = inside.strip_prefix(OPT) else {
+            return Some(inside.to_path_buf());
+        };
+        let extension = rel
+            .strip_prefix("extensions")
+            .ok()
+            .and_then(|r| Some(self.extensions.as_ref()?.join(r)));
+        extension
+            .into_iter()
+            .chain(self.layers.iter().rev().map(|l| l.join(rel)))
+            .find(|p| p.symlink_metadata().is_ok())
     }
 
     /// A program the sandbox would hide (under the host's /opt or /var/task,
@@ -239,6 +266,48 @@ mod tests {
         assert!(host
             .check_visible(Path::new("/opt/java/bin/java"), "--runtime")
             .is_ok());
+    }
+
+    #[test]
+    fn inside_paths_map_to_the_code_and_the_upper_layer_holding_them() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let file = |rel: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, "x").expect("write");
+            p
+        };
+        let lower = file("l1/otel-instrument");
+        let upper = file("l2/otel-instrument");
+        let only_lower = file("l1/bin/tool");
+        let ext = file("ext/e");
+        let l = Layout {
+            code: dir.path().join("code"),
+            layers: vec![dir.path().join("l1"), dir.path().join("l2")],
+            extensions: Some(dir.path().join("ext")),
+            sandboxed: true,
+        };
+        assert_eq!(l.host_of(Path::new("/opt/otel-instrument")), Some(upper.clone()));
+        assert_ne!(Some(lower), l.host_of(Path::new("/opt/otel-instrument")));
+        assert_eq!(l.host_of(Path::new("/opt/bin/tool")), Some(only_lower));
+        assert_eq!(l.host_of(Path::new("/opt/extensions/e")), Some(ext));
+        assert_eq!(l.host_of(Path::new("/opt/nothing")), None);
+        assert_eq!(
+            l.host_of(Path::new("/var/task/w.sh")),
+            Some(dir.path().join("code/w.sh"))
+        );
+        assert_eq!(
+            l.host_of(Path::new("/usr/bin/env")),
+            Some(PathBuf::from("/usr/bin/env"))
+        );
+        let host = Layout {
+            sandboxed: false,
+            ..l
+        };
+        assert_eq!(
+            host.host_of(Path::new("/opt/otel-instrument")),
+            Some(PathBuf::from("/opt/otel-instrument"))
+        );
     }
 
     #[test]

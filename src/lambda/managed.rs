@@ -119,6 +119,10 @@ pub fn clients_dir() -> PathBuf {
 pub struct Resolved {
     pub runtime: Runtime,
     interpreter: PathBuf,
+    /// The interpreter's version, as it said.
+    version: String,
+    /// Earlier candidates on PATH passed over (`/usr/bin/python3.11 is 3.12`).
+    skipped: Vec<String>,
     /// The client's directory (LAMBDA_RUNTIME_DIR: /var/runtime on Lambda).
     client: PathBuf,
 }
@@ -137,6 +141,21 @@ impl Resolved {
         &self.interpreter
     }
 
+    /// Which interpreter runs the runtime, and which earlier ones on PATH were
+    /// passed over: `python3.11: /usr/bin/python3.11 (3.11.9)`.
+    pub fn chosen(&self) -> String {
+        let mut s = format!(
+            "{}: {} ({})",
+            self.runtime.id(),
+            self.interpreter.display(),
+            self.version
+        );
+        if !self.skipped.is_empty() {
+            s.push_str(&format!(", not {}", self.skipped.join(", not ")));
+        }
+        s
+    }
+
     /// Find the interpreter on PATH (the runtime's version) and the installed client.
     pub fn find(runtime: Runtime, clients: &Path) -> Result<Self> {
         let (sub, package) = runtime.client();
@@ -153,22 +172,27 @@ impl Resolved {
                 client.display()
             );
         }
-        let interpreter = interpreter(runtime)?;
+        let (interpreter, version, skipped) = interpreter(runtime)?;
         Ok(Resolved {
             runtime,
             interpreter,
+            version,
+            skipped,
             client: std::path::absolute(&client).unwrap_or(client),
         })
     }
 
     /// The command and variables for a function with these paths and memory.
-    /// `user`: the function's variables (AWS_LAMBDA_EXEC_WRAPPER, and overrides).
+    /// `user`: the function's variables (AWS_LAMBDA_EXEC_WRAPPER, and overrides);
+    /// `host_of`: the host file behind a path as the runtime sees it
+    /// (`Layout::host_of`), to check the wrapper where it really is.
     pub fn launch(
         &self,
         paths: &SandboxPaths,
         handler: &str,
         memory_mb: u64,
         user: &[(String, String)],
+        host_of: &dyn Fn(&Path) -> Option<PathBuf>,
     ) -> Result<Launch> {
         let client = self.client.display().to_string();
         let mut env = paths.path_vars();
@@ -241,7 +265,7 @@ impl Resolved {
             }
         };
         Ok(Launch {
-            argv: wrapped(argv, user)?,
+            argv: wrapped(argv, user, host_of)?,
             env,
         })
     }
@@ -249,8 +273,13 @@ impl Resolved {
 
 /// AWS_LAMBDA_EXEC_WRAPPER: the bootstrap execs the wrapper with its own command
 /// as the arguments. Lambda's bootstrap exits 127 ("does not exist") or 126 ("is
-/// not an executable") when the wrapper is unusable; coldstart says so up front.
-fn wrapped(argv: Vec<String>, user: &[(String, String)]) -> Result<Vec<String>> {
+/// not an executable") when the wrapper is unusable; coldstart says so up front,
+/// looking where the runtime will (in the sandbox, /opt is the layers).
+fn wrapped(
+    argv: Vec<String>,
+    user: &[(String, String)],
+    host_of: &dyn Fn(&Path) -> Option<PathBuf>,
+) -> Result<Vec<String>> {
     use std::os::unix::fs::PermissionsExt;
     let Some((_, wrapper)) = user
         .iter()
@@ -260,7 +289,13 @@ fn wrapped(argv: Vec<String>, user: &[(String, String)]) -> Result<Vec<String>> 
     else {
         return Ok(argv);
     };
-    let meta = std::fs::metadata(wrapper).ok().filter(|m| m.is_file());
+    // The host's file goes into the command; the sandbox maps it back to
+    // where the runtime sees it (`init::inside_target`).
+    let host = host_of(Path::new(wrapper));
+    let meta = host
+        .as_ref()
+        .and_then(|h| std::fs::metadata(h).ok())
+        .filter(|m| m.is_file());
     match meta {
         None => bail!(
             "AWS_LAMBDA_EXEC_WRAPPER={wrapper}: does not exist (Lambda's bootstrap would exit 127): give the wrapper script's path"
@@ -268,7 +303,11 @@ fn wrapped(argv: Vec<String>, user: &[(String, String)]) -> Result<Vec<String>> 
         Some(m) if m.permissions().mode() & 0o111 == 0 => bail!(
             "AWS_LAMBDA_EXEC_WRAPPER={wrapper}: is not an executable (Lambda's bootstrap would exit 126): `chmod +x` it"
         ),
-        Some(_) => Ok(std::iter::once(wrapper.clone()).chain(argv).collect()),
+        Some(_) => Ok(host
+            .map(|h| h.display().to_string())
+            .into_iter()
+            .chain(argv)
+            .collect()),
     }
 }
 
@@ -284,10 +323,13 @@ fn java_client_jar(dir: &Path) -> Option<PathBuf> {
         })
 }
 
-/// The runtime's interpreter from PATH, of the runtime's version. Python's is
-/// asked where it is (a version manager's `python3.11` may be a shim script that
-/// would add its own start-up to every init).
-fn interpreter(runtime: Runtime) -> Result<PathBuf> {
+/// The runtime's interpreter from PATH, of the runtime's version, with its
+/// version and the candidates passed over. Candidates, in order: `python3.11`
+/// then `python3`; `node`; `java`, each the first on PATH; one of another
+/// version is passed over for the next. Python's is asked where it is (a
+/// version manager's `python3.11` may be a shim script that would add its own
+/// start-up to every init).
+fn interpreter(runtime: Runtime) -> Result<(PathBuf, String, Vec<String>)> {
     let (names, probe, want): (&[&str], &[&str], &str) = match runtime {
         Runtime::Python311 => (
             &["python3.11", "python3"],
@@ -325,7 +367,7 @@ fn interpreter(runtime: Runtime) -> Result<PathBuf> {
         let version = version.unwrap_or_default();
         let major_matches = version == want || version.starts_with(&format!("{want}."));
         match path.filter(|p| p.is_file()) {
-            Some(p) if out.status.success() && major_matches => return Ok(p),
+            Some(p) if out.status.success() && major_matches => return Ok((p, version, seen)),
             _ => seen.push(format!(
                 "{} is {}",
                 found.display(),
@@ -396,6 +438,8 @@ mod tests {
         Resolved {
             runtime,
             interpreter: PathBuf::from("/interp"),
+            version: "1.0".into(),
+            skipped: Vec::new(),
             client: PathBuf::from("/ric"),
         }
     }
@@ -407,6 +451,10 @@ mod tests {
         }
     }
 
+    fn same(p: &Path) -> Option<PathBuf> {
+        Some(p.to_path_buf())
+    }
+
     fn var<'a>(l: &'a Launch, k: &str) -> &'a str {
         &l.env.iter().find(|(x, _)| x == k).expect(k).1
     }
@@ -414,7 +462,7 @@ mod tests {
     #[test]
     fn each_runtime_gets_its_bootstraps_command_and_paths() {
         let py = resolved(Runtime::Python311)
-            .launch(&paths(), "app.handler", 512, &[])
+            .launch(&paths(), "app.handler", 512, &[], &same)
             .expect("python");
         assert_eq!(py.argv, ["/interp", "-m", "awslambdaric", "app.handler"]);
         assert_eq!(
@@ -423,7 +471,7 @@ mod tests {
         );
         assert_eq!(var(&py, "AWS_EXECUTION_ENV"), "AWS_Lambda_python3.11");
         let node = resolved(Runtime::Nodejs20)
-            .launch(&paths(), "index.handler", 1000, &[])
+            .launch(&paths(), "index.handler", 1000, &[], &same)
             .expect("node");
         assert_eq!(
             var(&node, "NODE_PATH"),
@@ -432,7 +480,7 @@ mod tests {
         assert!(node.argv.contains(&"--max-old-space-size=900".to_string()));
         assert!(node.argv.contains(&"--max-semi-space-size=50".to_string()));
         let java = resolved(Runtime::Java17)
-            .launch(&paths(), "a.B::handleRequest", 1024, &[])
+            .launch(&paths(), "a.B::handleRequest", 1024, &[], &same)
             .expect("java");
         let cp = &java.argv[java.argv.iter().position(|a| a == "-classpath").expect("cp") + 1];
         assert_eq!(
@@ -452,18 +500,18 @@ mod tests {
         let w = tmp.path().join("wrapper");
         let user = |p: &Path| vec![("AWS_LAMBDA_EXEC_WRAPPER".to_string(), p.display().to_string())];
         let err = resolved(Runtime::Python311)
-            .launch(&paths(), "h", 128, &user(&w))
+            .launch(&paths(), "h", 128, &user(&w), &same)
             .expect_err("missing");
         assert!(err.to_string().contains("does not exist"), "{err}");
         std::fs::write(&w, "#!/bin/sh\nexec \"$@\"\n").expect("write");
         let err = resolved(Runtime::Python311)
-            .launch(&paths(), "h", 128, &user(&w))
+            .launch(&paths(), "h", 128, &user(&w), &same)
             .expect_err("not executable");
         assert!(err.to_string().contains("is not an executable"), "{err}");
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         let l = resolved(Runtime::Python311)
-            .launch(&paths(), "h", 128, &user(&w))
+            .launch(&paths(), "h", 128, &user(&w), &same)
             .expect("wrapped");
         assert_eq!(
             l.argv,

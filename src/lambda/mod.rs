@@ -77,6 +77,9 @@ pub struct Config {
     /// The code, layers and extensions, and whether the sandbox's mount
     /// namespace shows them at Lambda's paths.
     pub layout: layout::Layout,
+    /// A managed runtime's interpreter and the ones passed over, for the
+    /// header line (`Resolved::chosen`).
+    pub interpreter_note: Option<String>,
 }
 
 /// Settings shared by every run.
@@ -291,7 +294,10 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
         run.metrics
             .insert(key("delivered_batches"), d.delivered_batches as f64);
         run.metrics.insert(key("failed_batches"), d.failed_batches as f64);
-        warn_undelivered(d);
+        // Batches cut off by an interrupt are no subscriber's fault.
+        if !run.interrupted {
+            warn_undelivered(d);
+        }
     }
     run.marks.extend(processes::checkpoint_marks(&shared, run.t0));
     run.marks.sort_by_key(|m| m.t_ns);

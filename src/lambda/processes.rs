@@ -110,6 +110,8 @@ pub struct Process {
     tasks: Vec<JoinHandle<()>>,
     /// Reads the checkpoint pipe to its end-of-file.
     checkpoints: Option<JoinHandle<()>>,
+    /// One per output stream (`read_output`).
+    flushers: Vec<tokio::sync::mpsc::UnboundedSender<Flush>>,
 }
 
 impl Drop for Process {
@@ -132,6 +134,7 @@ pub fn start(mut p: Prepared, shared: &Arc<Shared>, bus: &Arc<Bus>, logs: &Arc<L
         Role::Runtime => "function",
         Role::Extension(_) => "extension",
     };
+    let mut flushers = Vec::new();
     for stream in [child.stdout.map(OwnedFd::from), child.stderr.map(OwnedFd::from)]
         .into_iter()
         .flatten()
@@ -140,13 +143,12 @@ pub fn start(mut p: Prepared, shared: &Arc<Shared>, bus: &Arc<Bus>, logs: &Arc<L
             continue;
         };
         let (bus, logs) = (bus.clone(), logs.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut lines = BufReader::new(rx).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                logs.line(&line);
-                bus.emit(kind, serde_json::Value::String(line));
-            }
-        }));
+        let (flush_tx, flush_rx) = tokio::sync::mpsc::unbounded_channel();
+        flushers.push(flush_tx);
+        tasks.push(tokio::spawn(read_output(rx, flush_rx, move |line| {
+            logs.line(&line);
+            bus.emit(kind, serde_json::Value::String(line));
+        })));
     }
     let (state, role) = (shared.clone(), p.role.clone());
     let pidfd = child.pidfd;
@@ -185,10 +187,97 @@ pub fn start(mut p: Prepared, shared: &Arc<Shared>, bus: &Arc<Bus>, logs: &Arc<L
         _group: group,
         tasks,
         checkpoints,
+        flushers,
     })
 }
 
+/// A request to pass on a stream's unfinished line, answered once done.
+type Flush = tokio::sync::oneshot::Sender<()>;
+
+/// Read a process's output stream into lines for `emit`. A line still without
+/// its newline (`sys.stdout.write("x")`, Java's `LambdaLogger.log`) is passed on
+/// at end-of-file, or when a `Flush` asks (an invoke ends: Lambda's log shows
+/// that output before END and REPORT, not after).
+async fn read_output(
+    rx: tokio::net::unix::pipe::Receiver,
+    mut flushes: tokio::sync::mpsc::UnboundedReceiver<Flush>,
+    emit: impl Fn(String),
+) {
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 8192];
+    let complete = |pending: &mut Vec<u8>| {
+        while let Some(at) = pending.iter().position(|&b| b == b'\n') {
+            let mut line: Vec<u8> = pending.drain(..=at).collect();
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            emit(String::from_utf8_lossy(&line).into_owned());
+        }
+    };
+    let rest = |pending: &mut Vec<u8>| {
+        if !pending.is_empty() {
+            emit(String::from_utf8_lossy(pending).into_owned());
+            pending.clear();
+        }
+    };
+    loop {
+        tokio::select! {
+            ready = rx.readable() => {
+                if ready.is_err() {
+                    break;
+                }
+                match rx.try_read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        pending.extend_from_slice(&chunk[..n]);
+                        complete(&mut pending);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => break,
+                }
+            }
+            Some(ack) = flushes.recv() => {
+                // What the process wrote before the invoke's end is in the pipe
+                // by now: read it all before passing the unfinished line on.
+                let mut eof = false;
+                loop {
+                    match rx.try_read(&mut chunk) {
+                        Ok(0) => {
+                            eof = true;
+                            break;
+                        }
+                        Ok(n) => pending.extend_from_slice(&chunk[..n]),
+                        Err(_) => break,
+                    }
+                }
+                complete(&mut pending);
+                rest(&mut pending);
+                ack.send(()).ok();
+                if eof {
+                    return;
+                }
+            }
+        }
+    }
+    rest(&mut pending);
+}
+
 impl Process {
+    /// Pass on the output the process left without a newline, into the log and
+    /// telemetry, before the caller's next line (an invoke's END).
+    pub async fn flush_output(&self) {
+        for f in &self.flushers {
+            let (ack, done) = tokio::sync::oneshot::channel();
+            if f.send(ack).is_ok() {
+                // A reader that already ended has flushed at its end-of-file.
+                tokio::time::timeout(std::time::Duration::from_secs(1), done)
+                    .await
+                    .ok();
+            }
+        }
+    }
+
     /// Wait (until `within` passes) for the checkpoint pipe's end-of-file: every
     /// holder of its write end gone, every line read. Call once the process tree is
     /// dead.

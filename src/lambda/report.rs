@@ -102,7 +102,8 @@ pub fn invoke_error(
         )];
     }
     match (kind.as_str(), runtime_exit) {
-        ("Runtime.ExitError", Some(x)) => {
+        // Out of memory, Lambda still says how the runtime ended, then the type.
+        ("Runtime.ExitError" | "Runtime.OutOfMemory", Some(x)) => {
             let how = match (x.code, x.signal) {
                 (Some(c), _) => format!("exit status {c}"),
                 (_, Some(9)) => "signal: killed".to_string(),

@@ -215,6 +215,26 @@ impl Sandbox {
         Some((peak + mapped.saturating_sub(charged)).min(self.limit_bytes.max(peak)))
     }
 
+    /// Whether the kernel's OOM killer killed a process of the cgroup (it hit
+    /// the memory size): v2's memory.events `oom_kill`, v1's memory.oom_control
+    /// `oom_kill` (Linux 4.13+). Without that counter, v1's memory.failcnt (the
+    /// limit was hit) stands in, for the caller to pair with a SIGKILL.
+    pub fn oom_killed(&self) -> bool {
+        let counter = |file: &str, key: &str| -> Option<u64> {
+            std::fs::read_to_string(self.memory.join(file))
+                .ok()?
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+        };
+        match self.kind {
+            Kind::V2 { .. } => counter("memory.events", "oom_kill ").is_some_and(|n| n > 0),
+            Kind::V1 { .. } => match counter("memory.oom_control", "oom_kill ") {
+                Some(n) => n > 0,
+                None => read_u64(&self.memory.join("memory.failcnt")).is_some_and(|n| n > 0),
+            },
+        }
+    }
+
     /// Throttled time so far (ns), from cpu.stat.
     pub fn throttled_ns(&self) -> Option<u64> {
         let stat = std::fs::read_to_string(self.cpu.join("cpu.stat")).ok()?;

@@ -10,6 +10,8 @@ CS_RT_MODE (optional):
               two status codes ("big-response statuses: 413 403")
   (default)   echo each event as the response
 CS_RT_SAY (optional): a line the runtime prints during init (a function log)
+CS_RT_PARTIAL (optional): text each invoke writes to stdout without a newline
+  (flushed) before it responds
 CS_RT_INIT_WORK, CS_RT_INVOKE_WORK (optional): iterations of a CPU-bound loop
   during init / in each invoke (a fixed amount of CPU work, so its time shows the
   CPU the sandbox gives)
@@ -19,6 +21,8 @@ CS_RT_SEE (optional): a file the runtime writes during init with what it sees,
   (null if it does not), its mount namespace (/proc/self/ns/mnt)
 CS_RT_ALLOC_MB (optional): MB the runtime allocates and writes during init
   (kept until it exits)
+CS_RT_INVOKE_ALLOC_MB (optional): MB each invoke allocates and writes before
+  it responds (to run past the memory size)
 CS_RT_MAP_FILE (optional): a file the runtime maps and reads every page of
   during init (kept mapped until it exits)
 CS_RT_HWM_FILE (optional): each invoke writes the runtime's VmHWM (peak RSS, kB,
@@ -158,6 +162,10 @@ while True:
     request_id = headers["Lambda-Runtime-Aws-Request-Id"]
     burn("CS_RT_INVOKE_WORK")
     record_hwm("CS_RT_HWM_FILE")
+    grown = b"y" * (int(os.environ.get("CS_RT_INVOKE_ALLOC_MB", "0") or 0) << 20)
+    if os.environ.get("CS_RT_PARTIAL"):
+        sys.stdout.write(os.environ["CS_RT_PARTIAL"])
+        sys.stdout.flush()
     if mode == "error-type":
         kind = os.environ.get("CS_RT_ERROR_TYPE", "")
         call(
