@@ -100,36 +100,33 @@ fn go_runtime_with_two_extensions_init_invoke_shutdown() {
     std::fs::write(&event, r#"{"hello": "lambda"}"#).unwrap();
     let m = marker("lambda-go");
     let o = run(&[
-        "lambda",
-        "-q",
-        "--no-store",
-        "--runs",
-        "1",
-        "--warmup",
-        "0",
-        "--memory",
-        "1769",
-        "--runtime",
-        &go,
-        "--extensions",
-        ext.to_str().unwrap(),
-        "--event",
-        event.to_str().unwrap(),
-        "--log",
-        log.to_str().unwrap(),
-        "--save-response",
-        response.to_str().unwrap(),
-        "--export-json",
-        json.to_str().unwrap(),
-        "--env",
-        &m,
-        "--env",
-        &format!("CS_READY_DIR={}", ready.display()),
-        "--env",
-        &format!("CS_TELEMETRY_OUT={}", telemetry.display()),
-        "--env",
-        &format!("CS_TELEMETRY_PORT={}", free_port()),
-    ]);
+        &LAMBDA_ONCE[..],
+        &[
+            "--memory",
+            "1769",
+            "--runtime",
+            &go,
+            "--extensions",
+            ext.to_str().unwrap(),
+            "--event",
+            event.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+            "--save-response",
+            response.to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+            "--env",
+            &m,
+            "--env",
+            &format!("CS_READY_DIR={}", ready.display()),
+            "--env",
+            &format!("CS_TELEMETRY_OUT={}", telemetry.display()),
+            "--env",
+            &format!("CS_TELEMETRY_PORT={}", free_port()),
+        ],
+    ]
+    .concat());
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
 
     // The event reached aws-lambda-go's handler and its response came back.
@@ -263,28 +260,25 @@ fn rust_runtime_invoke_and_memory_sweep() {
     );
     let m = marker("lambda-rust");
     let o = run(&[
-        "lambda",
-        "-q",
-        "--no-store",
-        "--runs",
-        "1",
-        "--warmup",
-        "0",
-        "--memory",
-        "256,1024",
-        "--runtime",
-        &rust,
-        "--extensions",
-        ext.to_str().unwrap(),
-        "--log",
-        log.to_str().unwrap(),
-        "--save-response",
-        response.to_str().unwrap(),
-        "--export-json",
-        json.to_str().unwrap(),
-        "--env",
-        &m,
-    ]);
+        &LAMBDA_ONCE[..],
+        &[
+            "--memory",
+            "256,1024",
+            "--runtime",
+            &rust,
+            "--extensions",
+            ext.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+            "--save-response",
+            response.to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+            "--env",
+            &m,
+        ],
+    ]
+    .concat());
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let resp: serde_json::Value = serde_json::from_slice(&std::fs::read(&response).unwrap()).unwrap();
     assert_eq!(resp["runtime"], "lambda_runtime");

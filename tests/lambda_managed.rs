@@ -328,14 +328,8 @@ fn each_variant_runs_its_own_handler() {
     let (code, layer) = (code.to_str().expect("utf-8"), layer.to_str().expect("utf-8"));
     let facts_env = format!("FACTS={}", facts.display());
     let o = coldstart()
+        .args(LAMBDA_ONCE)
         .args([
-            "lambda",
-            "-q",
-            "--no-store",
-            "--runs",
-            "1",
-            "--warmup",
-            "0",
             "--runtime",
             "python3.11",
             "--code",

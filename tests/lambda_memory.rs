@@ -278,24 +278,21 @@ fn out_of_memory_is_reported_as_lambda_does() {
     let runtime = root().join("examples/lambda/python/raw_runtime.py");
     let m = marker("lambda-oom");
     let o = run(&[
-        "lambda",
-        "-q",
-        "--no-store",
-        "--runs",
-        "1",
-        "--warmup",
-        "0",
-        "--memory",
-        "128",
-        "--runtime",
-        runtime.to_str().unwrap(),
-        "--log",
-        log.to_str().unwrap(),
-        "--env",
-        &m,
-        "--env",
-        "CS_RT_INVOKE_ALLOC_MB=300",
-    ]);
+        &LAMBDA_ONCE[..],
+        &[
+            "--memory",
+            "128",
+            "--runtime",
+            runtime.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+            "--env",
+            &m,
+            "--env",
+            "CS_RT_INVOKE_ALLOC_MB=300",
+        ],
+    ]
+    .concat());
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let text = std::fs::read_to_string(&log).unwrap();
     let report = text
