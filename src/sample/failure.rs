@@ -26,7 +26,10 @@ pub fn describe_failure(variant: &str, sample: &Sample) -> String {
         s.push_str(" (no output)");
     } else {
         s.push_str("; last output:");
-        for line in &sample.output_tail {
+        // A record of several lines joined by CR (awslambdaric's tracebacks, as
+        // CloudWatch shows them) reads as those lines, not as text a terminal's
+        // carriage return overwrites.
+        for line in sample.output_tail.iter().flat_map(|l| l.split('\r')) {
             s.push_str("\n  | ");
             s.push_str(&clip(line));
         }
@@ -49,6 +52,24 @@ fn clip(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cr_joined_record_reads_as_its_lines() {
+        let mut sample = crate::sample::Sample::begin(
+            &crate::sample::RunId {
+                variant: 0,
+                round: 0,
+                warmup: false,
+            },
+            0,
+        );
+        sample.outcome = crate::sample::Outcome::Timeout;
+        sample.output_tail =
+            vec!["[ERROR] ValueError: boom\rTraceback (most recent call last):\r  File \"app.py\"".into()];
+        let text = super::describe_failure("fn", &sample);
+        assert!(!text.contains('\r'), "{text:?}");
+        assert!(text.ends_with("\n  | [ERROR] ValueError: boom\n  | Traceback (most recent call last):\n  |   File \"app.py\""), "{text}");
+    }
+
     #[test]
     fn long_lines_are_clipped_on_a_char_boundary() {
         assert_eq!(super::clip("short"), "short");
