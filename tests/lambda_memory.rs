@@ -311,3 +311,43 @@ fn out_of_memory_is_reported_as_lambda_does() {
     assert_eq!(lines.get(killed + 1), Some(&"Runtime.OutOfMemory"), "{text}");
     assert!(processes_with(&m).is_empty(), "left behind");
 }
+
+/// The same during init: a runtime the memory limit kills while it initialises
+/// fails init with Runtime.OutOfMemory, not Runtime.ExitError.
+#[test]
+fn out_of_memory_during_init_is_named() {
+    if !sandboxes_available() {
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let log = dir.path().join("lambda.log");
+    let runtime = root().join("examples/lambda/python/raw_runtime.py");
+    let m = marker("lambda-oom-init");
+    let o = run(&[
+        &LAMBDA_ONCE[..],
+        &[
+            "--memory",
+            "128",
+            "--runtime",
+            runtime.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+            "--env",
+            &m,
+            "--env",
+            "CS_RT_ALLOC_MB=300",
+        ],
+    ]
+    .concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let init_report = text
+        .lines()
+        .find(|l| l.starts_with("INIT_REPORT ") && l.contains("Phase: init"))
+        .unwrap_or_else(|| panic!("no INIT_REPORT: {text}"));
+    assert!(
+        init_report.ends_with("\tStatus: error\tError Type: Runtime.OutOfMemory"),
+        "{init_report}"
+    );
+    assert!(processes_with(&m).is_empty(), "left behind");
+}

@@ -287,7 +287,8 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     let marks = {
         let st = s.lock();
         if init.is_err() {
-            init = Err(classify_failure(&st));
+            let oom = || e.sandbox.as_ref().is_some_and(|sb| sb.oom_killed());
+            init = Err(classify_failure(&st, oom));
             exit_status = st.exits.first().map(|e| e.status.clone());
         }
         lambda_marks(&st, e.t0, &e.procs)
@@ -409,8 +410,10 @@ fn timed_out() -> Failure {
     }
 }
 
-/// Why init did not finish, in Lambda's terms.
-fn classify_failure(s: &State) -> Failure {
+/// Why init did not finish, in Lambda's terms. `oom`: whether the sandbox's
+/// memory cgroup recorded an OOM kill (a SIGKILLed runtime then ran out of the
+/// memory size, as during an invoke).
+fn classify_failure(s: &State, oom: impl Fn() -> bool) -> Failure {
     let error = |t: &str| Failure {
         status: "error".into(),
         error_type: Some(t.to_string()),
@@ -423,6 +426,7 @@ fn classify_failure(s: &State) -> Failure {
     }
     if let Some(e) = s.exits.first() {
         return match &e.role {
+            Role::Runtime if e.status.signal == Some(libc::SIGKILL) && oom() => error("Runtime.OutOfMemory"),
             Role::Runtime => error("Runtime.ExitError"),
             Role::Extension(_) => error("Extension.Crash"),
         };
