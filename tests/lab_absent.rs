@@ -24,17 +24,20 @@ fn subreaper() -> i32 {
     flag
 }
 
-fn sigint_is_default() -> bool {
+/// SIGINT's disposition: SIG_DFL, or SIG_IGN when the test was started in the
+/// background of a shell without job control (which ignores it for its children).
+fn sigint_disposition() -> libc::sighandler_t {
     // SAFETY: a zeroed sigaction is a valid out-parameter; a null new action only reads.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
         assert_eq!(libc::sigaction(libc::SIGINT, std::ptr::null(), &mut old), 0);
-        old.sa_sigaction == libc::SIG_DFL
+        old.sa_sigaction
     }
 }
 
 #[test]
 fn without_a_lab_running_a_target_is_a_clear_error_and_nothing_global_changed() {
+    let sigint_before = sigint_disposition();
     let target = Target::new(vec!["true".into()], Vec::new(), None).expect("`true` on PATH");
     let opts = RunOptions {
         timeout: Duration::from_secs(10),
@@ -60,7 +63,15 @@ fn without_a_lab_running_a_target_is_a_clear_error_and_nothing_global_changed() 
 
     // The library did nothing process-wide on its own.
     assert_eq!(subreaper(), 0, "not a subreaper without a Lab");
-    assert!(sigint_is_default(), "no SIGINT handler without a Lab");
+    assert!(
+        [libc::SIG_DFL, libc::SIG_IGN].contains(&sigint_before),
+        "no handler of ours before the run either"
+    );
+    assert_eq!(
+        sigint_disposition(),
+        sigint_before,
+        "no SIGINT handler without a Lab"
+    );
     assert!(
         std::env::var_os("COLDSTART_FD").is_none(),
         "environment untouched"
