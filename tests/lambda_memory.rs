@@ -265,18 +265,13 @@ fn lambda_without_cgroup_permission_says_one_line() {
     assert!(err.contains("--no-cgroup") && err.contains("root"), "{err}");
 }
 
-/// A handler that allocates past the memory size is killed by the kernel's OOM
-/// killer in the sandbox's cgroup: Lambda reports Runtime.OutOfMemory (with the
-/// runtime's `signal: killed` line), not a plain Runtime.ExitError.
-#[test]
-fn out_of_memory_is_reported_as_lambda_does() {
-    if !sandboxes_available() {
-        return;
-    }
+/// The raw runtime at 128 MB with `alloc` (an `--env` setting that makes it
+/// allocate 300 MB); the failed run's `--log` text. Nothing may be left running.
+fn over_the_limit(alloc: &str, tag: &str) -> String {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let log = dir.path().join("lambda.log");
     let runtime = root().join("examples/lambda/python/raw_runtime.py");
-    let m = marker("lambda-oom");
+    let m = marker(tag);
     let o = run(&[
         &LAMBDA_ONCE[..],
         &[
@@ -289,12 +284,24 @@ fn out_of_memory_is_reported_as_lambda_does() {
             "--env",
             &m,
             "--env",
-            "CS_RT_INVOKE_ALLOC_MB=300",
+            alloc,
         ],
     ]
     .concat());
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(processes_with(&m).is_empty(), "left behind");
+    std::fs::read_to_string(&log).unwrap()
+}
+
+/// A handler that allocates past the memory size is killed by the kernel's OOM
+/// killer in the sandbox's cgroup: Lambda reports Runtime.OutOfMemory (with the
+/// runtime's `signal: killed` line), not a plain Runtime.ExitError.
+#[test]
+fn out_of_memory_is_reported_as_lambda_does() {
+    if !sandboxes_available() {
+        return;
+    }
+    let text = over_the_limit("CS_RT_INVOKE_ALLOC_MB=300", "lambda-oom");
     let report = text
         .lines()
         .find(|l| l.starts_with("REPORT "))
@@ -309,7 +316,6 @@ fn out_of_memory_is_reported_as_lambda_does() {
         .position(|l| l.ends_with("Error: Runtime exited with error: signal: killed"))
         .unwrap_or_else(|| panic!("no exit line: {text}"));
     assert_eq!(lines.get(killed + 1), Some(&"Runtime.OutOfMemory"), "{text}");
-    assert!(processes_with(&m).is_empty(), "left behind");
 }
 
 /// The same during init: a runtime the memory limit kills while it initialises
@@ -319,28 +325,7 @@ fn out_of_memory_during_init_is_named() {
     if !sandboxes_available() {
         return;
     }
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let log = dir.path().join("lambda.log");
-    let runtime = root().join("examples/lambda/python/raw_runtime.py");
-    let m = marker("lambda-oom-init");
-    let o = run(&[
-        &LAMBDA_ONCE[..],
-        &[
-            "--memory",
-            "128",
-            "--runtime",
-            runtime.to_str().unwrap(),
-            "--log",
-            log.to_str().unwrap(),
-            "--env",
-            &m,
-            "--env",
-            "CS_RT_ALLOC_MB=300",
-        ],
-    ]
-    .concat());
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let text = std::fs::read_to_string(&log).unwrap();
+    let text = over_the_limit("CS_RT_ALLOC_MB=300", "lambda-oom-init");
     let init_report = text
         .lines()
         .find(|l| l.starts_with("INIT_REPORT ") && l.contains("Phase: init"))
@@ -349,5 +334,4 @@ fn out_of_memory_during_init_is_named() {
         init_report.ends_with("\tStatus: error\tError Type: Runtime.OutOfMemory"),
         "{init_report}"
     );
-    assert!(processes_with(&m).is_empty(), "left behind");
 }
