@@ -251,7 +251,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         };
         let att = attribution::attribute(&side(0, &ua, ea), &side(1, &ub, eb));
         let doc = serde_json::json!({
-            "schema": "coldstart.explain-ab/1",
+            "schema": attribution::SCHEMA,
             "attribution": att,
             "builds": { arms.builds[0].name.clone(): ea, arms.builds[1].name.clone(): eb },
         });

@@ -130,7 +130,11 @@ fn explanation_ab(store: &mut Store, id: i64) -> Result<Option<(serde_json::Valu
     };
     let doc: serde_json::Value = serde_json::from_str(&json)
         .with_context(|| format!("experiment {id}: its stored explanation is unreadable"))?;
-    if doc["schema"] != "coldstart.explain-ab/1" {
+    // /1 documents read into the /2 type (its new fields have defaults).
+    if !matches!(
+        doc["schema"].as_str(),
+        Some("coldstart.explain-ab/1" | explain::attribution::SCHEMA)
+    ) {
         return Ok(None);
     }
     let unreadable = || format!("experiment {id}: its stored A vs B explanation is unreadable");

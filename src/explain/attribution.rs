@@ -29,9 +29,10 @@ pub struct PhaseDiff {
     pub b_ms: f64,
     /// B − A: the Hodges–Lehmann shift of the per-run estimates.
     pub diff_ms: f64,
-    /// Its 95 % CI (Moses); None with too few runs.
+    /// Its CI (Moses, at [`Attribution::phase_confidence`], never narrower
+    /// than the traced runs'); None with too few runs.
     pub ci_ms: Option<(f64, f64)>,
-    /// diff ÷ the total difference, %.
+    /// diff ÷ the total difference, %: only when the total's CI excludes 0.
     pub share_pct: Option<f64>,
 }
 
@@ -66,14 +67,29 @@ pub struct Attribution {
     pub total_ci_ms: Option<(f64, f64)>,
     /// Largest |difference| first.
     pub phases: Vec<PhaseDiff>,
-    /// Whether the phases are untraced estimates (else the traced runs shown).
+    /// Whether the phases are untraced estimates (else traced runs).
     pub estimated: bool,
+    /// The scale both builds' estimates share (None: traced).
+    #[serde(default)]
+    pub scale: Option<SharedScale>,
+    /// The confidence of each phase's interval: 95 % for all phases at once
+    /// (Bonferroni over the phases).
+    #[serde(default = "default_confidence")]
+    pub phase_confidence: f64,
     /// Largest |difference| first, within each section.
     pub rows: Vec<RowDiff>,
     /// Files (successful opens in the runs shown) only one build opened.
     pub only_a: Vec<String>,
     pub only_b: Vec<String>,
     pub notes: Vec<String>,
+}
+
+/// The A vs B document's schema. 2: phases share one scale, intervals are
+/// family-wise, shares only of a clear total.
+pub const SCHEMA: &str = "coldstart.explain-ab/2";
+
+fn default_confidence() -> f64 {
+    CONFIDENCE
 }
 
 /// Rows of the runtime's tables shown per section.
@@ -85,19 +101,41 @@ fn median(xs: &[f64]) -> f64 {
     stats::quantile(&v, 0.5)
 }
 
-/// Per-run values of phase `name`: the estimates when there are some, else
-/// the traced phase of the run shown (one value, no CI).
-fn phase_values(e: &Explanation, name: &str) -> Vec<f64> {
+/// The one model both builds' phases are estimated with: per-run untraced
+/// estimates with the same scale on every stop's calibrated cost. Each build
+/// has a residual scale of its own, and estimating each with its own would turn
+/// the difference between two scales (noise) into a "significant" phase shift;
+/// so both use the mean of the two scales, and the CI spans the mean of their
+/// intervals. When either build's estimates are not reliable, or were stored
+/// without per-run costs, both are compared traced (scale 0).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SharedScale {
+    pub scale: f64,
+    pub ci: (f64, f64),
+}
+
+fn shared_scale(ea: &Explanation, eb: &Explanation) -> Option<SharedScale> {
+    let (a, b) = (ea.estimate.as_ref()?, eb.estimate.as_ref()?);
+    let costed = |e: &super::estimate::Estimate| !e.runs.is_empty() && e.runs.iter().any(|r| r.cost_ms > 0.0);
+    if !(a.reliable && b.reliable && costed(a) && costed(b)) {
+        return None;
+    }
+    let ((al, ah), (bl, bh)) = (a.scale_ci?, b.scale_ci?);
+    Some(SharedScale {
+        scale: (a.scale + b.scale) / 2.0,
+        ci: ((al + bl) / 2.0, (ah + bh) / 2.0),
+    })
+}
+
+/// Per-run values of phase `name` at scale `k` (0: traced): a run without the
+/// phase counts 0. Without per-run estimates, the traced phase of the run
+/// shown (one value, no CI).
+fn phase_values(e: &Explanation, name: &str, k: f64) -> Vec<f64> {
     match e.estimate.as_ref().filter(|x| !x.runs.is_empty()) {
         Some(est) => est
             .runs
             .iter()
-            .map(|r| {
-                r.phases
-                    .iter()
-                    .find(|p| p.name == name)
-                    .map_or(0.0, |p| p.estimate_ms)
-            })
+            .map(|r| r.phase_at(name, k).unwrap_or(0.0))
             .collect(),
         None => vec![e
             .timeline
@@ -119,10 +157,70 @@ fn phase_names(e: &Explanation) -> Vec<String> {
     }
 }
 
+/// The smallest interval holding all of `cis` (None if any is None).
+fn hull(cis: &[Option<(f64, f64)>]) -> Option<(f64, f64)> {
+    cis.iter()
+        .try_fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), c| {
+            c.map(|(a, b)| (lo.min(a), hi.max(b)))
+        })
+}
+
+/// One phase's B − A: the Hodges–Lehmann shift of the per-run values at the
+/// shared scale, its interval at the ends of the scale's CI joined, and never
+/// narrower than the same interval on the traced runs: subtracting an
+/// estimated cost cannot make two builds' runs less noisy than they were.
+fn phase_diff(
+    ea: &Explanation,
+    eb: &Explanation,
+    name: String,
+    shared: Option<SharedScale>,
+    confidence: f64,
+) -> Option<PhaseDiff> {
+    let k = shared.map_or(0.0, |s| s.scale);
+    let shift_at = |k: f64| {
+        stats::hodges_lehmann(
+            &phase_values(ea, &name, k),
+            &phase_values(eb, &name, k),
+            confidence,
+        )
+    };
+    let shift = shift_at(k)?;
+    let traced = if k > 0.0 {
+        shift_at(0.0)
+    } else {
+        Some(shift.clone())
+    };
+    let ci = match shared {
+        Some(s) => hull(&[
+            shift.ci,
+            shift_at(s.ci.0).and_then(|x| x.ci),
+            shift_at(s.ci.1).and_then(|x| x.ci),
+        ]),
+        None => shift.ci,
+    };
+    let ci = match (ci, traced.and_then(|t| t.ci)) {
+        (Some((lo, hi)), Some((tlo, thi))) if hi - lo < thi - tlo => {
+            let half = (thi - tlo) / 2.0;
+            Some((lo.min(shift.estimate - half), hi.max(shift.estimate + half)))
+        }
+        (ci, _) => ci,
+    };
+    let (va, vb) = (phase_values(ea, &name, k), phase_values(eb, &name, k));
+    Some(PhaseDiff {
+        a_ms: median(&va),
+        b_ms: median(&vb),
+        diff_ms: shift.estimate,
+        ci_ms: ci,
+        share_pct: None,
+        name,
+    })
+}
+
 pub fn attribute(a: &Side, b: &Side) -> Attribution {
     let (ea, eb) = (a.explanation, b.explanation);
     let total = stats::hodges_lehmann(a.untraced_ms, b.untraced_ms, CONFIDENCE);
     let total_ms = total.as_ref().map(|s| s.estimate);
+    let total_ci_ms = total.and_then(|s| s.ci);
     // Phases in the order they first appear in A, then B's own.
     let mut names: Vec<String> = Vec::new();
     for n in phase_names(ea).into_iter().chain(phase_names(eb)) {
@@ -130,44 +228,48 @@ pub fn attribute(a: &Side, b: &Side) -> Attribution {
             names.push(n);
         }
     }
+    let shared = shared_scale(ea, eb);
+    // One interval per phase, all at once: Bonferroni, so that an A/A explain
+    // shows every phase's interval holding 0 in 95 % of tries, not each one.
+    let phase_confidence = 1.0 - (1.0 - CONFIDENCE) / names.len().max(1) as f64;
+    // Shares of a total that may be 0 explode (710019 %): only of a clear difference.
+    let clear_total =
+        total_ms.filter(|t| *t != 0.0 && total_ci_ms.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0));
     let mut phases: Vec<PhaseDiff> = names
         .into_iter()
-        .filter_map(|name| {
-            let (va, vb) = (phase_values(ea, &name), phase_values(eb, &name));
-            let shift = stats::hodges_lehmann(&va, &vb, CONFIDENCE)?;
-            Some(PhaseDiff {
-                a_ms: median(&va),
-                b_ms: median(&vb),
-                diff_ms: shift.estimate,
-                ci_ms: shift.ci,
-                share_pct: total_ms
-                    .filter(|t| t.abs() > 0.0)
-                    .map(|t| shift.estimate / t * 100.0),
-                name,
-            })
+        .filter_map(|name| phase_diff(ea, eb, name, shared, phase_confidence))
+        .map(|mut p| {
+            p.share_pct = clear_total.map(|t| p.diff_ms / t * 100.0);
+            p
         })
         .collect();
     phases.sort_by(|x, y| y.diff_ms.abs().total_cmp(&x.diff_ms.abs()));
-    let estimated = ea.estimate.is_some() && eb.estimate.is_some();
+    let estimated = shared.is_some();
     let mut notes = Vec::new();
     if !estimated {
-        notes.push(
-            "phases are the traced runs shown (no untraced estimates stored): no CI, tracer overhead included"
-                .to_string(),
-        );
+        let why = if ea.estimate.is_some() && eb.estimate.is_some() {
+            "a build's untraced estimates are not reliable (too noisy)"
+        } else {
+            "no untraced estimates stored"
+        };
+        notes.push(format!(
+            "phases compare the traced runs ({why}): the shifts include any difference in the tracer's cost"
+        ));
     }
     let (fa, fb): (BTreeSet<&String>, BTreeSet<&String>) =
         (ea.opened_files.iter().collect(), eb.opened_files.iter().collect());
     Attribution {
-        schema: "coldstart.explain-ab/1".into(),
+        schema: SCHEMA.into(),
         a: a.name.to_string(),
         b: b.name.to_string(),
         a_untraced_ms: (!a.untraced_ms.is_empty()).then(|| median(a.untraced_ms)),
         b_untraced_ms: (!b.untraced_ms.is_empty()).then(|| median(b.untraced_ms)),
         total_ms,
-        total_ci_ms: total.and_then(|s| s.ci),
+        total_ci_ms,
         phases,
         estimated,
+        scale: shared,
+        phase_confidence,
         rows: rows(ea, eb),
         only_a: fa.difference(&fb).map(|s| s.to_string()).collect(),
         only_b: fb.difference(&fa).map(|s| s.to_string()).collect(),
@@ -331,3 +433,7 @@ mod tests {
         assert_eq!(parse_value("—"), None);
     }
 }
+
+#[cfg(test)]
+#[path = "attribution_tests.rs"]
+mod simulation;

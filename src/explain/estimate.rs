@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 /// the number of failing opens to make before exiting.
 pub const CALIBRATE_ENV: &str = "COLDSTART_CALIBRATE_OPENS";
 pub const CALIBRATION_OPENS: usize = 1000;
-pub const CALIBRATION_ROUNDS: usize = 5;
+pub const CALIBRATION_ROUNDS: usize = 15;
 
 /// Called first thing in `main`: when started as the calibration target, make
 /// the opens and return the exit code (no Lab, no threads, no output).
@@ -58,8 +58,10 @@ pub struct Calibration {
     /// Stops per traced calibration run.
     pub stops: usize,
     pub rounds: usize,
-    /// Half the spread (max − min) of the per-round round trips, as a
-    /// percentage of the estimate: how stable the calibration was.
+    /// Half the 95 % CI of the per-round round trips' median (order
+    /// statistics), as a percentage of the estimate: how stable the
+    /// calibration was. (Before: half their whole range, which one round
+    /// disturbed by another process made ±538 %.)
     pub spread_pct: f64,
 }
 
@@ -115,14 +117,15 @@ pub fn fit(untraced: &[f64], traced: &[(f64, f64, usize)]) -> Calibration {
     let rest = med(&mut traced.iter().map(|t| t.0 - t.1).collect());
     let held = med(&mut traced.iter().map(|t| t.1).collect());
     let round_trip = ((rest - u) / stops).max(0.0);
-    // Each round against the untraced median: the spread of those.
-    let per: Vec<f64> = traced
+    // Each round against the untraced median: the median's CI of those.
+    let mut per: Vec<f64> = traced
         .iter()
         .map(|t| ((t.0 - t.1 - u) / (t.2.max(1) as f64)).max(0.0))
         .collect();
-    let (lo, hi) = per.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-        (a.min(x), b.max(x))
-    });
+    per.sort_by(f64::total_cmp);
+    let (lo, hi) = crate::stats::median_ci(&per, super::CONFIDENCE)
+        .or_else(|| Some((*per.first()?, *per.last()?)))
+        .unwrap_or((round_trip, round_trip));
     let spread_pct = if round_trip > 0.0 && per.len() > 1 {
         (hi - lo) / 2.0 / round_trip * 100.0
     } else {
@@ -185,8 +188,44 @@ impl StopCosts {
 pub struct Estimated {
     pub name: String,
     pub traced_ms: f64,
+    /// The untraced estimate; the traced figure itself when the experiment's
+    /// estimates are not reliable ([`Estimate::reliable`]). Never above `traced_ms`.
     pub estimate_ms: f64,
     pub stops: usize,
+    /// The calibrated cost of the stops inside (scale 1), ms: what the scale multiplies.
+    #[serde(default)]
+    pub cost_ms: f64,
+    /// The estimate's 95 % range, ms (the scale's interval; for the phases of
+    /// [`Estimate::phases`] also the spread of the runs). None when not reliable.
+    #[serde(default)]
+    pub range_ms: Option<(f64, f64)>,
+}
+
+impl Estimated {
+    fn new(name: &str, traced_ns: u64, (stops, cost_ns): (usize, f64)) -> Estimated {
+        let mut e = Estimated {
+            name: name.to_string(),
+            traced_ms: traced_ns as f64 / 1e6,
+            estimate_ms: 0.0,
+            stops,
+            cost_ms: cost_ns / 1e6,
+            range_ms: None,
+        };
+        e.estimate_ms = e.at(1.0);
+        e
+    }
+
+    /// The untraced estimate with every stop's calibrated cost × `k`: never
+    /// below 0 and never above the traced figure (a negative scale is not a
+    /// cost the tracer could have removed).
+    pub fn at(&self, k: f64) -> f64 {
+        untraced_at(self.traced_ms, self.cost_ms, k)
+    }
+}
+
+fn untraced_at(traced_ms: f64, cost_ms: f64, k: f64) -> f64 {
+    let traced = traced_ms.max(0.0);
+    (traced - k.max(0.0) * cost_ms).clamp(0.0, traced)
 }
 
 /// One measured traced run's phases, estimated: the per-run values that CIs of
@@ -194,14 +233,60 @@ pub struct Estimated {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEstimate {
     pub traced_ms: f64,
+    /// The untraced estimate at the experiment's scale (the traced time when
+    /// the estimates are not reliable).
     pub estimate_ms: f64,
     pub stops: usize,
-    /// Its stops' cost at this scale, ms, before the floor at 0 that
-    /// `estimate_ms` has (the residual scale needs the whole cost).
+    /// Its stops' calibrated cost before ready (scale 1), ms.
     #[serde(default)]
     pub cost_ms: f64,
     pub phases: Vec<Estimated>,
 }
+
+impl RunEstimate {
+    pub fn at(&self, k: f64) -> f64 {
+        untraced_at(self.traced_ms, self.cost_ms, k)
+    }
+
+    /// Phase `name` of this run at scale `k` (None: the run has no such phase).
+    pub fn phase_at(&self, name: &str, k: f64) -> Option<f64> {
+        self.phases.iter().find(|p| p.name == name).map(|p| p.at(k))
+    }
+
+    fn set_scale(&mut self, k: f64) {
+        self.estimate_ms = self.at(k);
+        for p in &mut self.phases {
+            p.estimate_ms = p.at(k);
+        }
+    }
+}
+
+/// Why an experiment's untraced estimates are not shown as such (typed; the
+/// report words them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Noise {
+    /// No untraced runs to scale the tracer's cost against.
+    NoUntracedRuns,
+    /// Too few runs for an interval on the tracer's cost (4 per arm give one).
+    TooFewRuns,
+    /// The traced runs are not measurably slower than the untraced ones: the
+    /// tracer's cost is inside this experiment's noise (medians, ms).
+    OverheadInsideNoise { traced_ms: f64, untraced_ms: f64 },
+    /// The calibration rounds disagree by more than [`MAX_SPREAD_PCT`].
+    WideCalibration { spread_pct: f64 },
+    /// The estimated total's 95 % range is wider than ± [`MAX_MARGIN_PCT`] of it.
+    WideMargin { margin_pct: f64 },
+}
+
+/// The widest calibration spread (± %) at which estimates are still shown.
+/// The residual scale absorbs the calibration's level (its interval carries
+/// the arms' noise); the calibration only weighs the kernel's round trip
+/// against the tracer's own time per stop, so only a spread beyond the round
+/// trip itself says the per-stop model is not measurable here.
+pub const MAX_SPREAD_PCT: f64 = 100.0;
+/// The widest range of the estimated total (± % of it) at which estimates are still shown.
+pub const MAX_MARGIN_PCT: f64 = 50.0;
 
 /// The untraced estimates of an explanation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -219,12 +304,27 @@ pub struct Estimate {
     /// The residual scale: the factor on every stop's calibrated cost that
     /// makes the median estimated total the untraced median (never below 0;
     /// 1 without untraced runs).
-    /// The phases, steps and groups below use the scaled costs.
     pub scale: f64,
-    /// The median of the runs' estimated ready times with the scaled costs, ms.
+    /// Its 95 % interval: the scales at which the estimated totals are not
+    /// significantly different from the untraced runs (the Hodges–Lehmann
+    /// shift's Moses interval, inverted). None with too few runs.
+    #[serde(default)]
+    pub scale_ci: Option<(f64, f64)>,
+    /// Whether the estimates are shown as such. When false, every
+    /// `estimate_ms` below is the traced figure and `noise` says why.
+    #[serde(default)]
+    pub reliable: bool,
+    #[serde(default)]
+    pub noise: Vec<Noise>,
+    /// The median of the runs' estimated ready times, ms (traced when not reliable).
     pub total_ms: f64,
-    /// The run shown: its phases, exec chain steps and open groups (by kind).
+    /// Its 95 % range, ms.
+    #[serde(default)]
+    pub total_range_ms: Option<(f64, f64)>,
+    /// Each phase of the run shown, over every measured traced run: the
+    /// medians of its traced and estimated durations, and the estimate's range.
     pub phases: Vec<Estimated>,
+    /// The run shown: its exec chain steps and open groups (by kind).
     pub exec_chain: Vec<Estimated>,
     pub opens_by_kind: Vec<Estimated>,
     /// Its stops before ready, their calibrated cost and their scaled cost, ms.
@@ -248,38 +348,37 @@ pub fn timeline_of(trace: &Trace, ready_ms: f64, requests: usize, hint: timeline
     tl
 }
 
-fn phases(tl: &Timeline, costs: &StopCosts) -> Vec<Estimated> {
-    tl.phases
-        .iter()
-        .map(|p| Estimated {
-            name: p.name.clone(),
-            traced_ms: p.dur_ns as f64 / 1e6,
-            estimate_ms: costs.estimate_ms(p.start_ns, p.end_ns),
-            stops: costs.within(p.start_ns, p.end_ns).0,
-        })
-        .collect()
-}
-
-/// One run's estimate.
+/// One traced run's estimate as calibrated (scale 1).
 pub fn run_estimate(
     trace: &Trace,
     ready_ms: f64,
     requests: usize,
     cal: &Calibration,
-    scale: f64,
     hint: timeline::ServiceHint,
 ) -> RunEstimate {
     let tl = timeline_of(trace, ready_ms, requests, hint);
-    let costs = StopCosts::new(trace, cal, scale);
+    let costs = StopCosts::new(trace, cal, 1.0);
     let ready_ns = (ready_ms * 1e6) as u64;
     let (stops, cost_ns) = costs.within(0, ready_ns);
-    RunEstimate {
+    let mut r = RunEstimate {
         traced_ms: ready_ms,
-        estimate_ms: costs.estimate_ms(0, ready_ns),
+        estimate_ms: 0.0,
         stops,
         cost_ms: cost_ns / 1e6,
-        phases: phases(&tl, &costs),
-    }
+        phases: tl
+            .phases
+            .iter()
+            .map(|p| Estimated::new(&p.name, p.dur_ns, costs.within(p.start_ns, p.end_ns)))
+            .collect(),
+    };
+    r.set_scale(1.0);
+    r
+}
+
+fn median(xs: &[f64]) -> Option<f64> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    (!v.is_empty()).then(|| crate::stats::quantile(&v, 0.5))
 }
 
 /// The residual scale from calibrated run estimates: the factor on the stops'
@@ -291,37 +390,42 @@ pub fn run_estimate(
 /// faster than untraced ones are noise, not a negative cost). The calibrated
 /// model's own error stays on the report ([`Estimate::error_pct`]).
 pub fn residual_scale(calibrated: &[RunEstimate], untraced_ms: &[f64]) -> f64 {
-    let med = |mut xs: Vec<f64>| {
-        xs.sort_by(f64::total_cmp);
-        crate::stats::quantile(&xs, 0.5)
+    let Some(target) = median(untraced_ms) else {
+        return 1.0;
     };
-    if calibrated.is_empty() || untraced_ms.is_empty() {
+    if calibrated.is_empty() {
         return 1.0;
     }
-    let target = med(untraced_ms.to_vec());
-    // The median estimated total at scale k; it falls as k grows (each run's
-    // total is traced − k × its stops' cost, floored at 0).
-    let total = |k: f64| {
-        med(calibrated
-            .iter()
-            .map(|r| (r.traced_ms - k * r.cost_ms).max(0.0))
-            .collect())
-    };
+    // The median estimated total at scale k; it falls as k grows.
+    let total = |k: f64| median(&calibrated.iter().map(|r| r.at(k)).collect::<Vec<_>>()).unwrap_or(0.0);
     if total(0.0) <= target {
         return 0.0;
     }
+    let Some(hi) = bracket(|k| total(k) > target) else {
+        // Stops that cost nothing cannot explain any difference.
+        return 1.0;
+    };
+    bisect(|k| total(k) > target, 0.0, hi)
+}
+
+/// The first power of two at which `above` turns false (None: not below 2^20).
+fn bracket(above: impl Fn(f64) -> bool) -> Option<f64> {
     let mut hi = 1.0;
-    while total(hi) > target {
+    while above(hi) {
         hi *= 2.0;
         if hi > 1e6 {
-            // Stops that cost nothing cannot explain any difference.
-            return 1.0;
+            return None;
         }
     }
-    let mut lo = 0.0;
-    for _ in 0..60 {
+    Some(hi)
+}
+
+/// The boundary where `above` (true at `lo`, false at `hi`) turns false.
+fn bisect(above: impl Fn(f64) -> bool, mut lo: f64, mut hi: f64) -> f64 {
+    // 2⁻⁴⁰ of the bracket: far below any figure printed.
+    for _ in 0..40 {
         let mid = (lo + hi) / 2.0;
-        if total(mid) > target {
+        if above(mid) {
             lo = mid;
         } else {
             hi = mid;
@@ -330,33 +434,102 @@ pub fn residual_scale(calibrated: &[RunEstimate], untraced_ms: &[f64]) -> f64 {
     hi
 }
 
-/// The traced runs' estimates, as calibrated and scaled.
-pub struct Runs {
-    pub calibrated: Vec<RunEstimate>,
-    pub scaled: Vec<RunEstimate>,
-    pub scale: f64,
+/// The residual scale's 95 % interval: every scale k at which the runs'
+/// estimated totals (traced − k × cost) are not significantly different from
+/// the untraced runs, i.e. the Moses interval of their Hodges–Lehmann shift
+/// holds 0. Inverting the test carries both arms' noise into the scale, so a
+/// noisy experiment gets a wide interval instead of a confident factor.
+/// None with too few runs for an interval, or when no scale can close the gap
+/// (stops that cost nothing).
+pub fn scale_ci(calibrated: &[RunEstimate], untraced_ms: &[f64]) -> Option<(f64, f64)> {
+    let ci = |k: f64| {
+        let est: Vec<f64> = calibrated.iter().map(|r| r.at(k)).collect();
+        crate::stats::hodges_lehmann(untraced_ms, &est, super::CONFIDENCE).and_then(|s| s.ci)
+    };
+    let (lo0, hi0) = ci(0.0)?;
+    if hi0 < 0.0 {
+        // Traced runs measurably faster than untraced: no cost to remove.
+        return Some((0.0, 0.0));
+    }
+    // The lower end: the smallest k whose interval reaches down to 0.
+    let k_lo = if lo0 <= 0.0 {
+        0.0
+    } else {
+        let positive = |k: f64| ci(k).is_some_and(|(lo, _)| lo > 0.0);
+        bisect(positive, 0.0, bracket(positive)?)
+    };
+    // The upper end: the largest k whose interval still reaches up to 0.
+    let reaches = |k: f64| ci(k).is_some_and(|(_, hi)| hi >= 0.0);
+    let k_hi = bisect(reaches, 0.0, bracket(reaches)?);
+    Some((k_lo, k_hi.max(k_lo)))
 }
 
+/// The estimates of an explanation from its calibrated runs (scale 1, every
+/// measured traced run), the run shown and the untraced runs.
 pub fn estimate(
     shown: &Trace,
     tl: &Timeline,
     ready_ms: f64,
-    runs: Runs,
-    untraced_median_ms: Option<f64>,
+    mut runs: Vec<RunEstimate>,
+    untraced_ms: &[f64],
     cal: &Calibration,
 ) -> Estimate {
-    let Runs {
-        calibrated,
-        scaled,
-        scale,
-    } = runs;
-    let costs = StopCosts::new(shown, cal, scale);
+    let untraced_median_ms = median(untraced_ms);
+    let calibrated_total_ms = median(&runs.iter().map(|r| r.at(1.0)).collect::<Vec<_>>())
+        .unwrap_or_else(|| StopCosts::new(shown, cal, 1.0).estimate_ms(0, (ready_ms * 1e6) as u64));
+    let scale = residual_scale(&runs, untraced_ms);
+    let scale_ci = scale_ci(&runs, untraced_ms);
+    let traced_median = median(&runs.iter().map(|r| r.traced_ms).collect::<Vec<_>>()).unwrap_or(ready_ms);
+    // The range of a median over the runs, from the runs at both ends of the scale's interval.
+    let range_of = |values: &dyn Fn(f64) -> Vec<f64>| {
+        let (k_lo, k_hi) = scale_ci?;
+        let ci = |k: f64| {
+            let mut v = values(k);
+            v.sort_by(f64::total_cmp);
+            crate::stats::median_ci(&v, super::CONFIDENCE)
+        };
+        Some((ci(k_hi)?.0, ci(k_lo)?.1))
+    };
+    let total_range_ms = range_of(&|k| runs.iter().map(|r| r.at(k)).collect());
+    let total_at_scale = median(&runs.iter().map(|r| r.at(scale)).collect::<Vec<_>>()).unwrap_or(0.0);
+    let mut noise = Vec::new();
+    match (untraced_median_ms, scale_ci) {
+        (None, _) => noise.push(Noise::NoUntracedRuns),
+        (Some(_), None) => noise.push(Noise::TooFewRuns),
+        (Some(u), Some((k_lo, _))) if k_lo <= 0.0 => noise.push(Noise::OverheadInsideNoise {
+            traced_ms: traced_median,
+            untraced_ms: u,
+        }),
+        _ => {}
+    }
+    if cal.spread_pct > MAX_SPREAD_PCT {
+        noise.push(Noise::WideCalibration {
+            spread_pct: cal.spread_pct,
+        });
+    }
+    if let Some((lo, hi)) = total_range_ms.filter(|_| noise.is_empty()) {
+        let margin_pct = (hi - lo) / 2.0 / total_at_scale.max(f64::MIN_POSITIVE) * 100.0;
+        if margin_pct > MAX_MARGIN_PCT {
+            noise.push(Noise::WideMargin { margin_pct });
+        }
+    }
+    let reliable = noise.is_empty();
+    // Not reliable: every figure stays traced (scale 0), with no range.
+    let k = if reliable { scale } else { 0.0 };
+    for r in &mut runs {
+        r.set_scale(k);
+    }
+    let costs = StopCosts::new(shown, cal, 1.0);
     let ready_ns = (ready_ms * 1e6) as u64;
-    let span = |name: &str, a: u64, b: u64| Estimated {
-        name: name.to_string(),
-        traced_ms: b.saturating_sub(a) as f64 / 1e6,
-        estimate_ms: costs.estimate_ms(a, b),
-        stops: costs.within(a, b).0,
+    let with_range = |mut e: Estimated, range: Option<(f64, f64)>| {
+        e.estimate_ms = e.at(k);
+        e.range_ms = range.filter(|_| reliable);
+        e
+    };
+    let span = |name: &str, a: u64, b: u64| {
+        let e = Estimated::new(name, b.saturating_sub(a), costs.within(a, b));
+        let range = scale_ci.map(|(k_lo, k_hi)| (e.at(k_hi), e.at(k_lo)));
+        with_range(e, range)
     };
     let exec_chain = tl
         .exec_chain
@@ -368,17 +541,41 @@ pub fn estimate(
         .iter()
         .map(|g| span(&g.key, g.first_ns, g.last_ns))
         .collect();
-    let median_of = |runs: &[RunEstimate]| {
-        let mut xs: Vec<f64> = runs.iter().map(|r| r.estimate_ms).collect();
-        xs.sort_by(f64::total_cmp);
-        (!xs.is_empty()).then(|| crate::stats::quantile(&xs, 0.5))
+    let mut phases: Vec<Estimated> = Vec::new();
+    for p in &tl.phases {
+        if phases.iter().any(|q| q.name == p.name) {
+            continue;
+        }
+        let of = |k: f64| -> Vec<f64> { runs.iter().filter_map(|r| r.phase_at(&p.name, k)).collect() };
+        let e = match (median(&of(0.0)), runs.is_empty()) {
+            // Over every run that has the phase: medians of traced and estimated.
+            (Some(traced_ms), false) => {
+                let has: Vec<&Estimated> = runs
+                    .iter()
+                    .filter_map(|r| r.phases.iter().find(|q| q.name == p.name))
+                    .collect();
+                Estimated {
+                    name: p.name.clone(),
+                    traced_ms,
+                    estimate_ms: median(&of(k)).unwrap_or(traced_ms).min(traced_ms),
+                    stops: median(&has.iter().map(|q| q.stops as f64).collect::<Vec<_>>()).unwrap_or(0.0)
+                        as usize,
+                    cost_ms: median(&has.iter().map(|q| q.cost_ms).collect::<Vec<_>>()).unwrap_or(0.0),
+                    range_ms: range_of(&of).filter(|_| reliable),
+                }
+            }
+            _ => span(&p.name, p.start_ns, p.end_ns),
+        };
+        phases.push(e);
+    }
+    let (stops, cost_ns) = costs.within(0, ready_ns);
+    let method = if reliable {
+        "per-stop subtraction, residual-scaled".to_string()
+    } else {
+        "none: traced figures (too noisy to estimate untraced times)".to_string()
     };
-    let calibrated_total_ms =
-        median_of(&calibrated).unwrap_or_else(|| StopCosts::new(shown, cal, 1.0).estimate_ms(0, ready_ns));
-    let total_ms = median_of(&scaled).unwrap_or_else(|| costs.estimate_ms(0, ready_ns));
-    let (stops, cost) = costs.within(0, ready_ns);
-    let mut e = Estimate {
-        method: "per-stop subtraction, residual-scaled".into(),
+    Estimate {
+        method,
         calibration: cal.clone(),
         calibrated_total_ms,
         untraced_median_ms,
@@ -386,57 +583,28 @@ pub fn estimate(
             .filter(|u| *u > 0.0)
             .map(|u| (calibrated_total_ms - u) / u * 100.0),
         scale,
-        total_ms,
-        phases: phases(tl, &costs),
+        scale_ci,
+        reliable,
+        noise,
+        total_ms: if reliable { total_at_scale } else { traced_median },
+        total_range_ms: total_range_ms.filter(|_| reliable),
+        phases,
         exec_chain,
         opens_by_kind,
         stops,
-        stops_cost_ms: StopCosts::new(shown, cal, 1.0).within(0, ready_ns).1 / 1e6,
-        scaled_cost_ms: cost / 1e6,
-        runs: scaled,
-    };
-    // Traced runs no slower than untraced ones (scale 0): the tracer's cost is
-    // below this experiment's noise, and subtracting nothing would leave the
-    // traced figures short of (or over) the untraced ones by that noise. The
-    // untraced median is then the best figure for the total, and each interval
-    // is scaled by untraced ÷ traced (the issue's second method).
-    if let Some(u) = untraced_median_ms.filter(|u| scale == 0.0 && *u > 0.0 && e.total_ms > 0.0) {
-        let k = u / e.total_ms;
-        stretch(&mut e, k);
-    }
-    e
-}
-
-/// Every estimate × `k` (the proportional method; see [`estimate`]).
-fn stretch(e: &mut Estimate, k: f64) {
-    e.method = format!(
-        "proportional: traced × {k:.3} (untraced ÷ traced medians; the stops' cost is below the noise)"
-    );
-    e.total_ms *= k;
-    for x in e
-        .phases
-        .iter_mut()
-        .chain(&mut e.exec_chain)
-        .chain(&mut e.opens_by_kind)
-    {
-        x.estimate_ms = x.traced_ms * k;
-    }
-    for r in &mut e.runs {
-        r.estimate_ms = r.traced_ms * k;
-        for p in &mut r.phases {
-            p.estimate_ms = p.traced_ms * k;
-        }
+        stops_cost_ms: cost_ns / 1e6,
+        scaled_cost_ms: k * cost_ns / 1e6,
+        runs,
     }
 }
 
-/// The estimates of every measured traced run of an explain experiment (its
-/// traces still attached), in run order.
+/// The calibrated estimates (scale 1) of every measured traced run of an
+/// explain experiment (its traces still attached), in run order.
 pub fn run_estimates(
     result: &ExperimentResult,
     traced: usize,
     requests: usize,
     cal: &Calibration,
-    scale: f64,
 ) -> Vec<RunEstimate> {
     let readiness = result.variants.get(traced).map_or("", |v| v.readiness.as_str());
     result
@@ -449,7 +617,6 @@ pub fn run_estimates(
                 s.ready_ns? as f64 / 1e6,
                 requests,
                 cal,
-                scale,
                 timeline::ServiceHint::parse(readiness),
             ))
         })
@@ -547,5 +714,115 @@ mod tests {
         assert!((c.estimate_ms(3_000_000, 10_000_000) - 6.5).abs() < 1e-9);
         // An interval shorter than its stops' cost is zero, not negative.
         assert_eq!(c.estimate_ms(1_000_000, 1_200_000), 0.0);
+    }
+
+    fn runs(traced_and_cost: &[(f64, f64)]) -> Vec<RunEstimate> {
+        traced_and_cost
+            .iter()
+            .map(|&(traced_ms, cost_ms)| RunEstimate {
+                traced_ms,
+                estimate_ms: traced_ms - cost_ms,
+                stops: 100,
+                cost_ms,
+                phases: vec![Estimated {
+                    name: "init".into(),
+                    traced_ms,
+                    estimate_ms: traced_ms - cost_ms,
+                    stops: 100,
+                    cost_ms,
+                    range_ms: None,
+                }],
+            })
+            .collect()
+    }
+
+    fn empty_trace() -> Trace {
+        Trace {
+            t0_ns: 1_000_000_000,
+            end_ns: 1_030_000_000,
+            root_pid: 1,
+            events: Vec::new(),
+            killed: false,
+            outcome: crate::trace::Outcome::Reached,
+            warnings: Vec::new(),
+            root_usage: None,
+            task_names: Default::default(),
+            stops: Vec::new(),
+        }
+    }
+
+    fn estimated(traced: &[(f64, f64)], untraced: &[f64], spread_pct: f64) -> Estimate {
+        let trace = empty_trace();
+        let mut tl = crate::timeline::build_for(&trace, crate::timeline::ServiceHint::parse("exit"));
+        tl.phases = vec![crate::timeline::Phase::new("init", 0, 30_000_000)];
+        let c = Calibration {
+            spread_pct,
+            ..cal(10.0)
+        };
+        estimate(&trace, &tl, 30.0, runs(traced), untraced, &c)
+    }
+
+    /// Traced 30 ± 1 ms with 10 ms of calibrated stops, untraced 20 ± 1 ms:
+    /// the scale is 1 with an interval around it, the estimates are shown with
+    /// ranges that hold the truth (20 ms), and no estimate is above its traced figure.
+    #[test]
+    fn a_clear_overhead_gives_reliable_estimates_with_ranges() {
+        let traced: Vec<(f64, f64)> = (0..20).map(|i| (29.0 + f64::from(i % 5) * 0.5, 10.0)).collect();
+        let untraced: Vec<f64> = (0..20).map(|i| 19.0 + f64::from(i % 5) * 0.5).collect();
+        let e = estimated(&traced, &untraced, 5.0);
+        assert!(e.reliable, "{:?}", e.noise);
+        let (lo, hi) = e.scale_ci.expect("an interval");
+        assert!(lo < 1.0 && 1.0 < hi && lo > 0.5 && hi < 1.5, "{lo} {hi}");
+        let (tlo, thi) = e.total_range_ms.expect("a range");
+        assert!(tlo <= 20.0 && 20.0 <= thi, "{tlo} {thi}");
+        let init = &e.phases[0];
+        let (plo, phi) = init.range_ms.expect("a phase range");
+        assert!(
+            plo <= 20.0 && 20.0 <= phi && init.estimate_ms <= init.traced_ms,
+            "{init:?}"
+        );
+    }
+
+    /// The untraced runs as slow as the traced ones (noise, issue 25's
+    /// `init 106.8 ms ≈ 170.3 ms untraced`): not reliable, every figure traced,
+    /// never an estimate above its traced figure.
+    #[test]
+    fn an_overhead_inside_the_noise_shows_traced_figures_only() {
+        let traced: Vec<(f64, f64)> = (0..15).map(|i| (100.0 + f64::from(i) * 5.0, 3.0)).collect();
+        let untraced: Vec<f64> = (0..15).map(|i| 105.0 + f64::from(i) * 6.0).collect();
+        let e = estimated(&traced, &untraced, 5.0);
+        assert!(!e.reliable);
+        assert!(
+            e.noise
+                .iter()
+                .any(|n| matches!(n, Noise::OverheadInsideNoise { .. })),
+            "{:?}",
+            e.noise
+        );
+        assert!(e.total_range_ms.is_none() && e.phases[0].range_ms.is_none());
+        for r in &e.runs {
+            assert_eq!(r.estimate_ms, r.traced_ms);
+            assert!(r.phases.iter().all(|p| p.estimate_ms == p.traced_ms));
+        }
+        assert_eq!(e.phases[0].estimate_ms, e.phases[0].traced_ms);
+    }
+
+    /// A calibration whose rounds disagree wildly (`±538 %`) is not trusted.
+    #[test]
+    fn a_wide_calibration_spread_is_not_reliable() {
+        let traced: Vec<(f64, f64)> = (0..20).map(|i| (29.0 + f64::from(i % 5) * 0.5, 10.0)).collect();
+        let untraced: Vec<f64> = (0..20).map(|i| 19.0 + f64::from(i % 5) * 0.5).collect();
+        let e = estimated(&traced, &untraced, 538.0);
+        assert!(!e.reliable);
+        assert!(
+            e.noise.contains(&Noise::WideCalibration { spread_pct: 538.0 }),
+            "{:?}",
+            e.noise
+        );
+        let text = crate::report::estimate::headline(&e);
+        assert!(
+            text.contains("too noisy to estimate untraced times") && text.contains("±538 %"),
+            "{text}"
+        );
     }
 }

@@ -163,16 +163,7 @@ pub fn from_experiment(
     };
     let (untraced, traced, adapted_ms) = (ms(UNTRACED), ms(TRACED), ms(ADAPTED));
     // The estimates need the traces, which the explanation takes out below.
-    let runs = calibration.map(|c| {
-        let calibrated = estimate::run_estimates(result, TRACED, requests, c, 1.0);
-        let scale = estimate::residual_scale(&calibrated, &untraced);
-        let scaled = estimate::run_estimates(result, TRACED, requests, c, scale);
-        estimate::Runs {
-            calibrated,
-            scaled,
-            scale,
-        }
-    });
+    let runs = calibration.map(|c| estimate::run_estimates(result, TRACED, requests, c));
     let traced_runs: Vec<(f64, Trace)> = result
         .samples
         .iter_mut()
@@ -197,13 +188,12 @@ pub fn from_experiment(
     e.adapter_overhead = adapter_overhead.as_ref().map(|r| r.estimate);
     e.adapter_overhead_ci = adapter_overhead.and_then(|r| r.ci);
     if let (Some(cal), Some(runs), Some(trace)) = (calibration, runs, e.trace.as_ref()) {
-        let median = e.untraced_ms.as_ref().map(|s| s.p50);
         e.estimate = Some(estimate::estimate(
             trace,
             &e.timeline,
             e.ready_ms,
             runs,
-            median,
+            &untraced,
             cal,
         ));
     }

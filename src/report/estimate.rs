@@ -1,11 +1,22 @@
 //! The untraced estimates beside the traced figures (explain/estimate.rs).
 
 use super::format::ms;
-use crate::explain::estimate::{Estimate, Estimated};
+use crate::explain::estimate::{Estimate, Estimated, Noise, MAX_MARGIN_PCT, MAX_SPREAD_PCT};
 
-/// The method and its error, under the overhead line.
+/// The method and its error, under the overhead line; or, when the
+/// estimates are not reliable, why, and that the figures below are traced.
 pub fn headline(e: &Estimate) -> String {
     let c = &e.calibration;
+    if !e.reliable {
+        let mut out = String::from(
+            "untraced estimates: not shown — this machine is too noisy to estimate untraced times here; every figure below is traced (with the tracer's cost)\n",
+        );
+        for n in &e.noise {
+            out.push_str(&format!("  {}\n", noise(n)));
+        }
+        out.push_str("  more runs (e.g. --runs 40) or a quieter machine narrow the noise\n");
+        return out;
+    }
     let mut out = format!(
         "untraced estimate: each of the {} stops before ready costs {:.1} µs (kernel round trip, calibrated: {} rounds, ±{:.0} %) + the tracer's own time on it (measured; {:.1} µs in calibration) = {} in the run shown\n",
         thousands(e.stops),
@@ -15,14 +26,18 @@ pub fn headline(e: &Estimate) -> String {
         c.held_us,
         ms(e.stops_cost_ms),
     );
+    let scale = match e.scale_ci {
+        Some((lo, hi)) => format!("×{:.2} [×{lo:.2}, ×{hi:.2}]", e.scale),
+        None => format!("×{:.2}", e.scale),
+    };
     match (e.untraced_median_ms, e.error_pct) {
         (Some(u), Some(err)) => out.push_str(&format!(
-            "  calibrated estimate of the total {} vs untraced median {} ({err:+.1} %); so each stop's cost is scaled ×{:.2} to match the untraced runs ({} in the run shown): estimated total {}\n",
+            "  calibrated estimate of the total {} vs untraced median {} ({err:+.1} %); so each stop's cost is scaled {scale} to match the untraced runs ({} in the run shown): estimated total {}{}\n",
             ms(e.calibrated_total_ms),
             ms(u),
-            e.scale,
             ms(e.scaled_cost_ms),
-            ms(e.total_ms)
+            ms(e.total_ms),
+            range(e.total_range_ms),
         )),
         _ => out.push_str(&format!(
             "  estimated total {} (no untraced runs to check it against)\n",
@@ -32,10 +47,45 @@ pub fn headline(e: &Estimate) -> String {
     out
 }
 
-/// `  ≈ 12.3 ms untraced`, or nothing without an estimate.
-pub fn untraced(e: Option<&Estimated>) -> String {
-    e.map(|e| format!("  ≈ {} untraced", ms(e.estimate_ms)))
+/// One reason the estimates are not shown.
+fn noise(n: &Noise) -> String {
+    match n {
+        Noise::NoUntracedRuns => "no untraced runs to scale the tracer's cost against".into(),
+        Noise::TooFewRuns => "too few runs for an interval on the tracer's cost (--runs 4 or more)".into(),
+        Noise::OverheadInsideNoise {
+            traced_ms,
+            untraced_ms,
+        } => format!(
+            "the traced runs (median {}) are not measurably slower than the untraced ones ({}): the tracer's cost is inside the noise",
+            ms(*traced_ms),
+            ms(*untraced_ms)
+        ),
+        Noise::WideCalibration { spread_pct } => format!(
+            "the calibration rounds disagree by ±{spread_pct:.0} % (at most ±{MAX_SPREAD_PCT:.0} %)"
+        ),
+        Noise::WideMargin { margin_pct } => format!(
+            "the estimated total's 95 % range is ±{margin_pct:.0} % wide (at most ±{MAX_MARGIN_PCT:.0} %)"
+        ),
+    }
+}
+
+/// ` (95 %: 91.0–104.2 ms)`, or nothing.
+fn range(r: Option<(f64, f64)>) -> String {
+    r.map(|(lo, hi)| format!(" (95 %: {}–{})", ms(lo), ms(hi)))
         .unwrap_or_default()
+}
+
+/// `  ≈ 12.3 ms untraced (±8 %)`, or nothing without a reliable estimate.
+pub fn untraced(e: Option<&Estimated>) -> String {
+    let Some(e) = e.filter(|e| e.range_ms.is_some()) else {
+        return String::new();
+    };
+    let margin = e
+        .range_ms
+        .filter(|_| e.estimate_ms > 0.0)
+        .map(|(lo, hi)| format!(" (±{:.0} %)", (hi - lo) / 2.0 / e.estimate_ms * 100.0))
+        .unwrap_or_default();
+    format!("  ≈ {} untraced{margin}", ms(e.estimate_ms))
 }
 
 /// The open groups' spans, estimated.
@@ -84,7 +134,11 @@ mod tests {
             untraced_median_ms: Some(100.0),
             error_pct: Some(8.0),
             scale: 0.9,
+            scale_ci: Some((0.8, 1.0)),
+            reliable: true,
+            noise: Vec::new(),
             total_ms: 100.0,
+            total_range_ms: Some((95.0, 105.0)),
             phases: Vec::new(),
             exec_chain: Vec::new(),
             opens_by_kind: Vec::new(),

@@ -85,12 +85,13 @@ pub fn render(e: &Explanation) -> String {
         .unwrap_or(4);
     // The bar shrinks to fit the terminal (the rest of the line takes 40 + name_w).
     let bar_w = super::width::columns().map_or(WIDTH, |c| c.saturating_sub(40 + name_w).clamp(10, WIDTH));
-    let est = e.estimate.as_ref();
+    // Unreliable estimates are not shown at all (the headline says why).
+    let est = e.estimate.as_ref().filter(|x| x.reliable);
     let phase_est =
         |name: &str| super::estimate::untraced(est.and_then(|x| x.phases.iter().find(|p| p.name == name)));
     if est.is_some() {
         out.push_str(&format!(
-            "  {:name_w$}  {:WIDTH$}  {:>21}  {:>9}  ≈ untraced\n",
+            "  {:name_w$}  {:WIDTH$}  {:>21}  {:>9}  ≈ untraced (median of the runs)\n",
             "", "", "traced", ""
         ));
     }

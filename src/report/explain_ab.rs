@@ -2,7 +2,7 @@
 //! difference, section rows side by side, the files only one build opened.
 
 use super::format::ms;
-use crate::explain::attribution::{Attribution, RowDiff};
+use crate::explain::attribution::{Attribution, PhaseDiff, RowDiff};
 
 /// Files named per side before "… N more".
 const FILES: usize = 12;
@@ -12,6 +12,16 @@ fn signed(x: f64) -> String {
         format!("−{}", ms(-x))
     } else {
         format!("+{}", ms(x))
+    }
+}
+
+/// A share with one minus sign (−), as every other figure here.
+fn percent(x: f64) -> String {
+    let r = x.round();
+    if r < 0.0 {
+        format!("−{:.0} %", -r)
+    } else {
+        format!("{:.0} %", r + 0.0)
     }
 }
 
@@ -41,11 +51,18 @@ pub fn headline(a: &Attribution) -> String {
     } else {
         format!("{} is {} {how} than {}{interval}", a.b, ms(total.abs()), a.a)
     };
-    if let Some(p) = a.phases.first() {
-        line += &format!(": {} {}{}", p.name, signed(p.diff_ms), ci(p.ci_ms));
-        if let Some(s) = p.share_pct {
-            line += &format!(" ({s:.0} % of it)");
+    // The phase named is the largest whose interval excludes 0: a phase that
+    // moved inside its noise is no reason.
+    let clear = |p: &&PhaseDiff| p.ci_ms.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0);
+    match a.phases.iter().find(clear) {
+        Some(p) => {
+            line += &format!(": {} {}{}", p.name, signed(p.diff_ms), ci(p.ci_ms));
+            if let Some(s) = p.share_pct {
+                line += &format!(" ({} of it)", percent(s));
+            }
         }
+        None if !a.phases.is_empty() => line += ": no phase differs clearly",
+        None => {}
     }
     if !a.only_a.is_empty() {
         line += &format!("; opened only by {}: {}", a.a, names(&a.only_a, 3));
@@ -73,10 +90,17 @@ pub fn render(a: &Attribution) -> String {
     for n in &a.notes {
         out += &format!("note: {n}\n");
     }
-    let what = if a.estimated {
-        "untraced estimates, medians of the traced runs; B − A: Hodges–Lehmann shift [95% CI]"
-    } else {
-        "traced, the runs shown"
+    let family = format!(
+        "{:.0}% CI each, 95% for all {} at once",
+        a.phase_confidence * 100.0,
+        a.phases.len()
+    );
+    let what = match a.scale {
+        Some(s) => format!(
+            "untraced estimates, medians of the traced runs, one scale ×{:.2} for both builds; B − A: Hodges–Lehmann shift [{family}]",
+            s.scale
+        ),
+        None => format!("traced runs; B − A: Hodges–Lehmann shift [{family}]"),
     };
     out += &format!("\nphases, by contribution to the difference ({what})\n");
     let w = a
@@ -88,7 +112,7 @@ pub fn render(a: &Attribution) -> String {
         .max(5);
     out += &format!(
         "  {:w$}  {:>10}  {:>10}  {:>10}  {:<26} share\n",
-        "phase", a.a, a.b, "B − A", "95% CI"
+        "phase", a.a, a.b, "B − A", "CI"
     );
     for p in &a.phases {
         out += &format!(
@@ -98,9 +122,7 @@ pub fn render(a: &Attribution) -> String {
             ms(p.b_ms),
             signed(p.diff_ms),
             ci(p.ci_ms).trim(),
-            p.share_pct
-                .map(|s| format!("{:.0} %", s + 0.0))
-                .unwrap_or_default()
+            p.share_pct.map(percent).unwrap_or_default()
         );
     }
     let mut section = "";
@@ -163,7 +185,9 @@ mod tests {
 
     fn att(total: f64, ci: (f64, f64)) -> Attribution {
         Attribution {
-            schema: "coldstart.explain-ab/1".into(),
+            schema: crate::explain::attribution::SCHEMA.into(),
+            scale: None,
+            phase_confidence: 0.95,
             a: "A".into(),
             b: "B".into(),
             a_untraced_ms: Some(2.0),
