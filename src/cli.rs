@@ -222,6 +222,7 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Write the timeline, phases, groupings and the runtime's sections as JSON (docs/json-schema.md).
+    /// `-` (or /dev/stdout): to stdout, the report then goes to stderr.
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
     /// Write a Chrome Trace Event file (Perfetto, chrome://tracing): one track per
@@ -369,12 +370,13 @@ impl CommonArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub struct ExportArgs {
     /// Write settings, statistics and every raw sample as JSON (docs/json-schema.md).
+    /// `-` (or /dev/stdout): to stdout, the table then goes to stderr.
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
-    /// Write the result table as Markdown.
+    /// Write the result table as Markdown (`-`: stdout).
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
-    /// Write one CSV row per run.
+    /// Write one CSV row per run (`-`: stdout).
     #[arg(long, value_name = "PATH")]
     pub export_csv: Option<PathBuf>,
     /// Write a self-contained HTML report (charts inline; opens from disk).

@@ -222,6 +222,55 @@ fn exports_write_through_devices_symlinks_and_fifos() {
     );
 }
 
+/// An export path that is our own stdout (`/dev/stdout`, `/proc/self/fd/1`,
+/// or the very file stdout is appended to) is written in place: the JSON
+/// alone on stdout (the table on stderr), and an appended file keeps what it
+/// had (it used to be renamed over: `>> log.txt` lost log.txt).
+#[test]
+fn an_export_to_our_own_stdout_is_written_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    for path in ["/dev/stdout", "/proc/self/fd/1"] {
+        let o = bench_touch(&ran, &["--export-json", path]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            is_json(&stdout(&o)),
+            "{path}: the JSON alone on stdout: {}",
+            stdout(&o)
+        );
+        assert!(
+            stderr(&o).contains("p50"),
+            "{path}: the table went to stderr: {}",
+            stderr(&o)
+        );
+    }
+    // `coldstart bench … --export-json log.txt >> log.txt`.
+    let log = dir.path().join("log.txt");
+    std::fs::write(&log, "earlier line\n").unwrap();
+    let appended = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let before = inode(&log);
+    let o = coldstart()
+        .args(["bench", "--no-store", "-q", "-r", "1", "-w", "0", "--export-json"])
+        .arg(&log)
+        .args(["--", "touch", ran.to_str().unwrap()])
+        .stdout(appended)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(inode(&log), before, "log.txt was replaced, not appended to");
+    let rest = text
+        .strip_prefix("earlier line\n")
+        .unwrap_or_else(|| panic!("the earlier contents are lost: {text}"));
+    assert!(is_json(rest), "the JSON alone after them: {rest}");
+    assert!(
+        stderr(&o).contains("p50"),
+        "the table went to stderr: {}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn unwritable_export_paths_fail_before_any_run() {
     let dir = tempfile::tempdir().unwrap();

@@ -32,9 +32,10 @@ pub fn headline(e: &Estimate) -> String {
     };
     match (e.untraced_median_ms, e.error_pct) {
         (Some(u), Some(err)) => out.push_str(&format!(
-            "  calibrated estimate of the total {} vs untraced median {} ({err:+.1} %); so each stop's cost is scaled {scale} to match the untraced runs ({} in the run shown): estimated total {}{}\n",
+            "  calibrated estimate of the total {} vs untraced median {} ({}); so each stop's cost is scaled {scale} to match the untraced runs ({} in the run shown): estimated total {}{}\n",
             ms(e.calibrated_total_ms),
             ms(u),
+            super::format::signed_percent(err / 100.0),
             ms(e.scaled_cost_ms),
             ms(e.total_ms),
             range(e.total_range_ms),

@@ -1,19 +1,11 @@
 //! explain A vs B: the verdict line, the phases by contribution to the total
 //! difference, section rows side by side, the files only one build opened.
 
-use super::format::ms;
+use super::format::{ms, signed_ms as signed};
 use crate::explain::attribution::{Attribution, PhaseDiff, RowDiff};
 
 /// Files named per side before "… N more".
 const FILES: usize = 12;
-
-fn signed(x: f64) -> String {
-    if x < 0.0 {
-        format!("−{}", ms(-x))
-    } else {
-        format!("+{}", ms(x))
-    }
-}
 
 /// A share with one minus sign (−), as every other figure here.
 fn percent(x: f64) -> String {
@@ -165,7 +157,12 @@ fn row(r: &RowDiff, a: &Attribution) -> String {
     let diff = if r.unit == "ms" {
         signed(d)
     } else {
-        format!("{d:+.0}")
+        // One minus sign (−) everywhere, as the durations.
+        if d < 0.0 {
+            format!("−{:.0}", -d)
+        } else {
+            format!("+{d:.0}")
+        }
     };
     format!(
         "  {:<40}  {}: {:>9}  {}: {:>9}  {:>10}\n",

@@ -1,5 +1,9 @@
 //! Where an export goes, decided by what is at its path:
-//! - `-`: stdout (the human report then goes to stderr);
+//! - `-`, or a path that is our own stdout (`/dev/stdout`, `/proc/self/fd/1`,
+//!   or the very file or pipe fd 1 is, by device and inode: `>> log.txt` then
+//!   `--export-json log.txt`): written to fd 1 in place (an appended file stays
+//!   appended to, never renamed over), and the human report goes to stderr;
+//! - our own stderr, the same way: written to fd 2 in place;
 //! - a regular file or nothing yet: written atomically (a temp file in the same
 //!   directory, renamed over it), so a failed export never leaves half a file;
 //! - a symlink: followed, and its target written as above (the link stays);
@@ -20,6 +24,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, PartialEq)]
 enum Dest {
     Stdout,
+    Stderr,
     /// A regular file (existing or new): replaced atomically.
     File(PathBuf),
     /// A character device or FIFO: opened and written in place.
@@ -30,9 +35,41 @@ fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
+/// Which of our own standard streams (1 or 2) `path` is: by name, or by the
+/// device and inode of what it opens against those of fd 1 and fd 2. Only a
+/// regular file, FIFO or socket counts by inode: a character device (a
+/// terminal, /dev/null) is written in place anyway.
+fn own_stream(path: &Path) -> Option<i32> {
+    let named = |fd: i32| {
+        [format!("/dev/fd/{fd}"), format!("/proc/self/fd/{fd}")]
+            .iter()
+            .any(|p| path == Path::new(p))
+    };
+    if path == Path::new("/dev/stdout") || named(1) {
+        return Some(1);
+    }
+    if path == Path::new("/dev/stderr") || named(2) {
+        return Some(2);
+    }
+    let m = fs::metadata(path).ok()?;
+    let ft = m.file_type();
+    if !(ft.is_file() || ft.is_fifo() || ft.is_socket()) {
+        return None;
+    }
+    use std::os::unix::fs::MetadataExt;
+    [1, 2].into_iter().find(|&fd| {
+        nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_dev as u64 == m.dev() && st.st_ino as u64 == m.ino())
+    })
+}
+
 fn dest(path: &Path) -> Result<Dest> {
     if is_stdout(path) {
         return Ok(Dest::Stdout);
+    }
+    match own_stream(path) {
+        Some(1) => return Ok(Dest::Stdout),
+        Some(_) => return Ok(Dest::Stderr),
+        None => {}
     }
     // Devices and FIFOs first, through the kernel's own lookup: /dev/stdout is a
     // chain ending in /proc/self/fd/1, a magic link whose text ("pipe:[…]") names
@@ -102,6 +139,7 @@ pub fn check(paths: &[&Option<PathBuf>]) -> Result<()> {
     for path in paths.iter().filter_map(|p| p.as_ref()) {
         match dest(path)? {
             Dest::Stdout => to_stdout += 1,
+            Dest::Stderr => {}
             Dest::Stream(p) => {
                 // Opening a FIFO for writing would block until a reader comes, and
                 // the reader may be waiting for the results: check permission only.
@@ -138,7 +176,7 @@ pub fn check(paths: &[&Option<PathBuf>]) -> Result<()> {
         }
     }
     if to_stdout > 1 {
-        bail!("only one export can go to stdout (`-`)");
+        bail!("only one export can go to stdout (`-`, /dev/stdout or the file stdout is redirected to): give the others file names");
     }
     if to_stdout == 1 {
         out::reserve_stdout_for_export();
@@ -150,6 +188,13 @@ pub fn check(paths: &[&Option<PathBuf>]) -> Result<()> {
 pub fn write(path: &Path, contents: &[u8]) -> Result<()> {
     match dest(path)? {
         Dest::Stdout => out::bytes(contents),
+        Dest::Stderr => {
+            let mut stderr = std::io::stderr().lock();
+            stderr
+                .write_all(contents)
+                .and_then(|()| stderr.flush())
+                .with_context(|| format!("writing {}", path.display()))
+        }
         Dest::Stream(p) => {
             let mut f = OpenOptions::new()
                 .write(true)
