@@ -16,7 +16,7 @@ fn main() {
         std::process::exit(code);
     }
     let code = match real_main() {
-        // 130 is "interrupted"; SIGQUIT's conventional code is 131.
+        // 130 is "interrupted": the exit code is 128 + the signal that did it.
         Ok(130) => Lab::get().map_or(130, Lab::exit_code),
         Ok(code) => code,
         Err(e) => {

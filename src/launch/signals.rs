@@ -140,11 +140,13 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// The exit code after an interrupt: 131 for SIGQUIT, else 130.
+/// The exit code after an interrupt: 128 + the first signal, as shells and
+/// CI systems expect (SIGINT 130, SIGTERM 143, SIGHUP 129, SIGQUIT 131);
+/// 130 when no signal was recorded.
 pub fn exit_code() -> i32 {
     match FIRST_SIGNAL.load(Ordering::SeqCst) {
-        libc::SIGQUIT => 131,
-        _ => 130,
+        0 => 130,
+        sig => 128 + sig,
     }
 }
 
