@@ -309,20 +309,46 @@ fn source_label(origin: Origin, source: &str) -> String {
             let Some((file, inner)) = parts.split_first() else {
                 return crate::format::elide_middle(source, LABEL_MAX);
             };
-            let mut label = file.rsplit('/').next().unwrap_or(file).to_string();
-            for entry in inner {
-                label.push('!');
-                label.push_str(entry);
+            let file = file.rsplit('/').next().unwrap_or(file);
+            if inner.is_empty() {
+                // A directory on disk reads as one (`classes/`); one inside a
+                // jar is told apart by its `!`.
+                let slash = if origin == Origin::Dir { "/" } else { "" };
+                return crate::format::elide_middle(&format!("{file}{slash}"), LABEL_MAX);
             }
-            // A directory on disk reads as one (`classes/`); one inside a jar
-            // is already told apart by its `!`.
-            if origin == Origin::Dir && inner.is_empty() {
-                label.push('/');
-            }
-            crate::format::elide_middle(&label, LABEL_MAX)
+            nested_label(file, inner)
         }
         Origin::Generated => "generated".into(),
         Origin::Other => crate::format::elide_middle(source, LABEL_MAX),
+    }
+}
+
+/// `app.jar!BOOT-INF/lib/x.jar` in at most [`LABEL_MAX`] columns, giving up
+/// first the entries' directories (`app.jar!…/x.jar`), then the middle of the
+/// outer file's name: the innermost name says the most.
+fn nested_label(file: &str, inner: &[String]) -> String {
+    use crate::format::elide_middle;
+    use unicode_width::UnicodeWidthStr;
+    let full = format!("{file}!{}", inner.join("!"));
+    if full.width() <= LABEL_MAX {
+        return full;
+    }
+    let names: Vec<String> = inner
+        .iter()
+        .map(|e| match e.rsplit_once('/') {
+            Some((_, name)) => format!("…/{name}"),
+            None => e.clone(),
+        })
+        .collect();
+    let names = names.join("!");
+    let short = format!("{file}!{names}");
+    if short.width() <= LABEL_MAX {
+        return short;
+    }
+    // The outer name keeps at least a few columns, or the whole is cut in the middle.
+    match LABEL_MAX.checked_sub(names.width() + 1) {
+        Some(room) if room >= 8 => format!("{}!{names}", elide_middle(file, room)),
+        _ => elide_middle(&short, LABEL_MAX),
     }
 }
 
