@@ -700,7 +700,9 @@ impl<'a> Summary<'a> {
             s.notes.push(format!(
                 "The JVM runs a -javaagent's premain inside Create VM, before main: {} is that time, \
                  from the JVM's first java.lang.instrument class (the agent's start) to Create VM \
-                 done; JVM init is the JVM's own work before it.",
+                 done; JVM init is the JVM's own work before it. JVM init pays for the agent too: \
+                 -javaagent adds the java.instrument module, which turns off CDS's archived module \
+                 graph (-Xlog:cds says so), so the module system is built at start.",
                 a.name
             ));
         }
