@@ -8,7 +8,8 @@
 //! `COLDSTART_REQUIRE_<SWITCH>=1` is set (CI sets every switch in `.ci/run`) the
 //! skip becomes a failure. Switches: PYTHON, NODE, JAVA, GO, GCC, ERLANG, STRACE,
 //! OTEL, POSTGRES, LAMBDA_CLIENTS, LAMBDA_RIC (the managed runtimes' interface
-//! clients, examples/lambda-ric/setup.sh), CGROUP, CHROMIUM, DENO, PERF (perf_event_open allowed).
+//! clients, examples/lambda-ric/setup.sh), CGROUP, CHROMIUM, DENO, PERF (perf_event_open
+//! allowed), MAVEN (mvn, and Maven Central for the Spring Boot fixture).
 
 #![allow(dead_code)]
 
@@ -19,7 +20,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 16] = [
+pub const SWITCHES: [&str; 17] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -36,6 +37,7 @@ pub const SWITCHES: [&str; 16] = [
     "DENO",
     "PERF",
     "SANDBOX",
+    "MAVEN",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").

@@ -244,6 +244,13 @@ pub fn render(e: &Explanation) -> String {
 
 /// One source inside the runtime: its headline facts, its top offenders, its notes.
 pub fn section(sec: &Section) -> String {
+    section_to(sec, super::width::columns())
+}
+
+/// [`section`] fitted to `width` columns (None: as wide as it is): the table's
+/// cells wrap inside their columns, so a long cell (a package's many sources)
+/// never pushes the row's other columns onto lines of their own.
+pub fn section_to(sec: &Section, width: Option<usize>) -> String {
     let mut out = format!("\n{}\n", sec.title);
     let key_w = sec.facts.iter().map(|f| f.0.chars().count()).max().unwrap_or(0);
     for (k, v) in &sec.facts {
@@ -259,6 +266,8 @@ pub fn section(sec: &Section) -> String {
         for r in rows {
             table.add_row(r.clone());
         }
+        // Each line is indented by one column below.
+        super::width::fit_table_to(&mut table, &[], width.map(|w| w.saturating_sub(1)));
         for line in table.to_string().lines() {
             out.push_str(&format!(" {}\n", line.trim_end()));
         }
@@ -269,7 +278,7 @@ pub fn section(sec: &Section) -> String {
     for n in &sec.notes {
         out.push_str(&format!("  note: {n}\n"));
     }
-    out
+    super::width::fit_to(&out, width)
 }
 
 /// `×1.18 (95% CI ×1.12–×1.25)`; without an interval, why.

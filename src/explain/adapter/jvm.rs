@@ -31,6 +31,9 @@ pub struct Jvm {
 const LOG_PREFIX: &str = "jvm-";
 const LOG_SUFFIX: &str = ".log";
 const TABLE_ROWS: usize = 20;
+/// Sources named in a package's row; the rest are counted: a package rolled up
+/// to `--class-depth 1` (`org`) draws on dozens of jars.
+const SOURCES_IN_ROW: usize = 3;
 const JARS_IN_FACTS: usize = 3;
 
 impl Adapter for Jvm {
@@ -234,8 +237,9 @@ pub(crate) fn origin(name: &str, source: &str) -> Origin {
         Origin::Jrt
     } else if source.starts_with("file:") || source.starts_with("jar:") || source.starts_with('/') {
         // The app loader names a URL (`file:/x/app.jar`); the boot loader's
-        // appended path (-Xbootclasspath/a) names the plain path (`/x/app.jar`).
-        if trim_url(source).ends_with(".jar") {
+        // appended path (-Xbootclasspath/a) names the plain path (`/x/app.jar`);
+        // a jar inside a jar is a `jar:` URL (Spring Boot's BOOT-INF/lib).
+        if containers(source).last().is_some_and(|c| c.ends_with(".jar")) {
             Origin::Jar
         } else {
             Origin::Dir
@@ -256,26 +260,123 @@ fn is_generated(name: &str, source: &str) -> bool {
         || name.rsplit('.').next().is_some_and(|s| s.starts_with("$Proxy"))
 }
 
-/// "jar:file:/app.jar!/BOOT-INF/lib/x.jar!/" → "…/x.jar"; "file:/classes/" → "file:/classes".
-fn trim_url(source: &str) -> &str {
-    source.trim_end_matches('/').trim_end_matches('!')
+/// A class's source as the chain of its containers: the file on disk, then each
+/// entry inside the one before, without URL schemes, percent-escapes or the
+/// slashes at either end. `file:/x/classes/` → [x/classes]; Spring Boot 3.2+'s
+/// `jar:nested:/x/app.jar/!BOOT-INF/lib/y.jar!/` and Boot 2's
+/// `jar:file:/x/app.jar!/BOOT-INF/lib/y.jar!/` → [x/app.jar, BOOT-INF/lib/y.jar].
+fn containers(source: &str) -> Vec<String> {
+    let mut s = source;
+    let mut in_archive = false;
+    while let Some(rest) = s.strip_prefix("jar:") {
+        s = rest;
+        in_archive = true;
+    }
+    for scheme in ["nested:", "file:"] {
+        if let Some(rest) = s.strip_prefix(scheme) {
+            s = rest;
+            break;
+        }
+    }
+    let decode = |p: &str| {
+        percent_encoding::percent_decode_str(p.trim_matches('/'))
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    // Only a jar: URL separates its entries with '!'; a plain path may hold one.
+    let parts: Vec<String> = if in_archive {
+        s.split('!').map(decode).collect()
+    } else {
+        vec![decode(s)]
+    };
+    parts.into_iter().filter(|p| !p.is_empty()).collect()
 }
 
+/// The widest source label a table cell or fact gets (the middle is elided);
+/// Spring Boot's longest usual one, `app.jar!BOOT-INF/lib/spring-boot-autoconfigure-3.5.7.jar`,
+/// is 55.
+const LABEL_MAX: usize = 60;
+
 /// The label a class's source gets in the table: a jar's or directory's name,
-/// a jrt module, "CDS", "generated".
+/// with the entry inside an archive after `!` (`app.jar!BOOT-INF/classes`,
+/// `app.jar!BOOT-INF/lib/spring-core-6.1.jar`), a jrt module, "CDS", "generated".
 fn source_label(origin: Origin, source: &str) -> String {
     match origin {
         Origin::Cds => "CDS".into(),
         Origin::Jrt => source.trim_start_matches("jrt:/").to_string(),
-        Origin::Jar => last_segment(source).to_string(),
-        Origin::Dir => format!("{}/", last_segment(source)),
+        Origin::Jar | Origin::Dir => {
+            let parts = containers(source);
+            let Some((file, inner)) = parts.split_first() else {
+                return crate::format::elide_middle(source, LABEL_MAX);
+            };
+            let file = file.rsplit('/').next().unwrap_or(file);
+            if inner.is_empty() {
+                // A directory on disk reads as one (`classes/`); one inside a
+                // jar is told apart by its `!`.
+                let slash = if origin == Origin::Dir { "/" } else { "" };
+                return crate::format::elide_middle(&format!("{file}{slash}"), LABEL_MAX);
+            }
+            nested_label(file, inner)
+        }
         Origin::Generated => "generated".into(),
-        Origin::Other => source.to_string(),
+        Origin::Other => crate::format::elide_middle(source, LABEL_MAX),
     }
 }
 
-fn last_segment(source: &str) -> &str {
-    trim_url(source).rsplit(['/', '!']).next().unwrap_or(source)
+/// `app.jar!BOOT-INF/lib/x.jar` in at most [`LABEL_MAX`] columns, giving up
+/// first the entries' directories (`app.jar!…/x.jar`), then the middle of the
+/// outer file's name: the innermost name says the most.
+fn nested_label(file: &str, inner: &[String]) -> String {
+    use crate::format::elide_middle;
+    use unicode_width::UnicodeWidthStr;
+    let full = format!("{file}!{}", inner.join("!"));
+    if full.width() <= LABEL_MAX {
+        return full;
+    }
+    let names: Vec<String> = inner
+        .iter()
+        .map(|e| match e.rsplit_once('/') {
+            Some((_, name)) => format!("…/{name}"),
+            None => e.clone(),
+        })
+        .collect();
+    let names = names.join("!");
+    let short = format!("{file}!{names}");
+    if short.width() <= LABEL_MAX {
+        return short;
+    }
+    // The outer name keeps at least a few columns, or the whole is cut in the middle.
+    match LABEL_MAX.checked_sub(names.width() + 1) {
+        Some(room) if room >= 8 => format!("{}!{names}", elide_middle(file, room)),
+        _ => elide_middle(&short, LABEL_MAX),
+    }
+}
+
+/// `agent premain (agent.jar)`: the phase of the -javaagent(s) whose classes
+/// came from `files` (the Premain-Class's first).
+fn agent_name(files: &[String]) -> String {
+    const NAMED: usize = 2;
+    let mut names: Vec<String> = files
+        .iter()
+        .take(NAMED)
+        .map(|f| crate::format::elide_middle(f, LABEL_MAX))
+        .collect();
+    if files.len() > NAMED {
+        names.push(format!("+{} more", files.len() - NAMED));
+    }
+    if names.is_empty() {
+        "agent premain (-javaagent)".into()
+    } else {
+        format!("agent premain ({})", names.join(", "))
+    }
+}
+
+/// The file on disk a class came from, by name (`app.jar` for everything in a
+/// Spring Boot fat jar): how a -javaagent is named.
+fn outer_file(source: &str) -> Option<String> {
+    let parts = containers(source);
+    let file = parts.first()?;
+    Some(file.rsplit('/').next().unwrap_or(file).to_string())
 }
 
 /// A class's package; hidden classes lose their "/0x…" suffix first.
@@ -315,6 +416,23 @@ pub(crate) struct PackageRow {
     pub last_ns: u64,
     /// Source label → classes, largest first.
     pub sources: Vec<(String, usize)>,
+}
+
+/// `a.jar 389, b.jar 343, c.jar 238, +11 more sources: 52 classes`, largest first.
+fn sources_cell(sources: &[(String, usize)]) -> String {
+    let shown = sources.len().min(SOURCES_IN_ROW);
+    let mut cell: Vec<String> = sources[..shown].iter().map(|(l, n)| format!("{l} {n}")).collect();
+    let rest = &sources[shown..];
+    if !rest.is_empty() {
+        let classes: usize = rest.iter().map(|(_, n)| n).sum();
+        cell.push(format!(
+            "+{} more {}: {classes} {}",
+            rest.len(),
+            if rest.len() == 1 { "source" } else { "sources" },
+            if classes == 1 { "class" } else { "classes" }
+        ));
+    }
+    cell.join(", ")
 }
 
 /// One JVM's log on the run's clock, cut at ready.
@@ -465,13 +583,21 @@ impl<'a> Summary<'a> {
         for (jar, n) in self.top_jars() {
             s.facts.push((format!("  {jar}"), n.to_string()));
         }
+        let phases = self.init_phases();
+        let agent = phases
+            .iter()
+            .find(|p| p.name.starts_with("agent premain"))
+            .cloned();
         if let Some(vm) = self.log.phases.iter().find(|p| p.name == "Create VM") {
-            s.facts.push(("Create VM".into(), ms_cell(vm.dur_ns)));
+            let mut v = ms_cell(vm.dur_ns);
+            if let Some(a) = &agent {
+                v.push_str(&format!(" (of which agent premain {})", ms_cell(a.dur_ns)));
+            }
+            s.facts.push(("Create VM".into(), v));
         }
         if let Some(z) = self.jvm_start_ns {
             s.facts.push(("JVM start after spawn".into(), ms_cell(z)));
         }
-        let phases = self.init_phases();
         for p in &phases {
             s.facts.push((
                 p.name.clone(),
@@ -503,11 +629,10 @@ impl<'a> Summary<'a> {
         }
         s.table = Table::new(&["package", "classes", "sources", "first load", "span"]);
         for r in self.packages(depth) {
-            let sources: Vec<String> = r.sources.iter().map(|(l, n)| format!("{l} {n}")).collect();
             s.table.rows.push(vec![
                 r.package,
                 r.classes.to_string(),
-                sources.join(", "),
+                sources_cell(&r.sources),
                 ms_cell(r.first_ns),
                 ms_cell(r.last_ns.saturating_sub(r.first_ns)),
             ]);
@@ -538,10 +663,12 @@ impl<'a> Summary<'a> {
                 ],
             });
         }
+        // The app's first class comes after Create VM: a -javaagent's come before.
+        let app_from = self.create_vm_end().map_or(0, |e| e.saturating_add(1));
         if let Some(app) = self
             .loads
             .iter()
-            .find(|l| matches!(l.origin, Origin::Jar | Origin::Dir))
+            .find(|l| l.at_ns >= app_from && matches!(l.origin, Origin::Jar | Origin::Dir))
         {
             s.marks.push(Mark::new(
                 format!("first app class {}", app.name),
@@ -569,6 +696,16 @@ impl<'a> Summary<'a> {
              from spawn: the run's time zero was not available."
                 .into()
         });
+        if let Some(a) = agent {
+            s.notes.push(format!(
+                "The JVM runs a -javaagent's premain inside Create VM, before main: {} is that time, \
+                 from the JVM's first java.lang.instrument class (the agent's start) to Create VM \
+                 done; JVM init is the JVM's own work before it. JVM init pays for the agent too: \
+                 -javaagent adds the java.instrument module, which turns off CDS's archived module \
+                 graph (-Xlog:cds says so), so the module system is built at start.",
+                a.name
+            ));
+        }
         if self.log.phases.is_empty() {
             s.notes
                 .push("The JVM logged no startuptime phases (no \"Create VM\" time).".into());
@@ -576,9 +713,53 @@ impl<'a> Summary<'a> {
         s
     }
 
+    /// Where java.lang.instrument agents (`-javaagent`, also from
+    /// JAVA_TOOL_OPTIONS) start, and their files, when they ran before `vm_end`.
+    ///
+    /// The signal is the JVM's own: HotSpot runs every agent's premain in its
+    /// VMInit event, inside Create VM and before the main class is loaded, and
+    /// the agent library (libinstrument) first defines
+    /// `java.lang.instrument.Instrumentation` and `sun.instrument.InstrumentationImpl`,
+    /// then appends the agent's jar to the class path and loads its Premain-Class
+    /// from it. No application code has run before Create VM is done, so nothing
+    /// else defines those classes by then: the first of them is where the agents'
+    /// work starts (the JVM's own init is over), and the jars and directories
+    /// that classes came from between it and Create VM's end are the agents'
+    /// (the Premain-Class's jar first). Measured: a premain that sleeps 300 ms
+    /// lies entirely inside it (jvm_tests.rs).
+    fn agent_premain(&self, vm_end: u64) -> Option<(u64, Vec<String>)> {
+        let start = self
+            .loads
+            .iter()
+            .take_while(|l| l.at_ns <= vm_end)
+            .find(|l| {
+                matches!(
+                    l.name,
+                    "java.lang.instrument.Instrumentation" | "sun.instrument.InstrumentationImpl"
+                )
+            })?
+            .at_ns;
+        let mut files: Vec<String> = Vec::new();
+        for l in self
+            .loads
+            .iter()
+            .filter(|l| (start..=vm_end).contains(&l.at_ns))
+            .filter(|l| matches!(l.origin, Origin::Jar | Origin::Dir))
+        {
+            if let Some(f) = outer_file(l.source) {
+                if !files.contains(&f) {
+                    files.push(f);
+                }
+            }
+        }
+        Some((start, files))
+    }
+
     /// JVM init (the JVM's start → Create VM done: `JNI_CreateJavaVM`, before
-    /// main) and app init (Create VM done → ready, or → the last class load
-    /// when ready is not known), each with the classes defined in it.
+    /// main), split where a -javaagent's premain starts (see [`Self::agent_premain`]):
+    /// its time is the agent's, not the JVM's. Then app init (Create VM done →
+    /// ready, or → the last class load when ready is not known); each with the
+    /// classes defined in it.
     fn init_phases(&self) -> Vec<Span> {
         let Some(vm_end) = self.create_vm_end() else {
             return Vec::new();
@@ -591,28 +772,56 @@ impl<'a> Summary<'a> {
             self.loads.last().map_or(vm_end, |l| l.at_ns)
         }
         .max(vm_end);
-        let vm_classes = self.loads.iter().filter(|l| l.at_ns <= vm_end).count();
-        let app_classes = self.loads.len() - vm_classes;
-        vec![
-            Span {
-                name: "JVM init (JVM start → Create VM done)".into(),
-                start_ns: jvm_start,
-                dur_ns: vm_end.saturating_sub(jvm_start),
-                depth: 0,
-                args: vec![("classes".into(), vm_classes.to_string())],
+        let classes = |from: u64, to: u64| {
+            self.loads
+                .iter()
+                .filter(|l| (from..to).contains(&l.at_ns))
+                .count()
+                .to_string()
+        };
+        let span = |name: String, start_ns: u64, end_ns: u64, classes: String| Span {
+            name,
+            start_ns,
+            dur_ns: end_ns.saturating_sub(start_ns),
+            depth: 0,
+            args: vec![("classes".into(), classes)],
+        };
+        // Every class up to Create VM's line is the JVM's (or the agents'), a
+        // load stamped at the same instant included.
+        let mut out = Vec::new();
+        match self.agent_premain(vm_end) {
+            Some((agent_start, files)) => {
+                out.push(span(
+                    "JVM init (JVM start → agent premain)".into(),
+                    jvm_start,
+                    agent_start,
+                    classes(0, agent_start),
+                ));
+                out.push(span(
+                    agent_name(&files),
+                    agent_start,
+                    vm_end,
+                    classes(agent_start, vm_end.saturating_add(1)),
+                ));
+            }
+            None => out.push(span(
+                "JVM init (JVM start → Create VM done)".into(),
+                jvm_start,
+                vm_end,
+                classes(0, vm_end.saturating_add(1)),
+            )),
+        }
+        out.push(span(
+            if to_ready {
+                "app init (Create VM done → ready)".into()
+            } else {
+                "app init (Create VM done → last class load)".into()
             },
-            Span {
-                name: if to_ready {
-                    "app init (Create VM done → ready)".into()
-                } else {
-                    "app init (Create VM done → last class load)".into()
-                },
-                start_ns: vm_end,
-                dur_ns: app_end - vm_end,
-                depth: 0,
-                args: vec![("classes".into(), app_classes.to_string())],
-            },
-        ]
+            vm_end,
+            app_end,
+            classes(vm_end.saturating_add(1), u64::MAX),
+        ));
+        out
     }
 
     /// Jars by classes loaded, largest first, at most [`JARS_IN_FACTS`].

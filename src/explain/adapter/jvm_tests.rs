@@ -52,7 +52,7 @@ fn classifies_sources_and_packages() {
     );
     assert_eq!(
         source_label(Origin::Jar, "jar:file:/app.jar!/BOOT-INF/lib/x-1.0.jar!/"),
-        "x-1.0.jar"
+        "app.jar!BOOT-INF/lib/x-1.0.jar"
     );
     assert_eq!(source_label(Origin::Dir, "file:/tmp/classes/"), "classes/");
     assert_eq!(
@@ -431,4 +431,483 @@ fn counts_by_package_match_verbose_class() {
     assert!(shown.len() <= TABLE_ROWS);
     // On the run's clock: every span inside spawn → exit.
     assert!(section.spans.iter().all(|s| s.start_ns + s.dur_ns <= ready_ns));
+}
+
+/// Every form of source HotSpot logs, labelled by the file it is and, inside an
+/// archive, the entry: Spring Boot 3.2+ (`jar:nested:`), Spring Boot 2 and other
+/// `jar:file:` URLs, plain jars and directories, jrt modules, the CDS archive.
+#[test]
+fn labels_name_the_file_and_the_entry_inside_it() {
+    let cases = [
+        // Spring Boot 3.2+: the app's own classes and a library, nested in app.jar.
+        (
+            "jar:nested:/srv/app/app.jar/!BOOT-INF/classes/!/",
+            Origin::Dir,
+            "app.jar!BOOT-INF/classes",
+        ),
+        (
+            "jar:nested:/srv/app/app.jar/!BOOT-INF/lib/spring-core-6.1.jar!/",
+            Origin::Jar,
+            "app.jar!BOOT-INF/lib/spring-core-6.1.jar",
+        ),
+        // Spring Boot 2 (and a war's WEB-INF).
+        (
+            "jar:file:/srv/app/app.jar!/BOOT-INF/classes!/",
+            Origin::Dir,
+            "app.jar!BOOT-INF/classes",
+        ),
+        (
+            "jar:file:/srv/app/app.jar!/BOOT-INF/lib/x-1.0.jar!/",
+            Origin::Jar,
+            "app.jar!BOOT-INF/lib/x-1.0.jar",
+        ),
+        (
+            "jar:file:/srv/app.war!/WEB-INF/lib/y.jar!/",
+            Origin::Jar,
+            "app.war!WEB-INF/lib/y.jar",
+        ),
+        // The launcher's own classes at the fat jar's root.
+        ("file:/srv/app/app.jar", Origin::Jar, "app.jar"),
+        ("file:/srv/my%20app/lib%201.jar", Origin::Jar, "lib 1.jar"),
+        ("file:/srv/app/classes/", Origin::Dir, "classes/"),
+        ("/srv/boot/lib.jar", Origin::Jar, "lib.jar"),
+        // A plain directory may hold a '!'; only a jar: URL separates entries with it.
+        ("file:/srv/a!b/classes/", Origin::Dir, "classes/"),
+        ("jrt:/java.base", Origin::Jrt, "java.base"),
+        ("shared objects file", Origin::Cds, "CDS"),
+        ("shared objects file (top)", Origin::Cds, "CDS"),
+    ];
+    for (source, want_origin, want_label) in cases {
+        let o = origin("p.C", source);
+        assert_eq!(o, want_origin, "{source}");
+        assert_eq!(source_label(o, source), want_label, "{source}");
+    }
+}
+
+/// A package drawing on many sources names the largest three and counts the rest.
+#[test]
+fn a_row_names_three_sources_and_counts_the_rest() {
+    let sources: Vec<(String, usize)> = (0..14).map(|i| (format!("j{i}.jar"), 100 - i)).collect();
+    let rest: usize = sources[3..].iter().map(|s| s.1).sum();
+    assert_eq!(
+        sources_cell(&sources),
+        format!("j0.jar 100, j1.jar 99, j2.jar 98, +11 more sources: {rest} classes")
+    );
+    assert_eq!(
+        sources_cell(&sources[..4]),
+        "j0.jar 100, j1.jar 99, j2.jar 98, +1 more source: 97 classes"
+    );
+    assert_eq!(sources_cell(&sources[..2]), "j0.jar 100, j1.jar 99");
+}
+
+/// A source of 1,000 characters (a deep path, a long jar name) in the section of
+/// a real-format log: the label keeps its ends, and the rendered section stays
+/// inside the terminal's width with its table whole (each row's figures on the
+/// row's first line, the header on one line).
+#[test]
+fn a_long_source_fits_the_terminal() {
+    // A deep directory and a jar name of 1,000 characters inside the fat jar.
+    let dir = "d".repeat(200);
+    let long = format!(
+        "jar:nested:/{dir}/{dir}/app.jar/!BOOT-INF/lib/{}-1.0.jar!/",
+        "n".repeat(1000)
+    );
+    assert!(long.len() > 1000, "{}", long.len());
+    let log = parse_log(&format!(
+        "[7584071482155ns][94119504ns][startuptime] Create VM, 0.0931483 secs\n\
+         [7584078467738ns][101105108ns][class,load ] com.acme.Main source: {long}\n\
+         [7584078467800ns][101105170ns][class,load ] com.acme.Other source: {long}\n\
+         [7584078467900ns][101105270ns][class,load ] com.acme.Third source: file:/tmp/app.jar\n"
+    ));
+    let section = Summary::new(&log, 0, 0).section(None);
+    // The outer jar, the name's start and its end (version), the middle elided.
+    let cell = &section.table.rows[0][2];
+    let label = cell.strip_suffix(" 2, app.jar 1").expect("two sources");
+    assert!(
+        label.starts_with("app.jar!…/nnn")
+            && label.ends_with("nnn-1.0.jar")
+            && label.matches('…').count() == 2,
+        "{label}"
+    );
+    assert!(label.chars().count() <= LABEL_MAX, "{label}");
+    for width in [80, 120] {
+        let text = crate::report::explain::section_to(&section, Some(width));
+        for line in text.lines() {
+            assert!(
+                unicode_width::UnicodeWidthStr::width(line) <= width,
+                "a line wider than {width}:\n{line}\n\n{text}"
+            );
+        }
+        let header = text.lines().find(|l| l.contains("package")).expect("header");
+        for col in ["classes", "sources", "first load", "span"] {
+            assert!(header.contains(col), "{col} not on the header line:\n{text}");
+        }
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("com.acme "))
+            .expect("row");
+        assert!(
+            row.contains(" 3 ") && row.contains(" ms"),
+            "the row's figures left its line:\n{text}"
+        );
+    }
+}
+
+/// The independent count: `source → classes` from the log file itself, by awk,
+/// without the adapter's parser.
+fn awk_sources(log: &Path) -> BTreeMap<String, usize> {
+    let out = Command::new("awk")
+        .args([
+            "-F",
+            " source: ",
+            r#"/\]\[class,load *\] / && NF == 2 { n[$2]++ } END { for (s in n) print n[s] "\t" s }"#,
+        ])
+        .arg(log)
+        .output()
+        .expect("awk");
+    assert!(
+        out.status.success(),
+        "awk: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (n, s) = l.split_once('\t')?;
+            Some((s.to_string(), n.parse().ok()?))
+        })
+        .collect()
+}
+
+/// One adapted run of `java ARGS` (the adapter's environment only), collected.
+struct AdaptedRun {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    t0: u64,
+    ready_ns: u64,
+    stdout: String,
+    stderr: String,
+    section: Section,
+}
+
+fn adapted_run(java: &Path, args: &[std::ffi::OsString]) -> AdaptedRun {
+    let tmp = tempfile::tempdir_in(testkit::fixtures_dir()).expect("tempdir");
+    let dir = tmp.path().join("adapter");
+    std::fs::create_dir(&dir).expect("adapter dir");
+    let inj = Jvm::default()
+        .inject(&dir, &[("JAVA_TOOL_OPTIONS".into(), String::new())])
+        .expect("inject");
+    let t0 = crate::clock::now_ns();
+    let out = Command::new(java)
+        .args(args)
+        .envs(inj.env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("java (adapted)");
+    let ready_ns = crate::clock::now_ns() - t0;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "java {args:?}\n{stdout}\n{stderr}");
+    let got = Collected {
+        dir: &dir,
+        claimed: &[],
+        ready_ns,
+        t0_mono_ns: t0,
+        trace: None,
+    };
+    let section = Jvm::default().collect(&got).expect("collect");
+    AdaptedRun {
+        _tmp: tmp,
+        dir,
+        t0,
+        ready_ns,
+        stdout,
+        stderr,
+        section,
+    }
+}
+
+fn the_log(dir: &Path) -> PathBuf {
+    let logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("adapter dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    logs[0].clone()
+}
+
+/// tests/fixtures/spring-boot built by Maven into the fixtures directory (never
+/// the source tree), once; or a skip under MAVEN.
+fn spring_boot_jar() -> Option<PathBuf> {
+    let mvn = testkit::tool("MAVEN", "mvn")?;
+    let fixture = testkit::repo().join("tests/fixtures/spring-boot");
+    let java_dir = fixture.join("src/main/java/dev/coldstart/fixture");
+    let sources = [
+        fixture.join("pom.xml"),
+        java_dir.join("App.java"),
+        java_dir.join("Greeter.java"),
+    ];
+    let refs: Vec<&Path> = sources.iter().map(PathBuf::as_path).collect();
+    Some(testkit::built("spring-boot-app.jar", &refs, |out| {
+        // Maven writes a directory; the jar alone is moved to where built() wants it.
+        let build = testkit::fixtures_dir().join(format!("spring-boot-build.{}", std::process::id()));
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg(r#""$1" -B -q -f "$2" -Dout="$3" package && mv "$3/app.jar" "$4" && rm -rf "$3""#)
+            .arg("sh")
+            .arg(mvn)
+            .arg(fixture.join("pom.xml"))
+            .arg(build)
+            .arg(out);
+        c
+    }))
+}
+
+/// A real Spring Boot fat jar (Boot 3.5, `jar:nested:` URLs): the app's classes
+/// are labelled `app.jar!BOOT-INF/classes`, each library by its nested jar, and
+/// the count per source equals awk's count of the same log's lines.
+#[test]
+fn spring_boot_classes_are_labelled_by_their_nested_source() {
+    let (Some(java), Some(jar)) = (testkit::tool("JAVA", "java"), spring_boot_jar()) else {
+        return;
+    };
+    let run = adapted_run(&java, &["-jar".into(), jar.clone().into()]);
+    assert!(run.stdout.contains("ready from the fixture"), "{}", run.stdout);
+    let name = jar.file_name().expect("jar name").to_string_lossy().into_owned();
+    let expected = awk_sources(&the_log(&run.dir));
+
+    // awk's nested sources by the entry's name (`BOOT-INF/lib/x.jar` → x.jar,
+    // `BOOT-INF/classes` → classes), which each label ends with, however shortened.
+    let nested = Regex::new(r"^jar:nested:.*/([^/]+)/!(.+?)/?!/$").expect("regex");
+    let entry = |path: &str| path.rsplit('/').next().unwrap_or_default().to_string();
+    let mut want: BTreeMap<String, usize> = BTreeMap::new();
+    for (source, n) in &expected {
+        if let Some(c) = nested.captures(source) {
+            assert_eq!(c[1], name, "{source}");
+            *want.entry(entry(&c[2])).or_default() += n;
+        }
+    }
+    assert!(want.len() > 5, "too few nested jars in the log: {expected:?}");
+
+    let logs = read_logs(&run.dir).expect("read logs");
+    let summary = Summary::new(&logs[0], run.t0, run.ready_ns);
+    let rows = summary.packages(None);
+    let mut got: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &rows {
+        for (label, n) in &r.sources {
+            if let Some(inner) = label.strip_prefix(&format!("{name}!")) {
+                *got.entry(entry(inner)).or_default() += n;
+            }
+        }
+    }
+    assert_eq!(got, want);
+    // The app's own two classes, named by where they are.
+    let app = rows
+        .iter()
+        .find(|r| r.package == "dev.coldstart.fixture")
+        .expect("app row");
+    assert_eq!(app.sources, [(format!("{name}!BOOT-INF/classes"), 2)]);
+    // A library's label in full when it fits, else without its directories.
+    let labels: Vec<&str> = rows
+        .iter()
+        .flat_map(|r| r.sources.iter().map(|(l, _)| l.as_str()))
+        .collect();
+    for lib in ["spring-core-6.2.12.jar", "spring-boot-autoconfigure-3.5.7.jar"] {
+        let full = format!("{name}!BOOT-INF/lib/{lib}");
+        let want = if full.chars().count() <= LABEL_MAX {
+            full
+        } else {
+            format!("{name}!…/{lib}")
+        };
+        assert!(labels.contains(&want.as_str()), "no {want}: {labels:?}");
+    }
+    // The launcher's classes at the jar's root are the plain jar.
+    assert!(labels.contains(&name.as_str()), "no launcher classes from {name}");
+    // No label is empty or a bare slash, as the app's classes were.
+    for l in &labels {
+        assert!(!l.is_empty() && *l != "/", "{labels:?}");
+    }
+    // The top jar's fact agrees with awk.
+    let (top, n) = want.iter().max_by_key(|(_, n)| **n).expect("a jar");
+    assert!(
+        run.section
+            .facts
+            .iter()
+            .any(|(k, v)| k.starts_with(&format!("  {name}!"))
+                && k.ends_with(top.as_str())
+                && *v == n.to_string()),
+        "{top} {n}: {:?}",
+        run.section.facts
+    );
+}
+
+const AGENT_SLEEP_MS: u64 = 300;
+
+/// A -javaagent whose premain loads classes of its own and sleeps 300 ms
+/// between two System.nanoTime() readings (CLOCK_MONOTONIC on Linux), printed
+/// for the test; and an app whose main says it is ready.
+const AGENT_SOURCES: &[(&str, &str)] = &[
+    (
+        "agent/Agent.java",
+        r#"package agent;
+public class Agent {
+    public static void premain(String args) throws Exception {
+        new H1(); new H2(); new H3();
+        long a = System.nanoTime();
+        Thread.sleep(300);
+        long b = System.nanoTime();
+        System.err.println("agent-sleep " + a + " " + b);
+    }
+}
+class H1 {}
+class H2 {}
+class H3 {}
+"#,
+    ),
+    (
+        "app/Main.java",
+        r#"package app;
+public class Main {
+    public static void main(String[] args) {
+        System.out.println("ready");
+    }
+}
+"#,
+    ),
+];
+
+/// A real -javaagent: its premain is the agent's own phase, named by its jar,
+/// holding the injected 300 ms sleep (the agent's own clock readings lie inside
+/// it), and JVM init ends before the sleep starts.
+#[test]
+fn a_javaagent_premain_is_its_own_phase() {
+    let (Some(java), Some(javac), Some(jar)) = (
+        testkit::tool("JAVA", "java"),
+        testkit::tool("JAVA", "javac"),
+        testkit::tool("JAVA", "jar"),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir_in(testkit::fixtures_dir()).expect("tempdir");
+    let src = tmp.path().join("src");
+    for (path, text) in AGENT_SOURCES {
+        let p = src.join(path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, text).expect("write source");
+    }
+    let classes = tmp.path().join("classes");
+    let ok = Command::new(&javac)
+        .arg("-d")
+        .arg(&classes)
+        .args(AGENT_SOURCES.iter().map(|(p, _)| src.join(p)))
+        .status()
+        .expect("javac");
+    assert!(ok.success(), "javac failed");
+    let manifest = tmp.path().join("manifest.txt");
+    std::fs::write(&manifest, "Premain-Class: agent.Agent\n").expect("manifest");
+    let agent_jar = tmp.path().join("my-agent.jar");
+    let app_jar = tmp.path().join("app.jar");
+    for (cmd, what) in [
+        (
+            Command::new(&jar)
+                .arg("cfm")
+                .arg(&agent_jar)
+                .arg(&manifest)
+                .arg("-C")
+                .arg(&classes)
+                .arg("agent")
+                .status(),
+            "agent jar",
+        ),
+        (
+            Command::new(&jar)
+                .arg("cf")
+                .arg(&app_jar)
+                .arg("-C")
+                .arg(&classes)
+                .arg("app")
+                .status(),
+            "app jar",
+        ),
+    ] {
+        assert!(cmd.expect("jar").success(), "{what} failed");
+    }
+    let run = adapted_run(
+        &java,
+        &[
+            format!("-javaagent:{}", agent_jar.display()).into(),
+            "-cp".into(),
+            app_jar.into(),
+            "app.Main".into(),
+        ],
+    );
+    assert!(run.stdout.contains("ready"), "{}", run.stdout);
+    // The agent's own record of its sleep, on the run's clock.
+    let (sleep_from, sleep_to) = run
+        .stderr
+        .lines()
+        .find_map(|l| {
+            let mut w = l.strip_prefix("agent-sleep ")?.split(' ');
+            Some((w.next()?.parse::<u64>().ok()?, w.next()?.parse::<u64>().ok()?))
+        })
+        .map(|(a, b)| (a - run.t0, b - run.t0))
+        .unwrap_or_else(|| panic!("no agent-sleep line: {}", run.stderr));
+    assert!(sleep_to - sleep_from >= AGENT_SLEEP_MS * 1_000_000);
+
+    let span = |prefix: &str| {
+        run.section
+            .spans
+            .iter()
+            .find(|s| s.name.starts_with(prefix))
+            .cloned()
+            .unwrap_or_else(|| panic!("no span {prefix}: {:#?}", run.section.spans))
+    };
+    let (vm, agent, app) = (span("JVM init"), span("agent premain"), span("app init"));
+    assert_eq!(agent.name, "agent premain (my-agent.jar)");
+    // ≥ 80 % of the injected sleep, and all of the agent's own reading of it.
+    assert!(
+        agent.dur_ns >= AGENT_SLEEP_MS * 1_000_000 * 8 / 10,
+        "agent premain {} ms",
+        agent.dur_ns / 1_000_000
+    );
+    assert!(
+        agent.start_ns <= sleep_from && sleep_to <= agent.start_ns + agent.dur_ns,
+        "sleep {sleep_from}..{sleep_to} outside {agent:?}"
+    );
+    // JVM init ends where the agent starts, before the sleep; the phases tile.
+    assert_eq!(vm.start_ns + vm.dur_ns, agent.start_ns);
+    assert!(vm.start_ns + vm.dur_ns <= sleep_from);
+    assert_eq!(agent.start_ns + agent.dur_ns, app.start_ns);
+    // The agent's four classes (independently: awk's count of the log's lines
+    // from its jar) are in its phase.
+    let from_agent_jar: usize = awk_sources(&the_log(&run.dir))
+        .iter()
+        .filter(|(s, _)| s.ends_with("/my-agent.jar"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(from_agent_jar, 4);
+    let classes = |s: &Span| -> usize { s.args[0].1.parse().expect("count") };
+    assert!(classes(&agent) >= from_agent_jar, "{agent:?}");
+    let total: usize = run.section.facts[0].1.parse().expect("classes");
+    assert_eq!(classes(&vm) + classes(&agent) + classes(&app), total);
+    let fact = |k: &str| {
+        run.section
+            .facts
+            .iter()
+            .find(|(f, _)| f == k)
+            .map(|(_, v)| v.clone())
+    };
+    assert!(
+        fact("Create VM").is_some_and(|v| v.contains("of which agent premain")),
+        "{:?}",
+        run.section.facts
+    );
+    assert!(
+        fact("agent premain (my-agent.jar)").is_some(),
+        "{:?}",
+        run.section.facts
+    );
+    // The app's first class is the app's, not the agent's.
+    assert_eq!(run.section.marks[0].name, "first app class app.Main");
 }
