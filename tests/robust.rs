@@ -462,7 +462,7 @@ fn export_to_dev_stdout_through_a_pipe_writes_into_the_pipe() {
     let out = stdout(&o);
     let end = out.find("spawn →").unwrap_or(out.len());
     let doc: serde_json::Value = serde_json::from_str(&out[..end]).expect("the export comes first, whole");
-    assert_eq!(doc["schema"], "coldstart.bench/1");
+    assert_eq!(doc["schema"], "coldstart.bench/2");
     assert!(std::fs::symlink_metadata("/dev/stdout")
         .unwrap()
         .file_type()
