@@ -451,3 +451,86 @@ fn two_beam_vms_get_a_section_each() {
         "{titles:?}"
     );
 }
+
+/// tests/fixtures/stamp.c, static: appends "<pid> <CLOCK_MONOTONIC ns>" to
+/// argv[1] first thing in main (no loader runs before it).
+fn stamp() -> Option<PathBuf> {
+    let gcc = testkit::tool("GCC", "gcc")?;
+    let src = testkit::repo().join("tests/fixtures/stamp.c");
+    Some(testkit::built("stamp", &[&src], |out| {
+        let mut c = std::process::Command::new(gcc);
+        c.args(["-static", "-O2", "-o"]).arg(out).arg(&src);
+        c
+    }))
+}
+
+/// A wrapper that runs its program as a child and waits for it (pyenv's
+/// `pip-rehash/pip` does) in front of a second wrapper that execs the real
+/// program: with exit readiness the chain goes on past the first wrapper to the
+/// real program, and the exec-chain phase covers both wrappers' time. Oracle:
+/// the program's own record of its start (CLOCK_MONOTONIC, first thing in
+/// main), with an injected 300 ms in the first wrapper before it forks.
+#[test]
+fn a_wrapper_that_forks_and_waits_is_part_of_the_exec_chain() {
+    let Some(stamp) = stamp() else {
+        return;
+    };
+    const DELAY_NS: u64 = 300_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let (outer, inner) = (dir.path().join("wrapper"), dir.path().join("wrapper-exec"));
+    write_exec(
+        &inner,
+        &format!("#!/bin/sh\nexec '{}' \"$@\"\n", stamp.display()),
+    );
+    write_exec(
+        &outer,
+        &format!(
+            "#!/bin/sh\nsleep {}\n'{}' \"$@\" || status=$?\nexit ${{status:-0}}\n",
+            DELAY_NS as f64 / 1e9,
+            inner.display()
+        ),
+    );
+    let record = dir.path().join("started");
+    let (doc, out, _) = explain(
+        &["--ready", "exit", "--", outer.to_str().unwrap(), record.to_str().unwrap()],
+        &[],
+    );
+    let t = tl(&doc);
+    let root = t["root_pid"].as_i64().unwrap();
+    let service = t["service"]["pid"].as_i64().unwrap();
+    assert_ne!(service, root, "the program is a child of the wrapper: {}", t["service"]);
+    assert_eq!(process(&doc, root)["role"], "launcher");
+    let chain = t["exec_chain"].as_array().unwrap();
+    let last = chain.last().unwrap();
+    assert_eq!(last["pid"], service, "{chain:?}");
+    assert_eq!(
+        std::fs::canonicalize(last["exe"].as_str().unwrap()).ok(),
+        std::fs::canonicalize(&stamp).ok(),
+        "the chain ends at the real program: {last}"
+    );
+    let scripts: Vec<&str> = chain.iter().filter_map(|s| s["script"].as_str()).collect();
+    for w in [&outer, &inner] {
+        assert!(scripts.contains(&w.to_str().unwrap()), "{w:?} in {chain:?}");
+    }
+    // The traced run's own record of its start, on the timeline's clock.
+    let text = std::fs::read_to_string(&record).unwrap();
+    let started = text
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .find(|(pid, _)| pid.parse::<i64>().ok() == Some(service))
+        .map(|(_, ns)| ns.parse::<u64>().unwrap() - t["t0_mono_ns"].as_u64().unwrap())
+        .unwrap_or_else(|| panic!("no record of pid {service} in {text:?}"));
+    let (from, to) = phase(&doc, "exec-chain").unwrap();
+    assert_eq!((from, to), (0, last["start_ns"].as_u64().unwrap()));
+    assert!(to <= started, "exec {to} ns, main at {started} ns");
+    // Between the exec and main only the kernel's exec and the tracer's stops
+    // (a static binary): far less than the wrapper's 300 ms, which the chain
+    // must include (the old chain ended at the first wrapper, ~1 ms in).
+    assert!(
+        started - to < DELAY_NS / 2,
+        "the exec-chain phase ends {} ms before the program started",
+        (started - to) as f64 / 1e6
+    );
+    assert!(to >= DELAY_NS, "{to}");
+    assert!(out.contains("the root's shell started and waited on"), "{out}");
+}

@@ -10,8 +10,9 @@
 //! The phases are those of one process of the tree, the *service process*
 //! ([`Timeline::service`]): the one the readiness probe talks to (tcp/http: the
 //! process listening on the probe's port; `listen`: the one whose listen made
-//! the run ready; `exit`: the root; log/file: the root's program, past shells
-//! that forked and waited on it). The *path* is the chain of forks from the
+//! the run ready; `exit`, log and file: the root's program, past shells (a
+//! wrapper such as pyenv's `pip-rehash/pip`) that forked and waited on it).
+//! The *path* is the chain of forks from the
 //! root to it; every other process is a lane of its own ([`ProcessInfo::role`]
 //! `helper`), with the time it held the path ([`ProcessInfo::blocked_ns`]).
 //!

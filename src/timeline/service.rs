@@ -14,7 +14,8 @@ pub enum ServiceHint {
     Port(u16),
     /// `listen`: the process whose listen made the run ready (the first).
     FirstListen,
-    /// `exit`: the root, whose exit is ready.
+    /// `exit`: the root, whose exit is ready (past shells that forked and
+    /// waited on their program, as for [`ServiceHint::Output`]).
     Root,
     /// log/file: the tracer does not see which process wrote the line or made
     /// the file; the root's program, past shells that forked and waited on it.
@@ -84,7 +85,18 @@ pub(super) fn find(
             by_first_listen(&format!("no listen on port {port} was seen; "))
         }
         ServiceHint::FirstListen => by_first_listen(""),
-        ServiceHint::Root => (root, "the root (ready = its exit)".into(), first_listen_of(root)),
+        ServiceHint::Root => {
+            // A wrapper that forks its program and waits on it (pyenv's
+            // `pip-rehash/pip`) ends when the program does: the program is what
+            // the run is about, and the wrapper's time is exec chain, not init.
+            let pid = past_shells(procs, root);
+            let why = if pid == root {
+                "the root (ready = its exit)".to_string()
+            } else {
+                "the program the root's shell started and waited on (ready = the root's exit)".to_string()
+            };
+            (pid, why, first_listen_of(pid))
+        }
         ServiceHint::Output => {
             let pid = past_shells(procs, root);
             let why = if pid == root {

@@ -627,10 +627,12 @@ fn without_a_port_the_service_follows_the_readiness() {
     let t = start_script_trace();
     // listen: whoever listened first (that is what made the run ready).
     assert_eq!(build_for(&t, ServiceHint::FirstListen).service.pid, 102);
-    // exit: the root, whose own events end at the trace's end (no listen).
+    // exit: the root's program past the shell that forked and waited on it
+    // (its events end at the trace's end: no listen on a port of the probe's).
     let tl = build_for(&t, ServiceHint::Root);
-    assert_eq!(tl.service.pid, 100);
-    assert_eq!(phase(&tl, "init").end_ns, 25 * MS);
+    assert_eq!(tl.service.pid, 103);
+    assert_eq!(tl.service.path, vec![100, 103]);
+    assert_eq!(phase(&tl, "exec-chain").end_ns, 11 * MS);
     // log/file: past the shell, to the child it waits on (the last started of
     // those still running), not the earlier helper.
     assert_eq!(build_for(&t, ServiceHint::Output).service.pid, 103);
