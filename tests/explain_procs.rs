@@ -478,10 +478,7 @@ fn a_wrapper_that_forks_and_waits_is_part_of_the_exec_chain() {
     const DELAY_NS: u64 = 300_000_000;
     let dir = tempfile::tempdir().unwrap();
     let (outer, inner) = (dir.path().join("wrapper"), dir.path().join("wrapper-exec"));
-    write_exec(
-        &inner,
-        &format!("#!/bin/sh\nexec '{}' \"$@\"\n", stamp.display()),
-    );
+    write_exec(&inner, &format!("#!/bin/sh\nexec '{}' \"$@\"\n", stamp.display()));
     write_exec(
         &outer,
         &format!(
@@ -492,13 +489,23 @@ fn a_wrapper_that_forks_and_waits_is_part_of_the_exec_chain() {
     );
     let record = dir.path().join("started");
     let (doc, out, _) = explain(
-        &["--ready", "exit", "--", outer.to_str().unwrap(), record.to_str().unwrap()],
+        &[
+            "--ready",
+            "exit",
+            "--",
+            outer.to_str().unwrap(),
+            record.to_str().unwrap(),
+        ],
         &[],
     );
     let t = tl(&doc);
     let root = t["root_pid"].as_i64().unwrap();
     let service = t["service"]["pid"].as_i64().unwrap();
-    assert_ne!(service, root, "the program is a child of the wrapper: {}", t["service"]);
+    assert_ne!(
+        service, root,
+        "the program is a child of the wrapper: {}",
+        t["service"]
+    );
     assert_eq!(process(&doc, root)["role"], "launcher");
     let chain = t["exec_chain"].as_array().unwrap();
     let last = chain.last().unwrap();
@@ -533,4 +540,50 @@ fn a_wrapper_that_forks_and_waits_is_part_of_the_exec_chain() {
     );
     assert!(to >= DELAY_NS, "{to}");
     assert!(out.contains("the root's shell started and waited on"), "{out}");
+}
+
+/// The exec chain section of a real shim chain (two bash scripts in front of
+/// a C program): each step's printed traced duration is its end − start in
+/// the JSON export of the same explain, and its start and end are printed
+/// beside it; the final program's row has no duration (loader and init follow).
+#[test]
+fn exec_chain_rows_print_each_steps_traced_duration() {
+    let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
+        return;
+    };
+    let shim = testkit::shim_chain(&sleeper);
+    let (doc, out, _) = explain(&["--ready", "exit", "--", shim.to_str().unwrap()], &[]);
+    let chain = tl(&doc)["exec_chain"].as_array().unwrap();
+    assert_eq!(chain.len(), 3, "shim, shim-exec, sleeper: {chain:?}");
+    let ms = |ns: u64| coldstart::format::ms(ns as f64 / 1e6);
+    // The section's rows, in chain order, after its header (and the column
+    // header when there are estimates).
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("exec chain ("))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.contains('→'))
+        .collect();
+    assert_eq!(rows.len(), chain.len(), "{out}");
+    for (row, step) in rows.iter().zip(chain) {
+        let start = step["start_ns"].as_u64().unwrap();
+        let label = step["script"].as_str().or(step["path"].as_str()).unwrap();
+        assert!(row.contains(&format!("  {label}")), "{row} for {step}");
+        let tok: Vec<&str> = row.split_whitespace().collect();
+        let value = |i: usize| tok.get(i..i + 2).map(|t| t.join(" "));
+        assert_eq!(value(0), Some(ms(start)), "{row}");
+        assert_eq!(tok.get(2), Some(&"→"), "{row}");
+        match step["end_ns"].as_u64() {
+            Some(end) => {
+                assert_eq!(value(3), Some(ms(end)), "{row}");
+                assert_eq!(
+                    value(5),
+                    Some(ms(end - start)),
+                    "{row}: the duration is end − start"
+                );
+            }
+            None => assert!(row.contains(&format!("{} → loader, init", ms(start))), "{row}"),
+        }
+    }
 }
