@@ -587,3 +587,120 @@ fn exec_chain_rows_print_each_steps_traced_duration() {
         }
     }
 }
+
+/// tests/fixtures/helper_wait.c: a process and one helper child, waited for
+/// or not (see the source).
+fn helper_wait() -> Option<PathBuf> {
+    let gcc = testkit::tool("GCC", "gcc")?;
+    let src = testkit::repo().join("tests/fixtures/helper_wait.c");
+    Some(testkit::built("helper_wait", &[&src], |out| {
+        let mut c = std::process::Command::new(gcc);
+        c.args(["-O2", "-o"]).arg(out).arg(&src);
+        c
+    }))
+}
+
+/// The helper's lane and the report of `helper_wait MODE MS`.
+fn helper_run(bin: &Path, mode: &str, ms: u64) -> (Value, Value, String) {
+    let (doc, out, _) = explain(
+        &[
+            "--ready",
+            "exit",
+            "--",
+            bin.to_str().unwrap(),
+            mode,
+            &ms.to_string(),
+        ],
+        &[],
+    );
+    let root = tl(&doc)["root_pid"].as_i64().unwrap();
+    assert_eq!(tl(&doc)["service"]["pid"], root);
+    let helpers = processes(&doc, |p| p["parent"] == root);
+    assert_eq!(helpers.len(), 1, "{}", tl(&doc)["processes"]);
+    let helper = helpers[0].clone();
+    (doc, helper, out)
+}
+
+fn blame_line<'a>(out: &'a str, pid: i64) -> Option<&'a str> {
+    out.lines()
+        .skip_while(|l| !l.starts_with("blame"))
+        .take_while(|l| !l.trim().is_empty())
+        .find(|l| l.contains(&format!("(pid {pid}) on the critical path")))
+}
+
+/// A helper holds the critical path while the service process waits for it:
+/// in waitpid or waitid (the helper sleeps 300 ms: it held at least the
+/// sleep's half, the rest allowing for a parent that reached its wait late on a
+/// busy machine, and at most its life), or reading its output until it ends
+/// (as `$(helper)`; labelled as inferred).
+#[test]
+fn a_helper_the_service_waits_for_holds_the_critical_path() {
+    let Some(bin) = helper_wait() else {
+        return;
+    };
+    const SLEEP_NS: u64 = 300_000_000;
+    for (mode, how) in [("wait", "wait"), ("waitid", "wait"), ("pipe", "reaped")] {
+        let (doc, helper, out) = helper_run(&bin, mode, SLEEP_NS / 1_000_000);
+        let pid = helper["pid"].as_i64().unwrap();
+        let blocked = helper["blocked_ns"].as_u64().unwrap();
+        let life = helper["exit_ns"].as_u64().unwrap() - helper["start_ns"].as_u64().unwrap();
+        assert_eq!(helper["waited"], how, "{mode}: {helper}");
+        assert!(
+            blocked >= SLEEP_NS / 2 && blocked <= life,
+            "{mode}: held {blocked} ns of its {life} ns: {helper}"
+        );
+        assert_eq!(tl(&doc)["service"]["blocked_ns"], blocked, "{mode}");
+        let line = blame_line(&out, pid).unwrap_or_else(|| panic!("{mode}: not blamed\n{out}"));
+        let why = if how == "wait" {
+            "waited for it"
+        } else {
+            "a heuristic"
+        };
+        assert!(line.contains(why), "{mode}: {line}");
+    }
+}
+
+/// A helper that merely lives beside the service and ends with it (it reads a
+/// pipe until the service exits, as a VM's port helper does) while the service
+/// sleeps on its own: not on the critical path (the issue's `erl_child_setup
+/// on the critical path`).
+#[test]
+fn a_helper_that_ends_with_its_parent_is_not_on_the_critical_path() {
+    let Some(bin) = helper_wait() else {
+        return;
+    };
+    let (doc, helper, out) = helper_run(&bin, "beside", 300);
+    let pid = helper["pid"].as_i64().unwrap();
+    assert_eq!(helper["blocked_ns"], 0, "{helper}");
+    assert!(helper["overlap_ns"].as_u64().unwrap() > 0, "{helper}");
+    assert_eq!(tl(&doc)["service"]["blocked_ns"], 0);
+    assert_eq!(blame_line(&out, pid), None, "{out}");
+}
+
+/// `erl -noshell -s init stop`: the VM's port helper `erl_child_setup` lives
+/// as long as the VM and is never waited for: beside the path, not on it.
+#[test]
+fn erl_child_setup_is_not_on_the_critical_path() {
+    let Some(erl) = testkit::tool("ERLANG", "erl") else {
+        return;
+    };
+    let (doc, out, _) = explain(
+        &[
+            "--ready",
+            "exit",
+            "--",
+            erl.to_str().unwrap(),
+            "-noshell",
+            "-s",
+            "init",
+            "stop",
+        ],
+        &[],
+    );
+    let setup = processes(&doc, |p| argv_has(p, "erl_child_setup"));
+    assert!(!setup.is_empty(), "{}", tl(&doc)["processes"]);
+    for p in setup {
+        assert_eq!(p["blocked_ns"], 0, "{p}");
+        assert_eq!(blame_line(&out, p["pid"].as_i64().unwrap()), None, "{out}");
+    }
+}

@@ -129,7 +129,12 @@ pub fn render(e: &Explanation) -> String {
     for p in tl.processes.iter().filter(|p| p.blocked_ns > 0) {
         blame.push((
             p.blocked_ns,
-            format!("process {} (pid {}) on the critical path", p.label(), p.pid),
+            format!(
+                "process {} (pid {}) on the critical path{}",
+                p.label(),
+                p.pid,
+                held_because(p)
+            ),
         ));
     }
     let step_est = |i: usize| super::estimate::untraced(est.and_then(|x| x.exec_chain.get(i)));
@@ -260,6 +265,20 @@ fn exec_chain(tl: &Timeline, est: Option<&Estimate>) -> String {
         out.push_str(&format!("  {times}  {}{exe}{pid}\n", step.label()));
     }
     out
+}
+
+/// Why a helper held the critical path: how the tracer saw its parent wait.
+fn held_because(p: &crate::timeline::ProcessInfo) -> String {
+    let parent = p
+        .parent
+        .map_or_else(|| "its parent".to_string(), |q| format!("pid {q}"));
+    match p.waited.as_str() {
+        "wait" => format!(": {parent} waited for it"),
+        "reaped" => format!(
+            ": {parent} reaped it and made no traced call while it ran (a heuristic: reading its output, likely)"
+        ),
+        _ => ": its ancestor was waited for".into(),
+    }
 }
 
 /// One source inside the runtime: its headline facts, its top offenders, its notes.
