@@ -621,7 +621,7 @@ fn helper_run(bin: &Path, mode: &str, ms: u64) -> (Value, Value, String) {
     (doc, helper, out)
 }
 
-fn blame_line<'a>(out: &'a str, pid: i64) -> Option<&'a str> {
+fn blame_line(out: &str, pid: i64) -> Option<&str> {
     out.lines()
         .skip_while(|l| !l.starts_with("blame"))
         .take_while(|l| !l.trim().is_empty())
