@@ -319,6 +319,12 @@ pub enum Event {
     /// First write/writev/sendto/sendmsg on a socket we saw accepted or
     /// connected with `EINPROGRESS` (one per such fd).
     FirstWrite { fd: i32, role: SocketRole },
+    /// A wait4/waitid that returned the end (exit or kill) of `child`, reaped
+    /// or (WNOWAIT) not: the caller was waiting for that process. `ts_ns` is
+    /// the call's entry, `dur_ns` how long it took: a blocking wait entered
+    /// before the child ended lasts until then; one that found it already ended
+    /// (a shell reading a command substitution's output first) returns at once.
+    Wait { child: i32, dur_ns: u64 },
     /// fork/vfork/clone: `child` is the new task id.
     Clone { child: i32, thread: bool },
     /// A task ended. For a thread `tid != pid`; the main thread's exit is the

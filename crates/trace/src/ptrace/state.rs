@@ -23,12 +23,34 @@ const PTRACE_EVENT_STOP: i32 = 128;
 /// A syscall whose exit stop we are waiting for.
 #[derive(Debug)]
 pub(super) enum Pending {
-    Exec { path: String },
-    Open { path: String, flags: u64 },
-    Connect { fd: i32, addr: Option<SockAddr> },
-    Bind { fd: i32, addr: Option<SockAddr> },
-    Listen { fd: i32 },
-    Accept { listen_fd: i32 },
+    Exec {
+        path: String,
+    },
+    Open {
+        path: String,
+        flags: u64,
+    },
+    Connect {
+        fd: i32,
+        addr: Option<SockAddr>,
+    },
+    Bind {
+        fd: i32,
+        addr: Option<SockAddr>,
+    },
+    Listen {
+        fd: i32,
+    },
+    Accept {
+        listen_fd: i32,
+    },
+    /// wait4 (`info` its status pointer, `options` its options) or waitid
+    /// (`info` its siginfo pointer).
+    Wait {
+        waitid: bool,
+        info: u64,
+        options: u64,
+    },
 }
 
 #[derive(Debug)]
