@@ -156,6 +156,8 @@ fn exec_chain_rows_show_each_steps_duration_traced_and_untraced() {
         traced_ms,
         estimate_ms,
         stops: 10,
+        cost_ms: traced_ms - estimate_ms,
+        range_ms: Some((estimate_ms - 1.0, estimate_ms + 1.0)),
     };
     e.estimate = Some(Estimate {
         method: "per-stop subtraction, residual-scaled".into(),
@@ -170,7 +172,11 @@ fn exec_chain_rows_show_each_steps_duration_traced_and_untraced() {
         untraced_median_ms: Some(250.0),
         error_pct: Some(0.0),
         scale: 1.0,
+        scale_ci: Some((0.9, 1.1)),
+        reliable: true,
+        noise: Vec::new(),
         total_ms: 250.0,
+        total_range_ms: Some((240.0, 260.0)),
         phases: vec![est("exec-chain", 121.5, 99.0)],
         exec_chain: vec![
             est("/usr/bin/mvn", 120.4, 98.5),
