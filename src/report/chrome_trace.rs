@@ -503,6 +503,7 @@ mod tests {
             root_usage: None,
             task_names: Default::default(),
             stops: Vec::new(),
+            cpu: Vec::new(),
         }
     }
 
