@@ -18,7 +18,14 @@ use std::path::Path;
 fn explain(env: &[(&str, &str)], args: &[&str]) -> (Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("e.json");
-    let mut all = vec!["explain", "--no-store", "--runs", "5", "--export-json", json.to_str().unwrap()];
+    let mut all = vec![
+        "explain",
+        "--no-store",
+        "--runs",
+        "5",
+        "--export-json",
+        json.to_str().unwrap(),
+    ];
     all.extend_from_slice(args);
     let mut c = coldstart();
     c.args(&all).current_dir(dir.path());
@@ -72,7 +79,10 @@ fn assert_off_cpu(e: &Value, out: &str, sleep_ms: f64) {
         headline_lines(out).iter().any(|l| l.contains("off CPU in init")),
         "the off-CPU time is not among the first lines:\n{out}"
     );
-    assert!(out.contains("\noff CPU (the service's main thread"), "its section:\n{out}");
+    assert!(
+        out.contains("\noff CPU (the service's main thread"),
+        "its section:\n{out}"
+    );
 }
 
 #[test]
@@ -107,7 +117,15 @@ fn a_c_programs_sleep_is_off_cpu_and_its_spin_is_not() {
     let run = |p: &Path| {
         explain(
             &[("COLDSTART_EXAMPLE_DELAY_MS", "150")],
-            &["--adapter", "none", "--no-otlp", "--ready", "exit", "--", p.to_str().unwrap()],
+            &[
+                "--adapter",
+                "none",
+                "--no-otlp",
+                "--ready",
+                "exit",
+                "--",
+                p.to_str().unwrap(),
+            ],
         )
     };
     let (e, out) = run(&sleeper);
@@ -125,7 +143,10 @@ fn a_c_programs_sleep_is_off_cpu_and_its_spin_is_not() {
     let off = init["off_cpu_ms"].as_f64().unwrap();
     assert!(off < 0.1 * 150.0, "the spin spent {off:.1} ms off CPU:\n{out}");
     let on = init["on_cpu_ms"].as_f64().unwrap() + init["runqueue_ms"].as_f64().unwrap();
-    assert!(on >= 0.8 * 150.0, "the spin's on-CPU + runnable time {on:.1} ms:\n{out}");
+    assert!(
+        on >= 0.8 * 150.0,
+        "the spin's on-CPU + runnable time {on:.1} ms:\n{out}"
+    );
 }
 
 #[test]
@@ -138,10 +159,24 @@ fn the_python_shims_exec_chain_is_named_with_its_share() {
         .unwrap_or_else(|| testkit::shim_chain(&real));
     let (e, out) = explain(
         &[],
-        &["--adapter", "none", "--no-otlp", "--ready", "exit", "--", shim.to_str().unwrap(), "-c", "pass"],
+        &[
+            "--adapter",
+            "none",
+            "--no-otlp",
+            "--ready",
+            "exit",
+            "--",
+            shim.to_str().unwrap(),
+            "-c",
+            "pass",
+        ],
     );
-    let chain = item(&e, "exec-chain").unwrap_or_else(|| panic!("the exec chain is not in the headline:\n{out}"));
-    let (ms, share) = (chain["ms"].as_f64().unwrap(), chain["share_pct"].as_f64().unwrap());
+    let chain =
+        item(&e, "exec-chain").unwrap_or_else(|| panic!("the exec chain is not in the headline:\n{out}"));
+    let (ms, share) = (
+        chain["ms"].as_f64().unwrap(),
+        chain["share_pct"].as_f64().unwrap(),
+    );
     // The figure is the exec chain's untraced estimate, its share of the
     // estimated untraced total.
     let est = e["estimate"]["phases"]
@@ -161,7 +196,9 @@ fn the_python_shims_exec_chain_is_named_with_its_share() {
         .find(|l| l.contains("the exec chain to"))
         .unwrap_or_else(|| panic!("no exec chain line:\n{out}"));
     assert!(
-        line.contains(name) && line.contains(&format!("({share:.0} %)")) && line.contains("see \"exec chain\""),
+        line.contains(name)
+            && line.contains(&format!("({share:.0} %)"))
+            && line.contains("see \"exec chain\""),
         "{line}"
     );
 }

@@ -583,14 +583,28 @@ fn the_explain_page_leads_with_the_headline_and_draws_lanes_where_they_ran() {
     assert!(!items.is_empty(), "{}", e["headline"]);
     let service = e["timeline"]["service"]["pid"].as_i64().unwrap();
     let last = e["timeline"]["exec_chain"].as_array().unwrap().last().unwrap();
-    let program = last["path"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
+    let program = last["path"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
 
     let mut b = Browser::start(&chromium);
     let seen = check(
         &mut b,
         &page,
         "explain-headline",
-        &["settings", "distribution", "runs", "comparisons", "headline", "waterfall", "sources"],
+        &[
+            "settings",
+            "distribution",
+            "runs",
+            "comparisons",
+            "headline",
+            "waterfall",
+            "sources",
+        ],
     );
     let mut seen = Loaded { ..seen };
     let got = b.eval(
@@ -617,13 +631,20 @@ fn the_explain_page_leads_with_the_headline_and_draws_lanes_where_they_ran() {
         ),
     );
     assert!(seen.errors.is_empty(), "{:?}", seen.errors);
-    assert_eq!(got["first"], "headline", "the experiment starts with the headline: {got}");
+    assert_eq!(
+        got["first"], "headline",
+        "the experiment starts with the headline: {got}"
+    );
     let text = got["headline"].as_str().unwrap();
     for what in &items {
-        assert!(text.contains(what.as_str()), "headline item {what:?} not in {text:?}");
+        assert!(
+            text.contains(what.as_str()),
+            "headline item {what:?} not in {text:?}"
+        );
     }
     assert!(
-        got["heads"].as_array().unwrap().iter().any(|h| h == "≈ untraced") && got["estimated"].as_u64() > Some(0),
+        got["heads"].as_array().unwrap().iter().any(|h| h == "≈ untraced")
+            && got["estimated"].as_u64() > Some(0),
         "the phases table's estimates column: {got}"
     );
     assert!(got["blame"].as_u64() > Some(0), "the blame list: {got}");
@@ -842,7 +863,11 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
             &mut b,
             &profile_html,
             "profile",
-            &[&base[..], &["comparisons", "headline", "waterfall", "sources", "profile"]].concat(),
+            &[
+                &base[..],
+                &["comparisons", "headline", "waterfall", "sources", "profile"],
+            ]
+            .concat(),
         );
         let got = b.eval(
             &mut seen,

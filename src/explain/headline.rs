@@ -129,11 +129,7 @@ pub fn figure(traced_ms: f64, estimate: Option<&Estimated>) -> Figure {
 pub fn build(e: &Explanation) -> Headline {
     let tl = &e.timeline;
     let est = e.estimate.as_ref();
-    let off_cpu = e
-        .trace
-        .as_ref()
-        .map(|t| off_cpu(t, tl, est))
-        .unwrap_or_default();
+    let off_cpu = e.trace.as_ref().map(|t| off_cpu(t, tl, est)).unwrap_or_default();
     let traced_total = e.ready_ms;
     let est_total = est.map(|x| x.total_ms).filter(|t| *t > 0.0);
     let share = |f: Figure| {
@@ -161,12 +157,9 @@ pub fn build(e: &Explanation) -> Headline {
     for p in &tl.phases {
         let f = figure(p.dur_ns as f64 / 1e6, phase_est(&p.name));
         match p.name.as_str() {
-            "exec-chain" if tl.exec_chain.len() > 1 => items.push(item(
-                Kind::ExecChain,
-                chain(tl),
-                f,
-                "exec chain",
-            )),
+            "exec-chain" if tl.exec_chain.len() > 1 => {
+                items.push(item(Kind::ExecChain, chain(tl), f, "exec chain"))
+            }
             "exec-chain" => {}
             "init" => {
                 let mut inside = Vec::new();
@@ -254,7 +247,12 @@ fn chain(tl: &Timeline) -> String {
     };
     let steps = if before.len() > 4 {
         let n = before.len();
-        format!("{} → {} → … → {} ({n} programs)", before[0], before[1], before[n - 1])
+        format!(
+            "{} → {} → … → {} ({n} programs)",
+            before[0],
+            before[1],
+            before[n - 1]
+        )
     } else {
         before.join(" → ")
     };
@@ -293,14 +291,13 @@ fn runtime_ms(sec: &Section) -> Option<f64> {
 pub fn off_cpu(trace: &Trace, tl: &Timeline, est: Option<&Estimate>) -> Vec<OffCpu> {
     let pid = tl.service.pid;
     let readings: Vec<&CpuReading> = trace.cpu.iter().filter(|r| r.pid == pid).collect();
-    let nearest = |t: u64| {
-        readings
-            .iter()
-            .min_by_key(|r| r.ts_ns.abs_diff(t))
-            .copied()
-    };
+    let nearest = |t: u64| readings.iter().min_by_key(|r| r.ts_ns.abs_diff(t)).copied();
     let mut out = Vec::new();
-    for p in tl.phases.iter().filter(|p| matches!(p.name.as_str(), "loader" | "init")) {
+    for p in tl
+        .phases
+        .iter()
+        .filter(|p| matches!(p.name.as_str(), "loader" | "init"))
+    {
         let (a, b) = (trace.t0_ns + p.start_ns, trace.t0_ns + p.end_ns);
         let (Some(ra), Some(rb)) = (nearest(a), nearest(b)) else {
             continue;

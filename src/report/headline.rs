@@ -3,6 +3,17 @@
 
 use super::format::ms;
 use crate::explain::headline::{Headline, Item, Kind};
+use crate::explain::Explanation;
+
+/// The report's first lines: the headline, when the explanation has one.
+pub fn top(e: &Explanation) -> String {
+    e.headline.as_ref().map(lines).unwrap_or_default()
+}
+
+/// The off-CPU section, when the explanation has its figures.
+pub fn off_cpu_of(e: &Explanation) -> String {
+    e.headline.as_ref().map(off_cpu).unwrap_or_default()
+}
 
 /// One line per item: `▶ the exec chain …: ≈ 418 ms of 738 ms untraced (57 %) — see "exec chain"`.
 pub fn lines(h: &Headline) -> String {

@@ -79,7 +79,11 @@ fn anchor(id: &str, section: &str, x: &Explanation) -> String {
 
 /// The headline at the top of an explain: at most three costs to act on.
 pub fn headline(id: &str, x: &Explanation) -> Markup {
-    let items = x.headline.as_ref().map(|h| h.items.as_slice()).unwrap_or_default();
+    let items = x
+        .headline
+        .as_ref()
+        .map(|h| h.items.as_slice())
+        .unwrap_or_default();
     let body = html! {
         ol.headline {
             @for i in items {
@@ -228,16 +232,28 @@ fn blame(x: &Explanation) -> Markup {
     for (i, s) in tl.exec_chain.iter().enumerate() {
         if let Some(end) = s.end_ns {
             let e = est.and_then(|e| e.exec_chain.get(i));
-            rows.push((end.saturating_sub(s.start_ns), format!("exec {} (before the next exec)", s.label()), est_cell(e)));
+            rows.push((
+                end.saturating_sub(s.start_ns),
+                format!("exec {} (before the next exec)", s.label()),
+                est_cell(e),
+            ));
         }
     }
     for p in tl.processes.iter().filter(|p| p.blocked_ns > 0) {
-        rows.push((p.blocked_ns, format!("process {} (pid {}) on the critical path", p.label(), p.pid), "—".into()));
+        rows.push((
+            p.blocked_ns,
+            format!("process {} (pid {}) on the critical path", p.label(), p.pid),
+            "—".into(),
+        ));
     }
     for c in &tl.connects {
         if let Some(l) = c.latency_ns {
             let addr = c.addr.as_ref().map_or_else(|| "?".to_string(), |a| a.to_string());
-            rows.push((l, format!("connect {addr}{}", if c.ok { "" } else { " (failed)" }), "—".into()));
+            rows.push((
+                l,
+                format!("connect {addr}{}", if c.ok { "" } else { " (failed)" }),
+                "—".into(),
+            ));
         }
     }
     rows.retain(|r| r.0 > 0);
@@ -254,7 +270,11 @@ fn blame(x: &Explanation) -> Markup {
 
 /// The service's main thread on and off CPU per phase (the headline's off-CPU item).
 fn off_cpu(x: &Explanation) -> Markup {
-    let rows = x.headline.as_ref().map(|h| h.off_cpu.as_slice()).unwrap_or_default();
+    let rows = x
+        .headline
+        .as_ref()
+        .map(|h| h.off_cpu.as_slice())
+        .unwrap_or_default();
     html! {
         @if !rows.is_empty() {
             table.off-cpu {
