@@ -88,22 +88,36 @@ fn assert_off_cpu(e: &Value, out: &str, sleep_ms: f64) {
 #[test]
 fn a_python_servers_sleep_before_listen_is_named_as_time_off_cpu_in_init() {
     let Some(python) = testkit::python() else { return };
-    let port = free_port().to_string();
-    let url = format!("http://127.0.0.1:{port}/health");
     let server = root().join("examples/python/server.py");
-    let (e, out) = explain(
-        &[("COLDSTART_EXAMPLE_DELAY_MS", "200")],
-        &[
-            "--ready",
-            &url,
-            "--",
-            python.to_str().unwrap(),
-            server.to_str().unwrap(),
-            "--port",
-            &port,
-        ],
-    );
+    let run = |delay: &str| {
+        let port = free_port().to_string();
+        let url = format!("http://127.0.0.1:{port}/health");
+        explain(
+            &[("COLDSTART_EXAMPLE_DELAY_MS", delay)],
+            &[
+                "--ready",
+                &url,
+                "--",
+                python.to_str().unwrap(),
+                server.to_str().unwrap(),
+                "--port",
+                &port,
+            ],
+        )
+    };
+    let (e, out) = run("200");
     assert_off_cpu(&e, &out, 200.0);
+    // The control: without the sleep, init's time off CPU (the tracer's
+    // stops taken out) is far below it, so the figure above is the sleep.
+    let (e, out) = run("0");
+    let init = e["headline"]["off_cpu"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["phase"] == "init")
+        .unwrap_or_else(|| panic!("no off-CPU figures for init:\n{out}"));
+    let off = init["estimate_ms"].as_f64().unwrap();
+    assert!(off < 0.2 * 200.0, "{off:.1} ms off CPU without the sleep:\n{out}");
 }
 
 #[test]

@@ -87,7 +87,14 @@ pub struct OffCpu {
     /// calibration: its round trip and the tracer's own time; else the latter).
     pub stops: usize,
     pub stops_ms: f64,
-    /// off CPU − the stops' cost, ms (never below 0): the untraced estimate.
+    /// The tracer thread's time on a CPU and waiting for one in the window,
+    /// ms: how long it can have held the process at its stops (it serves the
+    /// whole tree, so this can be more), which on a busy machine is far more
+    /// than the calibrated cost.
+    #[serde(default)]
+    pub tracer_ms: f64,
+    /// off CPU − the larger of the two costs above, ms (never below 0): the
+    /// untraced estimate (null without one).
     pub estimate_ms: Option<f64>,
 }
 
@@ -323,6 +330,8 @@ pub fn off_cpu(trace: &Trace, tl: &Timeline, est: Option<&Estimate>) -> Vec<OffC
             Some(x) => x.scale * (x.calibration.round_trip_us * 1e3 * stops.len() as f64 + held),
             None => held,
         };
+        let tracer =
+            (rb.tracer_run_ns + rb.tracer_wait_ns).saturating_sub(ra.tracer_run_ns + ra.tracer_wait_ns);
         out.push(OffCpu {
             phase: p.name.clone(),
             pid,
@@ -332,7 +341,8 @@ pub fn off_cpu(trace: &Trace, tl: &Timeline, est: Option<&Estimate>) -> Vec<OffC
             off_cpu_ms: off as f64 / 1e6,
             stops: stops.len(),
             stops_ms: stops_ns / 1e6,
-            estimate_ms: est.map(|_| ((off as f64 - stops_ns) / 1e6).max(0.0)),
+            tracer_ms: tracer as f64 / 1e6,
+            estimate_ms: est.map(|_| ((off as f64 - stops_ns.max(tracer as f64)) / 1e6).max(0.0)),
         });
     }
     out

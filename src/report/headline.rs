@@ -44,21 +44,21 @@ pub fn off_cpu(h: &Headline) -> String {
     }
     let pid = h.off_cpu[0].pid;
     let mut out = format!(
-        "\noff CPU (the service's main thread, pid {pid}, from its scheduler counters; off CPU = sleeping or blocked, and held at the tracer's stops)\n"
+        "\noff CPU (the service's main thread, pid {pid}, from its scheduler counters; off CPU = sleeping or blocked, or held at the tracer's stops: at most its calibrated cost or the tracer thread's own time on and waiting for a CPU meanwhile, whichever is larger)\n"
     );
     out.push_str(&format!(
         "  {:8}  {:>9}  {:>9}  {:>9}  {:>9}  {:>16}  {}\n",
-        "phase", "wall", "on CPU", "runnable", "off CPU", "tracer's stops", "≈ off CPU untraced"
+        "phase", "wall", "on CPU", "runnable", "off CPU", "held by tracer", "≈ off CPU untraced"
     ));
     for o in &h.off_cpu {
         out.push_str(&format!(
-            "  {:8}  {:>9}  {:>9}  {:>9}  {:>9}  {:>16}  {}\n",
+            "  {:8}  {:>9}  {:>9}  {:>9}  {:>9}  {:>20}  {}\n",
             o.phase,
             ms(o.wall_ms),
             ms(o.on_cpu_ms),
             ms(o.runqueue_ms),
             ms(o.off_cpu_ms),
-            format!("{} ({})", o.stops, ms(o.stops_ms)),
+            format!("{} ({} stops)", ms(o.stops_ms.max(o.tracer_ms)), o.stops),
             o.estimate_ms.map_or_else(|| "—".to_string(), ms)
         ));
     }

@@ -232,6 +232,11 @@ pub struct CpuReading {
     pub run_ns: u64,
     /// ns it waited on a run queue (runnable, not running) so far.
     pub wait_ns: u64,
+    /// The tracer thread's own ns on a CPU and waiting for one so far: while
+    /// it handles a stop, or waits for a CPU to handle it, the tracee is held
+    /// off CPU (the part of a stop's cost a busy machine makes large).
+    pub tracer_run_ns: u64,
+    pub tracer_wait_ns: u64,
 }
 
 /// One ptrace stop: a tracee held by the tracer (or a process's death, which

@@ -194,7 +194,16 @@ pub fn comm(tid: i32) -> Option<String> {
 /// ns on a CPU and ns waiting on a run queue, since it started (exec keeps
 /// them: they count the task, not the program).
 pub fn schedstat(pid: i32) -> Option<(u64, u64)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    schedstat_at(&format!("/proc/{pid}/schedstat"))
+}
+
+/// The calling thread's [`schedstat`].
+pub fn own_schedstat() -> Option<(u64, u64)> {
+    schedstat_at("/proc/thread-self/schedstat")
+}
+
+fn schedstat_at(path: &str) -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string(path).ok()?;
     let mut it = s.split_ascii_whitespace().map(|x| x.parse::<u64>().ok());
     Some((it.next()??, it.next()??))
 }

@@ -278,16 +278,16 @@ fn off_cpu(x: &Explanation) -> Markup {
     html! {
         @if !rows.is_empty() {
             table.off-cpu {
-                caption { "Off CPU: the service's main thread (pid " (rows[0].pid) "), from its scheduler counters; off CPU = sleeping or blocked, and held at the tracer's stops" }
+                caption { "Off CPU: the service's main thread (pid " (rows[0].pid) "), from its scheduler counters; off CPU = sleeping or blocked, or held at the tracer's stops (at most its calibrated cost or the tracer thread's own time on and waiting for a CPU meanwhile, whichever is larger)" }
                 thead { tr {
                     th scope="col" { "phase" } th.num scope="col" { "wall" } th.num scope="col" { "on CPU" }
-                    th.num scope="col" { "runnable" } th.num scope="col" { "off CPU" } th.num scope="col" { "tracer's stops" }
+                    th.num scope="col" { "runnable" } th.num scope="col" { "off CPU" } th.num scope="col" { "held by the tracer" }
                     th.num scope="col" { "≈ off CPU untraced" }
                 } }
                 tbody { @for o in rows { tr {
                     th scope="row" { (o.phase) } td.num { (ms(o.wall_ms)) } td.num { (ms(o.on_cpu_ms)) }
                     td.num { (ms(o.runqueue_ms)) } td.num { (ms(o.off_cpu_ms)) }
-                    td.num { (o.stops) " (" (ms(o.stops_ms)) ")" }
+                    td.num { (ms(o.stops_ms.max(o.tracer_ms))) " (" (o.stops) " stops)" }
                     td.num { (o.estimate_ms.map_or_else(|| "—".to_string(), ms)) }
                 } } }
             }

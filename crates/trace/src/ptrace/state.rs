@@ -163,11 +163,14 @@ impl Tracer {
     /// Record `pid`'s main thread's CPU accounting now (one small procfs read).
     pub(super) fn read_cpu(&mut self, pid: i32) {
         if let Some((run_ns, wait_ns)) = procfs::schedstat(pid) {
+            let (tracer_run_ns, tracer_wait_ns) = procfs::own_schedstat().unwrap_or((0, 0));
             self.cpu.push(crate::CpuReading {
                 ts_ns: now_ns(),
                 pid,
                 run_ns,
                 wait_ns,
+                tracer_run_ns,
+                tracer_wait_ns,
             });
         }
     }
