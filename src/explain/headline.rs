@@ -185,8 +185,7 @@ pub fn build(e: &Explanation) -> Headline {
                     if f.ms >= 1.0 && f.ms >= p.dur_ns as f64 / 1e6 * MIN_OFF_CPU_PCT / 100.0 {
                         inside.push(item(
                             Kind::OffCpu,
-                            "time off CPU in init (sleeping or waiting: a sleep, poll, a read, a lock, \
-                             a child; not computing)"
+                            "time off CPU in init (sleep, poll, read, a lock…: waiting, not computing)"
                                 .into(),
                             f,
                             "off CPU",
