@@ -346,3 +346,154 @@ pub fn off_cpu(trace: &Trace, tl: &Timeline, est: Option<&Estimate>) -> Vec<OffC
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{CpuReading, Event, Outcome, Stop, TraceEvent};
+
+    const MS: u64 = 1_000_000;
+
+    fn ev(ms: u64, event: Event) -> TraceEvent {
+        TraceEvent {
+            ts_ns: ms * MS,
+            pid: 10,
+            tid: 10,
+            event,
+        }
+    }
+
+    fn exec(ms: u64, path: &str) -> TraceEvent {
+        ev(
+            ms,
+            Event::Exec {
+                path: path.into(),
+                exe: path.into(),
+                argv0: path.into(),
+                argv: vec![path.into()],
+            },
+        )
+    }
+
+    fn reading(ms: u64, run_ms: u64, wait_ms: u64, tracer_ms: u64) -> CpuReading {
+        CpuReading {
+            ts_ns: ms * MS,
+            pid: 10,
+            run_ns: run_ms * MS,
+            wait_ns: wait_ms * MS,
+            tracer_run_ns: tracer_ms * MS,
+            tracer_wait_ns: 0,
+        }
+    }
+
+    /// A shim (two scripts) execs the program at 40 ms; its loader maps libc at
+    /// 41 ms; init runs to its exit at 300 ms: 60 ms on a CPU, 20 ms waiting for
+    /// one, 10 ms of the tracer's time, so 260 − 80 = 180 ms off CPU.
+    fn trace() -> Trace {
+        Trace {
+            t0_ns: 0,
+            end_ns: 300 * MS,
+            root_pid: 10,
+            events: vec![
+                exec(0, "/shims/tool"),
+                exec(20, "/libexec/tool-exec"),
+                exec(40, "/usr/bin/tool"),
+                ev(
+                    41,
+                    Event::MmapExec {
+                        path: "/lib/libc.so.6".into(),
+                    },
+                ),
+                ev(
+                    42,
+                    Event::Open {
+                        path: "/etc/tool.conf".into(),
+                        ok: true,
+                        errno: 0,
+                        flags: 0,
+                    },
+                ),
+                ev(
+                    300,
+                    Event::Exit {
+                        code: Some(0),
+                        signal: None,
+                    },
+                ),
+            ],
+            killed: false,
+            outcome: Outcome::Reached,
+            warnings: vec![],
+            root_usage: None,
+            task_names: Default::default(),
+            stops: (0..4)
+                .map(|i| Stop {
+                    ts_ns: (100 + i) * MS,
+                    pid: 10,
+                    held_ns: 1000,
+                })
+                .collect(),
+            cpu: vec![
+                reading(40, 5, 0, 1),
+                reading(41, 6, 0, 1),
+                reading(300, 66, 20, 11),
+            ],
+        }
+    }
+
+    #[test]
+    fn off_cpu_is_wall_less_on_cpu_and_runnable_and_its_estimate_less_the_tracer() {
+        let t = trace();
+        let tl = crate::timeline::build(&t);
+        let o = off_cpu(&t, &tl, None);
+        let init = o.iter().find(|o| o.phase == "init").expect("init's figures");
+        assert_eq!(
+            (init.wall_ms, init.on_cpu_ms, init.runqueue_ms),
+            (259.0, 60.0, 20.0)
+        );
+        assert_eq!(init.off_cpu_ms, 179.0);
+        assert_eq!((init.stops, init.tracer_ms), (4, 10.0));
+        // Without an estimate the figure stays as measured.
+        assert_eq!(init.estimate_ms, None);
+        let f = figure(init.off_cpu_ms, None);
+        assert!(!f.estimated && f.ms == 179.0);
+    }
+
+    #[test]
+    fn readings_far_from_a_phases_ends_give_no_figures() {
+        let mut t = trace();
+        // The last reading 100 ms before init ends: it describes another stretch.
+        t.cpu[2].ts_ns = 200 * MS;
+        let tl = crate::timeline::build(&t);
+        assert!(off_cpu(&t, &tl, None).iter().all(|o| o.phase != "init"));
+    }
+
+    #[test]
+    fn the_exec_chain_is_named_by_its_programs_before_the_final_one() {
+        let tl = crate::timeline::build(&trace());
+        assert_eq!(chain(&tl), "the exec chain to tool (tool → tool-exec)");
+    }
+
+    #[test]
+    fn a_runtimes_cost_is_the_union_of_its_top_level_spans() {
+        use crate::sample::section::Span;
+        let span = |start_ms: u64, dur_ms: u64, depth: usize| Span {
+            name: "m".into(),
+            start_ns: start_ms * MS,
+            dur_ns: dur_ms * MS,
+            depth,
+            args: vec![],
+        };
+        let sec = Section {
+            source: "python".into(),
+            spans: vec![span(0, 10, 0), span(5, 10, 0), span(1, 50, 1), span(30, 5, 0)],
+            ..Section::default()
+        };
+        assert_eq!(runtime_ms(&sec), Some(20.0));
+        let app = Section {
+            source: "otlp".into(),
+            ..sec.clone()
+        };
+        assert_eq!(runtime_ms(&app), None);
+    }
+}
