@@ -62,9 +62,16 @@ fn lane_label(p: &crate::timeline::ProcessInfo) -> String {
     }
 }
 
-/// The figure beside a traced one: `≈ 12.3 ms`, or `—` without an estimate.
+/// The figure beside a traced one: `≈ 12.3 ms`, or `—` where explain shows the
+/// traced figure only (no estimate; [`crate::explain::headline::figure`] decides).
 fn est_cell(e: Option<&crate::explain::estimate::Estimated>) -> String {
-    e.map_or_else(|| "—".to_string(), |e| format!("≈ {}", ms(e.estimate_ms)))
+    let traced = e.map_or(0.0, |e| e.traced_ms);
+    let f = crate::explain::headline::figure(traced, e);
+    if f.estimated {
+        format!("≈ {}", ms(f.ms))
+    } else {
+        "—".to_string()
+    }
 }
 
 /// The section of this page a headline item's report section is shown in.
