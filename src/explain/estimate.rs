@@ -705,6 +705,7 @@ mod tests {
             task_names: Default::default(),
             // Unsorted on purpose: estimates sort.
             stops: vec![stop(5, 100), stop(1, 100), stop(2, 100)],
+            cpu: Vec::new(),
         };
         let c = StopCosts::new(&trace, &cal(400.0), 1.0);
         // [0, 3 ms): two stops of 0.5 ms.

@@ -15,7 +15,9 @@ fn dur(ns: u64) -> String {
 
 pub fn render(e: &Explanation) -> String {
     let tl = &e.timeline;
-    let mut out = format!("coldstart explain: {}  (ready = {})\n", e.command, e.readiness);
+    // The conclusion first: at most three costs to act on.
+    let mut out = super::headline::top(e);
+    out += &format!("coldstart explain: {}  (ready = {})\n", e.command, e.readiness);
     match (&e.untraced_ms, &e.traced_ms, e.overhead) {
         (Some(u), Some(t), Some(o)) => out.push_str(&format!(
             "untraced p50 {} (n={}) · traced p50 {} (n={}) · tracer overhead {}\n",
@@ -206,6 +208,7 @@ pub fn render(e: &Explanation) -> String {
         out.push_str(&format!("\nlisten {addr} at {} (pid {})\n", dur(l.t_ns), l.pid));
     }
     out.push_str(&super::explain_procs::render(tl));
+    out.push_str(&super::headline::off_cpu_of(e));
     let c = &tl.counts;
     out.push_str(&format!(
         "\nprocesses {}, threads started {}, execs {}, opens {} ({} failed), libraries mapped {}, connects {}\n",

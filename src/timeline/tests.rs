@@ -53,6 +53,7 @@ fn trace(events: Vec<TraceEvent>, end_ms: u64) -> Trace {
         root_usage: None,
         task_names: Default::default(),
         stops: Vec::new(),
+        cpu: Vec::new(),
     }
 }
 fn phase<'a>(t: &'a Timeline, name: &str) -> &'a Phase {
