@@ -749,6 +749,7 @@ mod tests {
             root_usage: None,
             task_names: Default::default(),
             stops: Vec::new(),
+            cpu: Vec::new(),
         }
     }
 

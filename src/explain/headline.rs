@@ -116,10 +116,10 @@ pub struct Figure {
 }
 
 /// The figure to show for an interval: its untraced estimate when explain has
-/// one, else the traced figure. The one place this choice is made: an estimate
-/// explain does not trust must fall back to `traced_ms` here.
+/// a reliable one (an estimate explain trusts carries its range), else the
+/// traced figure. The one place this choice is made.
 pub fn figure(traced_ms: f64, estimate: Option<&Estimated>) -> Figure {
-    match estimate {
+    match estimate.filter(|e| e.range_ms.is_some()) {
         Some(e) => Figure {
             ms: e.estimate_ms,
             estimated: true,
@@ -135,7 +135,8 @@ pub fn figure(traced_ms: f64, estimate: Option<&Estimated>) -> Figure {
 /// the time off CPU).
 pub fn build(e: &Explanation) -> Headline {
     let tl = &e.timeline;
-    let est = e.estimate.as_ref();
+    // Estimates explain does not trust are not shown: traced figures instead.
+    let est = e.estimate.as_ref().filter(|x| x.reliable);
     let off_cpu = e.trace.as_ref().map(|t| off_cpu(t, tl, est)).unwrap_or_default();
     let traced_total = e.ready_ms;
     let est_total = est.map(|x| x.total_ms).filter(|t| *t > 0.0);
@@ -179,6 +180,10 @@ pub fn build(e: &Explanation) -> Headline {
                                 traced_ms: o.off_cpu_ms,
                                 estimate_ms: ms,
                                 stops: o.stops,
+                                cost_ms: o.off_cpu_ms - ms,
+                                // Only built from a reliable estimate (`est` above):
+                                // the tracer's cost is a bound, so is the range.
+                                range_ms: Some((ms, o.off_cpu_ms)),
                             })
                             .as_ref(),
                     );

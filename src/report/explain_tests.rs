@@ -140,6 +140,7 @@ fn exec_chain_rows_show_each_steps_duration_traced_and_untraced() {
         root_usage: None,
         task_names: Default::default(),
         stops: Vec::new(),
+        cpu: Vec::new(),
     };
     let target = Target::new(vec!["mvn".into(), "--version".into()], vec![], None).expect("a target");
     let mut e = explanation(
