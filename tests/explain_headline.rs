@@ -192,18 +192,29 @@ fn the_python_shims_exec_chain_is_named_with_its_share() {
         chain["share_pct"].as_f64().unwrap(),
     );
     // The figure is the exec chain's untraced estimate, its share of the
-    // estimated untraced total.
-    let est = e["estimate"]["phases"]
+    // untraced median, when explain calls its estimates reliable; else the
+    // traced figure, its share of the traced run shown.
+    let phase = e["estimate"]["phases"]
         .as_array()
         .unwrap()
         .iter()
         .find(|p| p["name"] == "exec-chain")
-        .unwrap()["estimate_ms"]
-        .as_f64()
-        .unwrap();
-    let total = e["estimate"]["total_ms"].as_f64().unwrap();
-    assert!((ms - est).abs() < 1e-6 && chain["estimated"] == true, "{chain}");
-    assert!((share - ms / total * 100.0).abs() < 1e-6, "{chain} of {total}");
+        .unwrap()
+        .clone();
+    if e["estimate"]["reliable"] == true {
+        let est = phase["estimate_ms"].as_f64().unwrap();
+        let total = e["untraced_ms"]["p50"].as_f64().unwrap();
+        assert!((ms - est).abs() < 1e-6 && chain["estimated"] == true, "{chain}");
+        assert!((share - ms / total * 100.0).abs() < 1e-6, "{chain} of {total}");
+    } else {
+        let traced = traced_phase_ms(&e, "exec-chain");
+        let total = e["ready_ms"].as_f64().unwrap();
+        assert!(
+            (ms - traced).abs() < 1e-6 && chain["estimated"] == false,
+            "{chain} vs traced {traced}"
+        );
+        assert!((share - ms / total * 100.0).abs() < 1e-6, "{chain} of {total}");
+    }
     let name = shim.file_name().unwrap().to_str().unwrap();
     let line = headline_lines(&out)
         .into_iter()

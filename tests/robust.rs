@@ -271,6 +271,63 @@ fn an_export_to_our_own_stdout_is_written_in_place() {
     );
 }
 
+/// `coldstart bench python3 -c 'import json'` (no `--`): clap reads `-c` as
+/// `--cleanup 'import json'`. A hook whose command cannot start is refused
+/// before any run, naming the fix (it ran 21 bare targets, then failed).
+#[test]
+fn a_hook_that_cannot_start_is_refused_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let target = format!("touch {}", ran.display());
+    let o = run(&["bench", "--no-store", "-q", &target, "-c", "import json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--cleanup 'import json'") && err.contains("`import` is not a command"),
+        "{err}"
+    );
+    assert!(err.contains("after `--`") && err.contains("-- touch"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(!ran.exists(), "no run before the refusal");
+    // Builtins, assignments and programs on PATH are fine; -N needs a program.
+    let o = run(&[
+        "bench",
+        "--no-store",
+        "-q",
+        "-r",
+        "1",
+        "-w",
+        "0",
+        "--setup",
+        "cd /",
+        "--prepare",
+        "FOO=1 true",
+        "--conclude",
+        "[ -e / ]",
+        "--cleanup",
+        "true",
+        "--",
+        "true",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "bench",
+        "--no-store",
+        "-q",
+        "-N",
+        "--prepare",
+        "cd /",
+        "--",
+        "true",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "-N runs no shell, so `cd` cannot start: {}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn unwritable_export_paths_fail_before_any_run() {
     let dir = tempfile::tempdir().unwrap();

@@ -137,9 +137,22 @@ pub fn build(e: &Explanation) -> Headline {
     let tl = &e.timeline;
     // Estimates explain does not trust are not shown: traced figures instead.
     let est = e.estimate.as_ref().filter(|x| x.reliable);
-    let off_cpu = e.trace.as_ref().map(|t| off_cpu(t, tl, est)).unwrap_or_default();
+    // Time off CPU less the tracer's own measured busy time is a subtraction of
+    // two measurements, not the per-stop model: it stands without `est`.
+    let off_cpu = e
+        .trace
+        .as_ref()
+        .map(|t| off_cpu(t, tl, e.estimate.as_ref()))
+        .unwrap_or_default();
     let traced_total = e.ready_ms;
-    let est_total = est.map(|x| x.total_ms).filter(|t| *t > 0.0);
+    // An estimate's share is of the untraced run: the untraced arm's median
+    // (the estimated total equals it when the estimates are reliable).
+    let est_total = e
+        .untraced_ms
+        .as_ref()
+        .map(|s| s.p50)
+        .or(est.map(|x| x.total_ms))
+        .filter(|t| *t > 0.0);
     let share = |f: Figure| {
         let of = if f.estimated {
             est_total
@@ -181,8 +194,8 @@ pub fn build(e: &Explanation) -> Headline {
                                 estimate_ms: ms,
                                 stops: o.stops,
                                 cost_ms: o.off_cpu_ms - ms,
-                                // Only built from a reliable estimate (`est` above):
-                                // the tracer's cost is a bound, so is the range.
+                                // Between the estimate (the tracer's busy time
+                                // taken out) and the traced figure.
                                 range_ms: Some((ms, o.off_cpu_ms)),
                             })
                             .as_ref(),
