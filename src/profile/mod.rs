@@ -125,13 +125,13 @@ impl Collector {
     pub fn add(&mut self, sample: &mut Sample, measured: bool) {
         let Some(rec) = sample.profile.take() else { return };
         let Some(ready_ns) = sample.ready_ns.filter(|_| sample.ok() && measured) else {
-            // Still remove what a failed run's runtimes wrote.
-            rec.resolve(&mut self.syms, 0, 0).remove_perf_maps();
+            // Nothing to name, but what the runtimes wrote still goes.
+            rec.remove_perf_maps();
             return;
         };
         let t0 = sample.t0_mono_ns;
         let r = rec.resolve(&mut self.syms, t0, t0 + ready_ns);
-        r.remove_perf_maps();
+        rec.remove_perf_maps();
         self.note_runtimes(&rec, &r);
         self.event = Some((rec.clock.name().to_string(), rec.freq_hz, rec.kernel));
         self.lost += r.lost;

@@ -2,9 +2,15 @@
 //! on through the environment of the profiled runs only (the program is never
 //! changed; the cost is in the profiled ÷ untraced overhead):
 //!
-//! - Node/V8: `NODE_OPTIONS=--perf-basic-prof --interpreted-frames-native-stack`
-//!   writes /tmp/perf-PID.map live; the second flag gives interpreted JS
-//!   functions a frame of their own (else all are `InterpreterEntryTrampoline`).
+//! - Node/V8: `NODE_OPTIONS=--perf-basic-prof-only-functions
+//!   --interpreted-frames-native-stack` writes /tmp/perf-PID.map live; the
+//!   second flag gives interpreted JS functions a frame of their own (else all
+//!   are `InterpreterEntryTrampoline`). Not plain `--perf-basic-prof`: in V8 it
+//!   implies `--log`, which writes `isolate-0x…-PID-v8.log` into the program's
+//!   working directory (`--logfile`/`--no-logfile-per-isolate` are refused in
+//!   NODE_OPTIONS), and it also maps every builtin and bytecode handler, which
+//!   the node binary's own symbols name anyway. With only-functions V8 (11.x)
+//!   opens no log file.
 //! - JVM (HotSpot): `JAVA_TOOL_OPTIONS=-XX:+UnlockDiagnosticVMOptions
 //!   -XX:+DumpPerfMapAtExit -XX:+PreserveFramePointer` writes the map when the JVM
 //!   exits; a JVM still running at ready (a server) is asked with `jcmd PID
@@ -20,7 +26,7 @@ use std::time::{Duration, Instant};
 
 pub const JVM_OPTIONS: &str =
     "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -XX:+PreserveFramePointer";
-pub const NODE_OPTIONS: &str = "--perf-basic-prof --interpreted-frames-native-stack";
+pub const NODE_OPTIONS: &str = "--perf-basic-prof-only-functions --interpreted-frames-native-stack";
 
 /// `key`'s value in the target's environment (its own, else coldstart's) with
 /// `extra` appended after a space. (explain's adapters do the same; not shared,
@@ -60,7 +66,7 @@ pub fn kind(comm: &str) -> Option<&'static str> {
 pub fn note(kind: &str, seen: usize, named: usize) -> String {
     let how = match kind {
         "jvm" => "JIT and interpreter frames from the JVM's perf map (-XX:+DumpPerfMapAtExit, or jcmd Compiler.perfmap at ready)",
-        "node" => "JS frames from V8's perf map (--perf-basic-prof --interpreted-frames-native-stack)",
+        "node" => "JS frames from V8's perf map (--perf-basic-prof-only-functions --interpreted-frames-native-stack)",
         _ => "Python frames from the perf trampoline's map (PYTHONPERFSUPPORT=1, Python ≥ 3.12)",
     };
     if named > 0 {
