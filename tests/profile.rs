@@ -262,6 +262,23 @@ fn java_methods_are_named_from_the_jvm_s_perf_map() {
     );
     let notes = p.doc["profile"]["runtimes"].to_string();
     assert!(notes.contains("jvm") && notes.contains("perf map"), "{notes}");
+    // Interpreted methods cannot be named from a perf map: said, with their
+    // share, which is the folded stacks' own share of `Interpreter` frames …
+    let (interpreted, _) = share(&p.folded, |f| f == "Interpreter_[j]");
+    let pct = format!(
+        "{:.0}% of samples are in interpreted Java code",
+        100.0 * interpreted as f64 / all as f64
+    );
+    assert!(
+        notes.contains(&pct) && notes.contains("cannot tell them apart"),
+        "{pct}: {notes}"
+    );
+    // … and a tower of them is one frame.
+    assert!(
+        !p.folded.contains("Interpreter_[j];Interpreter_[j]"),
+        "{}",
+        p.folded
+    );
 }
 
 #[test]

@@ -315,7 +315,12 @@ impl Collector {
         let samples = r
             .stacks
             .into_iter()
-            .map(|s| {
+            .map(|mut s| {
+                // An anonymous interpreter tower says nothing its one frame
+                // does not (runtimes::JVM_INTERPRETER), and every depth of
+                // it would be a stack of its own.
+                s.frames
+                    .dedup_by(|a, b| a == b && a.as_str() == runtimes::JVM_INTERPRETER);
                 let folded = s.frames.join(";");
                 let next = self.stacks.len() as u32;
                 let id = *self.ids.entry(folded.clone()).or_insert(next);
@@ -400,6 +405,16 @@ impl Collector {
                 total += 1;
             }
         }
+        let interpreted: u64 = counts
+            .iter()
+            .flatten()
+            .filter(|(id, _)| {
+                self.stacks[**id as usize]
+                    .split(';')
+                    .any(|f| f == runtimes::JVM_INTERPRETER)
+            })
+            .map(|(_, n)| n)
+            .sum();
         let names: Vec<String> = if phases.is_empty() {
             vec!["startup".to_string()]
         } else {
@@ -421,11 +436,14 @@ impl Collector {
                 }
             })
             .collect();
-        let runtimes = self
+        let mut runtimes: Vec<String> = self
             .runtimes
             .iter()
             .map(|(kind, &(seen, named))| runtimes::note(kind, seen, named))
             .collect();
+        if self.runtimes.contains_key("jvm") {
+            runtimes.push(runtimes::jvm_interpreter_note(interpreted, total));
+        }
         let mut p = Profile {
             method: format!(
                 "perf_event_open {event} at {frequency_hz} Hz per task, inherited by every process and thread from the exec to ready, {} frames",

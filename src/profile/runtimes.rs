@@ -39,14 +39,21 @@ fn append_option(target_env: &[(String, String)], key: &str, extra: &str) -> (St
     (key.to_string(), value)
 }
 
+/// Replaces [`NODE_OPTIONS`] in the profiled runs when set in coldstart's own
+/// environment (not the target's): how bench/profile_overhead.py measures the
+/// other V8 perf switches; empty adds none.
+pub const NODE_OPTIONS_OVERRIDE: &str = "COLDSTART_PROFILE_NODE_OPTIONS";
+
 /// The variables to add to the profiled runs' environment (appended to the
 /// target's own JAVA_TOOL_OPTIONS / NODE_OPTIONS).
 pub fn env(target_env: &[(String, String)]) -> Vec<(String, String)> {
-    vec![
-        append_option(target_env, "JAVA_TOOL_OPTIONS", JVM_OPTIONS),
-        append_option(target_env, "NODE_OPTIONS", NODE_OPTIONS),
-        ("PYTHONPERFSUPPORT".to_string(), "1".to_string()),
-    ]
+    let node = std::env::var(NODE_OPTIONS_OVERRIDE).unwrap_or_else(|_| NODE_OPTIONS.to_string());
+    let mut vars = vec![append_option(target_env, "JAVA_TOOL_OPTIONS", JVM_OPTIONS)];
+    if !node.trim().is_empty() {
+        vars.push(append_option(target_env, "NODE_OPTIONS", node.trim()));
+    }
+    vars.push(("PYTHONPERFSUPPORT".to_string(), "1".to_string()));
+    vars
 }
 
 /// Which runtime an exec'd program is, by its name (the kernel's comm).
@@ -76,6 +83,25 @@ pub fn note(kind: &str, seen: usize, named: usize) -> String {
     } else {
         format!("{kind}: no perf map from its {seen} processes: JIT code shows as [unknown]")
     }
+}
+
+/// HotSpot's template interpreter as its perf map names it: one blob for
+/// every interpreted method (the `_[j]` suffix is the resolver's).
+pub const JVM_INTERPRETER: &str = "Interpreter_[j]";
+
+/// Why interpreted Java methods have no names, with their share of the samples.
+/// A perf map names code by its address range, and HotSpot runs every
+/// interpreted method through the same template-interpreter code (one
+/// `Interpreter` entry of ~100 KB in the map); the method is only in the
+/// frame's slots, which a frame-pointer sampler does not read. JDK 17 has no
+/// switch that gives interpreted methods code of their own (V8's
+/// --interpreted-frames-native-stack does); -Xcomp would compile everything
+/// and so change the startup being measured.
+pub fn jvm_interpreter_note(interpreted: u64, total: u64) -> String {
+    format!(
+        "jvm: {:.0}% of samples are in interpreted Java code, shown as one `Interpreter` frame (a tower of them merged): HotSpot runs every interpreted method in the same template-interpreter code, so its perf map cannot tell them apart (JDK 17 has no switch for it; -Xcomp would change the startup measured); JIT-compiled methods are named",
+        100.0 * interpreted as f64 / total.max(1) as f64
+    )
 }
 
 /// At ready, before the stop: a JVM that is still running has written no perf
