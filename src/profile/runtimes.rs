@@ -72,7 +72,7 @@ pub fn kind(comm: &str) -> Option<&'static str> {
 /// One line on how a runtime's frames were named (`seen` processes, `named` with a perf map).
 pub fn note(kind: &str, seen: usize, named: usize) -> String {
     let how = match kind {
-        "jvm" => "JIT and interpreter frames from the JVM's perf map (-XX:+DumpPerfMapAtExit, or jcmd Compiler.perfmap at ready)",
+        "jvm" => "JIT-compiled methods (and the interpreter, as one blob) from the JVM's perf map (-XX:+DumpPerfMapAtExit, or jcmd Compiler.perfmap at ready)",
         "node" => "JS frames from V8's perf map (--perf-basic-prof-only-functions --interpreted-frames-native-stack)",
         _ => "Python frames from the perf trampoline's map (PYTHONPERFSUPPORT=1, Python ≥ 3.12)",
     };
