@@ -212,6 +212,8 @@ fn node_js_functions_are_named_from_v8_s_perf_map() {
     );
     let notes = p.doc["profile"]["runtimes"].to_string();
     assert!(notes.contains("node") && notes.contains("perf map"), "{notes}");
+    // What the switches cost, said where the overhead is read.
+    assert!(notes.contains("code cache is rejected"), "{notes}");
     // The perf maps the run's processes wrote were read and removed.
     let pids_left = std::fs::read_dir("/tmp")
         .unwrap()

@@ -76,7 +76,12 @@ pub fn note(kind: &str, seen: usize, named: usize) -> String {
         "node" => "JS frames from V8's perf map (--perf-basic-prof-only-functions --interpreted-frames-native-stack)",
         _ => "Python frames from the perf trampoline's map (PYTHONPERFSUPPORT=1, Python ≥ 3.12)",
     };
-    if named > 0 {
+    if named > 0 && kind == "node" {
+        // Checked with NODE_DEBUG_NATIVE=CODE_CACHE: the example server's 48
+        // lazily compiled built-in modules are all "rejected" with any
+        // non-default V8 flag (even --stack-trace-limit=11), none without.
+        format!("{kind}: {how}: {named} of {seen} processes; any V8 flag changes V8's flag hash, so Node's built-in code cache is rejected and its own modules compile from source in these runs: most of the profiler's overhead on Node")
+    } else if named > 0 {
         format!("{kind}: {how}: {named} of {seen} processes")
     } else if kind == "python" {
         format!("{kind}: no perf map from its {seen} processes: the perf trampoline needs Python ≥ 3.12, so Python functions show as _PyEval_EvalFrameDefault")
