@@ -525,7 +525,7 @@ mod tests {
 
     #[test]
     fn a_large_profile_is_bounded_with_every_sample_kept() {
-        // ~45 MB of folded text unbounded.
+        // 57 MB of folded text unbounded.
         let (n, depth) = (15_000, 100);
         let p = synthetic(n, depth).finish(&phases(), 10_000_000).unwrap();
         let folded = render::folded(&p);
