@@ -170,6 +170,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     estimate(&ctx, &rt, &chosen);
     let mut screened = screen(&ctx, &rt, &chosen)?;
     let mut experiments: Vec<Measured> = Vec::new();
+    let measured_variants = screened.ready.len() + 1;
     let mut baseline_ready_ms = first.ready_ns.map(|ns| ns as f64 / 1e6);
     if !screened.ready.is_empty() && !screened.interrupted {
         let rounds = rounds_for(args, run_cost, screened.ready.len() + 1);
@@ -248,9 +249,14 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             .map(|(id, _)| *id)
             .collect(),
         interrupted,
+        pace: Some(report::Pace {
+            round_s: run_cost * measured_variants as f64,
+            warmup: args.warmup,
+            budget_s: args.budget,
+        }),
     };
     if let Some(p) = &args.export_json {
-        coldstart::report::export::write(p, &serde_json::to_vec_pretty(&tuned)?)?;
+        coldstart::report::export::write(p, &report::json(&tuned)?)?;
     }
     if let Some(p) = &args.export_markdown {
         coldstart::report::export::write(p, report::markdown(&tuned).as_bytes())?;

@@ -119,5 +119,6 @@ pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned>
         recommended,
         experiments: Vec::new(),
         interrupted: false,
+        pace: None,
     })
 }
