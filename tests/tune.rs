@@ -201,6 +201,155 @@ fn a_candidate_that_cannot_be_told_apart_is_inconclusive_not_no_gain() {
     );
 }
 
+/// A server whose `/page` does 50 ms of lazy work on its first hit only, the way
+/// Spring's lazy init defers beans to the first real request; `/health` (the
+/// readiness URL) never does.
+const LAZY_PAGE_SERVER: &str = r#"import http.server, sys, time
+
+hit = False
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        global hit
+        if self.path == "/page" and not hit:
+            hit = True
+            time.sleep(0.05)
+        body = b"ok\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"#;
+
+/// tune's (and explain's) `--requests` go to `--request-url` when given: the
+/// first request to the lazy page costs its injected 50 ms (the oracle: the
+/// server's own sleep, a floor no run can beat), while the readiness URL the
+/// probe has just answered is quick. Before, tune had no `--request-url` and its
+/// requests could only go to the warmed readiness URL.
+#[test]
+fn requests_go_to_the_request_url_not_the_warmed_readiness_url() {
+    let Some(python) = testkit::python() else { return };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let server = dir.path().join("server.py");
+    std::fs::write(&server, LAZY_PAGE_SERVER).unwrap();
+    let port = free_port();
+    let ready = format!("http://127.0.0.1:{port}/health");
+    let page = format!("http://127.0.0.1:{port}/page");
+    let tuned = |extra: &[&str]| {
+        let mut args = vec![
+            "--ready",
+            &ready,
+            "--only",
+            "unbuffered",
+            "-w",
+            "0",
+            "--min-runs",
+            "3",
+            "--max-runs",
+            "3",
+            "--requests",
+            "1",
+        ];
+        args.extend(extra);
+        let cmd = [
+            python.to_str().unwrap(),
+            server.to_str().unwrap(),
+            &port.to_string(),
+        ]
+        .map(String::from);
+        let mut all: Vec<&str> = args;
+        all.push("--");
+        all.extend(cmd.iter().map(String::as_str));
+        tune(dir.path(), &all)
+    };
+    let (o, doc) = tuned(&["--request-url", &page]);
+    let first = doc["baseline_first_request_ms"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert!(
+        first >= 45.0,
+        "the lazy page's 50 ms are missing: {first} ms\n{doc:#}"
+    );
+    assert!(
+        row(&doc, "unbuffered")["first_request_delta_ms"].is_number(),
+        "{doc:#}"
+    );
+    assert!(stdout(&o).contains(" · first request "), "{}", stdout(&o));
+    let (_, doc) = tuned(&[]);
+    let warmed = doc["baseline_first_request_ms"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert!(
+        warmed < 40.0,
+        "the readiness URL does no lazy work: {warmed} ms\n{doc:#}"
+    );
+
+    // explain takes the same flag to the same effect: its `request 1` phase.
+    let json = dir.path().join("explain.json");
+    let request_1 = |extra: &[&str]| -> f64 {
+        let mut args = vec![
+            "explain",
+            "-q",
+            "--no-store",
+            "--adapter",
+            "none",
+            "--no-otlp",
+            "--runs",
+            "3",
+            "--requests",
+            "1",
+            "--ready",
+            &ready,
+            "--export-json",
+            json.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        args.extend(["--", python.to_str().unwrap(), server.to_str().unwrap()]);
+        let port = port.to_string();
+        args.push(&port);
+        let o = run(&args);
+        assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+        let doc = json_file(&json);
+        let phase = doc["estimate"]["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "request 1")
+            .cloned()
+            .unwrap_or_else(|| panic!("no request 1: {doc:#}"));
+        phase["estimate_ms"].as_f64().unwrap()
+    };
+    let first = request_1(&["--request-url", &page]);
+    assert!(first >= 45.0, "explain: {first} ms");
+    let warmed = request_1(&[]);
+    assert!(warmed < 40.0, "explain: {warmed} ms");
+
+    // Without http readiness, --requests needs the URL, and says so before any run.
+    let o = run(&[
+        "tune",
+        "-q",
+        "--no-store",
+        "--requests",
+        "1",
+        "--ready",
+        "exit",
+        "--",
+        "true",
+    ]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("--request-url"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn python_precompiled_bytecode_helps_a_cold_cache() {
     let Some(python) = testkit::python() else { return };

@@ -218,6 +218,10 @@ pub struct Tuned {
     pub version: Option<String>,
     pub baseline: String,
     pub baseline_ready_ms: Option<f64>,
+    /// The baseline's first request (median, ms), with --requests: to --request-url,
+    /// else the readiness URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_first_request_ms: Option<f64>,
     pub noise: f64,
     pub rows: Vec<Row>,
     pub recommended: Option<Recommended>,
@@ -312,7 +316,7 @@ pub fn effect(r: &Row) -> String {
             };
             let later = match r.first_request_delta_ms {
                 Some(_) => first(),
-                None => "; moves work to the first request: measure it with --requests 1".to_string(),
+                None => "; moves work to the first request: measure it with --requests 1 --request-url URL (a real page)".to_string(),
             };
             format!("{at_ready}{later}")
         }
@@ -339,6 +343,11 @@ pub fn terminal(t: &Tuned) -> String {
             .map(|m| format!(" · ready {}", ms(m)))
             .unwrap_or_default()
     );
+    if let Some(f) = t.baseline_first_request_ms {
+        // Before the newline: the header stays one line.
+        out.pop();
+        out.push_str(&format!(" · first request {}\n", ms(f)));
+    }
     let width = t.rows.iter().map(|r| r.title.chars().count()).max().unwrap_or(0);
     for r in &t.rows {
         let pad = " ".repeat(width - r.title.chars().count());
@@ -564,6 +573,7 @@ mod tests {
             version: None,
             baseline: "python3 -c pass".into(),
             baseline_ready_ms: Some(100.0),
+            baseline_first_request_ms: None,
             noise: 0.01,
             rows,
             recommended: None,
@@ -706,6 +716,7 @@ mod tests {
             version: Some("17".into()),
             baseline: "java -jar app.jar".into(),
             baseline_ready_ms: Some(1000.0),
+            baseline_first_request_ms: Some(52.0),
             noise: 0.01,
             rows: vec![
                 row("appcds", Status::Faster, Some(-520.0), Some((-0.57, -0.44))),
@@ -734,6 +745,10 @@ mod tests {
         };
         let out = terminal(&t);
         let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0].ends_with("· ready 1.00 s · first request 52.0 ms"),
+            "{out}"
+        );
         assert!(
             lines[1].starts_with("✅ appcds") && lines[1].contains("(−52 %) [−57, −44 %]"),
             "{out}"
