@@ -350,6 +350,69 @@ fn requests_go_to_the_request_url_not_the_warmed_readiness_url() {
     );
 }
 
+/// tune on `shim ARGS`: the bypass candidate is offered from the traced run,
+/// measured faster than the shim, and its apply line (and the recommended command)
+/// is `real` — the program the shim execs, known independently — with ARGS.
+fn bypass_is_offered_and_faster(shim: &Path, args: &[&str], real: &Path, runtime: &str) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut all = vec![
+        "--only",
+        "bypass-shim",
+        "-w",
+        "0",
+        "--min-runs",
+        "6",
+        "--max-runs",
+        "40",
+        "--",
+        shim.to_str().unwrap(),
+    ];
+    all.extend(args);
+    let (o, doc) = tune(dir.path(), &all);
+    let out = stdout(&o);
+    assert_eq!(doc["runtime"], runtime, "{doc:#}");
+    assert_eq!(kind(&doc, "bypass-shim"), "faster", "{doc:#}\n{out}");
+    let apply = row(&doc, "bypass-shim")["apply"].as_str().unwrap().to_string();
+    let tail: String = args.iter().map(|a| format!(" {a}")).collect();
+    let exe = apply
+        .strip_suffix(&tail)
+        .unwrap_or_else(|| panic!("not the command's arguments: {apply}"))
+        .trim_matches('\'');
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    assert_eq!(canonical(Path::new(exe)), canonical(real), "{apply}");
+    assert_eq!(doc["recommended"]["command"], apply.as_str(), "{doc:#}");
+    assert!(out.contains("✅ bypass the version-manager shim"), "{out}");
+}
+
+/// The shim of our own (two bash scripts exec'ing the program): the same on every
+/// machine. The program is a C one that does nothing, so the two shell starts are
+/// most of the time even on a loaded machine (behind python they were ~20 %, and
+/// 40 runs a side at load 13 could not always tell).
+#[test]
+fn bypassing_a_shim_chain_is_offered_and_faster() {
+    let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
+        return;
+    };
+    bypass_is_offered_and_faster(&testkit::shim_chain(&sleeper), &[], &sleeper, "native");
+}
+
+/// `python3` on PATH when it is a version manager's shim (pyenv's is a bash script
+/// that runs pyenv's helpers, ~50–400 ms here); a plain interpreter there is no
+/// failure — no toolchain provides a shim — and the shim chain above covers the
+/// same on every machine.
+#[test]
+fn bypassing_the_python3_shim_on_path_is_offered_and_faster() {
+    let Some(python) = testkit::python() else { return };
+    let on_path = testkit::which("python3").filter(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"#!")));
+    let Some(shim) = on_path else {
+        testkit::say(
+            "SKIPPED bypassing_the_python3_shim_on_path_is_offered_and_faster: python3 on PATH is not a shim script",
+        );
+        return;
+    };
+    bypass_is_offered_and_faster(&shim, &["-S", "-c", "pass"], &python, "python");
+}
+
 #[test]
 fn python_precompiled_bytecode_helps_a_cold_cache() {
     let Some(python) = testkit::python() else { return };

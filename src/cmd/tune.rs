@@ -100,6 +100,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
                 name: name.clone(),
                 exe: target.program.clone(),
                 version: None,
+                shim: None,
             }
         }
         None => {
@@ -122,7 +123,15 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         .into_iter()
         .collect();
     user.extend(args.catalogue.iter().cloned());
-    let cat = catalogue::load(&rt.name, &user)?;
+    let mut cat = catalogue::load(&rt.name, &user)?;
+    // The shim the traced run went through is a candidate of its own, first: the
+    // resolved command, exactly as the service process finally exec'd it (a team's
+    // candidate of the same id wins).
+    if let Some(shim) = &rt.shim {
+        if !cat.file.candidates.iter().any(|c| c.id == tune::BYPASS_SHIM) {
+            cat.file.candidates.insert(0, tune::bypass(shim));
+        }
+    }
     rt.version = tune::version(&rt, &cat.file);
     let chosen = catalogue::select(&cat, &args.only, &args.skip)?;
     if args.list {
