@@ -182,10 +182,10 @@ fn a_candidate_that_cannot_be_told_apart_is_inconclusive_not_no_gain() {
         ],
     );
     let out = stdout(&o);
-    assert_eq!(doc["schema"], "coldstart.tune/2");
     let r = row(&doc, "nothing");
     assert_eq!(r["runs"], 6, "{doc:#}");
     assert_eq!(kind(&doc, "nothing"), "inconclusive", "{doc:#}\n{out}");
+    assert_eq!(doc["schema"], "coldstart.tune/2");
     // Its interval holds a large gain, which is why it cannot be ❌.
     assert!(r["relative_ci"][0].as_f64().unwrap() < -0.1, "{doc:#}");
     assert!(r["status"]["could_detect"].as_f64().unwrap() > 0.1, "{doc:#}");
@@ -232,7 +232,9 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 /// first request to the lazy page costs its injected 50 ms (the oracle: the
 /// server's own sleep, a floor no run can beat), while the readiness URL the
 /// probe has just answered is quick. Before, tune had no `--request-url` and its
-/// requests could only go to the warmed readiness URL.
+/// requests could only go to the warmed readiness URL. The bounds: a request that
+/// reaches the page cannot take less than its 50 ms sleep, so ≥ 45 ms holds on any
+/// machine, and < 45 ms for the readiness URL fails whenever the page was asked.
 #[test]
 fn requests_go_to_the_request_url_not_the_warmed_readiness_url() {
     let Some(python) = testkit::python() else { return };
@@ -329,7 +331,7 @@ fn requests_go_to_the_request_url_not_the_warmed_readiness_url() {
     let first = request_1(&["--request-url", &page]);
     assert!(first >= 45.0, "explain: {first} ms");
     let warmed = request_1(&[]);
-    assert!(warmed < 40.0, "explain: {warmed} ms");
+    assert!(warmed < 45.0, "explain: {warmed} ms");
 
     // Without http readiness, --requests needs the URL, and says so before any run.
     let o = run(&[
