@@ -1323,9 +1323,13 @@ pub struct TuneArgs {
     /// Seconds a run may take to become ready.
     #[arg(short, long, default_value_t = 30.0)]
     pub timeout: f64,
-    /// Requests after ready (to the http readiness URL): the first shows work moved to it.
+    /// Requests after ready (GET to --request-url, default: the http readiness URL, which
+    /// the probe has just answered: a real page shows the work moved to it).
     #[arg(long, default_value_t = 0)]
     pub requests: usize,
+    /// URL for --requests (when readiness is not http).
+    #[arg(long)]
+    pub request_url: Option<String>,
     #[command(flatten)]
     pub noise: NoiseArg,
     /// Write the table (rows, recommended set) as JSON.
