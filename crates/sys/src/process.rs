@@ -55,6 +55,12 @@ struct SchedAttr {
 /// end; the CPU share it is entitled to does not change. Older kernels accept
 /// the call and ignore the value. The nice value is kept.
 pub fn set_sched_slice(ns: u64) -> io::Result<()> {
+    // A thread the user put under another policy (chrt: batch, idle, FIFO) is
+    // left as it is: restoring would otherwise make it SCHED_OTHER.
+    // SAFETY: sched_getscheduler takes a pid (0: this thread).
+    if unsafe { libc::sched_getscheduler(0) } != libc::SCHED_OTHER {
+        return Ok(());
+    }
     // Not SCHED_FLAG_KEEP_PARAMS: it would also keep the current slice. On
     // Linux, PRIO_PROCESS with 0 is the calling thread.
     // SAFETY: getpriority takes integers.
