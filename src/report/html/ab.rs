@@ -4,17 +4,18 @@
 
 use super::section;
 use super::svg::{self, chart, n, Scale};
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, VariantAnalysis};
 use crate::report::format::{comparison, detectable, ms, signed_ms, signed_percent};
 use crate::report::words;
+use crate::stats::Comparison;
 use maud::{html, Markup};
 
 const ROW: f64 = 30.0;
 
-pub fn render(id: &str, a: &Analysis) -> Markup {
+/// Each comparison with what it was made against: the baseline (in a sweep, the
+/// baseline variant at the same values), and with --compare-along the first value.
+fn comparisons(a: &Analysis) -> Vec<(usize, &VariantAnalysis, &Comparison, &str)> {
     let first = a.variants.first().map(|v| v.name.as_str()).unwrap_or("");
-    // Each comparison with what it was made against: the baseline (in a sweep, the
-    // baseline variant at the same values), and with --compare-along the first value.
     let mut rows: Vec<_> = Vec::new();
     for (i, v) in a.variants.iter().enumerate() {
         if let Some(c) = &v.vs_baseline {
@@ -24,31 +25,87 @@ pub fn render(id: &str, a: &Analysis) -> Markup {
             rows.push((i, v, c, v.first.as_deref().unwrap_or(first)));
         }
     }
+    rows
+}
+
+/// The top of an experiment: one verdict line per comparison, in the terminal's
+/// words (the same sentence, so the page and the terminal never disagree).
+pub fn verdicts(a: &Analysis) -> Markup {
+    let rows = comparisons(a);
+    html! {
+        @if !rows.is_empty() {
+            div.verdicts aria-label="Verdicts" {
+                @for (_, v, c, base) in &rows {
+                    p.verdict { (words::sentence(c, &v.name, base, false)) }
+                }
+            }
+        }
+    }
+}
+
+/// The relative axis (fractions): the data's range (every CI and estimate), so
+/// small effects fill the chart. Zero and the noise band join it only when they
+/// lie within one data span of it, where they are a reference and not a squeeze
+/// (a +20 % effect on a 0 … +20 % axis looks like nothing).
+pub fn extent<'a>(cs: impl Iterator<Item = &'a Comparison>, noise: f64) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for r in cs.filter_map(|c| c.relative.as_ref()) {
+        let (l, h) = r.ci.unwrap_or((r.estimate, r.estimate));
+        lo = lo.min(l).min(r.estimate);
+        hi = hi.max(h).max(r.estimate);
+    }
+    if !(lo.is_finite() && hi.is_finite()) {
+        return (-noise * 1.5, noise * 1.5);
+    }
+    let span = (hi - lo).max(noise);
+    if lo - span <= 0.0 && hi + span >= 0.0 {
+        (
+            lo.min(-noise * 1.5).max(lo - span),
+            hi.max(noise * 1.5).min(hi + span),
+        )
+    } else {
+        (lo, hi)
+    }
+}
+
+pub fn render(id: &str, a: &Analysis) -> Markup {
+    let first = a.variants.first().map(|v| v.name.as_str()).unwrap_or("");
+    let rows = comparisons(a);
+    let labels = super::experiment::labels(a);
     let baseline = match rows.first() {
         Some((_, _, _, b)) if rows.iter().all(|r| r.3 == *b) => *b,
         Some(_) => "its baseline",
         None => first,
     };
     let noise = rows.first().map_or(0.01, |(_, _, c, _)| c.noise);
-    let mut lo = -noise * 1.5;
-    let mut hi = noise * 1.5;
-    for (_, _, c, _) in &rows {
-        if let Some(r) = &c.relative {
-            let (l, h) = r.ci.unwrap_or((r.estimate, r.estimate));
-            lo = lo.min(l).min(r.estimate);
-            hi = hi.max(h).max(r.estimate);
-        }
-    }
+    let (lo, hi) = extent(rows.iter().map(|r| r.2), noise);
     let x = Scale::padded(lo * 100.0, hi * 100.0, svg::LEFT, svg::WIDTH - svg::RIGHT);
+    // The noise band and the zero line only where the axis reaches them.
+    let band = (x.at(-noise * 100.0).max(x.r0), x.at(noise * 100.0).min(x.r1));
+    let zero_shown = lo <= 0.0 && hi >= 0.0;
+    let label = format!(
+        "shift vs {baseline}, % of its median (right: slower){}",
+        if zero_shown {
+            ""
+        } else if lo > 0.0 {
+            "; 0 % lies left of the axis"
+        } else {
+            "; 0 % lies right of the axis"
+        }
+    );
     let axis_y = 10.0 + rows.len() as f64 * ROW;
     let plot = html! {
-        rect.noise x=(n(x.at(-noise * 100.0))) y="4" width=(n(x.at(noise * 100.0) - x.at(-noise * 100.0)))
-            height=(n(axis_y - 4.0)) data-tip=(format!("noise threshold ±{}", crate::stats::percent(noise))) {}
-        line.zero x1=(n(x.at(0.0))) x2=(n(x.at(0.0))) y1="4" y2=(n(axis_y)) {}
-        (svg::x_axis(&x, axis_y, 4.0, " %", &format!("shift vs {baseline}, % of its median (right: slower)")))
+        @if band.1 > band.0 {
+            rect.noise x=(n(band.0)) y="4" width=(n(band.1 - band.0))
+                height=(n(axis_y - 4.0)) data-tip=(format!("noise threshold ±{}", crate::stats::percent(noise))) {}
+        }
+        @if zero_shown {
+            line.zero x1=(n(x.at(0.0))) x2=(n(x.at(0.0))) y1="4" y2=(n(axis_y)) {}
+        }
+        (svg::x_axis(&x, axis_y, 4.0, " %", &label))
         @for (k, (i, v, c, base)) in rows.iter().enumerate() {
             @let cy = 10.0 + k as f64 * ROW + ROW / 2.0;
-            text x=(n(svg::LEFT - 8.0)) y=(n(cy + 4.0)) text-anchor="end" { (svg::clip(&v.name, 22)) }
+            text x=(n(svg::LEFT - 8.0)) y=(n(cy + 4.0)) text-anchor="end" { (labels[*i]) }
             @if let Some(r) = &c.relative {
                 @if let Some((l, h)) = r.ci {
                     line x1=(n(x.at(l * 100.0))) x2=(n(x.at(h * 100.0))) y1=(n(cy)) y2=(n(cy))
