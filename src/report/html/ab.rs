@@ -48,8 +48,9 @@ pub fn verdicts(a: &Analysis) -> Markup {
 /// lie within one data span of it, where they are a reference and not a squeeze
 /// (a +20 % effect on a 0 … +20 % axis looks like nothing).
 pub fn extent<'a>(cs: impl Iterator<Item = &'a Comparison>, noise: f64) -> (f64, f64) {
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut lo, mut hi, mut intervals) = (f64::INFINITY, f64::NEG_INFINITY, false);
     for r in cs.filter_map(|c| c.relative.as_ref()) {
+        intervals |= r.ci.is_some();
         let (l, h) = r.ci.unwrap_or((r.estimate, r.estimate));
         lo = lo.min(l).min(r.estimate);
         hi = hi.max(h).max(r.estimate);
@@ -58,7 +59,8 @@ pub fn extent<'a>(cs: impl Iterator<Item = &'a Comparison>, noise: f64) -> (f64,
         return (-noise * 1.5, noise * 1.5);
     }
     let span = (hi - lo).max(noise);
-    if lo - span <= 0.0 && hi + span >= 0.0 {
+    // Estimates without any interval: nothing to zoom on, so zero stays in view.
+    if !intervals || (lo - span <= 0.0 && hi + span >= 0.0) {
         (
             lo.min(-noise * 1.5).max(lo - span),
             hi.max(noise * 1.5).min(hi + span),
@@ -83,16 +85,12 @@ pub fn render(id: &str, a: &Analysis) -> Markup {
     // The noise band and the zero line only where the axis reaches them.
     let band = (x.at(-noise * 100.0).max(x.r0), x.at(noise * 100.0).min(x.r1));
     let zero_shown = lo <= 0.0 && hi >= 0.0;
-    let label = format!(
-        "shift vs {baseline}, % of its median (right: slower){}",
-        if zero_shown {
-            ""
-        } else if lo > 0.0 {
-            "; 0 % lies left of the axis"
-        } else {
-            "; 0 % lies right of the axis"
-        }
-    );
+    let label = format!("shift vs {baseline}, % of its median (right: slower)");
+    let off_axis = match (zero_shown, lo > 0.0) {
+        (true, _) => None,
+        (false, true) => Some("left"),
+        (false, false) => Some("right"),
+    };
     let axis_y = 10.0 + rows.len() as f64 * ROW;
     let plot = html! {
         @if band.1 > band.0 {
@@ -124,6 +122,9 @@ pub fn render(id: &str, a: &Analysis) -> Markup {
             figure {
                 (chart(&format!("{id}-ab"), axis_y + 40.0, "Shift of each variant against the baseline", desc, plot))
                 figcaption { (desc) }
+            }
+            @if let Some(side) = off_axis {
+                p.note { "The axis spans the measured intervals: 0 % (no change) lies off it, to the " (side) "." }
             }
         }
         @for (_, v, c, base) in &rows {
