@@ -328,6 +328,73 @@ fn a_hook_that_cannot_start_is_refused_before_any_run() {
     );
 }
 
+/// `coldstart report` without `--output` writes ./coldstart-report.html and
+/// says where (it was refused for want of --output).
+#[test]
+fn report_defaults_to_a_file_in_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let ran = dir.path().join("ran");
+    let o = run(&[
+        "bench",
+        "-q",
+        "-r",
+        "2",
+        "-w",
+        "0",
+        "--store",
+        store.to_str().unwrap(),
+        "--",
+        "touch",
+        ran.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = coldstart()
+        .args(["report", "--store", store.to_str().unwrap()])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = dir.path().join("coldstart-report.html");
+    assert!(
+        std::fs::read_to_string(&page).unwrap().contains("<html"),
+        "the report is written"
+    );
+    assert!(
+        stderr(&o).contains("coldstart-report.html"),
+        "it says where: {}",
+        stderr(&o)
+    );
+}
+
+/// `compare` across two invocations gives no verdict and says why once (the
+/// Δ line and the sentence under it both printed the paragraph).
+#[test]
+fn compare_across_invocations_says_why_no_verdict_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    for _ in 0..2 {
+        let o = run(&[
+            "bench",
+            "-q",
+            "-r",
+            "3",
+            "-w",
+            "0",
+            "--store",
+            store.to_str().unwrap(),
+            "--",
+            "true",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = run(&["compare", "--store", store.to_str().unwrap(), "1", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.matches("separate invocations").count(), 1, "{out}");
+    assert!(out.contains("no verdict"), "{out}");
+}
+
 #[test]
 fn unwritable_export_paths_fail_before_any_run() {
     let dir = tempfile::tempdir().unwrap();
