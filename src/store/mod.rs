@@ -499,3 +499,27 @@ impl Store {
         })
     }
 }
+
+#[cfg(test)]
+mod measures_tests {
+    use super::measures;
+
+    /// The probed port is a placeholder (each demo picks its own), and only as a
+    /// whole number; readiness and requests tell measurements apart.
+    #[test]
+    fn the_probed_port_is_generalised_and_readiness_kept() {
+        let a = measures("srv --port 28719", "http://127.0.0.1:28719/health", 3);
+        let b = measures("srv --port 31000", "http://127.0.0.1:31000/health", 3);
+        assert_eq!(a, b);
+        assert_eq!(
+            a,
+            "srv --port {port} | http://127.0.0.1:{port}/health | 3 requests"
+        );
+        assert_ne!(a, measures("srv --port 31000", "tcp:31000", 0));
+        assert_eq!(
+            measures("srv --port 8080 --x 80", "tcp:127.0.0.1:80", 0),
+            "srv --port 8080 --x {port} | tcp:127.0.0.1:{port} | 0 requests"
+        );
+        assert_eq!(measures("sleep 1", "exit", 0), "sleep 1 | exit | 0 requests");
+    }
+}

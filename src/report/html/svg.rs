@@ -147,11 +147,14 @@ pub fn clip(s: &str, max: usize) -> String {
     }
 }
 
+/// A variant as its label sees it: (name, name without the point's values, the values).
+pub type LabelOf<'a> = (&'a str, &'a str, &'a [(String, String)]);
+
 /// Chart labels of at most `max` characters that keep what tells the variants
 /// apart: a sweep point shows its values (`m=json`, with its variant's name
 /// before them only when several variants are swept), and names that share a
 /// long prefix (commands) lose the prefix, not their distinguishing end.
-pub fn variant_labels(variants: &[(&str, &str, &[(String, String)])], max: usize) -> Vec<String> {
+pub fn variant_labels(variants: &[LabelOf], max: usize) -> Vec<String> {
     let values = |p: &[(String, String)]| {
         p.iter()
             .map(|(k, v)| format!("{k}={v}"))
