@@ -89,12 +89,18 @@ pub fn tick_label(x: f64, unit: &str) -> String {
 
 /// A horizontal axis at `y` with ticks, labels and faint grid lines up to `top`.
 pub fn x_axis(s: &Scale, y: f64, top: f64, unit: &str, label: &str) -> Markup {
+    let ticks: Vec<(f64, String)> = s.ticks(6).into_iter().map(|t| (t, tick_label(t, unit))).collect();
+    x_axis_ticks(s, &ticks, y, top, label)
+}
+
+/// [`x_axis`] with given ticks: (position in the scale's domain, label).
+pub fn x_axis_ticks(s: &Scale, ticks: &[(f64, String)], y: f64, top: f64, label: &str) -> Markup {
     html! {
         g.axis {
             line x1=(n(s.r0)) x2=(n(s.r1)) y1=(n(y)) y2=(n(y)) {}
-            @for t in s.ticks(6) {
-                line.grid x1=(n(s.at(t))) x2=(n(s.at(t))) y1=(n(top)) y2=(n(y)) {}
-                text x=(n(s.at(t))) y=(n(y + 14.0)) text-anchor="middle" { (tick_label(t, unit)) }
+            @for (t, text) in ticks {
+                line.grid x1=(n(s.at(*t))) x2=(n(s.at(*t))) y1=(n(top)) y2=(n(y)) {}
+                text x=(n(s.at(*t))) y=(n(y + 14.0)) text-anchor="middle" { (text) }
             }
             text.label x=(n((s.r0 + s.r1) / 2.0)) y=(n(y + 30.0)) text-anchor="middle" { (label) }
         }
