@@ -989,31 +989,38 @@ fn an_ab_page_leads_with_the_terminals_verdict_shows_the_env_and_spans_the_data(
     let sleeper = sleeper.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (page, json) = (dir.path().join("ab.html"), dir.path().join("ab.json"));
-    let out = ok(&[
-        "bench",
-        "-q",
-        "--no-store",
-        "--runs",
-        "12",
-        "--ready",
-        "exit",
-        "--export-html",
-        page.to_str().unwrap(),
-        "--export-json",
-        json.to_str().unwrap(),
-        "--name",
-        "sleeper",
-        "--env",
-        "COLDSTART_EXAMPLE_DELAY_MS=50",
-        "--",
-        sleeper,
-        "--name",
-        "sleeper+50ms",
-        "--env",
-        "COLDSTART_EXAMPLE_DELAY_MS=100",
-        "--",
-        sleeper,
-    ]);
+    // Unwrapped (COLUMNS would wrap the sentence), as a pipe gets it.
+    let o = coldstart()
+        .env_remove("COLUMNS")
+        .args([
+            "bench",
+            "-q",
+            "--no-store",
+            "--runs",
+            "12",
+            "--ready",
+            "exit",
+            "--export-html",
+            page.to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+            "--name",
+            "sleeper",
+            "--env",
+            "COLDSTART_EXAMPLE_DELAY_MS=50",
+            "--",
+            sleeper,
+            "--name",
+            "sleeper+50ms",
+            "--env",
+            "COLDSTART_EXAMPLE_DELAY_MS=100",
+            "--",
+            sleeper,
+        ])
+        .output()
+        .expect("spawn coldstart");
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
     // The terminal's sentence: the line under `Δ sleeper+50ms vs sleeper: …`.
     let lines: Vec<&str> = out.lines().collect();
     let at = lines
