@@ -82,7 +82,7 @@ pub struct ManArgs {
 
 const REPORT_HELP: &str = "\
 EXAMPLES
-  coldstart report                                # the latest, into ./coldstart-report.html
+  coldstart report                # the latest, to ./coldstart-report.html
   coldstart report -o report.html                 # the latest experiment
   coldstart report latest~1 latest -o report.html
   coldstart report 12 --no-history -o r.html";
@@ -177,9 +177,10 @@ HOW
   --profile adds a fourth arm, *profiled*: plain runs sampled by perf_event_open
   (cycles, or the cpu-clock where the kernel has no PMU) from the exec to ready,
   every process and thread of the tree, with frame-pointer callchains; named
-  from ELF symbols and the runtimes' perf maps (Node --perf-basic-prof, the JVM's
-  DumpPerfMapAtExit or jcmd Compiler.perfmap, Python ≥ 3.12's perf trampoline),
-  switched on through the environment. Every profiled run's samples are merged
+  from ELF symbols and the runtimes' perf maps (Node
+  --perf-basic-prof-only-functions, the JVM's DumpPerfMapAtExit or jcmd
+  Compiler.perfmap, Python ≥ 3.12's perf trampoline), switched on through the
+  environment. Every profiled run's samples are merged
   per phase into a flame graph; profiled ÷ untraced is the profiler's overhead.
 
 EXAMPLES
