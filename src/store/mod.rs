@@ -45,6 +45,8 @@ pub struct Listed {
     /// What each variant measured, in variant order: its command, readiness and
     /// requests after ready, with the probed port written `{port}` (the demo and
     /// tests pick a free one per run). Equal strings measure the same thing.
+    /// Not in `history --json` (its schema is documented; this is the report's).
+    #[serde(skip)]
     pub measures: Vec<String>,
 }
 
