@@ -467,6 +467,12 @@ pub struct GateArgs {
     /// [default: the target's `max` in coldstart.toml].
     #[arg(long, value_name = "DURATION")]
     pub max: Option<String>,
+    /// Accept up to N failed candidate runs (or P% of them). By default a candidate
+    /// that fails more often than the baseline fails the gate: "more often" is Fisher's
+    /// exact test, one-sided, at 5 % (7 of 20 vs 0 of 20 fails; 1 of 20 vs 0 of 20 only
+    /// warns, as no evidence yet). Failures need `bench --keep-going` to be stored.
+    #[arg(long, value_name = "N|P%")]
+    pub max_failures: Option<String>,
     /// Allow --max-regression between two separate invocations, decided on the shift
     /// estimate alone: no CI exists for the drift between invocations, so by default
     /// that is refused (bench/aa.py measures how often drift alone crosses a limit).

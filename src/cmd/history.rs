@@ -495,6 +495,11 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
             })
             .transpose()?,
         margin: args.warn_margin,
+        max_failures: args
+            .max_failures
+            .as_deref()
+            .map(gate::FailureAllowance::parse)
+            .transpose()?,
     };
     report::export::check(&[&args.markdown, &args.export_html])?;
     let mut store = open(&args.store)?;
@@ -614,6 +619,7 @@ fn target_limits(name: &str, flags: Limits, cfg: Option<&config::Config>) -> Res
             (None, None) => None,
         },
         margin: flags.margin,
+        max_failures: flags.max_failures,
     })
 }
 

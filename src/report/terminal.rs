@@ -65,7 +65,28 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     for v in analysis.variants.iter().skip(1) {
         if let Some(c) = &v.vs_baseline {
             let baseline = v.baseline.as_deref().unwrap_or(first);
-            out.push_str(&format!("  Δ {} vs {}: {}\n", v.name, baseline, comparison(c)));
+            // Failing more often than the baseline is a verdict before any speed:
+            // the speed is measured on the runs that survived.
+            let failures = analysis
+                .variants
+                .iter()
+                .find(|b| b.name == baseline)
+                .and_then(|b| {
+                    crate::gate::failure_line(
+                        v.failed_runs,
+                        v.ok_runs + v.failed_runs,
+                        b.failed_runs,
+                        b.ok_runs + b.failed_runs,
+                    )
+                })
+                .map(|l| format!("{l}; "))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  Δ {} vs {}: {failures}{}\n",
+                v.name,
+                baseline,
+                comparison(c)
+            ));
             // The same in plain words.
             out.push_str(&format!(
                 "      {}\n",
