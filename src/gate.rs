@@ -90,7 +90,9 @@ impl FailureAllowance {
                 .map_err(|e| anyhow::anyhow!("bad --max-failures: {e}"));
         }
         t.parse().map(FailureAllowance::Runs).map_err(|_| {
-            anyhow::anyhow!("bad --max-failures '{s}': write a number of runs (3) or a share of the runs (10%)")
+            anyhow::anyhow!(
+                "bad --max-failures '{s}': write a number of runs (3) or a share of the runs (10%)"
+            )
         })
     }
 
@@ -116,7 +118,12 @@ pub const FAILURE_ALPHA: f64 = 0.05;
 /// "fails 7 of 20 runs (baseline 0 of 20: more, Fisher's exact test one-sided p = 0.0042)":
 /// the candidate's failures against the baseline's, for bench's verdict line and the gate.
 /// None when the candidate had no failed run.
-pub fn failure_line(cand_failed: usize, cand_total: usize, base_failed: usize, base_total: usize) -> Option<String> {
+pub fn failure_line(
+    cand_failed: usize,
+    cand_total: usize,
+    base_failed: usize,
+    base_total: usize,
+) -> Option<String> {
     if cand_failed == 0 {
         return None;
     }
@@ -568,7 +575,14 @@ mod tests {
                 max_failures: allow,
                 ..limits(None, None)
             };
-            row("x", &flaky(1, a.clone(), base_failed), &cand, Design::Interleaved, 0.01, l)
+            row(
+                "x",
+                &flaky(1, a.clone(), base_failed),
+                &cand,
+                Design::Interleaved,
+                0.01,
+                l,
+            )
         };
         // 7 of 20 vs 0 of 20: p = 0.004.
         let r = gate(flaky(2, b.clone(), 7), 0, None);
@@ -594,7 +608,10 @@ mod tests {
     #[test]
     fn failure_allowance_parsing() {
         assert_eq!(FailureAllowance::parse("7").unwrap(), FailureAllowance::Runs(7));
-        assert_eq!(FailureAllowance::parse("10%").unwrap(), FailureAllowance::Share(0.10));
+        assert_eq!(
+            FailureAllowance::parse("10%").unwrap(),
+            FailureAllowance::Share(0.10)
+        );
         assert!(FailureAllowance::parse("-1").is_err());
         assert!(FailureAllowance::parse("x%").is_err());
         assert!(FailureAllowance::Share(0.35).allows(7, 20));

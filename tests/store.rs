@@ -246,7 +246,12 @@ fn a_flaky_candidate_fails_the_gate_unless_its_failures_are_allowed() {
         for allow in ["7", "35%"] {
             let o = gate(&["--max", "1s", "--max-failures", allow]);
             let out = stdout(&o);
-            assert_eq!(o.status.code(), Some(0), "{store} --max-failures {allow}: {out}{}", stderr(&o));
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{store} --max-failures {allow}: {out}{}",
+                stderr(&o)
+            );
             assert!(out.contains("accepted by --max-failures"), "{out}");
         }
         let o = gate(&["--max", "1s", "--max-failures", "6"]);

@@ -4,7 +4,7 @@
 use super::format::{comparison, detectable, ms};
 use crate::analysis::Analysis;
 use crate::experiment::ExperimentResult;
-use crate::run::MEMORY_PEAK_METRIC;
+use crate::run::{MEMORY_PEAK_METRIC, OOM_KILLS_METRIC};
 use crate::stats::Summary;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
@@ -122,7 +122,22 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     out.push_str(&resources(analysis));
     out.push_str(&marks(analysis));
     for v in &analysis.variants {
-        for (name, s) in v.metrics.iter().filter(|(n, _)| *n != MEMORY_PEAK_METRIC) {
+        // Successful runs with OOM kills: only -i/--ignore-failure lets them succeed.
+        if let Some(s) = v.metrics.get(OOM_KILLS_METRIC) {
+            let kills = (s.mean * s.n as f64).round() as u64;
+            out.push_str(&format!(
+                "  note: {}: in {} of {} successful runs {}; accepted by -i/--ignore-failure\n",
+                v.name,
+                s.n,
+                v.ok_runs,
+                crate::limits::oom_kills_text(kills)
+            ));
+        }
+        for (name, s) in v
+            .metrics
+            .iter()
+            .filter(|(n, _)| *n != MEMORY_PEAK_METRIC && *n != OOM_KILLS_METRIC)
+        {
             out.push_str(&format!(
                 "  {}: {name}: median {} (n = {})\n",
                 v.name,
