@@ -631,8 +631,9 @@ pub struct BenchArgs {
     /// Run order: shuffled rounds (each round runs every variant once, in random order) or sequential.
     #[arg(long, value_enum, default_value_t = OrderArg::Shuffled)]
     pub order: OrderArg,
-    /// Stop adaptively once every variant's median 95% CI half-width is within this
-    /// (e.g. `2%` of the median, or `5ms`). Uses --min-runs/--max-runs instead of --runs.
+    /// Stop adaptively once both ends of every variant's median 95% CI are within this
+    /// of the median (e.g. `2%` of the median, or `5ms`; a lopsided interval runs on
+    /// until its far end is). Uses --min-runs/--max-runs instead of --runs.
     #[arg(long, value_name = "PCT|MS")]
     pub target_ci: Option<String>,
     /// With --target-ci: narrow each variant's median CI, or each variant's shift CI
@@ -1304,7 +1305,7 @@ pub struct TuneArgs {
     /// it bounds the runs per variant.
     #[arg(long, default_value_t = 600.0, value_name = "SECS")]
     pub budget: f64,
-    /// Stop once every candidate's shift CI half-width is within this (% of the baseline median, or ms).
+    /// Stop once both ends of every candidate's shift CI are within this of the shift (% of the baseline median, or ms).
     #[arg(long, default_value = "2%", value_name = "PCT|MS")]
     pub target_ci: String,
     /// Runs per variant before stopping is considered.
