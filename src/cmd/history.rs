@@ -257,6 +257,7 @@ fn subset(r: &ExperimentResult, picked: &[usize]) -> ExperimentResult {
             .collect(),
         stopped: r.stopped,
         design: r.design,
+        load: r.load.clone(),
     }
 }
 
@@ -391,6 +392,8 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
         samples: pick(b, bi, 0).chain(pick(c, ci, 1)).collect(),
         stopped: Some(coldstart::experiment::StopReason::Completed),
         design: design_of(b, c),
+        // Two invocations, each with its own load: shown with each, not with the pair.
+        load: None,
     }
 }
 

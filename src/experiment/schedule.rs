@@ -81,6 +81,10 @@ pub struct ExperimentResult {
     pub stopped: Option<StopReason>,
     /// How the samples were collected: what kind of comparison they support.
     pub design: crate::stats::Design,
+    /// How loaded the machine was during the runs (session::run reads it; None for
+    /// experiments stored before it was, and for results built in memory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<super::load::Load>,
 }
 
 impl ExperimentResult {
@@ -134,6 +138,7 @@ pub fn execute_with(
         samples: Vec::new(),
         stopped: None,
         design: plan.order.design(),
+        load: None,
     };
     let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed);
     observer.planned(n * (plan.warmup + plan.stop.max_runs()));

@@ -97,6 +97,9 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
             }
         }
     }
+    if let Some(w) = result.load.as_ref().and_then(|l| l.warning()) {
+        out.push_str(&format!("  {w}\n"));
+    }
     out.push_str(&limits(result));
     out.push('\n');
     if let Some(rows) = super::sweep::cells(analysis) {
