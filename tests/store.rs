@@ -194,6 +194,8 @@ fn a_flaky_candidate_fails_the_gate_unless_its_failures_are_allowed() {
             "0".into(),
             "--store".into(),
             store.clone(),
+            "--export-markdown".into(),
+            dir.path().join("bench.md").to_str().unwrap().into(),
             "--name".into(),
             "base".into(),
             "--env".into(),
@@ -218,6 +220,11 @@ fn a_flaky_candidate_fails_the_gate_unless_its_failures_are_allowed() {
             text.contains("Δ flaky vs base: fails 7 of 20 runs (baseline 0 of 20"),
             "{store}: bench's verdict line names the failures first: {text}{}",
             stderr(&o)
+        );
+        let md = std::fs::read_to_string(dir.path().join("bench.md")).unwrap();
+        assert!(
+            md.contains("**flaky** vs base: fails 7 of 20 runs (baseline 0 of 20"),
+            "{md}"
         );
         let gate = |extra: &[&str]| {
             let mut a = s(&[

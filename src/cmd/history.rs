@@ -622,7 +622,14 @@ fn target_limits(name: &str, flags: Limits, cfg: Option<&config::Config>) -> Res
             (None, None) => None,
         },
         margin: flags.margin,
-        max_failures: flags.max_failures,
+        max_failures: match (flags.max_failures, &t.max_failures) {
+            (Some(a), _) => Some(a),
+            (None, Some(s)) => Some(
+                gate::FailureAllowance::parse(s)
+                    .with_context(|| format!("max_failures of [targets.{name}] in coldstart.toml"))?,
+            ),
+            (None, None) => None,
+        },
     })
 }
 

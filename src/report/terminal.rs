@@ -65,22 +65,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     for v in analysis.variants.iter().skip(1) {
         if let Some(c) = &v.vs_baseline {
             let baseline = v.baseline.as_deref().unwrap_or(first);
-            // Failing more often than the baseline is a verdict before any speed:
-            // the speed is measured on the runs that survived.
-            let failures = analysis
-                .variants
-                .iter()
-                .find(|b| b.name == baseline)
-                .and_then(|b| {
-                    crate::gate::failure_line(
-                        v.failed_runs,
-                        v.ok_runs + v.failed_runs,
-                        b.failed_runs,
-                        b.ok_runs + b.failed_runs,
-                    )
-                })
-                .map(|l| format!("{l}; "))
-                .unwrap_or_default();
+            let failures = failures(analysis, v, baseline);
             out.push_str(&format!(
                 "  Δ {} vs {}: {failures}{}\n",
                 v.name,
@@ -161,6 +146,26 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
         out.push_str(&format!("stopped: {}\n", result.stopped_label()));
     }
     super::width::fit(&out)
+}
+
+/// "fails 7 of 20 runs (baseline 0 of 20: …); " before a variant's speed verdict, or
+/// nothing when it failed no run. Failing more often than the baseline is a verdict
+/// before any speed: the speed is measured on the runs that survived.
+pub(super) fn failures(analysis: &Analysis, v: &crate::analysis::VariantAnalysis, baseline: &str) -> String {
+    analysis
+        .variants
+        .iter()
+        .find(|b| b.name == baseline)
+        .and_then(|b| {
+            crate::gate::failure_line(
+                v.failed_runs,
+                v.ok_runs + v.failed_runs,
+                b.failed_runs,
+                b.ok_runs + b.failed_runs,
+            )
+        })
+        .map(|l| format!("{l}; "))
+        .unwrap_or_default()
 }
 
 /// Marks per variant: when each happened after the spawn (median and CI).
