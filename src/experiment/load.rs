@@ -4,8 +4,8 @@
 //!
 //! What is read (cheap: two small /proc files): before the first run, after every
 //! run (between runs, so the target itself is not counted) and after the last, the
-//! run queue (`procs_running` of /proc/stat, minus coldstart itself, which is
-//! running as it reads) and the 1-minute load average (/proc/loadavg); the whole
+//! run queue (`procs_running` of /proc/stat, minus coldstart's own running
+//! threads, at least the one reading) and the 1-minute load average (/proc/loadavg); the whole
 //! machine's CPU time (/proc/stat `cpu`) before and after.
 //!
 //! The rule (`classify`): busy when, in at least a quarter of the samples, other
@@ -43,10 +43,26 @@ impl Reading {
             .find_map(|l| l.strip_prefix("procs_running ")?.trim().parse().ok())?;
         Some(Reading {
             load1,
-            // coldstart is running as it reads: it is not load on the targets.
-            others_runnable: running.saturating_sub(1),
+            // coldstart's own running threads (at least the one reading) are not
+            // load on the targets.
+            others_runnable: running.saturating_sub(own_running().max(1)),
         })
     }
+}
+
+/// coldstart's own threads that are running or runnable now (state R).
+fn own_running() -> u32 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 1;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
+        // The state follows the parenthesised name, which may itself hold ") ".
+        .filter(|stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('R'))
+        })
+        .count() as u32
 }
 
 /// The machine's CPU time so far (/proc/stat's `cpu` line, in ticks): busy and total.
@@ -257,6 +273,14 @@ mod tests {
         let (busy, why) = classify(2, &[r(9.7, 1), r(9.5, 0), r(9.4, 1)]);
         assert!(busy);
         assert!(why.expect("why").contains("load average 9.7"));
+    }
+
+    #[test]
+    fn a_reading_comes_from_proc_and_leaves_out_the_reader() {
+        // This test thread is running as it reads: it is subtracted.
+        assert!(own_running() >= 1);
+        let r = Reading::now().expect("/proc/loadavg and /proc/stat");
+        assert!(r.load1 >= 0.0, "{r:?}");
     }
 
     #[test]
