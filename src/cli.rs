@@ -663,7 +663,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2.0)]
     pub grace: f64,
     /// Count a non-zero exit or a death by signal as a successful run (with --ready
-    /// exit; by default such a run fails: a crash is not a fast start).
+    /// exit; by default such a run fails: a crash is not a fast start). Also accepts a
+    /// run in whose tree the --memory limit killed a process (then with a note).
     #[arg(short = 'i', long)]
     pub ignore_failure: bool,
     /// Exit codes that count as success, e.g. `0,3` [default: 0].
