@@ -645,8 +645,9 @@ pub struct BenchArgs {
     /// until its far end is). Uses --min-runs/--max-runs instead of --runs.
     #[arg(long, value_name = "PCT|MS")]
     pub target_ci: Option<String>,
-    /// With --target-ci: narrow each variant's median CI, or each variant's shift CI
-    /// against the baseline (the comparison; needs interleaved runs).
+    /// With --target-ci: narrow each variant's median CI, or each variant's comparison
+    /// with the baseline (needs interleaved runs): a share is held to the relative
+    /// interval as printed, a duration to the shift's in ms.
     #[arg(long, value_enum, default_value_t = CiOfArg::Median, value_name = "median|shift")]
     pub target_ci_of: CiOfArg,
     /// With --target-ci: runs per variant before stopping is considered.

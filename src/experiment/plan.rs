@@ -80,7 +80,9 @@ pub enum CiOf {
     /// Each variant's median.
     #[default]
     Median,
-    /// Each variant's Hodges–Lehmann shift against the baseline: the comparison.
+    /// Each variant's comparison with the baseline: the ratio's interval (as the
+    /// report's relative effect) for a relative target, the Hodges–Lehmann shift's
+    /// for one in ms.
     Shift,
 }
 

@@ -281,11 +281,16 @@ fn should_stop(
             let Some(base) = median_of(b) else {
                 return false;
             };
-            match stats::hodges_lehmann(
-                &result.ready_ms(b),
-                &result.ready_ms(v),
-                stats::COMPARE_CONFIDENCE,
-            ) {
+            let (bx, cx) = (result.ready_ms(b), result.ready_ms(v));
+            // A share is judged on the interval the report prints for it: the
+            // ratio's (stats::compare's `relative`), whose units are already
+            // shares; milliseconds, and times with no log, on the shift's.
+            if relative {
+                if let Some(r) = stats::ratio(&bx, &cx, stats::COMPARE_CONFIDENCE) {
+                    return r.ci.is_some_and(|ci| reach(r.estimate, ci) <= target);
+                }
+            }
+            match stats::hodges_lehmann(&bx, &cx, stats::COMPARE_CONFIDENCE) {
                 Some(stats::Shift {
                     estimate,
                     ci: Some(ci),
