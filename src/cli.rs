@@ -82,7 +82,7 @@ pub struct ManArgs {
 
 const REPORT_HELP: &str = "\
 EXAMPLES
-  coldstart report                                # the latest, into ./coldstart-report.html
+  coldstart report                # the latest, to ./coldstart-report.html
   coldstart report -o report.html                 # the latest experiment
   coldstart report latest~1 latest -o report.html
   coldstart report 12 --no-history -o r.html";
@@ -177,9 +177,10 @@ HOW
   --profile adds a fourth arm, *profiled*: plain runs sampled by perf_event_open
   (cycles, or the cpu-clock where the kernel has no PMU) from the exec to ready,
   every process and thread of the tree, with frame-pointer callchains; named
-  from ELF symbols and the runtimes' perf maps (Node --perf-basic-prof, the JVM's
-  DumpPerfMapAtExit or jcmd Compiler.perfmap, Python ≥ 3.12's perf trampoline),
-  switched on through the environment. Every profiled run's samples are merged
+  from ELF symbols and the runtimes' perf maps (Node
+  --perf-basic-prof-only-functions, the JVM's DumpPerfMapAtExit or jcmd
+  Compiler.perfmap, Python ≥ 3.12's perf trampoline), switched on through the
+  environment. Every profiled run's samples are merged
   per phase into a flame graph; profiled ÷ untraced is the profiler's overhead.
 
 EXAMPLES
@@ -1331,9 +1332,13 @@ pub struct TuneArgs {
     /// Seconds a run may take to become ready.
     #[arg(short, long, default_value_t = 30.0)]
     pub timeout: f64,
-    /// Requests after ready (to the http readiness URL): the first shows work moved to it.
+    /// Requests after ready (GET to --request-url, default: the http readiness URL, which
+    /// the probe has just answered: a real page shows the work moved to it).
     #[arg(long, default_value_t = 0)]
     pub requests: usize,
+    /// URL for --requests (when readiness is not http).
+    #[arg(long)]
+    pub request_url: Option<String>,
     #[command(flatten)]
     pub noise: NoiseArg,
     /// Write the table (rows, recommended set) as JSON.
