@@ -217,11 +217,18 @@ impl Store {
         .with_context(|| format!("storing a run in {}", self.location))
     }
 
-    pub fn finish(&mut self, experiment: i64, stopped: StopReason) -> Result<()> {
+    /// Why it stopped, and how loaded the machine was during the runs.
+    pub fn finish(
+        &mut self,
+        experiment: i64,
+        stopped: StopReason,
+        load: Option<&crate::experiment::load::Load>,
+    ) -> Result<()> {
+        let load_json = load.map(serde_json::to_string).transpose()?;
         self.db
             .execute(
-                "UPDATE experiments SET stopped = $1 WHERE id = $2",
-                &[stopped.as_str().into(), experiment.into()],
+                "UPDATE experiments SET stopped = $1, load_json = $2 WHERE id = $3",
+                &[stopped.as_str().into(), load_json.into(), experiment.into()],
             )
             .with_context(|| format!("closing experiment {experiment} in {}", self.location))?;
         Ok(())
@@ -351,7 +358,7 @@ impl Store {
     pub fn load(&mut self, id: i64) -> Result<Stored> {
         let rows = self.db.query(
             "SELECT created_unix_s, command_line, git_commit, git_dirty, hostname, kernel, cpu_model, cores, \
-             loadavg, coldstart_version, settings_json, stopped FROM experiments WHERE id = $1",
+             loadavg, coldstart_version, settings_json, stopped, load_json FROM experiments WHERE id = $1",
             &[id.into()],
         )?;
         let Some(r) = rows.first() else {
@@ -432,6 +439,8 @@ impl Store {
                 } else {
                     crate::stats::Design::Interleaved
                 },
+                // A record this coldstart cannot read is no reason to lose the runs.
+                load: r[12].text().and_then(|j| serde_json::from_str(&j).ok()),
             },
         })
     }

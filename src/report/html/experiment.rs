@@ -32,6 +32,15 @@ pub fn settings(id: &str, e: &Experiment) -> Markup {
                 dt { "noise threshold" } dd { (crate::stats::percent(s.noise)) }
             }
             dt { "stopped" } dd { (r.stopped_label()) }
+            @if let Some(l) = &r.load {
+                dt { "machine during the runs" }
+                dd {
+                    @if let Some(w) = l.warning() { strong { (w) } } @else {
+                        "not busy (1-minute load " (format!("{:.1}", l.load1_before)) " → "
+                        (format!("{:.1}", l.load1_after)) " on " (l.cpus) " CPUs)"
+                    }
+                }
+            }
         }
         table {
             caption { "Variants (the first is the baseline)" }
