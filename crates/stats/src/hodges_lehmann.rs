@@ -61,28 +61,27 @@ pub fn hodges_lehmann(baseline: &[f64], candidate: &[f64], confidence: f64) -> O
 
 /// The 1-based rank k of the Moses CI lower bound, or `None` if k < 1.
 fn moses_rank(baseline: &[f64], candidate: &[f64], confidence: f64) -> Option<u64> {
+    let tie_term = rank_sum(candidate, baseline).tie_term;
+    moses_rank_for(baseline.len(), candidate.len(), tie_term, confidence)
+}
+
+/// The Moses interval's half-width in standard errors of the shift, for sizes m
+/// and n without ties: its ranks span (m n + 1 − 2k) / 2 of U's null spread.
+/// Wider than z₁₋α/₂ where the exact interval is conservative (2.00 at 10 vs 10).
+pub(crate) fn moses_z(m: usize, n: usize, confidence: f64) -> Option<f64> {
+    let k = moses_rank_for(m, n, 0.0, confidence)?;
+    let half = (m as f64 * n as f64 + 1.0 - 2.0 * k as f64) / 2.0;
+    Some(half / null_sigma(m, n, 0.0))
+}
+
+fn moses_rank_for(m: usize, n: usize, tie_term: f64, confidence: f64) -> Option<u64> {
     if !(confidence > 0.0 && confidence < 1.0) {
         return None;
     }
-    let (m, n) = (baseline.len(), candidate.len());
     let total = (m as u64) * (n as u64);
     let alpha = 1.0 - confidence;
-    let tie_term = rank_sum(candidate, baseline).tie_term;
     let k = if use_exact(m, n, tie_term) {
-        let counts = null_counts(m, n);
-        let all: i128 = counts.iter().sum();
-        // Slack lets coverage == confidence through despite decimal rounding.
-        let limit = alpha / 2.0 * all as f64 * (1.0 + 1e-9);
-        let mut cum: i128 = 0;
-        let mut k = 0u64;
-        for (u, &c) in counts.iter().enumerate() {
-            cum += c;
-            if cum as f64 > limit {
-                break;
-            }
-            k = u as u64 + 1; // P(U <= k - 1) = cum <= alpha / 2
-        }
-        k
+        exact_rank(m, n, alpha)
     } else {
         let z = normal::quantile(1.0 - alpha / 2.0);
         let sigma = null_sigma(m, n, tie_term);
@@ -94,6 +93,35 @@ fn moses_rank(baseline: &[f64], candidate: &[f64], confidence: f64) -> Option<u6
         }
     };
     (k >= 1 && k <= total + 1 - k).then_some(k)
+}
+
+/// The exact Moses rank for sizes m, n (no ties) at level alpha. Memoised per
+/// thread: the null distribution costs O(m²n) and a report or a simulation asks
+/// for the same few sizes over and over.
+fn exact_rank(m: usize, n: usize, alpha: f64) -> u64 {
+    thread_local! {
+        static RANKS: std::cell::RefCell<std::collections::HashMap<(usize, usize, u64), u64>> =
+            std::cell::RefCell::default();
+    }
+    let key = (m, n, alpha.to_bits());
+    if let Some(k) = RANKS.with(|r| r.borrow().get(&key).copied()) {
+        return k;
+    }
+    let counts = null_counts(m, n);
+    let all: i128 = counts.iter().sum();
+    // Slack lets coverage == confidence through despite decimal rounding.
+    let limit = alpha / 2.0 * all as f64 * (1.0 + 1e-9);
+    let mut cum: i128 = 0;
+    let mut k = 0u64;
+    for (u, &c) in counts.iter().enumerate() {
+        cum += c;
+        if cum as f64 > limit {
+            break;
+        }
+        k = u as u64 + 1; // P(U <= k - 1) = cum <= alpha / 2
+    }
+    RANKS.with(|r| r.borrow_mut().insert(key, k));
+    k
 }
 
 /// The multiset {cand_j - base_i} of two ascending-sorted samples.
