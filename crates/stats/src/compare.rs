@@ -275,7 +275,12 @@ fn detectable(
     nb: usize,
     nc: usize,
 ) -> Option<Detectable> {
-    if baseline_median <= 0.0 || !baseline_median.is_finite() || !(log_hi >= log_lo) {
+    if baseline_median <= 0.0
+        || !baseline_median.is_finite()
+        || log_hi.is_nan()
+        || log_lo.is_nan()
+        || log_hi < log_lo
+    {
         return None;
     }
     let half = (log_hi - log_lo) / 2.0;
@@ -328,8 +333,9 @@ fn interval_width(m: usize, n: usize, za: f64) -> f64 {
 }
 
 /// n · CV² of a Moses half-width on the log scale at n runs per side: 0.35–0.41
-/// measured for recorded C and python cold starts, a normal and a lognormal at
-/// n = 10–40 (crates/stats/tests/power.rs prints it).
+/// measured for recorded python cold starts, a normal and a lognormal at
+/// n = 10–40, 0.55–0.77 (n ≥ 20) for a C noop's outlier-prone times, whose power
+/// still came out 78–80 % with this value (crates/stats/tests/power.rs prints both).
 const SPREAD_CV2: f64 = 0.38;
 
 /// c with Φ(w·(c − 1) / √(1 + w²·(v_this²·c² + v_next²))) = POWER: the multiple

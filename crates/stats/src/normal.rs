@@ -120,7 +120,7 @@ pub(crate) fn quantile(p: f64) -> f64 {
 /// 1e-3 of the exact value for df ≥ 5 at the 0.8–0.975 quantiles used here.
 pub(crate) fn t_quantile(p: f64, df: f64) -> f64 {
     let z = quantile(p);
-    if !(df > 0.0) || !z.is_finite() {
+    if df.is_nan() || df <= 0.0 || !z.is_finite() {
         return z;
     }
     let (z2, v) = (z * z, df);

@@ -23,8 +23,15 @@ const TOLERANCE: f64 = 0.05;
 
 #[derive(Clone, Copy)]
 enum Dist<'a> {
-    /// Resample (with replacement) from recorded times.
-    Recorded(&'a [f64]),
+    /// Resample (with replacement) from recorded times, smoothed: each draw is
+    /// multiplied by exp(bandwidth · N(0, 1)). Real times are continuous, but 200
+    /// recorded values are a lattice: at the several hundred runs a goal can ask
+    /// for, plain resampling ties so often that the interval narrows faster than
+    /// √n and the goal's power came out 84–85 % for an artefact of the fixture.
+    Recorded {
+        logs: &'a [f64],
+        bandwidth: f64,
+    },
     Normal {
         mean: f64,
         sd: f64,
@@ -46,7 +53,9 @@ impl Dist<'_> {
         (0..n)
             .map(|_| {
                 let x = match *self {
-                    Dist::Recorded(xs) => xs[rng.gen_range(0..xs.len())],
+                    Dist::Recorded { logs, bandwidth } => {
+                        (logs[rng.gen_range(0..logs.len())] + bandwidth * std_normal(rng)).exp()
+                    }
                     Dist::Normal { mean, sd } => mean + sd * std_normal(rng),
                     Dist::LogNormal { median, sigma } => median * (sigma * std_normal(rng)).exp(),
                 };
@@ -56,15 +65,26 @@ impl Dist<'_> {
     }
 }
 
-fn recorded(text: &str) -> Vec<f64> {
-    text.lines()
+/// Log times of a fixture and Silverman's bandwidth for them,
+/// 0.9 · min(sd, IQR / 1.34) · n^(−1/5).
+fn recorded(text: &str) -> (Vec<f64>, f64) {
+    let mut logs: Vec<f64> = text
+        .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| {
             l.parse::<f64>()
                 .unwrap_or_else(|e| panic!("fixture line {l:?}: {e}"))
         })
-        .collect()
+        .map(f64::ln)
+        .collect();
+    logs.sort_by(f64::total_cmp);
+    let n = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / n;
+    let sd = (logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let iqr = logs[logs.len() * 3 / 4] - logs[logs.len() / 4];
+    let bandwidth = 0.9 * sd.min(iqr / 1.34) * n.powf(-0.2);
+    (logs, bandwidth)
 }
 
 struct Achieved {
@@ -129,20 +149,33 @@ fn achieved(dist: Dist, n: usize, seed: u64) -> Achieved {
     }
 }
 
-/// The achieved power must be within POWER ± TOLERANCE beyond the simulation's
-/// own sampling error: 2.58 binomial standard errors (99 %) of the count.
-fn within(power: f64, count: usize) -> bool {
-    let se = (power * (1.0 - power) / count as f64).sqrt();
-    (power - POWER).abs() <= TOLERANCE + 2.58 * se
+/// The measured power must be within POWER ± TOLERANCE. With PILOTS independent
+/// experiments its standard error is at most √(0.85 · 0.15 / 2000) = 0.8 points, so
+/// a rule whose true power is 80 % fails this (fixed-seed) check only beyond 6
+/// standard errors, and one at 73 % or 87 % passes only within 2.5 of them.
+fn within(power: f64) -> bool {
+    (power - POWER).abs() <= TOLERANCE
 }
 
 #[test]
 fn printed_power_is_achieved() {
-    let c = recorded(include_str!("fixtures/c-noop.txt"));
-    let py = recorded(include_str!("fixtures/python-pass.txt"));
+    let (c, c_bw) = recorded(include_str!("fixtures/c-noop.txt"));
+    let (py, py_bw) = recorded(include_str!("fixtures/python-pass.txt"));
     let cases: [(&str, Dist); 4] = [
-        ("C noop (recorded)", Dist::Recorded(&c)),
-        ("python -c pass (recorded)", Dist::Recorded(&py)),
+        (
+            "C noop (recorded)",
+            Dist::Recorded {
+                logs: &c,
+                bandwidth: c_bw,
+            },
+        ),
+        (
+            "python -c pass (recorded)",
+            Dist::Recorded {
+                logs: &py,
+                bandwidth: py_bw,
+            },
+        ),
         (
             "normal (CV 10 %)",
             Dist::Normal {
@@ -200,10 +233,10 @@ fn printed_power_is_achieved() {
                 a.power * 100.0,
                 a.goal_runs
             );
-            if !within(a.power, PILOTS) {
+            if !within(a.power) {
                 failures.push(format!("{name}, n = {n}: power at X {:.1} %", a.power * 100.0));
             }
-            if let Some(p) = a.goal_power.filter(|&p| !within(p, a.goals)) {
+            if let Some(p) = a.goal_power.filter(|&p| !within(p)) {
                 failures.push(format!("{name}, n = {n}: power at the goal {:.1} %", p * 100.0));
             }
         }
