@@ -1022,6 +1022,12 @@ fn oversized_response_ends_the_invoke() {
             && l.ends_with("\tStatus: error\tError Type: Function.ResponseSizeTooLarge")),
         "{log:?}"
     );
+    // What the runtime says after the 413 (as awslambdaric's "Failed to post
+    // handler success response") reaches the log before shutdown kills it.
+    assert!(
+        log.iter().any(|l| l == "big-response statuses: 413 403"),
+        "{log:?}"
+    );
 }
 
 /// An event over Lambda's 6,291,456-byte synchronous limit is refused before any run.
@@ -1238,4 +1244,86 @@ fn a_huge_error_type_header_is_shortened() {
             .all(|l| l.len() < 2_000),
         "{log:?}"
     );
+}
+
+/// The REPORT lines' Durations (ms), in order.
+fn report_durations(log: &[String]) -> Vec<f64> {
+    log.iter()
+        .filter(|l| l.starts_with("REPORT "))
+        .map(|l| ms_field(&fields(l), "Duration"))
+        .collect()
+}
+
+/// `--invokes`: a runtime that works 200 ms after posting each response (before
+/// its next /next) is charged for it in no invoke; each Duration lies within the
+/// runtime's own record of that invoke (CLOCK_MONOTONIC: from after its /next
+/// returned to before its post, at least; from before its /next to after its post,
+/// at most). What it prints after the last response still reaches the log.
+#[test]
+fn work_after_a_response_is_in_no_invokes_duration() {
+    let dir = tempfile::tempdir().unwrap();
+    let times = dir.path().join("times.txt");
+    let (o, log, _) = failing(
+        "",
+        None,
+        &[
+            "--invokes",
+            "3",
+            "--env",
+            "CS_RT_AFTER_MS=200",
+            "--env",
+            "CS_RT_AFTER_SAY=after-response",
+            "--env",
+            &format!("CS_RT_TIMES={}", times.display()),
+        ],
+    );
+    assert!(o.status.success(), "{}\n{log:?}", stderr(&o));
+    let durations = report_durations(&log);
+    let record: Vec<Vec<u64>> = lines_of(&times)
+        .iter()
+        .map(|l| l.split(' ').map(|n| n.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(durations.len(), 4, "{log:?}");
+    assert_eq!(record.len(), 4, "{record:?}");
+    // REPORT rounds to 0.01 ms.
+    let ms = |ns: u64| ns as f64 / 1e6;
+    for (i, (d, r)) in durations.iter().zip(&record).enumerate() {
+        let (next, got, post, posted) = (r[0], r[1], r[2], r[3]);
+        let (low, high) = (ms(post - got) - 0.01, ms(posted - next) + 0.01);
+        assert!(
+            (low..=high).contains(d),
+            "invoke {}: Duration {d} ms, the runtime's own record allows [{low:.2}, {high:.2}]: {durations:?}",
+            i + 1
+        );
+    }
+    // Printed 200 ms after the fourth response, right before its /next.
+    assert!(
+        log.iter().any(|l| l == "after-response 4"),
+        "the line printed after the last response is lost: {log:?}"
+    );
+}
+
+/// A handler that sleeps past `--timeout 1` gets Duration = the timeout (as
+/// Lambda's REPORT shows it), however late coldstart woke up.
+#[test]
+fn a_timed_out_invoke_lasts_the_timeout() {
+    let (o, log, sample) = failing(
+        "",
+        None,
+        &["--timeout", "1", "--env", "CS_RT_INVOKE_SLEEP_MS=3000"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}\n{log:?}", stderr(&o));
+    let report = log
+        .iter()
+        .find(|l| l.starts_with("REPORT "))
+        .unwrap_or_else(|| panic!("no REPORT: {log:?}"));
+    assert!(report.contains("\tStatus: timeout"), "{report}");
+    let d = ms_field(&fields(report), "Duration");
+    // The cap is exact; the lower side allows the timer's rounding.
+    assert!(
+        (999.0..=1000.0).contains(&d),
+        "Duration {d} ms at --timeout 1: {report}"
+    );
+    let first = sample["requests_ns"][0].as_f64().unwrap() / 1e6;
+    assert!((999.0..=1000.0).contains(&first), "1st request {first} ms");
 }
