@@ -1327,3 +1327,91 @@ fn a_timed_out_invoke_lasts_the_timeout() {
     let first = sample["requests_ns"][0].as_f64().unwrap() / 1e6;
     assert!((999.0..=1000.0).contains(&first), "1st request {first} ms");
 }
+
+/// An extension A/B (the lambda-extension crate's extension, B's sleeping 100 ms
+/// before its first /event/next): its ready mark gets the comparison Init
+/// Duration gets, in the terminal's marks table and in the Markdown export. B
+/// is slower by the injected 100 ms, its CI above 0.
+#[test]
+fn extension_ready_is_compared_like_init_duration() {
+    let (Some(rt), Some(ext_bin)) = (client("rust-bootstrap"), client("rust-telemetry-extension")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ext = extensions_dir(dir.path(), &[("rust-ext", Path::new(&ext_bin))]);
+    let (md, json) = (dir.path().join("ab.md"), dir.path().join("ab.json"));
+    let m = marker("lambda-ext-ab");
+    let port = format!("CS_TELEMETRY_PORT={}", free_port());
+    let o = run(&[
+        "lambda",
+        "--no-store",
+        "--no-cgroup",
+        "--runs",
+        "12",
+        "--warmup",
+        "1",
+        "--export-markdown",
+        md.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--runtime",
+        &rt,
+        "--extensions",
+        ext.to_str().unwrap(),
+        "--env",
+        &m,
+        "--env",
+        &port,
+        "--name",
+        "A",
+        "--name",
+        "B",
+        "--env",
+        "CS_EXT_DELAY_MS=100",
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(processes_with(&m).is_empty(), "left behind");
+    let doc = json_file(&json);
+    let mark_of = |v: usize, name: &str| {
+        doc["variants"][v]["stats"]["marks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in variant {v}: {}", doc["variants"][v]["stats"]))
+            .clone()
+    };
+    assert!(mark_of(0, "ext.rust-ext.ready").get("vs_baseline").is_none());
+    let c = &mark_of(1, "ext.rust-ext.ready")["vs_baseline"];
+    assert_eq!(c["verdict"], "slower", "{c}");
+    let shift = c["shift"]["estimate"].as_f64().unwrap();
+    let (lo, hi) = (
+        c["shift"]["ci"][0].as_f64().unwrap(),
+        c["shift"]["ci"][1].as_f64().unwrap(),
+    );
+    assert!(lo > 0.0, "the CI includes 0: [{lo}, {hi}]");
+    // The injected 100 ms (a tokio sleep: 100 ms and a timer tick at most), give or
+    // take the runs' own spread: half the CI's width, and 20 ms.
+    let slack = 20.0 + (hi - lo) / 2.0;
+    assert!(
+        (shift - 100.0).abs() <= slack,
+        "shift {shift:.1} ms [{lo:.1}, {hi:.1}] for an injected 100 ms"
+    );
+    // The same row in the terminal and in the Markdown: B's ready mark, vs A, slower.
+    let row = |text: &str| {
+        text.lines()
+            .find(|l| l.contains(" B ") && l.contains("ext.rust-ext.ready"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no B ext.rust-ext.ready row:\n{text}"))
+    };
+    let terminal = row(&stdout(&o));
+    assert!(terminal.contains("vs A: slower, shift +"), "{terminal}");
+    let markdown = std::fs::read_to_string(&md).unwrap();
+    let md_row = row(&markdown);
+    assert!(
+        md_row.starts_with("| B | ext.rust-ext.ready | lambda |"),
+        "{md_row}"
+    );
+    assert!(md_row.contains("vs A: slower, shift +"), "{md_row}");
+    assert!(markdown.contains("| variant | mark | source |"), "{markdown}");
+}
