@@ -94,6 +94,10 @@ pub enum BestWhy {
     /// Its median is further off, but the runs cannot tell it from the fastest
     /// (no significant difference): more runs would say more.
     NotMeasurablySlower,
+    /// No best value can be named yet: a cheaper value has no verdict against
+    /// the fastest (too few runs for an interval). `value` is the fastest by
+    /// median, which is no evidence.
+    NoVerdict,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -268,8 +272,10 @@ fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::Compare
             };
             // The cheapest value the runs do not show to be slower than the
             // fastest: within the noise threshold by median, or with no
-            // significant difference (a verdict-free design counts as slower:
-            // nothing supports choosing it).
+            // significant difference. A cheaper value without a verdict
+            // (too few runs, or a verdict-free design) ends the search: the
+            // runs cannot say it is slower, so nothing can be named best
+            // (it used to count as slower, naming the dearest value best).
             let judged = |x: &(String, usize, f64)| -> Option<BestWhy> {
                 if x.1 == fastest.1 {
                     return Some(if x.1 == points[0].1 {
@@ -282,11 +288,19 @@ fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::Compare
                     return Some(BestWhy::WithinNoise);
                 }
                 let c = stats::compare(&result.ready_ms(fastest.1), &result.ready_ms(x.1), options);
-                matches!(c.verdict, stats::Verdict::Same | stats::Verdict::WithinNoise)
-                    .then_some(BestWhy::NotMeasurablySlower)
+                match c.verdict {
+                    stats::Verdict::Same | stats::Verdict::WithinNoise => Some(BestWhy::NotMeasurablySlower),
+                    stats::Verdict::None => Some(BestWhy::NoVerdict),
+                    _ => None,
+                }
             };
             let Some((chosen, why)) = points.iter().find_map(|x| judged(x).map(|w| (x, w))) else {
                 continue;
+            };
+            let chosen = if why == BestWhy::NoVerdict {
+                fastest
+            } else {
+                chosen
             };
             out.push(Best {
                 variant: base.clone(),

@@ -68,12 +68,21 @@ pub enum Command {
     Report(ReportArgs),
     /// Print a shell completion script: `coldstart completions bash > /etc/bash_completion.d/coldstart`.
     Completions(CompletionsArgs),
-    /// Print the man page (roff): `coldstart man | man -l -`.
-    Man,
+    /// Print a man page (roff): `coldstart man | man -l -`; a command's own page
+    /// (the coldstart-bench(1) the main page refers to): `coldstart man bench | man -l -`.
+    Man(ManArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// The command whose page to print (bench, explain, …) [default: the main page].
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 const REPORT_HELP: &str = "\
 EXAMPLES
+  coldstart report                                # the latest, into ./coldstart-report.html
   coldstart report -o report.html                 # the latest experiment
   coldstart report latest~1 latest -o report.html
   coldstart report 12 --no-history -o r.html";
@@ -83,8 +92,8 @@ pub struct ReportArgs {
     /// Experiments: id, latest, latest~N or git commit prefix [default: latest].
     #[arg(value_name = "REF")]
     pub experiments: Vec<String>,
-    /// The HTML file to write (`-`: stdout).
-    #[arg(short, long, value_name = "PATH")]
+    /// The HTML file to write (`-`: stdout); the path written is printed.
+    #[arg(short, long, value_name = "PATH", default_value = "coldstart-report.html")]
     pub output: PathBuf,
     /// Leave out the history chart (each target's median over stored experiments).
     #[arg(long)]

@@ -67,7 +67,7 @@ fn real_main() -> anyhow::Result<i32> {
     // Commands that only print what clap knows need no Lab (no watchdog, no cgroup).
     match &cli.command {
         cli::Command::Completions(a) => return cmd::shell::completions(a),
-        cli::Command::Man => return cmd::shell::man(),
+        cli::Command::Man(a) => return cmd::shell::man(a),
         _ => {}
     }
     // Before any thread: it forks the watchdog.
@@ -87,7 +87,7 @@ fn real_main() -> anyhow::Result<i32> {
         cli::Command::Compare(a) => cmd::history::compare(a),
         cli::Command::Gate(a) => cmd::history::gate(a),
         cli::Command::Report(a) => cmd::report::run(a),
-        cli::Command::Completions(_) | cli::Command::Man => Ok(0),
+        cli::Command::Completions(_) | cli::Command::Man(_) => Ok(0),
         cli::Command::Tune(a) => cmd::tune::run(a),
         cli::Command::Lambda(a) => {
             a.variants = lambda_variants;

@@ -23,7 +23,7 @@ pub struct Target {
 
 /// The value of `key` the target will see: its own setting (the last one wins),
 /// else the one it inherits from our environment.
-pub fn effective_var(target_env: &[(String, String)], key: &str) -> Option<String> {
+pub(crate) fn effective_var(target_env: &[(String, String)], key: &str) -> Option<String> {
     target_env
         .iter()
         .rev()
@@ -88,7 +88,7 @@ pub fn shell_join<S: AsRef<str>>(words: &[S]) -> String {
 
 /// Find the executable the way execvp would, so a typo is one clear error up front
 /// and each spawn can use an absolute path (keeping std on its posix_spawn path).
-fn resolve_program(name: &str, path_env: &str, cwd: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn resolve_program(name: &str, path_env: &str, cwd: Option<&Path>) -> Result<PathBuf> {
     let is_exec = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
         p.metadata()

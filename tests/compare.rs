@@ -44,6 +44,7 @@ fn injected_delay_is_slower_by_about_the_delay() {
     );
     assert!(cmp["ratio"].as_f64().unwrap() > 1.5);
     assert!(cmp["relative"]["ci"][0].as_f64().unwrap() > 0.01, "{cmp}");
+    documented_types(&doc);
     assert!(cmp["mann_whitney"]["p_value"].as_f64().unwrap() < 0.05);
     assert!(
         doc["variants"][0]["stats"]["vs_baseline"].is_null(),
@@ -160,4 +161,40 @@ fn adaptive_stop_respects_min_and_max() {
     let doc = json_file(&json);
     assert_eq!(ready_ns(&doc, 0).len(), 9);
     assert_eq!(doc["stopped"], "max-runs");
+}
+
+/// The documented comparison fields (docs/json-schema.md) keep their types: a
+/// change of type must bump the schema (`vs_baseline.ratio` once changed from
+/// `{estimate, ci}` to a number under the same id, breaking readers).
+fn documented_types(doc: &serde_json::Value) {
+    assert_eq!(
+        doc["schema"], "coldstart.bench/2",
+        "a type change bumps the schema: update this test and the docs' changes list"
+    );
+    let cmp = &doc["variants"][1]["stats"]["vs_baseline"];
+    let number = |v: &serde_json::Value, what: &str| {
+        assert!(v.is_f64() || v.is_i64() || v.is_u64(), "{what} is a number: {v}")
+    };
+    let interval = |v: &serde_json::Value, what: &str| {
+        let a = v.as_array().unwrap_or_else(|| panic!("{what} is [lo, hi]: {v}"));
+        assert_eq!(a.len(), 2, "{what}");
+        number(&a[0], what);
+        number(&a[1], what);
+    };
+    assert!(cmp["design"].is_string() && cmp["verdict"].is_string(), "{cmp}");
+    number(&cmp["noise"], "noise");
+    number(&cmp["ratio"], "ratio");
+    number(&cmp["shift"]["estimate"], "shift.estimate");
+    interval(&cmp["shift"]["ci"], "shift.ci");
+    number(&cmp["relative"]["estimate"], "relative.estimate");
+    interval(&cmp["relative"]["ci"], "relative.ci");
+    assert!(
+        cmp["relative"]["ci"][0].as_f64().unwrap() > -1.0,
+        "a duration cannot shrink by more than 100 %"
+    );
+    for k in ["u", "z", "p_value"] {
+        number(&cmp["mann_whitney"][k], k);
+    }
+    number(&cmp["detectable"]["shift"], "detectable.shift");
+    number(&cmp["detectable"]["relative"], "detectable.relative");
 }

@@ -451,3 +451,256 @@ fn two_beam_vms_get_a_section_each() {
         "{titles:?}"
     );
 }
+
+/// tests/fixtures/stamp.c, static: appends "<pid> <CLOCK_MONOTONIC ns>" to
+/// argv[1] first thing in main (no loader runs before it).
+fn stamp() -> Option<PathBuf> {
+    let gcc = testkit::tool("GCC", "gcc")?;
+    let src = testkit::repo().join("tests/fixtures/stamp.c");
+    Some(testkit::built("stamp", &[&src], |out| {
+        let mut c = std::process::Command::new(gcc);
+        c.args(["-static", "-O2", "-o"]).arg(out).arg(&src);
+        c
+    }))
+}
+
+/// A wrapper that runs its program as a child and waits for it (pyenv's
+/// `pip-rehash/pip` does) in front of a second wrapper that execs the real
+/// program: with exit readiness the chain goes on past the first wrapper to the
+/// real program, and the exec-chain phase covers both wrappers' time. Oracle:
+/// the program's own record of its start (CLOCK_MONOTONIC, first thing in
+/// main), with an injected 300 ms in the first wrapper before it forks.
+#[test]
+fn a_wrapper_that_forks_and_waits_is_part_of_the_exec_chain() {
+    let Some(stamp) = stamp() else {
+        return;
+    };
+    const DELAY_NS: u64 = 300_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let (outer, inner) = (dir.path().join("wrapper"), dir.path().join("wrapper-exec"));
+    write_exec(&inner, &format!("#!/bin/sh\nexec '{}' \"$@\"\n", stamp.display()));
+    write_exec(
+        &outer,
+        &format!(
+            "#!/bin/sh\nsleep {}\n'{}' \"$@\" || status=$?\nexit ${{status:-0}}\n",
+            DELAY_NS as f64 / 1e9,
+            inner.display()
+        ),
+    );
+    let record = dir.path().join("started");
+    let (doc, out, _) = explain(
+        &[
+            "--ready",
+            "exit",
+            "--",
+            outer.to_str().unwrap(),
+            record.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let t = tl(&doc);
+    let root = t["root_pid"].as_i64().unwrap();
+    let service = t["service"]["pid"].as_i64().unwrap();
+    assert_ne!(
+        service, root,
+        "the program is a child of the wrapper: {}",
+        t["service"]
+    );
+    assert_eq!(process(&doc, root)["role"], "launcher");
+    let chain = t["exec_chain"].as_array().unwrap();
+    let last = chain.last().unwrap();
+    assert_eq!(last["pid"], service, "{chain:?}");
+    assert_eq!(
+        std::fs::canonicalize(last["exe"].as_str().unwrap()).ok(),
+        std::fs::canonicalize(&stamp).ok(),
+        "the chain ends at the real program: {last}"
+    );
+    let scripts: Vec<&str> = chain.iter().filter_map(|s| s["script"].as_str()).collect();
+    for w in [&outer, &inner] {
+        assert!(scripts.contains(&w.to_str().unwrap()), "{w:?} in {chain:?}");
+    }
+    // The traced run's own record of its start, on the timeline's clock.
+    let text = std::fs::read_to_string(&record).unwrap();
+    let started = text
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .find(|(pid, _)| pid.parse::<i64>().ok() == Some(service))
+        .map(|(_, ns)| ns.parse::<u64>().unwrap() - t["t0_mono_ns"].as_u64().unwrap())
+        .unwrap_or_else(|| panic!("no record of pid {service} in {text:?}"));
+    let (from, to) = phase(&doc, "exec-chain").unwrap();
+    assert_eq!((from, to), (0, last["start_ns"].as_u64().unwrap()));
+    assert!(to <= started, "exec {to} ns, main at {started} ns");
+    // Between the exec and main only the kernel's exec and the tracer's stops
+    // (a static binary): far less than the wrapper's 300 ms, which the chain
+    // must include (the old chain ended at the first wrapper, ~1 ms in).
+    assert!(
+        started - to < DELAY_NS / 2,
+        "the exec-chain phase ends {} ms before the program started",
+        (started - to) as f64 / 1e6
+    );
+    assert!(to >= DELAY_NS, "{to}");
+    assert!(out.contains("the root's shell started and waited on"), "{out}");
+}
+
+/// The exec chain section of a real shim chain (two bash scripts in front of
+/// a C program): each step's printed traced duration is its end − start in
+/// the JSON export of the same explain, and its start and end are printed
+/// beside it; the final program's row has no duration (loader and init follow).
+#[test]
+fn exec_chain_rows_print_each_steps_traced_duration() {
+    let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
+        return;
+    };
+    let shim = testkit::shim_chain(&sleeper);
+    let (doc, out, _) = explain(&["--ready", "exit", "--", shim.to_str().unwrap()], &[]);
+    let chain = tl(&doc)["exec_chain"].as_array().unwrap();
+    assert_eq!(chain.len(), 3, "shim, shim-exec, sleeper: {chain:?}");
+    let ms = |ns: u64| coldstart::format::ms(ns as f64 / 1e6);
+    // The section's rows, in chain order, after its header (and the column
+    // header when there are estimates).
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("exec chain ("))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.contains('→'))
+        .collect();
+    assert_eq!(rows.len(), chain.len(), "{out}");
+    for (row, step) in rows.iter().zip(chain) {
+        let start = step["start_ns"].as_u64().unwrap();
+        let label = step["script"].as_str().or(step["path"].as_str()).unwrap();
+        assert!(row.contains(&format!("  {label}")), "{row} for {step}");
+        let tok: Vec<&str> = row.split_whitespace().collect();
+        let value = |i: usize| tok.get(i..i + 2).map(|t| t.join(" "));
+        assert_eq!(value(0), Some(ms(start)), "{row}");
+        assert_eq!(tok.get(2), Some(&"→"), "{row}");
+        match step["end_ns"].as_u64() {
+            Some(end) => {
+                assert_eq!(value(3), Some(ms(end)), "{row}");
+                assert_eq!(
+                    value(5),
+                    Some(ms(end - start)),
+                    "{row}: the duration is end − start"
+                );
+            }
+            None => assert!(row.contains(&format!("{} → loader, init", ms(start))), "{row}"),
+        }
+    }
+}
+
+/// tests/fixtures/helper_wait.c: a process and one helper child, waited for
+/// or not (see the source).
+fn helper_wait() -> Option<PathBuf> {
+    let gcc = testkit::tool("GCC", "gcc")?;
+    let src = testkit::repo().join("tests/fixtures/helper_wait.c");
+    Some(testkit::built("helper_wait", &[&src], |out| {
+        let mut c = std::process::Command::new(gcc);
+        c.args(["-O2", "-o"]).arg(out).arg(&src);
+        c
+    }))
+}
+
+/// The helper's lane and the report of `helper_wait MODE MS`.
+fn helper_run(bin: &Path, mode: &str, ms: u64) -> (Value, Value, String) {
+    let (doc, out, _) = explain(
+        &[
+            "--ready",
+            "exit",
+            "--",
+            bin.to_str().unwrap(),
+            mode,
+            &ms.to_string(),
+        ],
+        &[],
+    );
+    let root = tl(&doc)["root_pid"].as_i64().unwrap();
+    assert_eq!(tl(&doc)["service"]["pid"], root);
+    let helpers = processes(&doc, |p| p["parent"] == root);
+    assert_eq!(helpers.len(), 1, "{}", tl(&doc)["processes"]);
+    let helper = helpers[0].clone();
+    (doc, helper, out)
+}
+
+fn blame_line(out: &str, pid: i64) -> Option<&str> {
+    out.lines()
+        .skip_while(|l| !l.starts_with("blame"))
+        .take_while(|l| !l.trim().is_empty())
+        .find(|l| l.contains(&format!("(pid {pid}) on the critical path")))
+}
+
+/// A helper holds the critical path while the service process waits for it:
+/// in waitpid or waitid (the helper sleeps 300 ms: it held at least the
+/// sleep's half, the rest allowing for a parent that reached its wait late on a
+/// busy machine, and at most its life), or reading its output until it ends
+/// (as `$(helper)`; labelled as inferred).
+#[test]
+fn a_helper_the_service_waits_for_holds_the_critical_path() {
+    let Some(bin) = helper_wait() else {
+        return;
+    };
+    const SLEEP_NS: u64 = 300_000_000;
+    for (mode, how) in [("wait", "wait"), ("waitid", "wait"), ("pipe", "reaped")] {
+        let (doc, helper, out) = helper_run(&bin, mode, SLEEP_NS / 1_000_000);
+        let pid = helper["pid"].as_i64().unwrap();
+        let blocked = helper["blocked_ns"].as_u64().unwrap();
+        let life = helper["exit_ns"].as_u64().unwrap() - helper["start_ns"].as_u64().unwrap();
+        assert_eq!(helper["waited"], how, "{mode}: {helper}");
+        assert!(
+            blocked >= SLEEP_NS / 2 && blocked <= life,
+            "{mode}: held {blocked} ns of its {life} ns: {helper}"
+        );
+        assert_eq!(tl(&doc)["service"]["blocked_ns"], blocked, "{mode}");
+        let line = blame_line(&out, pid).unwrap_or_else(|| panic!("{mode}: not blamed\n{out}"));
+        let why = if how == "wait" {
+            "waited for it"
+        } else {
+            "a heuristic"
+        };
+        assert!(line.contains(why), "{mode}: {line}");
+    }
+}
+
+/// A helper that merely lives beside the service and ends with it (it reads a
+/// pipe until the service exits, as a VM's port helper does) while the service
+/// sleeps on its own: not on the critical path (the issue's `erl_child_setup
+/// on the critical path`).
+#[test]
+fn a_helper_that_ends_with_its_parent_is_not_on_the_critical_path() {
+    let Some(bin) = helper_wait() else {
+        return;
+    };
+    let (doc, helper, out) = helper_run(&bin, "beside", 300);
+    let pid = helper["pid"].as_i64().unwrap();
+    assert_eq!(helper["blocked_ns"], 0, "{helper}");
+    assert!(helper["overlap_ns"].as_u64().unwrap() > 0, "{helper}");
+    assert_eq!(tl(&doc)["service"]["blocked_ns"], 0);
+    assert_eq!(blame_line(&out, pid), None, "{out}");
+}
+
+/// `erl -noshell -s init stop`: the VM's port helper `erl_child_setup` lives
+/// as long as the VM and is never waited for: beside the path, not on it.
+#[test]
+fn erl_child_setup_is_not_on_the_critical_path() {
+    let Some(erl) = testkit::tool("ERLANG", "erl") else {
+        return;
+    };
+    let (doc, out, _) = explain(
+        &[
+            "--ready",
+            "exit",
+            "--",
+            erl.to_str().unwrap(),
+            "-noshell",
+            "-s",
+            "init",
+            "stop",
+        ],
+        &[],
+    );
+    let setup = processes(&doc, |p| argv_has(p, "erl_child_setup"));
+    assert!(!setup.is_empty(), "{}", tl(&doc)["processes"]);
+    for p in setup {
+        assert_eq!(p["blocked_ns"], 0, "{p}");
+        assert_eq!(blame_line(&out, p["pid"].as_i64().unwrap()), None, "{out}");
+    }
+}

@@ -501,7 +501,7 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         &mut b,
         &explain_html,
         "explain",
-        &[&ab_sections[..], &["waterfall", "sources"]].concat(),
+        &[&ab_sections[..], &["headline", "waterfall", "sources"]].concat(),
     );
     check(
         &mut b,
@@ -531,9 +531,144 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         "all",
         &[
             &ab_sections[..],
-            &["waterfall", "sources", "sweep", "lambda", "history"],
+            &["headline", "waterfall", "sources", "sweep", "lambda", "history"],
         ]
         .concat(),
+    );
+}
+
+/// An explain of Python behind a shim (pyenv's `python3`, else two shell
+/// scripts): the page starts with the headline, the phases carry their ≈
+/// untraced estimates, the blame list is there, process lanes are named by
+/// their command, and the Python imports lane starts no earlier than the
+/// interpreter's exec in the run drawn (its spans come from the adapted run,
+/// laid out from that run's spawn).
+#[test]
+fn the_explain_page_leads_with_the_headline_and_draws_lanes_where_they_ran() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let Some(real) = testkit::python() else {
+        return;
+    };
+    let shim = testkit::which("python3")
+        .filter(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"#!")))
+        .unwrap_or_else(|| testkit::shim_chain(&real));
+    let dir = tempfile::tempdir().unwrap();
+    let (page, json) = (dir.path().join("explain.html"), dir.path().join("explain.json"));
+    ok(&[
+        "explain",
+        "-q",
+        "--no-store",
+        "--runs",
+        "3",
+        "--ready",
+        "exit",
+        "--export-html",
+        page.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--",
+        shim.to_str().unwrap(),
+        "-c",
+        "import json",
+    ]);
+    let e = json_file(&json);
+    let items: Vec<String> = e["headline"]["items"]
+        .as_array()
+        .expect("a headline")
+        .iter()
+        .map(|i| i["what"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!items.is_empty(), "{}", e["headline"]);
+    let service = e["timeline"]["service"]["pid"].as_i64().unwrap();
+    let last = e["timeline"]["exec_chain"].as_array().unwrap().last().unwrap();
+    let program = last["path"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+
+    let mut b = Browser::start(&chromium);
+    let seen = check(
+        &mut b,
+        &page,
+        "explain-headline",
+        &[
+            "settings",
+            "distribution",
+            "runs",
+            "comparisons",
+            "headline",
+            "waterfall",
+            "sources",
+        ],
+    );
+    let mut seen = Loaded { ..seen };
+    let got = b.eval(
+        &mut seen,
+        &format!(
+            "(() => {{
+               const exp = document.querySelector('section.experiment');
+               const first = exp.querySelector(':scope > section');
+               const heads = [...document.querySelectorAll('table.phases thead th')].map(t => t.textContent);
+               const ests = [...document.querySelectorAll('table.phases tbody td')].map(t => t.textContent);
+               const labels = [...document.querySelectorAll('text.lane-label')];
+               const execs = [...document.querySelectorAll('path[data-mark=exec][data-pid=\"{service}\"]')]
+                 .map(m => +m.getAttribute('d').slice(1).split(' ')[0]);
+               const py = [...document.querySelectorAll('rect[data-source=python]')].map(r => +r.getAttribute('x'));
+               return {{
+                 first: first.dataset.section, headline: first.textContent,
+                 heads, estimated: ests.filter(t => t.startsWith('≈ ')).length,
+                 service_label: (labels.find(l => l.dataset.pid === '{service}') || {{}}).textContent || '',
+                 labels: labels.map(l => l.textContent),
+                 blame: document.querySelectorAll('table.blame tbody tr').length,
+                 exec_x: execs.length ? Math.max(...execs) : null,
+                 python_x: py.length ? Math.min(...py) : null,
+               }}; }})()"
+        ),
+    );
+    assert!(seen.errors.is_empty(), "{:?}", seen.errors);
+    assert_eq!(
+        got["first"], "headline",
+        "the experiment starts with the headline: {got}"
+    );
+    let text = got["headline"].as_str().unwrap();
+    for what in &items {
+        assert!(
+            text.contains(what.as_str()),
+            "headline item {what:?} not in {text:?}"
+        );
+    }
+    assert!(
+        got["heads"].as_array().unwrap().iter().any(|h| h == "≈ untraced")
+            && got["estimated"].as_u64() > Some(0),
+        "the phases table's estimates column: {got}"
+    );
+    assert!(got["blame"].as_u64() > Some(0), "the blame list: {got}");
+    assert!(
+        got["service_label"].as_str().unwrap().contains(&program),
+        "the service's lane is named by its command ({program}): {got}"
+    );
+    // Not `PID program` for every lane: no label is a bare pid and a name.
+    assert!(
+        !got["labels"].as_array().unwrap().iter().any(|l| l
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .next()
+            .is_some_and(|w| w.parse::<u32>().is_ok())),
+        "{got}"
+    );
+    let (exec_x, python_x) = (got["exec_x"].as_f64(), got["python_x"].as_f64());
+    let (Some(exec_x), Some(python_x)) = (exec_x, python_x) else {
+        panic!("the interpreter's exec mark and the Python imports lane: {got}")
+    };
+    assert!(
+        python_x >= exec_x - 0.5,
+        "the Python imports lane starts at x={python_x}, before the interpreter's exec at x={exec_x}: {got}"
     );
 }
 
@@ -728,7 +863,11 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
             &mut b,
             &profile_html,
             "profile",
-            &[&base[..], &["comparisons", "waterfall", "sources", "profile"]].concat(),
+            &[
+                &base[..],
+                &["comparisons", "headline", "waterfall", "sources", "profile"],
+            ]
+            .concat(),
         );
         let got = b.eval(
             &mut seen,

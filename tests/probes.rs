@@ -32,7 +32,7 @@ fn exit_probe_measures_every_run_and_exports() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
-    assert_eq!(doc["schema"], "coldstart.bench/1");
+    assert_eq!(doc["schema"], "coldstart.bench/2");
     assert_eq!(ready_ns(&doc, 0).len(), 7);
     assert_eq!(
         doc["samples"].as_array().unwrap().len(),

@@ -271,6 +271,130 @@ fn an_export_to_our_own_stdout_is_written_in_place() {
     );
 }
 
+/// `coldstart bench python3 -c 'import json'` (no `--`): clap reads `-c` as
+/// `--cleanup 'import json'`. A hook whose command cannot start is refused
+/// before any run, naming the fix (it ran 21 bare targets, then failed).
+#[test]
+fn a_hook_that_cannot_start_is_refused_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let target = format!("touch {}", ran.display());
+    let o = run(&["bench", "--no-store", "-q", &target, "-c", "import json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--cleanup 'import json'") && err.contains("`import` is not a command"),
+        "{err}"
+    );
+    assert!(err.contains("after `--`") && err.contains("-- touch"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(!ran.exists(), "no run before the refusal");
+    // Builtins, assignments and programs on PATH are fine; -N needs a program.
+    let o = run(&[
+        "bench",
+        "--no-store",
+        "-q",
+        "-r",
+        "1",
+        "-w",
+        "0",
+        "--setup",
+        "cd /",
+        "--prepare",
+        "FOO=1 true",
+        "--conclude",
+        "[ -e / ]",
+        "--cleanup",
+        "true",
+        "--",
+        "true",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "bench",
+        "--no-store",
+        "-q",
+        "-N",
+        "--prepare",
+        "cd /",
+        "--",
+        "true",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "-N runs no shell, so `cd` cannot start: {}",
+        stderr(&o)
+    );
+}
+
+/// `coldstart report` without `--output` writes ./coldstart-report.html and
+/// says where (it was refused for want of --output).
+#[test]
+fn report_defaults_to_a_file_in_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let ran = dir.path().join("ran");
+    let o = run(&[
+        "bench",
+        "-q",
+        "-r",
+        "2",
+        "-w",
+        "0",
+        "--store",
+        store.to_str().unwrap(),
+        "--",
+        "touch",
+        ran.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = coldstart()
+        .args(["report", "--store", store.to_str().unwrap()])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = dir.path().join("coldstart-report.html");
+    assert!(
+        std::fs::read_to_string(&page).unwrap().contains("<html"),
+        "the report is written"
+    );
+    assert!(
+        stderr(&o).contains("coldstart-report.html"),
+        "it says where: {}",
+        stderr(&o)
+    );
+}
+
+/// `compare` across two invocations gives no verdict and says why once (the
+/// Δ line and the sentence under it both printed the paragraph).
+#[test]
+fn compare_across_invocations_says_why_no_verdict_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    for _ in 0..2 {
+        let o = run(&[
+            "bench",
+            "-q",
+            "-r",
+            "3",
+            "-w",
+            "0",
+            "--store",
+            store.to_str().unwrap(),
+            "--",
+            "true",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = run(&["compare", "--store", store.to_str().unwrap(), "1", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.matches("separate invocations").count(), 1, "{out}");
+    assert!(out.contains("no verdict"), "{out}");
+}
+
 #[test]
 fn unwritable_export_paths_fail_before_any_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -462,7 +586,7 @@ fn export_to_dev_stdout_through_a_pipe_writes_into_the_pipe() {
     let out = stdout(&o);
     let end = out.find("spawn →").unwrap_or(out.len());
     let doc: serde_json::Value = serde_json::from_str(&out[..end]).expect("the export comes first, whole");
-    assert_eq!(doc["schema"], "coldstart.bench/1");
+    assert_eq!(doc["schema"], "coldstart.bench/2");
     assert!(std::fs::symlink_metadata("/dev/stdout")
         .unwrap()
         .file_type()

@@ -161,6 +161,28 @@ fn completions_and_man_page() {
         man.contains("bench") && man.contains("report"),
         "subcommands in the man page"
     );
+    // Every page the main page refers to (`coldstart\-bench(1)` …) is generated.
+    let refs: Vec<String> = man
+        .split("coldstart\\-")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("(1)").map(|(name, _)| name.to_string()))
+        .filter(|name| name.chars().all(|c| c.is_ascii_lowercase()))
+        .collect();
+    assert!(
+        refs.len() >= 10,
+        "the main page lists the commands' pages: {refs:?}"
+    );
+    for name in &refs {
+        let o = run(&["man", name]);
+        assert!(o.status.success(), "coldstart man {name}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains(&format!(".TH coldstart-{name} 1")),
+            "coldstart man {name}"
+        );
+    }
+    let o = run(&["man", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no command `nope`"), "{}", stderr(&o));
     let o = run(&["completions", "tcsh"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("tcsh"), "{}", stderr(&o));

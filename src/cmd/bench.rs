@@ -68,6 +68,19 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
         // Shared limits are merged in already (sweep::expand), values substituted.
         let limits = spec.args.limits.parse_over(&Default::default())?;
         let target = Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?.with_limits(limits);
+        // A hook that cannot start is refused now, not after every run.
+        if let Some(h) = hooks.last() {
+            for (flag, line) in [
+                ("--setup", &h.setup),
+                ("--prepare", &h.prepare),
+                ("--conclude", &h.conclude),
+                ("--cleanup", &h.cleanup),
+            ] {
+                if let Some(line) = line {
+                    hooks::check(flag, line, &shell, &target)?;
+                }
+            }
+        }
         let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
         // `--name`, else the command as written (placeholders included), + the values.
         let name = point.name();

@@ -85,6 +85,7 @@ fn trace() -> Trace {
         root_usage: None,
         task_names: Default::default(),
         stops: Vec::new(),
+        cpu: Vec::new(),
     }
 }
 

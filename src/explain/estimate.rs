@@ -483,10 +483,14 @@ pub fn estimate(
     // The range of a median over the runs, from the runs at both ends of the scale's interval.
     let range_of = |values: &dyn Fn(f64) -> Vec<f64>| {
         let (k_lo, k_hi) = scale_ci?;
+        // Too few runs for the median's own interval: the scale's alone.
         let ci = |k: f64| {
             let mut v = values(k);
             v.sort_by(f64::total_cmp);
-            crate::stats::median_ci(&v, super::CONFIDENCE)
+            crate::stats::median_ci(&v, super::CONFIDENCE).or_else(|| {
+                let m = median(&v)?;
+                Some((m, m))
+            })
         };
         Some((ci(k_hi)?.0, ci(k_lo)?.1))
     };
@@ -705,6 +709,7 @@ mod tests {
             task_names: Default::default(),
             // Unsorted on purpose: estimates sort.
             stops: vec![stop(5, 100), stop(1, 100), stop(2, 100)],
+            cpu: Vec::new(),
         };
         let c = StopCosts::new(&trace, &cal(400.0), 1.0);
         // [0, 3 ms): two stops of 0.5 ms.
@@ -748,6 +753,7 @@ mod tests {
             root_usage: None,
             task_names: Default::default(),
             stops: Vec::new(),
+            cpu: Vec::new(),
         }
     }
 

@@ -8,6 +8,7 @@ pub mod adapted;
 pub mod adapter;
 pub mod attribution;
 pub mod estimate;
+pub mod headline;
 pub mod otlp;
 pub mod requests;
 
@@ -93,6 +94,10 @@ pub struct Explanation {
     /// explain A vs B names when only one build opens a file.
     #[serde(default)]
     pub opened_files: Vec<String>,
+    /// At most three costs to act on, largest first, each pointing to the
+    /// section that shows it (explanations stored before: none).
+    #[serde(default)]
+    pub headline: Option<headline::Headline>,
 }
 
 /// The explanation of the traced run nearest the traced median.
@@ -136,6 +141,7 @@ pub fn explanation(
         trace: Some(trace),
         estimate: None,
         opened_files,
+        headline: None,
     })
 }
 
@@ -209,6 +215,7 @@ pub fn from_experiment(
             e.sources = run.sections(adapters, e.trace.as_ref());
         }
     }
+    e.headline = Some(headline::build(&e));
     Ok(e)
 }
 
@@ -236,6 +243,7 @@ pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result
             crate::sample::describe_failure("adapted", &a.sample)
         ));
     }
+    e.headline = Some(headline::build(&e));
     Ok(e)
 }
 

@@ -78,6 +78,7 @@ mod tests {
             root_usage: None,
             task_names: Default::default(),
             stops: Vec::new(),
+            cpu: Vec::new(),
         };
         let p = phases(&trace, 13_000_000, 5);
         let got: Vec<(&str, u64, u64)> = p

@@ -249,6 +249,15 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
                 tid,
                 json!({ "fd": fd }),
             ),
+            Event::Wait { child, dur_ns } => complete(
+                format!("wait {child}"),
+                "process",
+                e.ts_ns,
+                e.ts_ns + dur_ns,
+                pid,
+                tid,
+                json!({ "child": child }),
+            ),
             Event::Accept { listen_fd, fd } => instant(
                 "accept".into(),
                 "net",
@@ -503,6 +512,7 @@ mod tests {
             root_usage: None,
             task_names: Default::default(),
             stops: Vec::new(),
+            cpu: Vec::new(),
         }
     }
 

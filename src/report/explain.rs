@@ -2,9 +2,10 @@
 //! first, like systemd-analyze blame), exec chain, files, network, processes.
 
 use super::format::ms;
+use crate::explain::estimate::Estimate;
 use crate::explain::Explanation;
 use crate::sample::section::Section;
-use crate::timeline::OpenGroup;
+use crate::timeline::{OpenGroup, Timeline};
 
 const WIDTH: usize = 48;
 
@@ -14,7 +15,9 @@ fn dur(ns: u64) -> String {
 
 pub fn render(e: &Explanation) -> String {
     let tl = &e.timeline;
-    let mut out = format!("coldstart explain: {}  (ready = {})\n", e.command, e.readiness);
+    // The conclusion first: at most three costs to act on.
+    let mut out = super::headline::top(e);
+    out += &format!("coldstart explain: {}  (ready = {})\n", e.command, e.readiness);
     match (&e.untraced_ms, &e.traced_ms, e.overhead) {
         (Some(u), Some(t), Some(o)) => out.push_str(&format!(
             "untraced p50 {} (n={}) · traced p50 {} (n={}) · tracer overhead {}\n",
@@ -129,7 +132,12 @@ pub fn render(e: &Explanation) -> String {
     for p in tl.processes.iter().filter(|p| p.blocked_ns > 0) {
         blame.push((
             p.blocked_ns,
-            format!("process {} (pid {}) on the critical path", p.label(), p.pid),
+            format!(
+                "process {} (pid {}) on the critical path{}",
+                p.label(),
+                p.pid,
+                held_because(p)
+            ),
         ));
     }
     let step_est = |i: usize| super::estimate::untraced(est.and_then(|x| x.exec_chain.get(i)));
@@ -160,30 +168,7 @@ pub fn render(e: &Explanation) -> String {
         out.push_str(&format!("  {:>9}  {what}\n", dur(*ns)));
     }
 
-    if tl.exec_chain.len() > 1 || tl.counts.exec_failures > 0 {
-        out.push_str(&format!(
-            "\nexec chain ({} execs, {} failed PATH lookups)\n",
-            tl.counts.execs, tl.counts.exec_failures
-        ));
-        for (i, step) in tl.exec_chain.iter().enumerate() {
-            let exe = if step.exe != step.label() {
-                format!("  [{}]", step.exe)
-            } else {
-                String::new()
-            };
-            let pid = if step.pid != tl.root_pid && step.pid != 0 {
-                format!("  (pid {})", step.pid)
-            } else {
-                String::new()
-            };
-            out.push_str(&format!(
-                "  {:>9}  {}{exe}{pid}{}\n",
-                dur(step.start_ns),
-                step.label(),
-                step_est(i)
-            ));
-        }
-    }
+    out.push_str(&exec_chain(tl, est));
     out.push_str(&groups("files opened, by kind", &tl.opens_by_kind, 8));
     if let Some(x) = est.filter(|x| !x.opens_by_kind.is_empty()) {
         out.push_str(&super::estimate::spans(&x.opens_by_kind, 8));
@@ -223,6 +208,7 @@ pub fn render(e: &Explanation) -> String {
         out.push_str(&format!("\nlisten {addr} at {} (pid {})\n", dur(l.t_ns), l.pid));
     }
     out.push_str(&super::explain_procs::render(tl));
+    out.push_str(&super::headline::off_cpu_of(e));
     let c = &tl.counts;
     out.push_str(&format!(
         "\nprocesses {}, threads started {}, execs {}, opens {} ({} failed), libraries mapped {}, connects {}\n",
@@ -240,6 +226,63 @@ pub fn render(e: &Explanation) -> String {
         out.push_str(&crate::profile::render::terminal(p));
     }
     super::width::fit(&out)
+}
+
+/// The exec chain: each step as the waterfall shows a phase (start → end,
+/// duration, ≈ untraced), from its exec to the next step's; the final program
+/// runs on into the loader and init phases, so it has no duration of its own.
+fn exec_chain(tl: &Timeline, est: Option<&Estimate>) -> String {
+    if tl.exec_chain.len() <= 1 && tl.counts.exec_failures == 0 {
+        return String::new();
+    }
+    let mut out = format!(
+        "\nexec chain ({} execs, {} failed PATH lookups; each step runs from its exec to the next)\n",
+        tl.counts.execs, tl.counts.exec_failures
+    );
+    if est.is_some() {
+        out.push_str(&format!("  {:>21}  {:>9}  ≈ untraced\n", "traced", ""));
+    }
+    let est_w = if est.is_some() { 22 } else { 0 };
+    for (i, step) in tl.exec_chain.iter().enumerate() {
+        let exe = if step.exe != step.label() {
+            format!("  [{}]", step.exe)
+        } else {
+            String::new()
+        };
+        let pid = if step.pid != tl.root_pid && step.pid != 0 {
+            format!("  (pid {})", step.pid)
+        } else {
+            String::new()
+        };
+        let times = match step.end_ns {
+            Some(end) => {
+                let e = super::estimate::untraced(est.and_then(|x| x.exec_chain.get(i)));
+                format!(
+                    "{:>9} → {:>9}  {:>9}{e:est_w$}",
+                    dur(step.start_ns),
+                    dur(end),
+                    dur(end.saturating_sub(step.start_ns))
+                )
+            }
+            None => format!("{:>9} → {:<21}{:est_w$}", dur(step.start_ns), "loader, init", ""),
+        };
+        out.push_str(&format!("  {times}  {}{exe}{pid}\n", step.label()));
+    }
+    out
+}
+
+/// Why a helper held the critical path: how the tracer saw its parent wait.
+fn held_because(p: &crate::timeline::ProcessInfo) -> String {
+    let parent = p
+        .parent
+        .map_or_else(|| "its parent".to_string(), |q| format!("pid {q}"));
+    match p.waited.as_str() {
+        "wait" => format!(": {parent} waited for it"),
+        "reaped" => format!(
+            ": {parent} reaped it and made no traced call while it ran (a heuristic: reading its output, likely)"
+        ),
+        _ => ": its ancestor was waited for".into(),
+    }
 }
 
 /// One source inside the runtime: its headline facts, its top offenders, its notes.

@@ -81,7 +81,7 @@ pub fn render(tl: &Timeline) -> String {
     }
     if s.blocked_ns > 0 {
         out.push_str(&format!(
-            "  other processes held {} of its critical path (they started and ended while the path waited on them)\n",
+            "  other processes held {} of its critical path (a process on the path waited for them)\n",
             dur(s.blocked_ns)
         ));
     }
@@ -89,8 +89,8 @@ pub fn render(tl: &Timeline) -> String {
         return out;
     }
     out.push_str(
-        "\nprocesses (one lane each, start → end; helpers: \"held\" started and ended within the \
-         critical path, \"beside\" ran on past it, overlapping it that long)\n",
+        "\nprocesses (one lane each, start → end; helpers: \"held\" the critical path while a process \
+         on it waited for them, \"beside\" ran alongside it, overlapping it that long)\n",
     );
     // The service, its path, helpers that held the path or listen, then the rest.
     let matters =

@@ -105,3 +105,118 @@ fn a_real_explanation_renders_the_same_from_json() {
     assert_eq!(render(&e), live_text);
     assert_eq!(to_chrome_trace(&raw, &e.timeline, &e.sources), live_chrome);
 }
+
+/// Each exec-chain row shows its step as the waterfall shows a phase: start →
+/// end, the duration (end − start, not the start), and that duration's
+/// untraced estimate. The case: a 120.4 ms shim step printed as
+/// `1.10 ms /usr/bin/mvn [/usr/bin/dash] ≈ 98.5 ms untraced`.
+#[test]
+fn exec_chain_rows_show_each_steps_duration_traced_and_untraced() {
+    use crate::explain::estimate::{Calibration, Estimate, Estimated};
+    use crate::trace::{Outcome, Trace, TraceEvent};
+    const MS: u64 = 1_000_000;
+    let exec = |t_us: u64, path: &str, exe: &str| TraceEvent {
+        ts_ns: t_us * 1000,
+        pid: 100,
+        tid: 100,
+        event: Event::Exec {
+            path: path.into(),
+            exe: exe.into(),
+            argv0: path.into(),
+            argv: vec![path.into()],
+        },
+    };
+    let trace = Trace {
+        t0_ns: 0,
+        end_ns: 300 * MS,
+        root_pid: 100,
+        events: vec![
+            exec(1_100, "/usr/bin/mvn", "/usr/bin/dash"),
+            exec(121_500, "/usr/lib/jvm/bin/java", "/usr/lib/jvm/bin/java"),
+        ],
+        killed: false,
+        outcome: Outcome::Reached,
+        warnings: vec![],
+        root_usage: None,
+        task_names: Default::default(),
+        stops: Vec::new(),
+        cpu: Vec::new(),
+    };
+    let target = Target::new(vec!["mvn".into(), "--version".into()], vec![], None).expect("a target");
+    let mut e = explanation(
+        &target,
+        &Readiness::Exit,
+        None,
+        crate::stats::summarize(&[300.0]),
+        None,
+        vec![(300.0, trace)],
+    )
+    .expect("an explanation");
+    let est = |name: &str, traced_ms: f64, estimate_ms: f64| Estimated {
+        name: name.into(),
+        traced_ms,
+        estimate_ms,
+        stops: 10,
+        cost_ms: traced_ms - estimate_ms,
+        range_ms: Some((estimate_ms - 1.0, estimate_ms + 1.0)),
+    };
+    e.estimate = Some(Estimate {
+        method: "per-stop subtraction, residual-scaled".into(),
+        calibration: Calibration {
+            round_trip_us: 10.0,
+            held_us: 5.0,
+            stops: 2000,
+            rounds: 5,
+            spread_pct: 5.0,
+        },
+        calibrated_total_ms: 250.0,
+        untraced_median_ms: Some(250.0),
+        error_pct: Some(0.0),
+        scale: 1.0,
+        scale_ci: Some((0.9, 1.1)),
+        reliable: true,
+        noise: Vec::new(),
+        total_ms: 250.0,
+        total_range_ms: Some((240.0, 260.0)),
+        phases: vec![est("exec-chain", 121.5, 99.0)],
+        exec_chain: vec![
+            est("/usr/bin/mvn", 120.4, 98.5),
+            est("/usr/lib/jvm/bin/java", 178.5, 150.0),
+        ],
+        opens_by_kind: Vec::new(),
+        stops: 20,
+        stops_cost_ms: 50.0,
+        scaled_cost_ms: 50.0,
+        runs: Vec::new(),
+    });
+    let out = render(&e);
+    let row = |needle: &str| {
+        out.lines()
+            .skip_while(|l| !l.starts_with("exec chain"))
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no exec chain row for {needle}:\n{out}"))
+            .to_string()
+    };
+    let mvn = row("/usr/bin/mvn");
+    let cols: Vec<&str> = mvn.split_whitespace().collect();
+    assert_eq!(
+        cols.get(..9),
+        Some(&["1.10", "ms", "→", "121.5", "ms", "120.4", "ms", "≈", "98.5"][..]),
+        "{mvn}"
+    );
+    assert!(mvn.contains("98.5 ms untraced "), "{mvn}");
+    assert!(mvn.ends_with("  /usr/bin/mvn  [/usr/bin/dash]"), "{mvn}");
+    // The final program runs on into the loader and init: no duration, no estimate.
+    let java = row("/usr/lib/jvm/bin/java");
+    assert!(java.trim_start().starts_with("121.5 ms → loader, init"), "{java}");
+    assert!(!java.contains('≈'), "{java}");
+    // The traced duration sits in the waterfall's duration column, the estimate
+    // after it, as for a phase.
+    let phase = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("exec-chain"))
+        .expect("the exec-chain phase row");
+    let col = |l: &str, s: &str| l.find(s).map(|i| l[..i].chars().count());
+    let layout = |l: &str| Some(col(l, "≈")? - col(l, "→")?);
+    assert_eq!(layout(&mvn), layout(phase), "{mvn}\n{phase}");
+}

@@ -57,9 +57,9 @@ fn own_stream(path: &Path) -> Option<i32> {
         return None;
     }
     use std::os::unix::fs::MetadataExt;
-    [1, 2].into_iter().find(|&fd| {
-        nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_dev as u64 == m.dev() && st.st_ino as u64 == m.ino())
-    })
+    [1, 2]
+        .into_iter()
+        .find(|&fd| nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_dev == m.dev() && st.st_ino == m.ino()))
 }
 
 fn dest(path: &Path) -> Result<Dest> {

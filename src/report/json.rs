@@ -6,7 +6,7 @@ use crate::experiment::ExperimentResult;
 use anyhow::Result;
 use serde::Serialize;
 
-pub const SCHEMA: &str = "coldstart.bench/1";
+pub const SCHEMA: &str = "coldstart.bench/2";
 
 #[derive(Serialize, serde::Deserialize)]
 pub struct Settings {

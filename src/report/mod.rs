@@ -11,6 +11,7 @@ pub mod export;
 /// Number formatting is shared with the sample model and the gate.
 pub use crate::format;
 pub mod gate;
+pub mod headline;
 pub mod history;
 pub mod json;
 pub mod lambda_settings;

@@ -408,8 +408,15 @@ fn json_export_has_every_documented_field() {
 /// One variant swept over `memory` 128/512/1769 with these per-value times per
 /// round; the best-value line it gets.
 fn best_memory_line(times: impl Fn(usize, usize) -> f64) -> (String, crate::analysis::BestWhy) {
+    best_memory_line_runs(6, times)
+}
+
+fn best_memory_line_runs(
+    runs: usize,
+    times: impl Fn(usize, usize) -> f64,
+) -> (String, crate::analysis::BestWhy) {
     let mut samples = Vec::new();
-    for round in 0..6 {
+    for round in 0..runs {
         for v in 0..3 {
             samples.push(sample(v, round, false, Some(times(v, round))));
         }
@@ -469,6 +476,12 @@ fn best_value_is_the_cheapest_not_measurably_slower() {
         line.contains("every cheaper value is measurably slower"),
         "{line}"
     );
+    // Three runs a point: no interval, so no verdict and no best value (it named
+    // the dearest value "the fastest; every cheaper value is measurably slower").
+    let (line, why) = best_memory_line_runs(3, |v, round| [300.0, 150.0, 100.0][v] + round as f64 * 0.1);
+    assert_eq!(why, BestWhy::NoVerdict, "{line}");
+    assert!(line.contains("none can be named yet"), "{line}");
+    assert!(!line.contains("measurably slower"), "{line}");
 }
 
 /// A dagger in the resource table always has its footnote: a variant with no

@@ -152,6 +152,13 @@ fn best_line(b: &Best) -> String {
             ms(b.fastest_p50_ms),
             vs()
         ),
+        BestWhy::NoVerdict => format!(
+            "best {} for {}{at}: none can be named yet — the runs give no verdict between the values (too few runs for an interval; --runs 6 or more); fastest by median {} (p50 {})",
+            b.param,
+            b.variant,
+            b.fastest,
+            ms(b.fastest_p50_ms)
+        ),
         BestWhy::NotMeasurablySlower => format!(
             "{head}, the cheapest not measurably slower than the fastest, {} (p50 {}){}; more runs would tell them apart better",
             b.fastest,

@@ -65,7 +65,16 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     for v in analysis.variants.iter().skip(1) {
         if let Some(c) = &v.vs_baseline {
             let baseline = v.baseline.as_deref().unwrap_or(first);
-            out.push_str(&format!("  Δ {} vs {}: {}\n", v.name, baseline, comparison(c)));
+            // Without a verdict the sentence below gives the reason: the Δ
+            // line says "no verdict" and the figures, not the reason twice.
+            let figures = if c.verdict == crate::stats::Verdict::None {
+                let mut short = c.clone();
+                short.reason = Some("no verdict".into());
+                comparison(&short)
+            } else {
+                comparison(c)
+            };
+            out.push_str(&format!("  Δ {} vs {}: {figures}\n", v.name, baseline));
             // The same in plain words.
             out.push_str(&format!(
                 "      {}\n",

@@ -223,6 +223,7 @@ mod tests {
             warnings: Vec::new(),
             root_usage: None,
             stops: Vec::new(),
+            cpu: Vec::new(),
             task_names: Default::default(),
         };
         let set = FileSet::from_trace(&trace);

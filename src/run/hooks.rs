@@ -84,6 +84,47 @@ pub fn run(
     }))
 }
 
+/// Shell builtins and keywords a hook line may start with (POSIX sh, plus the
+/// common bash ones).
+const SHELL_WORDS: &[&str] = &[
+    ":", ".", "[", "[[", "!", "{", "alias", "bg", "break", "case", "cd", "command", "continue", "declare",
+    "echo", "eval", "exec", "exit", "export", "false", "fc", "fg", "for", "function", "getopts", "hash",
+    "if", "jobs", "kill", "let", "local", "printf", "pwd", "read", "readonly", "return", "set", "shift",
+    "source", "test", "time", "times", "trap", "true", "type", "ulimit", "umask", "unalias", "unset",
+    "until", "wait", "while",
+];
+
+/// Refuse, before any run, a hook whose command cannot start: its first word
+/// is neither a shell builtin or keyword nor a program the target's PATH finds.
+/// `coldstart bench python3 -c 'import json'` (no `--`) read `-c` as
+/// `--cleanup 'import json'`, ran 21 bare python3s and only then failed.
+pub fn check(flag: &str, line: &str, shell: &[String], target: &Target) -> Result<()> {
+    let words = match argv(flag, line, &[]) {
+        Ok(words) => words,
+        // Unbalanced quotes: without a shell that is an error; with one, the shell says.
+        Err(e) if shell.is_empty() => return Err(e),
+        Err(_) => return Ok(()),
+    };
+    let Some(first) = words.first() else { return Ok(()) };
+    // Expansions, assignments, redirections, groups: the shell decides.
+    let shellish = first.chars().any(|c| "$`=(){}<>;|&*?~\\".contains(c));
+    if !shell.is_empty() && (shellish || SHELL_WORDS.contains(&first.as_str())) {
+        return Ok(());
+    }
+    let path = crate::target::effective_var(&target.env, "PATH").unwrap_or_default();
+    if crate::target::resolve_program(first, &path, target.cwd.as_deref()).is_ok() {
+        return Ok(());
+    }
+    // The target as the user wrote it: a quoted command string runs as `sh -c STRING`.
+    let shown = match target.argv.as_slice() {
+        [.., c, s] if c == "-c" => s.split_whitespace().next().unwrap_or(s),
+        argv => argv.first().map_or("COMMAND", String::as_str),
+    };
+    bail!(
+        "{flag} '{line}': `{first}` is not a command (no such program in PATH, not a shell builtin). If those words belong to the target, put its whole command after `--`: coldstart bench [OPTIONS] -- {shown} …"
+    )
+}
+
 /// A failed hook that is not a run's (setup, cleanup): an error for the experiment.
 pub fn require(result: std::result::Result<(), HookFailure>) -> Result<()> {
     result.map_err(|f| {

@@ -404,24 +404,50 @@ impl Store {
             "latest" => Some(0),
             r => r.strip_prefix("latest~").and_then(|n| n.parse::<usize>().ok()),
         };
+        // `latest:NAME` counts only experiments that have a variant NAME (or
+        // sweep points of it): the newest explain or tune has none of bench's.
+        let named = parsed.variant.as_ref().and_then(|v| v.name.clone());
+        let has_variant = "EXISTS (SELECT 1 FROM variants v WHERE v.experiment_id = experiments.id \
+             AND (v.name = CAST($1 AS TEXT) OR substr(v.name, 1, length(CAST($1 AS TEXT)) + 1) = CAST($1 AS TEXT) || '['))";
         let found = if let Some(n) = back {
-            self.db.query(
-                &format!("SELECT id FROM experiments ORDER BY id DESC LIMIT 1 OFFSET {n}"),
-                &[],
-            )?
+            match &named {
+                Some(name) => self.db.query(
+                    &format!(
+                        "SELECT id FROM experiments WHERE {has_variant} ORDER BY id DESC LIMIT 1 OFFSET {n}"
+                    ),
+                    &[name.clone().into()],
+                )?,
+                None => self.db.query(
+                    &format!("SELECT id FROM experiments ORDER BY id DESC LIMIT 1 OFFSET {n}"),
+                    &[],
+                )?,
+            }
         } else if reference.len() >= 4 && reference.chars().all(|c| c.is_ascii_hexdigit()) {
-            self.db.query(
-                "SELECT id FROM experiments WHERE git_commit LIKE $1 ORDER BY id DESC LIMIT 1",
-                &[format!("{}%", reference.to_lowercase()).into()],
-            )?
+            let commit = format!("{}%", reference.to_lowercase());
+            match &named {
+                Some(name) => self.db.query(
+                    &format!(
+                        "SELECT id FROM experiments WHERE git_commit LIKE $2 AND {has_variant} ORDER BY id DESC LIMIT 1"
+                    ),
+                    &[name.clone().into(), commit.into()],
+                )?,
+                None => self.db.query(
+                    "SELECT id FROM experiments WHERE git_commit LIKE $1 ORDER BY id DESC LIMIT 1",
+                    &[commit.into()],
+                )?,
+            }
         } else {
             bail!("bad experiment reference '{reference}': give an id, latest, latest~N or a git commit (≥ 4 hex digits)")
         };
-        found.first().and_then(|r| r[0].int()).ok_or_else(|| {
-            anyhow!(
+        found.first().and_then(|r| r[0].int()).ok_or_else(|| match &named {
+            Some(name) => anyhow!(
+                "no stored experiment matches '{reference}' with a variant '{name}' in {}: `coldstart history` lists what is stored",
+                self.location
+            ),
+            None => anyhow!(
                 "no stored experiment matches '{reference}' in {}: `coldstart history` lists what is stored",
                 self.location
-            )
+            ),
         })
     }
 }

@@ -214,5 +214,20 @@ mod tests {
         assert!(e.starts_with("bad variant 'a[heap'"), "{e}");
         let e = store.resolve("newest:a[heap=1]").unwrap_err().to_string();
         assert!(e.contains("bad experiment reference 'newest'"), "{e}");
+        // `latest:NAME` skips experiments without such a variant (an explain's
+        // arms, a tune's candidates): it picked the newest of any kind.
+        let arms: Vec<Variant> = ["untraced", "traced", "adapted"]
+            .iter()
+            .map(|n| variant(n, &[]))
+            .collect();
+        let explain = store.begin(&meta, "{}", &arms).unwrap();
+        assert_eq!(store.resolve("latest").unwrap(), explain);
+        assert_eq!(store.resolve("latest:a").unwrap(), second);
+        assert_eq!(store.resolve("latest~1:a").unwrap(), first);
+        assert_eq!(store.resolve("latest:traced").unwrap(), explain);
+        // A name that is a prefix of another's is not its sweep point.
+        assert!(store.resolve("latest:trace").is_err());
+        let e = store.resolve("latest~2:a").unwrap_err().to_string();
+        assert!(e.contains("with a variant 'a'"), "{e}");
     }
 }

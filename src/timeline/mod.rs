@@ -10,10 +10,13 @@
 //! The phases are those of one process of the tree, the *service process*
 //! ([`Timeline::service`]): the one the readiness probe talks to (tcp/http: the
 //! process listening on the probe's port; `listen`: the one whose listen made
-//! the run ready; `exit`: the root; log/file: the root's program, past shells
-//! that forked and waited on it). The *path* is the chain of forks from the
+//! the run ready; `exit`, log and file: the root's program, past shells (a
+//! wrapper such as pyenv's `pip-rehash/pip`) that forked and waited on it).
+//! The *path* is the chain of forks from the
 //! root to it; every other process is a lane of its own ([`ProcessInfo::role`]
-//! `helper`), with the time it held the path ([`ProcessInfo::blocked_ns`]).
+//! `helper`), with the time it held the path ([`ProcessInfo::blocked_ns`]):
+//! only while a path process waited for it (wait4/waitid, or reading its output
+//! until it ended), never merely for ending inside the path's stretch.
 //!
 //! # Phases (each starts where the previous ends)
 //!
@@ -172,11 +175,23 @@ pub struct ProcessInfo {
     /// `service`, `launcher` (on the fork path to the service) or `helper`.
     #[serde(default)]
     pub role: String,
-    /// For a helper: how long it held the critical path (it started in a
-    /// launcher's or the service's stretch and ended within it); 0 when it ran
-    /// alongside (still running when the path moved on).
+    /// For a helper: how long it held the critical path: while the path
+    /// process it hangs off waited for it (or for the child of that process
+    /// it descends from), within that process's stretch of the path; 0 when
+    /// it only ran alongside, however it ended (see [`ProcessInfo::waited`]).
     #[serde(default)]
     pub blocked_ns: u64,
+    /// Since when its parent waited for it (to its exit): the parent's last
+    /// traced activity before the end, a wait4/waitid it was blocked in or an
+    /// earlier call. `None` when its parent never collected its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_from_ns: Option<u64>,
+    /// How the tracer knows its parent waited: `wait` (the parent sat in
+    /// wait4/waitid for it), `reaped` (the parent collected its end afterwards
+    /// and made no traced call from `waited_from_ns` to it: reading its output,
+    /// as `$(helper)` does, is the likely reading, an inference); empty: not waited for.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub waited: String,
     /// For a helper: how long its life overlapped the critical path's stretch
     /// it started in (≥ `blocked_ns`). A helper still running when the path
     /// moved on may have been waited for all the same (a script waiting for
@@ -284,6 +299,7 @@ pub fn build_for(trace: &Trace, hint: ServiceHint) -> Timeline {
         .max(events.iter().map(|e| e.t_ns).max().unwrap_or(0));
 
     let mut processes = processes::tree(&events, root, &trace.task_names);
+    service::waits(&events, trace, &mut processes);
     let listens = net::listens(&events);
     let (pid, why, listen) = service::find(&events, &processes, &listens, hint);
     let service = service::resolve(&mut processes, pid, why, listen, end);

@@ -21,6 +21,8 @@ fn new_process(pid: i32, parent: Option<i32>, start_ns: u64, like: Option<&Proce
         name: None,
         role: String::new(),
         blocked_ns: 0,
+        waited_from_ns: None,
+        waited: String::new(),
         overlap_ns: 0,
         thread_list: Vec::new(),
     }

@@ -4,7 +4,7 @@
 
 use super::{script, Ev, ListenInfo, ProcessInfo, ServiceInfo};
 use crate::target::Readiness;
-use crate::trace::{Event, SockAddr};
+use crate::trace::{Event, SockAddr, Trace};
 use std::collections::HashMap;
 
 /// What the readiness probe says about which process serves.
@@ -14,7 +14,8 @@ pub enum ServiceHint {
     Port(u16),
     /// `listen`: the process whose listen made the run ready (the first).
     FirstListen,
-    /// `exit`: the root, whose exit is ready.
+    /// `exit`: the root, whose exit is ready (past shells that forked and
+    /// waited on their program, as for [`ServiceHint::Output`]).
     Root,
     /// log/file: the tracer does not see which process wrote the line or made
     /// the file; the root's program, past shells that forked and waited on it.
@@ -84,7 +85,18 @@ pub(super) fn find(
             by_first_listen(&format!("no listen on port {port} was seen; "))
         }
         ServiceHint::FirstListen => by_first_listen(""),
-        ServiceHint::Root => (root, "the root (ready = its exit)".into(), first_listen_of(root)),
+        ServiceHint::Root => {
+            // A wrapper that forks its program and waits on it (pyenv's
+            // `pip-rehash/pip`) ends when the program does: the program is what
+            // the run is about, and the wrapper's time is exec chain, not init.
+            let pid = past_shells(procs, root);
+            let why = if pid == root {
+                "the root (ready = its exit)".to_string()
+            } else {
+                "the program the root's shell started and waited on (ready = the root's exit)".to_string()
+            };
+            (pid, why, first_listen_of(pid))
+        }
         ServiceHint::Output => {
             let pid = past_shells(procs, root);
             let why = if pid == root {
@@ -102,8 +114,10 @@ pub(super) fn find(
 /// exec'd) its work, the child it ended up waiting on, repeated: the process a
 /// `start.sh` that forks and waits on a runtime really runs. That child is the
 /// last one started among those that exec'd and were still running when the
-/// shell ended (or at the end of the trace): a script's helpers come first,
-/// its foreground command or `wait`ed server last.
+/// shell ended (or at the end of the trace), else among all that exec'd: a
+/// script's helpers come first, its foreground command or `wait`ed server
+/// last. (Not the one it waited for longest: a wrapper's own `sleep` or
+/// lookups may outlast its quick program.)
 pub fn past_shells(procs: &[ProcessInfo], pid: i32) -> i32 {
     let mut pid = pid;
     for _ in 0..procs.len() {
@@ -131,6 +145,52 @@ pub fn past_shells(procs: &[ProcessInfo], pid: i32) -> i32 {
     pid
 }
 
+/// Who waited for whom: each process whose end its parent collected gets
+/// [`ProcessInfo::waited_from_ns`] and [`ProcessInfo::waited`]. The parent
+/// waited from its last stop (any traced call or event of any of its
+/// threads) at or before the child's end: a blocking wait4 entered earlier is
+/// that stop itself; a shell reading a `$(…)`'s output makes no traced call
+/// until the child is gone, so its last stop is the fork. A parent that
+/// collects the end much later (a SIGCHLD handler) has worked meanwhile, or
+/// the wait starts late; a parent that never collects it (the child ended
+/// with it, or after) did not wait at all.
+pub(super) fn waits(events: &[Ev], trace: &Trace, procs: &mut [ProcessInfo]) {
+    let mut stops: HashMap<i32, Vec<u64>> = HashMap::new();
+    for s in &trace.stops {
+        stops
+            .entry(s.pid)
+            .or_default()
+            .push(s.ts_ns.saturating_sub(trace.t0_ns));
+    }
+    for ts in stops.values_mut() {
+        ts.sort_unstable();
+    }
+    let index: HashMap<i32, usize> = procs.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
+    for e in events {
+        let Event::Wait { child, .. } = e.event else {
+            continue;
+        };
+        let Some(c) = index.get(child).map(|&i| &mut procs[i]) else {
+            continue;
+        };
+        let Some(exit) = c.exit_ns else {
+            continue;
+        };
+        if c.parent != Some(e.pid) || c.waited_from_ns.is_some() {
+            continue;
+        }
+        let last = stops.get(&e.pid).and_then(|ts| {
+            let n = ts.partition_point(|&t| t <= exit);
+            n.checked_sub(1).map(|i| ts[i])
+        });
+        // A stop at the wait's entry is always recorded; `e.t_ns` covers a
+        // trace without stops (hand-made, or an older tracer's).
+        let from = last.unwrap_or(e.t_ns.min(exit)).max(c.start_ns);
+        c.waited_from_ns = Some(from.min(exit));
+        c.waited = if e.t_ns < exit { "wait" } else { "reaped" }.into();
+    }
+}
+
 /// Root → … → `service` through the recorded forks.
 fn path_to(procs: &[ProcessInfo], service: i32) -> Vec<i32> {
     let parent: HashMap<i32, Option<i32>> = procs.iter().map(|p| (p.pid, p.parent)).collect();
@@ -151,10 +211,13 @@ fn path_to(procs: &[ProcessInfo], service: i32) -> Vec<i32> {
 ///
 /// The critical path runs through the path's processes: each from its start
 /// to the fork of the next, the service to `done` (its listen, or the end).
-/// A process off the path that started in a path process's stretch and ended
-/// inside it held that stretch for its life: the path process waited on it
-/// (`$(helper)`, `system("epmd -daemon")`) or at least shared the CPU with it.
-/// One still running when the stretch ended ran alongside: it held nothing.
+/// A process off the path held it only while the path process it hangs off
+/// waited for it (see [`waits`]): for the child of a path process, from when
+/// that process began waiting to the child's end, within the stretch; for its
+/// descendants, their life within that span (`$(helper)` and
+/// `system("epmd -daemon")` wait on the shell that runs them). A process that
+/// ran alongside, however and whenever it ended (a VM's port helper that
+/// exits with it), held nothing.
 pub(super) fn resolve(
     procs: &mut [ProcessInfo],
     pid: i32,
@@ -178,6 +241,15 @@ pub(super) fn resolve(
         })
         .collect();
     let parent: HashMap<i32, Option<i32>> = procs.iter().map(|p| (p.pid, p.parent)).collect();
+    // Each path process's children's waited spans within its stretch.
+    let waited: HashMap<i32, (u64, u64)> = procs
+        .iter()
+        .filter_map(|c| {
+            let (from, until) = *stretch.get(&c.parent?)?;
+            let span = (c.waited_from_ns?.max(from), c.exit_ns?.min(until));
+            (span.0 < span.1).then_some((c.pid, span))
+        })
+        .collect();
     let mut held: Vec<(u64, u64)> = Vec::new();
     for p in procs.iter_mut() {
         p.role = if p.pid == pid {
@@ -190,15 +262,15 @@ pub(super) fn resolve(
         if p.role != "helper" {
             continue;
         }
-        // Its nearest ancestor on the path.
-        let mut at = p.parent;
-        let mut owner = None;
-        while let Some(a) = at {
-            if stretch.contains_key(&a) {
-                owner = Some(a);
+        // Its ancestor (or itself) that a path process forked, and that one.
+        let mut top = p.pid;
+        let mut owner = p.parent;
+        while let Some(o) = owner {
+            if stretch.contains_key(&o) {
                 break;
             }
-            at = parent.get(&a).copied().flatten();
+            top = o;
+            owner = parent.get(&o).copied().flatten();
         }
         let Some(owner) = owner else {
             continue;
@@ -206,12 +278,12 @@ pub(super) fn resolve(
         let (from, until) = stretch[&owner];
         let life_end = p.exit_ns.unwrap_or(end_ns);
         p.overlap_ns = life_end.min(until).saturating_sub(p.start_ns.max(from));
-        match p.exit_ns {
-            Some(exit) if p.start_ns >= from && p.start_ns < until && exit <= until => {
-                p.blocked_ns = exit - p.start_ns;
-                held.push((p.start_ns, exit));
+        if let Some(&(a, b)) = waited.get(&top) {
+            let (a, b) = (a.max(p.start_ns), b.min(life_end));
+            if a < b {
+                p.blocked_ns = b - a;
+                held.push((a, b));
             }
-            _ => {}
         }
     }
     ServiceInfo {

@@ -53,6 +53,7 @@ fn trace(events: Vec<TraceEvent>, end_ms: u64) -> Trace {
         root_usage: None,
         task_names: Default::default(),
         stops: Vec::new(),
+        cpu: Vec::new(),
     }
 }
 fn phase<'a>(t: &'a Timeline, name: &str) -> &'a Phase {
@@ -523,6 +524,15 @@ fn start_script_trace() -> Trace {
             exec_argv(1, 100, "/bin/sh", "/usr/bin/dash", &["sh", "start.sh"]),
             fork(2, 100, 101),
             exec_argv(3, 101, "/usr/bin/dirname", "/usr/bin/dirname", &["dirname", "x"]),
+            // The script sat in wait4 for dirname (its `$(dirname "$0")`).
+            ev(
+                2,
+                100,
+                Event::Wait {
+                    child: 101,
+                    dur_ns: 4 * MS,
+                },
+            ),
             exit(5, 101, 0),
             fork(6, 100, 102),
             exec_argv(
@@ -627,10 +637,12 @@ fn without_a_port_the_service_follows_the_readiness() {
     let t = start_script_trace();
     // listen: whoever listened first (that is what made the run ready).
     assert_eq!(build_for(&t, ServiceHint::FirstListen).service.pid, 102);
-    // exit: the root, whose own events end at the trace's end (no listen).
+    // exit: the root's program past the shell that forked and waited on it
+    // (its events end at the trace's end: no listen on a port of the probe's).
     let tl = build_for(&t, ServiceHint::Root);
-    assert_eq!(tl.service.pid, 100);
-    assert_eq!(phase(&tl, "init").end_ns, 25 * MS);
+    assert_eq!(tl.service.pid, 103);
+    assert_eq!(tl.service.path, vec![100, 103]);
+    assert_eq!(phase(&tl, "exec-chain").end_ns, 11 * MS);
     // log/file: past the shell, to the child it waits on (the last started of
     // those still running), not the earlier helper.
     assert_eq!(build_for(&t, ServiceHint::Output).service.pid, 103);
@@ -638,4 +650,68 @@ fn without_a_port_the_service_follows_the_readiness() {
     let tl = build_for(&t, ServiceHint::Port(7999));
     assert_eq!(tl.service.pid, 102);
     assert!(tl.service.why.contains("7999"), "{}", tl.service.why);
+}
+
+/// A helper holds the critical path only while the path process waited for
+/// it: not for merely ending inside the stretch (a VM's port helper that exits
+/// with the VM: the issue's `erl_child_setup on the critical path`), and
+/// from the parent's last traced activity before the helper's end when the
+/// parent collected it only afterwards (reading a `$(…)`'s output).
+#[test]
+fn a_helper_holds_the_path_only_while_waited_for() {
+    use crate::trace::Stop;
+    let wait = |ts: u64, pid: i32, child: i32, dur_ms: u64| {
+        ev(
+            ts,
+            pid,
+            Event::Wait {
+                child,
+                dur_ns: dur_ms * MS,
+            },
+        )
+    };
+    let mut t = trace(
+        vec![
+            exec(1, 100, "/usr/bin/vm"),
+            // 101: waited for in wait4 from 3 (after some work) to its end at 20.
+            fork(2, 100, 101),
+            open(3, 100, "/etc/vm.conf", true),
+            wait(4, 100, 101, 16),
+            exit(20, 101, 0),
+            // 102: its output read to EOF (no traced call by the VM), then reaped.
+            fork(30, 100, 102),
+            exec(31, 102, "/usr/bin/lookup"),
+            exit(40, 102, 0),
+            wait(41, 100, 102, 0),
+            // 103: a port helper that ran beside the VM and ended with it,
+            // never waited for; its child 104 neither.
+            fork(50, 100, 103),
+            fork(51, 103, 104),
+            exit(90, 104, 0),
+            exit(98, 103, 0),
+            exit(99, 100, 0),
+        ],
+        100,
+    );
+    let stop = |ms: u64, pid: i32| Stop {
+        ts_ns: ms * MS,
+        pid,
+        held_ns: 0,
+    };
+    // The VM's stops: its exec, forks, open, wait4 entry; the threads' work
+    // until 45 (then it sleeps in a timed wait: no stops).
+    t.stops = [1, 2, 3, 4, 30, 41, 45, 50]
+        .iter()
+        .map(|&ms| stop(ms, 100))
+        .collect();
+    let tl = build_for(&t, ServiceHint::Root);
+    let p = |pid: i32| tl.processes.iter().find(|p| p.pid == pid).expect("the process");
+    assert_eq!(tl.service.pid, 100);
+    assert_eq!((p(101).blocked_ns, p(101).waited.as_str()), (16 * MS, "wait"));
+    assert_eq!(p(101).waited_from_ns, Some(4 * MS));
+    assert_eq!((p(102).blocked_ns, p(102).waited.as_str()), (10 * MS, "reaped"));
+    assert_eq!(p(103).blocked_ns, 0, "ran beside the VM: {:?}", p(103));
+    assert_eq!(p(104).blocked_ns, 0);
+    assert!(p(103).overlap_ns > 0);
+    assert_eq!(tl.service.blocked_ns, 26 * MS);
 }

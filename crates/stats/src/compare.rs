@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::hodges_lehmann::{hodges_lehmann, Shift};
 use super::mann_whitney::{mann_whitney, MannWhitney};
 use super::normal;
+use super::ratio::ratio;
 use super::summary::median_sorted;
 
 /// Confidence level of every comparison interval.
@@ -143,13 +144,15 @@ impl Default for CompareOptions {
 
 /// Compare candidate with baseline (times, any order).
 ///
-/// Interleaved design: the 95 % Moses CI of the Hodges–Lehmann shift decides.
-/// Wholly above +noise × median(baseline): `Slower`; wholly below −noise ×
-/// median(baseline): `Faster`; excluding zero but not beyond the threshold:
-/// `WithinNoise`; containing zero: `Same`. The printed relative interval is that
-/// same CI over the baseline median, so the verdict and the interval cannot
-/// disagree; the Mann–Whitney p-value is reported alongside (the Moses CI is the
-/// inversion of that test).
+/// Interleaved design: the 95 % Moses CI of the ratio candidate ÷ baseline
+/// (Hodges–Lehmann on log times, exponentiated), less 1, decides. Wholly above
+/// +noise: `Slower`; wholly below −noise: `Faster`; excluding zero but not
+/// beyond the threshold: `WithinNoise`; containing zero: `Same`. The printed
+/// relative interval is that same interval, so the verdict and the interval
+/// cannot disagree, and it never reaches below −100 %; the shift in ms keeps
+/// its own Moses CI (R's `wilcox.test(conf.int = TRUE)`). The Mann–Whitney
+/// p-value is reported alongside (both Moses intervals invert that rank test,
+/// which logs do not change).
 ///
 /// Other designs, or fewer than two values on a side: point estimates only and
 /// verdict `None` with the reason.
@@ -196,13 +199,26 @@ pub fn compare(baseline: &[f64], candidate: &[f64], opts: CompareOptions) -> Com
     }
     out.mann_whitney = mann_whitney(&c, &b);
     out.shift = hodges_lehmann(&b, &c, COMPARE_CONFIDENCE);
-    out.relative = out.shift.as_ref().and_then(|s| relative(s.estimate, s.ci, mb));
-    let threshold = opts.noise * mb.abs();
-    match out.shift.as_ref().and_then(|s| s.ci) {
-        None => {
+    // The relative effect is the ratio's (Moses on logs, exponentiated), not the
+    // shift over the baseline median: a duration cannot shrink by more than
+    // 100 %, and that interval printed "−93 % [−119 %, −73 %]". The verdict is
+    // decided on the same relative interval, so the two never disagree; the ms
+    // interval is the shift's, as before.
+    out.relative = match ratio(&b, &c, COMPARE_CONFIDENCE) {
+        Some(r) => Some(Relative {
+            estimate: r.estimate - 1.0,
+            ci: r.ci.map(|(lo, hi)| (lo - 1.0, hi - 1.0)),
+        }),
+        // A value that is not positive (no log): the shift over the median.
+        None => out.shift.as_ref().and_then(|s| relative(s.estimate, s.ci, mb)),
+    };
+    let shift_ci = out.shift.as_ref().and_then(|s| s.ci);
+    match (out.relative.as_ref().and_then(|r| r.ci), shift_ci) {
+        (None, _) | (_, None) => {
             out.reason = Some("no verdict: too few runs for a 95 % interval".into());
         }
-        Some((lo, hi)) => {
+        (Some((lo, hi)), Some((shift_lo, shift_hi))) => {
+            let threshold = opts.noise;
             out.verdict = if lo > threshold {
                 Verdict::Slower
             } else if hi < -threshold {
@@ -216,7 +232,7 @@ pub fn compare(baseline: &[f64], candidate: &[f64], opts: CompareOptions) -> Com
             } else {
                 Verdict::Same
             };
-            out.detectable = detectable(lo, hi, mb, opts.noise, b.len(), c.len());
+            out.detectable = detectable(shift_lo, shift_hi, mb, opts.noise, b.len(), c.len());
         }
     }
     out

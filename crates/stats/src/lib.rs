@@ -188,6 +188,26 @@ mod tests {
         }
     }
 
+    /// A candidate far faster with a wide spread: the relative interval is a
+    /// ratio's, never below −100 % (the shift over the median gave "−93 %
+    /// [−119 %, −73 %]"), while the ms interval stays the shift's.
+    #[test]
+    fn a_relative_interval_never_reaches_below_minus_100_percent() {
+        let a: Vec<f64> = (0..20).map(|i| 5.0 + (i % 10) as f64 * 9.0).collect();
+        let b: Vec<f64> = (0..20).map(|i| 1.0 + (i % 5) as f64 * 0.5).collect();
+        let c = cmp(&a, &b);
+        let (lo, hi) = c.relative.as_ref().and_then(|r| r.ci).expect("an interval");
+        assert!(lo > -1.0 && hi < 0.0, "{c:?}");
+        let (slo, _) = c.shift.as_ref().and_then(|s| s.ci).expect("a shift interval");
+        // The old relative interval, the shift's lower end over the baseline
+        // median, was below −100 % here: the data show the defect.
+        let mut sorted = a.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = (sorted[9] + sorted[10]) / 2.0;
+        assert!(slo / median < -1.0, "{slo} / {median}");
+        assert_eq!(c.verdict, Verdict::Faster);
+    }
+
     #[test]
     fn designs_without_interleaving_give_no_verdict() {
         let a = normal_sample(30, 100.0, 1.0, 51);

@@ -214,6 +214,29 @@ pub struct Trace {
     /// run is mostly these: explain's untraced estimate subtracts them.
     #[serde(skip)]
     pub stops: Vec<Stop>,
+    /// Processes' main threads' CPU accounting, read at their exec, executable
+    /// mmaps, listen and exit: what a phase spent on a CPU, waiting for one,
+    /// and neither (off CPU: sleeping, blocked, or held at a stop).
+    #[serde(skip)]
+    pub cpu: Vec<CpuReading>,
+}
+
+/// A process's main thread's scheduler accounting at an instant
+/// (`/proc/PID/schedstat`; exec keeps it, so it counts the task's whole life).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuReading {
+    /// CLOCK_MONOTONIC ns when it was read.
+    pub ts_ns: u64,
+    pub pid: i32,
+    /// ns it ran on a CPU so far.
+    pub run_ns: u64,
+    /// ns it waited on a run queue (runnable, not running) so far.
+    pub wait_ns: u64,
+    /// The tracer thread's own ns on a CPU and waiting for one so far: while
+    /// it handles a stop, or waits for a CPU to handle it, the tracee is held
+    /// off CPU (the part of a stop's cost a busy machine makes large).
+    pub tracer_run_ns: u64,
+    pub tracer_wait_ns: u64,
 }
 
 /// One ptrace stop: a tracee held by the tracer (or a process's death, which
@@ -319,6 +342,12 @@ pub enum Event {
     /// First write/writev/sendto/sendmsg on a socket we saw accepted or
     /// connected with `EINPROGRESS` (one per such fd).
     FirstWrite { fd: i32, role: SocketRole },
+    /// A wait4/waitid that returned the end (exit or kill) of `child`, reaped
+    /// or (WNOWAIT) not: the caller was waiting for that process. `ts_ns` is
+    /// the call's entry, `dur_ns` how long it took: a blocking wait entered
+    /// before the child ended lasts until then; one that found it already ended
+    /// (a shell reading a command substitution's output first) returns at once.
+    Wait { child: i32, dur_ns: u64 },
     /// fork/vfork/clone: `child` is the new task id.
     Clone { child: i32, thread: bool },
     /// A task ended. For a thread `tid != pid`; the main thread's exit is the
@@ -624,6 +653,7 @@ impl Session {
             root_usage: collected.root_usage,
             task_names: std::mem::take(&mut self.shared.lock().names),
             stops: collected.stops,
+            cpu: collected.cpu,
         })
     }
 }

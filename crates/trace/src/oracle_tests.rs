@@ -820,3 +820,46 @@ fn stops_are_counted_per_process() {
     );
     assert!(t.stops.iter().all(|s| s.ts_ns >= t.t0_ns && s.ts_ns <= t.end_ns));
 }
+
+/// wait4 is seen with the child whose end it returned: a foreground command
+/// (the shell blocks in wait4 from before the child ends until after), and a
+/// command substitution (read to EOF first, then reaped).
+#[test]
+fn waits_name_the_child_whose_end_they_returned() {
+    let t = trace(&opts(
+        Path::new("/bin/sh"),
+        &["sh", "-c", "sleep 0.5; x=$(/bin/true); exit 0"],
+    ))
+    .expect("trace");
+    let children: Vec<i32> = t
+        .events
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::Clone { child, thread: false } if e.pid == t.root_pid => Some(child),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(children.len(), 2, "{:?}", t.events);
+    let exit = |pid: i32| {
+        t.events
+            .iter()
+            .find(|e| e.tid == pid && matches!(e.event, Event::Exit { .. }))
+            .map(|e| e.ts_ns)
+            .unwrap_or_else(|| panic!("pid {pid} ended: {:?}", t.events))
+    };
+    let waits: Vec<(i32, u64, u64)> = t
+        .events
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::Wait { child, dur_ns } if e.pid == t.root_pid => Some((child, e.ts_ns, dur_ns)),
+            _ => None,
+        })
+        .collect();
+    let waited: Vec<i32> = waits.iter().map(|w| w.0).collect();
+    assert_eq!(waited, children, "{waits:?}");
+    // The sleep's half second: the shell was in wait4 before it ended and
+    // returned after.
+    let (c, ts, dur) = waits[0];
+    assert!(ts < exit(c) && exit(c) <= ts + dur, "{waits:?}, exit {}", exit(c));
+    assert!(waits.iter().all(|w| w.1 >= t.t0_ns && w.1 + w.2 <= t.end_ns));
+}

@@ -190,6 +190,24 @@ pub fn comm(tid: i32) -> Option<String> {
     Some(s.trim_end_matches('\n').to_string())
 }
 
+/// A process's main thread's scheduler accounting (`/proc/PID/schedstat`):
+/// ns on a CPU and ns waiting on a run queue, since it started (exec keeps
+/// them: they count the task, not the program).
+pub fn schedstat(pid: i32) -> Option<(u64, u64)> {
+    schedstat_at(&format!("/proc/{pid}/schedstat"))
+}
+
+/// The calling thread's [`schedstat`].
+pub fn own_schedstat() -> Option<(u64, u64)> {
+    schedstat_at("/proc/thread-self/schedstat")
+}
+
+fn schedstat_at(path: &str) -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let mut it = s.split_ascii_whitespace().map(|x| x.parse::<u64>().ok());
+    Some((it.next()??, it.next()??))
+}
+
 /// Every live thread of process `tgid` with its name.
 pub fn thread_names(tgid: i32) -> Vec<(i32, String)> {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{tgid}/task")) else {

@@ -8,7 +8,7 @@
 //!   A = arch;  if A != native arch          -> ALLOW   (i386/x32 numbers differ)
 //!   A = nr;    if A >= 0x40000000 (x86_64)  -> ALLOW   (x32 ABI)
 //!   if A in {execve, execveat, open, openat, openat2,
-//!            connect, bind, listen, accept, accept4} -> TRACE
+//!            connect, bind, listen, accept, accept4, wait4, waitid} -> TRACE
 //!   if A == mmap                            -> MMAP
 //!   if A in {write, writev, sendto, sendmsg} (when asked) -> FD
 //!   return SECCOMP_RET_ALLOW
@@ -60,6 +60,10 @@ pub fn traced_syscalls() -> Vec<i64> {
         libc::SYS_listen,
         libc::SYS_accept,
         libc::SYS_accept4,
+        // Which process waited for which (a helper holds the critical path only
+        // when its parent waits for it); rare calls, two stops each.
+        libc::SYS_wait4,
+        libc::SYS_waitid,
     ];
     #[cfg(target_arch = "x86_64")]
     v.push(libc::SYS_open);

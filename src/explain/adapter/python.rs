@@ -586,6 +586,7 @@ mod tests {
             root_usage: None,
             task_names: Default::default(),
             stops: Vec::new(),
+            cpu: Vec::new(),
         };
         assert_eq!(pth_files(&trace), ["a.pth", "b.pth"]);
     }

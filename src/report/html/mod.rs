@@ -6,7 +6,7 @@
 //! their analysis), explanations and the history listing; it never runs
 //! anything. Each section appears only where its data exists, and each carries
 //! `data-section` (settings, distribution, runs, comparisons, sweep, lambda,
-//! waterfall, sources, profile, tune, history, gate) for tests and for linking.
+//! headline, waterfall, sources, profile, tune, history, gate) for tests and for linking.
 
 mod ab;
 mod experiment;
@@ -96,6 +96,9 @@ fn experiment_section(i: usize, e: &Experiment) -> Markup {
     html! {
         section.experiment id=(id) aria-labelledby=(format!("{id}-h")) {
             h2 id=(format!("{id}-h")) { (e.heading) }
+            @if let Some(x) = e.explanation.filter(|x| x.headline.as_ref().is_some_and(|h| !h.items.is_empty())) {
+                (explain::headline(&id, x))
+            }
             (experiment::settings(&id, e))
             @if e.analysis.variants.iter().any(|v| v.ready_ms.is_some()) {
                 (experiment::distribution(&id, e.result, e.analysis))

@@ -88,6 +88,16 @@ impl Tracer {
             libc::SYS_accept | libc::SYS_accept4 => Some(Pending::Accept {
                 listen_fd: a[0] as i32,
             }),
+            libc::SYS_wait4 => Some(Pending::Wait {
+                waitid: false,
+                info: a[1],
+                options: a[2],
+            }),
+            libc::SYS_waitid => Some(Pending::Wait {
+                waitid: true,
+                info: a[2],
+                options: a[3],
+            }),
             libc::SYS_write | libc::SYS_writev | libc::SYS_sendto | libc::SYS_sendmsg => {
                 let fd = a[0] as i32;
                 let role = self.procs.get_mut(&tgid).and_then(|p| {
@@ -280,6 +290,17 @@ impl Tracer {
                 });
             }
             Pending::Listen { .. } => {}
+            Pending::Wait {
+                waitid,
+                info: ptr,
+                options,
+            } if ok => {
+                if let Some(child) = waited_child(tid, waitid, ptr, options, info.rval) {
+                    let dur_ns = now.saturating_sub(start);
+                    self.emit(start, tid, Event::Wait { child, dur_ns });
+                }
+            }
+            Pending::Wait { .. } => {}
             Pending::Accept { listen_fd } => {
                 if ok {
                     let fd = info.rval as i32;
@@ -294,4 +315,28 @@ impl Tracer {
             self.resume(tid, 0);
         }
     }
+}
+
+/// The child whose end a successful wait4/waitid returned (the tracee is
+/// stopped at the call's exit, so its outputs are written); `None` when it
+/// returned none (WNOHANG) or a stop/continue rather than an end.
+fn waited_child(tid: i32, waitid: bool, ptr: u64, options: u64, rval: i64) -> Option<i32> {
+    let word = |off: u64| {
+        let mut b = [0u8; 4];
+        (procfs::read_mem(tid, ptr + off, &mut b) == 4).then(|| i32::from_ne_bytes(b))
+    };
+    if waitid {
+        // siginfo_t: si_code at 8, and for SIGCHLD si_pid at 16 (64-bit ABIs).
+        let code = word(8)?;
+        let pid = word(16)?;
+        let ended = matches!(code, libc::CLD_EXITED | libc::CLD_KILLED | libc::CLD_DUMPED);
+        return (ended && pid > 0).then_some(pid);
+    }
+    let pid = i32::try_from(rval).ok().filter(|&p| p > 0)?;
+    let ended = match (ptr != 0).then(|| word(0)).flatten() {
+        Some(status) => libc::WIFEXITED(status) || libc::WIFSIGNALED(status),
+        // No status asked for: an end unless stops or continues were asked for.
+        None => options & (libc::WUNTRACED | libc::WCONTINUED) as u64 == 0,
+    };
+    ended.then_some(pid)
 }

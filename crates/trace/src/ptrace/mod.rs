@@ -54,4 +54,5 @@ pub(super) struct Collected {
     pub warnings: Vec<String>,
     pub root_usage: Option<crate::RootUsage>,
     pub stops: Vec<crate::Stop>,
+    pub cpu: Vec<crate::CpuReading>,
 }

@@ -23,12 +23,34 @@ const PTRACE_EVENT_STOP: i32 = 128;
 /// A syscall whose exit stop we are waiting for.
 #[derive(Debug)]
 pub(super) enum Pending {
-    Exec { path: String },
-    Open { path: String, flags: u64 },
-    Connect { fd: i32, addr: Option<SockAddr> },
-    Bind { fd: i32, addr: Option<SockAddr> },
-    Listen { fd: i32 },
-    Accept { listen_fd: i32 },
+    Exec {
+        path: String,
+    },
+    Open {
+        path: String,
+        flags: u64,
+    },
+    Connect {
+        fd: i32,
+        addr: Option<SockAddr>,
+    },
+    Bind {
+        fd: i32,
+        addr: Option<SockAddr>,
+    },
+    Listen {
+        fd: i32,
+    },
+    Accept {
+        listen_fd: i32,
+    },
+    /// wait4 (`info` its status pointer, `options` its options) or waitid
+    /// (`info` its siginfo pointer).
+    Wait {
+        waitid: bool,
+        info: u64,
+        options: u64,
+    },
 }
 
 #[derive(Debug)]
@@ -80,6 +102,8 @@ pub(super) struct Tracer {
     pub(super) root_usage: Option<crate::RootUsage>,
     /// Every ptrace stop, in the order seen.
     pub(super) stops: Vec<crate::Stop>,
+    /// Main threads' CPU accounting at their phase boundaries.
+    pub(super) cpu: Vec<crate::CpuReading>,
 }
 
 /// The tracer thread's body: spawn, report the start, trace to the end.
@@ -109,6 +133,7 @@ pub(crate) fn run(
         warnings: Vec::new(),
         root_usage: None,
         stops: Vec::with_capacity(1024),
+        cpu: Vec::with_capacity(256),
         started: Some(started),
         err_pipe,
         root_pidfd,
@@ -134,18 +159,42 @@ pub(crate) fn run(
         warnings: tracer.warnings,
         root_usage: tracer.root_usage,
         stops: tracer.stops,
+        cpu: tracer.cpu,
     })
 }
 
 impl Tracer {
     pub(super) fn emit(&mut self, ts_ns: u64, tid: i32, event: Event) {
         let pid = self.tasks.get(&tid).map_or(tid, |t| t.tgid);
+        if matches!(
+            event,
+            Event::Exec { .. } | Event::MmapExec { .. } | Event::Listen { .. }
+        ) {
+            // The instants phases start and end at (a final exec, the loader's
+            // last mapping, a listen): what the process did in between.
+            self.read_cpu(pid);
+        }
         self.events.push(TraceEvent {
             ts_ns,
             pid,
             tid,
             event,
         });
+    }
+
+    /// Record `pid`'s main thread's CPU accounting now (one small procfs read).
+    pub(super) fn read_cpu(&mut self, pid: i32) {
+        if let Some((run_ns, wait_ns)) = procfs::schedstat(pid) {
+            let (tracer_run_ns, tracer_wait_ns) = procfs::own_schedstat().unwrap_or((0, 0));
+            self.cpu.push(crate::CpuReading {
+                ts_ns: now_ns(),
+                pid,
+                run_ns,
+                wait_ns,
+                tracer_run_ns,
+                tracer_wait_ns,
+            });
+        }
     }
 
     fn add_task(&mut self, tid: i32, tgid: i32, fresh: bool) {
@@ -268,6 +317,10 @@ impl Tracer {
             libc::PTRACE_EVENT_EXIT => {
                 if let Some(t) = self.tasks.get_mut(&tid) {
                     t.exit_ns = Some(now);
+                }
+                if self.tasks.get(&tid).is_some_and(|t| t.tgid == tid) {
+                    // The end of a process that never listens (`--ready exit`).
+                    self.read_cpu(tid);
                 }
                 self.resume(tid, 0);
             }
