@@ -82,7 +82,7 @@ pub struct ManArgs {
 
 const REPORT_HELP: &str = "\
 EXAMPLES
-  coldstart report                                # the latest, into ./coldstart-report.html
+  coldstart report                # the latest, to ./coldstart-report.html
   coldstart report -o report.html                 # the latest experiment
   coldstart report latest~1 latest -o report.html
   coldstart report 12 --no-history -o r.html";

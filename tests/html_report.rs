@@ -622,6 +622,7 @@ fn the_explain_page_leads_with_the_headline_and_draws_lanes_where_they_ran() {
                return {{
                  first: first.dataset.section, headline: first.textContent,
                  heads, estimated: ests.filter(t => t.startsWith('≈ ')).length,
+               noisy: (document.querySelector('div.estimates') || {{}}).textContent || '',
                  service_label: (labels.find(l => l.dataset.pid === '{service}') || {{}}).textContent || '',
                  labels: labels.map(l => l.textContent),
                  blame: document.querySelectorAll('table.blame tbody tr').length,
@@ -643,10 +644,29 @@ fn the_explain_page_leads_with_the_headline_and_draws_lanes_where_they_ran() {
         );
     }
     assert!(
-        got["heads"].as_array().unwrap().iter().any(|h| h == "≈ untraced")
-            && got["estimated"].as_u64() > Some(0),
+        got["heads"].as_array().unwrap().iter().any(|h| h == "≈ untraced"),
         "the phases table's estimates column: {got}"
     );
+    // Estimates where explain calls them reliable; else none, and the page says why.
+    if e["estimate"]["reliable"] == true {
+        assert!(
+            got["estimated"].as_u64() > Some(0),
+            "reliable estimates are shown: {got}"
+        );
+    } else {
+        assert_eq!(
+            got["estimated"].as_u64(),
+            Some(0),
+            "no estimate explain does not trust: {got}"
+        );
+        assert!(
+            got["noisy"]
+                .as_str()
+                .unwrap()
+                .contains("too noisy to estimate untraced times"),
+            "the page says why: {got}"
+        );
+    }
     assert!(got["blame"].as_u64() > Some(0), "the blame list: {got}");
     assert!(
         got["service_label"].as_str().unwrap().contains(&program),

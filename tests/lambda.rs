@@ -959,11 +959,14 @@ fn init_boost_flattens_init_but_not_invoke() {
     eprintln!("boosted: init ms {init:?}, invoke ms {invoke:?}");
     assert!(init[0] / init[2] < 1.5, "boosted init not flat: {init:?}");
     assert!(invoke[0] / invoke[2] > 3.0, "invoke not ∝ 1/memory: {invoke:?}");
-    assert!(invoke[0] > invoke[1] && invoke[1] > invoke[2], "{invoke:?}");
+    // 128 MB against 512 MB only: their quotas (0.07 and 0.29 vCPU) bind even
+    // on a busy 2-core machine, while 1769 MB's whole vCPU does not exist at
+    // load 7+ (there 512 and 1769 MB ran alike, and the order flipped).
+    assert!(invoke[0] > invoke[1], "{invoke:?}");
     let (init, invoke) = sweep(&["--no-init-boost"]);
     eprintln!("no boost: init ms {init:?}, invoke ms {invoke:?}");
     assert!(init[0] / init[2] > 3.0, "unboosted init not ∝ 1/memory: {init:?}");
-    assert!(init[0] > init[1] && init[1] > init[2], "{init:?}");
+    assert!(init[0] > init[1], "{init:?}");
     assert!(invoke[0] / invoke[2] > 3.0, "invoke not ∝ 1/memory: {invoke:?}");
     // The boost ends after --init-boost-seconds even while init still runs.
     let (init, _) = sweep(&["--init-boost-seconds", "0.05"]);

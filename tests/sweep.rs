@@ -133,7 +133,14 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
                 .iter()
                 .find(|l| l.trim_start().starts_with(&format!("best heap for {v}: ")))
                 .unwrap_or_else(|| panic!("no best line for {v}:\n{text}"));
-            assert!(HEAPS.iter().any(|h| best.contains(&format!(": {h} "))), "{best}");
+            // A heap is named best only with verdicts between the heaps (≥ 4
+            // runs a point give an interval; on a busy machine the medians
+            // alone do not decide); else it says none can be named yet.
+            assert!(
+                HEAPS.iter().any(|h| best.contains(&format!(": {h} ")))
+                    || best.contains("none can be named yet"),
+                "{best}"
+            );
         }
 
         // JSON: the parameters as data, the baseline each point was compared with.

@@ -149,15 +149,15 @@ pub struct StopCosts {
 }
 
 impl StopCosts {
-    /// `scale` multiplies every stop's cost (the residual scale; 1 = as calibrated).
-    pub fn new(trace: &Trace, cal: &Calibration, scale: f64) -> StopCosts {
+    /// Every stop's cost as calibrated (the residual scale is applied later, per estimate).
+    pub fn new(trace: &Trace, cal: &Calibration) -> StopCosts {
         let mut stops: Vec<&Stop> = trace.stops.iter().collect();
         stops.sort_by_key(|s| s.ts_ns);
         let mut cum = Vec::with_capacity(stops.len() + 1);
         cum.push(0.0);
         let mut acc = 0.0;
         for s in &stops {
-            acc += scale * (cal.round_trip_us * 1e3 + f64::from(s.held_ns));
+            acc += cal.round_trip_us * 1e3 + f64::from(s.held_ns);
             cum.push(acc);
         }
         StopCosts {
@@ -357,7 +357,7 @@ pub fn run_estimate(
     hint: timeline::ServiceHint,
 ) -> RunEstimate {
     let tl = timeline_of(trace, ready_ms, requests, hint);
-    let costs = StopCosts::new(trace, cal, 1.0);
+    let costs = StopCosts::new(trace, cal);
     let ready_ns = (ready_ms * 1e6) as u64;
     let (stops, cost_ns) = costs.within(0, ready_ns);
     let mut r = RunEstimate {
@@ -476,7 +476,7 @@ pub fn estimate(
 ) -> Estimate {
     let untraced_median_ms = median(untraced_ms);
     let calibrated_total_ms = median(&runs.iter().map(|r| r.at(1.0)).collect::<Vec<_>>())
-        .unwrap_or_else(|| StopCosts::new(shown, cal, 1.0).estimate_ms(0, (ready_ms * 1e6) as u64));
+        .unwrap_or_else(|| StopCosts::new(shown, cal).estimate_ms(0, (ready_ms * 1e6) as u64));
     let scale = residual_scale(&runs, untraced_ms);
     let scale_ci = scale_ci(&runs, untraced_ms);
     let traced_median = median(&runs.iter().map(|r| r.traced_ms).collect::<Vec<_>>()).unwrap_or(ready_ms);
@@ -523,7 +523,7 @@ pub fn estimate(
     for r in &mut runs {
         r.set_scale(k);
     }
-    let costs = StopCosts::new(shown, cal, 1.0);
+    let costs = StopCosts::new(shown, cal);
     let ready_ns = (ready_ms * 1e6) as u64;
     let with_range = |mut e: Estimated, range: Option<(f64, f64)>| {
         e.estimate_ms = e.at(k);
@@ -711,7 +711,7 @@ mod tests {
             stops: vec![stop(5, 100), stop(1, 100), stop(2, 100)],
             cpu: Vec::new(),
         };
-        let c = StopCosts::new(&trace, &cal(400.0), 1.0);
+        let c = StopCosts::new(&trace, &cal(400.0));
         // [0, 3 ms): two stops of 0.5 ms.
         assert_eq!(c.within(0, 3_000_000).0, 2);
         assert!((c.estimate_ms(0, 3_000_000) - 2.0).abs() < 1e-9);

@@ -3,18 +3,32 @@
 use super::format::ms;
 use crate::explain::estimate::{Estimate, Estimated, Noise, MAX_MARGIN_PCT, MAX_SPREAD_PCT};
 
+/// Why the estimates are not shown, one line each (the first says so; the
+/// terminal and the HTML page print the same lines); empty when they are.
+pub fn not_shown(e: &Estimate) -> Vec<String> {
+    if e.reliable {
+        return Vec::new();
+    }
+    let mut lines = vec![
+        "untraced estimates: not shown — this machine is too noisy to estimate untraced times here; every figure below is traced (with the tracer's cost)".to_string(),
+    ];
+    lines.extend(e.noise.iter().map(noise));
+    lines.push("more runs (e.g. --runs 40) or a quieter machine narrow the noise".into());
+    lines
+}
+
 /// The method and its error, under the overhead line; or, when the
 /// estimates are not reliable, why, and that the figures below are traced.
 pub fn headline(e: &Estimate) -> String {
     let c = &e.calibration;
     if !e.reliable {
-        let mut out = String::from(
-            "untraced estimates: not shown — this machine is too noisy to estimate untraced times here; every figure below is traced (with the tracer's cost)\n",
-        );
-        for n in &e.noise {
-            out.push_str(&format!("  {}\n", noise(n)));
+        let lines = not_shown(e);
+        let mut out = String::new();
+        for (i, l) in lines.iter().enumerate() {
+            out.push_str(if i == 0 { "" } else { "  " });
+            out.push_str(l);
+            out.push('\n');
         }
-        out.push_str("  more runs (e.g. --runs 40) or a quieter machine narrow the noise\n");
         return out;
     }
     let mut out = format!(

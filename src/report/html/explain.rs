@@ -194,6 +194,11 @@ pub fn waterfall(id: &str, x: &Explanation) -> Markup {
         @if let Some(o) = x.adapter_overhead {
             p { "Adapters' overhead (adapted ÷ untraced): " (crate::report::explain::overhead(o, x.adapter_overhead_ci)) }
         }
+        @if let Some(est) = x.estimate.as_ref().filter(|e| !e.reliable) {
+            div.note.estimates {
+                @for line in crate::report::estimate::not_shown(est) { p { (line) } }
+            }
+        }
         figure {
             (chart(&format!("{id}-wf"), axis_y + 40.0, "Waterfall of the traced run", &desc, plot))
             figcaption { (desc) }
