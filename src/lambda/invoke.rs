@@ -298,7 +298,7 @@ pub(super) async fn runtime_asks(e: &Environment, within: Duration) -> bool {
 /// `LAST_NEXT_WITHIN`, not after a timeout: Lambda would reset that environment)
 /// and pass on what it printed meanwhile, before shutdown signals it.
 pub(super) async fn after_last(e: &Environment, last: Option<&Failure>) {
-    if last.is_some_and(|f| f.status == "timeout") {
+    if last.is_some_and(|f| f.status == "timeout") || crate::launch::signals::interrupted() {
         return;
     }
     runtime_asks(e, LAST_NEXT_WITHIN).await;
