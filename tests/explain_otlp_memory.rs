@@ -172,7 +172,7 @@ done | "$0" -sS --fail-early -K -"#;
     };
     let kept = fact("spans");
     assert_eq!(kept + fact("dropped"), SPANS_PER_RUN as u64, "{}", otlp["facts"]);
-    assert!(kept >= 20_000, "only {kept} spans kept: {}", otlp["facts"]);
+    assert!(kept >= 10_000, "only {kept} spans kept: {}", otlp["facts"]);
     assert_eq!(otlp["spans"].as_array().map(Vec::len), Some(kept as usize));
     testkit::say(&format!(
         "explain --runs 5 of a 200k-span target: peak RSS {} MiB, {kept} spans kept a run",
