@@ -45,6 +45,7 @@ pub(crate) fn result(samples: Vec<Sample>) -> ExperimentResult {
         samples,
         stopped: Some(crate::experiment::StopReason::Completed),
         design: crate::stats::Design::Interleaved,
+        load: None,
     }
 }
 

@@ -177,9 +177,10 @@ HOW
   --profile adds a fourth arm, *profiled*: plain runs sampled by perf_event_open
   (cycles, or the cpu-clock where the kernel has no PMU) from the exec to ready,
   every process and thread of the tree, with frame-pointer callchains; named
-  from ELF symbols and the runtimes' perf maps (Node --perf-basic-prof, the JVM's
-  DumpPerfMapAtExit or jcmd Compiler.perfmap, Python ≥ 3.12's perf trampoline),
-  switched on through the environment. Every profiled run's samples are merged
+  from ELF symbols and the runtimes' perf maps (Node
+  --perf-basic-prof-only-functions, the JVM's DumpPerfMapAtExit or jcmd
+  Compiler.perfmap, Python ≥ 3.12's perf trampoline), switched on through the
+  environment. Every profiled run's samples are merged
   per phase into a flame graph; profiled ÷ untraced is the profiler's overhead.
 
 EXAMPLES
@@ -476,6 +477,12 @@ pub struct GateArgs {
     /// [default: the target's `max` in coldstart.toml].
     #[arg(long, value_name = "DURATION")]
     pub max: Option<String>,
+    /// Accept up to N failed candidate runs (or P% of them). By default a candidate
+    /// that fails more often than the baseline fails the gate: "more often" is Fisher's
+    /// exact test, one-sided, at 5 % (7 of 20 vs 0 of 20 fails; 1 of 20 vs 0 of 20 only
+    /// warns, as no evidence yet). Failures need `bench --keep-going` to be stored.
+    #[arg(long, value_name = "N|P%")]
+    pub max_failures: Option<String>,
     /// Allow --max-regression between two separate invocations, decided on the shift
     /// estimate alone: no CI exists for the drift between invocations, so by default
     /// that is refused (bench/aa.py measures how often drift alone crosses a limit).
@@ -634,12 +641,14 @@ pub struct BenchArgs {
     /// Run order: shuffled rounds (each round runs every variant once, in random order) or sequential.
     #[arg(long, value_enum, default_value_t = OrderArg::Shuffled)]
     pub order: OrderArg,
-    /// Stop adaptively once every variant's median 95% CI half-width is within this
-    /// (e.g. `2%` of the median, or `5ms`). Uses --min-runs/--max-runs instead of --runs.
+    /// Stop adaptively once both ends of every variant's median 95% CI are within this
+    /// of the median (e.g. `2%` of the median, or `5ms`; a lopsided interval runs on
+    /// until its far end is). Uses --min-runs/--max-runs instead of --runs.
     #[arg(long, value_name = "PCT|MS")]
     pub target_ci: Option<String>,
-    /// With --target-ci: narrow each variant's median CI, or each variant's shift CI
-    /// against the baseline (the comparison; needs interleaved runs).
+    /// With --target-ci: narrow each variant's median CI, or each variant's comparison
+    /// with the baseline (needs interleaved runs): a share is held to the relative
+    /// interval as printed, a duration to the shift's in ms.
     #[arg(long, value_enum, default_value_t = CiOfArg::Median, value_name = "median|shift")]
     pub target_ci_of: CiOfArg,
     /// With --target-ci: runs per variant before stopping is considered.
@@ -665,7 +674,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2.0)]
     pub grace: f64,
     /// Count a non-zero exit or a death by signal as a successful run (with --ready
-    /// exit; by default such a run fails: a crash is not a fast start).
+    /// exit; by default such a run fails: a crash is not a fast start). Also accepts a
+    /// run in whose tree the --memory limit killed a process (then with a note).
     #[arg(short = 'i', long)]
     pub ignore_failure: bool,
     /// Exit codes that count as success, e.g. `0,3` [default: 0].
@@ -1307,7 +1317,7 @@ pub struct TuneArgs {
     /// it bounds the runs per variant.
     #[arg(long, default_value_t = 600.0, value_name = "SECS")]
     pub budget: f64,
-    /// Stop once every candidate's shift CI half-width is within this (% of the baseline median, or ms).
+    /// Stop once both ends of every candidate's shift CI are within this of the shift (% of the baseline median, or ms).
     #[arg(long, default_value = "2%", value_name = "PCT|MS")]
     pub target_ci: String,
     /// Runs per variant before stopping is considered.
@@ -1322,9 +1332,13 @@ pub struct TuneArgs {
     /// Seconds a run may take to become ready.
     #[arg(short, long, default_value_t = 30.0)]
     pub timeout: f64,
-    /// Requests after ready (to the http readiness URL): the first shows work moved to it.
+    /// Requests after ready (GET to --request-url, default: the http readiness URL, which
+    /// the probe has just answered: a real page shows the work moved to it).
     #[arg(long, default_value_t = 0)]
     pub requests: usize,
+    /// URL for --requests (when readiness is not http).
+    #[arg(long)]
+    pub request_url: Option<String>,
     #[command(flatten)]
     pub noise: NoiseArg,
     /// Write the table (rows, recommended set) as JSON.

@@ -66,6 +66,8 @@ pub struct TargetConfig {
     pub max_regression: Option<String>,
     /// `coldstart gate`: warn beyond this slowdown.
     pub warn: Option<String>,
+    /// `coldstart gate`: failed candidate runs accepted ("3" or "10%").
+    pub max_failures: Option<String>,
 }
 
 /// The project root: the nearest directory upwards holding coldstart.toml, else

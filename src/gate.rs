@@ -71,6 +71,84 @@ pub fn parse_ms(s: &str) -> Option<f64> {
     (v >= 0.0 && v.is_finite() && v * scale < 1e12).then_some(v * scale)
 }
 
+/// How many failed runs the candidate may have before its failures count against it:
+/// `--max-failures 3` (runs) or `--max-failures 10%` (of its measured runs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum FailureAllowance {
+    Runs(usize),
+    Share(f64),
+}
+
+impl FailureAllowance {
+    /// `3` → Runs(3); `10%` → Share(0.10).
+    pub fn parse(s: &str) -> anyhow::Result<FailureAllowance> {
+        let t = s.trim();
+        if t.ends_with('%') {
+            return crate::bounds::parse_fraction(t)
+                .map(FailureAllowance::Share)
+                .map_err(|e| anyhow::anyhow!("bad --max-failures: {e}"));
+        }
+        t.parse().map(FailureAllowance::Runs).map_err(|_| {
+            anyhow::anyhow!(
+                "bad --max-failures '{s}': write a number of runs (3) or a share of the runs (10%)"
+            )
+        })
+    }
+
+    pub fn allows(self, failed: usize, total: usize) -> bool {
+        match self {
+            FailureAllowance::Runs(n) => failed <= n,
+            // A small tolerance: 35% of 20 runs allows 7, not 6.
+            FailureAllowance::Share(f) => failed as f64 <= f * total as f64 + 1e-9,
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            FailureAllowance::Runs(n) => n.to_string(),
+            FailureAllowance::Share(f) => percent(f),
+        }
+    }
+}
+
+/// The significance level of the failure-rate test.
+pub const FAILURE_ALPHA: f64 = 0.05;
+
+/// "fails 7 of 20 runs (baseline 0 of 20: more, Fisher's exact test one-sided p = 0.0042)":
+/// the candidate's failures against the baseline's, for bench's verdict line and the gate.
+/// None when the candidate had no failed run.
+pub fn failure_line(
+    cand_failed: usize,
+    cand_total: usize,
+    base_failed: usize,
+    base_total: usize,
+) -> Option<String> {
+    if cand_failed == 0 {
+        return None;
+    }
+    let p = failure_p(cand_failed, cand_total, base_failed, base_total);
+    let judged = if p < FAILURE_ALPHA {
+        "significantly more"
+    } else {
+        "not significantly more"
+    };
+    Some(format!(
+        "fails {cand_failed} of {cand_total} runs (baseline {base_failed} of {base_total}: {judged}, \
+         Fisher's exact test one-sided p = {})",
+        crate::format::p_value(p)
+    ))
+}
+
+fn failure_p(cand_failed: usize, cand_total: usize, base_failed: usize, base_total: usize) -> f64 {
+    stats::fisher_greater(
+        cand_failed as u64,
+        cand_total as u64,
+        base_failed as u64,
+        base_total as u64,
+    )
+}
+
 /// What a target is held to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Limits {
@@ -82,6 +160,9 @@ pub struct Limits {
     pub max_ms: Option<f64>,
     /// Warn when an estimate comes within this share of a limit (0.05 = 5 %).
     pub margin: f64,
+    /// Failed candidate runs accepted whatever the baseline's (None: none beyond the
+    /// baseline's rate, see `row`).
+    pub max_failures: Option<FailureAllowance>,
 }
 
 /// One side of a gate row: what was measured, and whether it can be trusted.
@@ -153,8 +234,42 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
                 "the {side} (experiment {}) has no successful run",
                 s.experiment
             ));
-        } else if s.failed_runs > 0 {
+        } else if s.failed_runs > 0 && side == "baseline" {
             notes.push(format!("the {side} had {} failed run(s)", s.failed_runs));
+        }
+    }
+
+    // A failure rate above the baseline's is a regression in its own right (a flaky
+    // build must not pass on the speed of its surviving runs). "Above" is decided by
+    // Fisher's exact test, one-sided, at 5 %: with run counts this small a plain
+    // comparison of rates would fail 1 of 20 vs 0 of 20 (p = 0.5, no evidence) and a
+    // rule of "any failure fails" would make the gate itself flaky. A failure that is
+    // not significant still warns: it is seen, and more runs decide it.
+    // --max-failures accepts up to N (or P %) failed runs whatever the test says.
+    let (cf, ct) = (cand.failed_runs, cand.runs + cand.failed_runs);
+    let (bf, bt) = (base.failed_runs, base.runs + base.failed_runs);
+    if let Some(line) = failure_line(cf, ct, bf, bt) {
+        let line = format!("the candidate {line}");
+        match limits.max_failures {
+            Some(a) if a.allows(cf, ct) => {
+                notes.push(format!("{line}; accepted by --max-failures {}", a.describe()))
+            }
+            allowance => {
+                let beyond = allowance
+                    .map(|a| format!(", beyond --max-failures {}", a.describe()))
+                    .unwrap_or_default();
+                if failure_p(cf, ct, bf, bt) < FAILURE_ALPHA {
+                    fails.push(format!(
+                        "{line}{beyond}: a failure rate above the baseline's fails the gate; fix the failures, \
+                         or accept them with --max-failures {cf}"
+                    ));
+                } else {
+                    warns.push(format!(
+                        "{line}{beyond}: not evidence of a higher failure rate than the baseline's yet; \
+                         rerun with more runs to decide, or accept them with --max-failures {cf}"
+                    ));
+                }
+            }
         }
     }
 
@@ -326,6 +441,7 @@ mod tests {
             warn,
             max_ms: None,
             margin: 0.05,
+            max_failures: None,
         }
     }
 
@@ -441,6 +557,65 @@ mod tests {
             "{:?}",
             r.reasons
         );
+    }
+
+    fn flaky(id: i64, xs: Vec<f64>, failed: usize) -> Side {
+        Side {
+            failed_runs: failed,
+            ..side(id, xs)
+        }
+    }
+
+    #[test]
+    fn a_failure_rate_above_the_baselines_fails_unless_allowed() {
+        let (a, b) = (series(100.0, 20), series(100.0, 13));
+        let gate = |cand: Side, base_failed: usize, allow: Option<FailureAllowance>| {
+            let l = Limits {
+                max_ms: Some(1000.0),
+                max_failures: allow,
+                ..limits(None, None)
+            };
+            row(
+                "x",
+                &flaky(1, a.clone(), base_failed),
+                &cand,
+                Design::Interleaved,
+                0.01,
+                l,
+            )
+        };
+        // 7 of 20 vs 0 of 20: p = 0.004.
+        let r = gate(flaky(2, b.clone(), 7), 0, None);
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        assert!(r.reasons[0].contains("fails 7 of 20 runs"), "{:?}", r.reasons);
+        assert!(r.reasons[0].contains("Fisher"), "{:?}", r.reasons);
+        for allow in [FailureAllowance::Runs(7), FailureAllowance::Share(0.35)] {
+            let r = gate(flaky(2, b.clone(), 7), 0, Some(allow));
+            assert_eq!(r.status, Status::Pass, "{r:?}");
+            assert!(r.reasons.iter().any(|s| s.contains("accepted by --max-failures")));
+        }
+        let r = gate(flaky(2, b.clone(), 7), 0, Some(FailureAllowance::Runs(6)));
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        // 1 of 20 vs 0 of 20 is no evidence: a warning, not a failure.
+        let r = gate(flaky(2, series(100.0, 19), 1), 0, None);
+        assert_eq!(r.status, Status::Warn, "{r:?}");
+        assert!(r.reasons[0].contains("not significantly more"), "{:?}", r.reasons);
+        // As flaky as the baseline: no evidence either.
+        let r = gate(flaky(2, b, 7), 7, None);
+        assert_eq!(r.status, Status::Warn, "{r:?}");
+    }
+
+    #[test]
+    fn failure_allowance_parsing() {
+        assert_eq!(FailureAllowance::parse("7").unwrap(), FailureAllowance::Runs(7));
+        assert_eq!(
+            FailureAllowance::parse("10%").unwrap(),
+            FailureAllowance::Share(0.10)
+        );
+        assert!(FailureAllowance::parse("-1").is_err());
+        assert!(FailureAllowance::parse("x%").is_err());
+        assert!(FailureAllowance::Share(0.35).allows(7, 20));
+        assert!(!FailureAllowance::Share(0.30).allows(7, 20));
     }
 
     #[test]

@@ -64,9 +64,21 @@ impl Limits {
     }
 }
 
-/// "out of memory (limit 64 MiB)": how a run the memory limit killed fails.
-pub fn oom_cause(limit_bytes: u64) -> String {
-    format!("out of memory (limit {})", bytes(limit_bytes))
+/// "out of memory (limit 64 MiB): a process in its tree was killed by the memory
+/// limit (1 kill)": how a run the memory limit killed fails. `kills` 0: a record
+/// from before the count was kept.
+pub fn oom_cause(limit_bytes: u64, kills: u64) -> String {
+    let mut s = format!("out of memory (limit {})", bytes(limit_bytes));
+    if kills > 0 {
+        s += &format!(": {}", oom_kills_text(kills));
+    }
+    s
+}
+
+/// "a process in its tree was killed by the memory limit (2 kills)".
+pub fn oom_kills_text(kills: u64) -> String {
+    let plural = if kills == 1 { "" } else { "s" };
+    format!("a process in its tree was killed by the memory limit ({kills} kill{plural})")
 }
 
 /// A size as a person reads it: `64 MiB`, `1.5 GiB`, `512 KiB`.

@@ -55,17 +55,21 @@ pub fn run(
         progress: &mut progress,
         store,
         error: None,
+        // The first reading of the machine's load, before the first run.
+        load: Some(experiment::load::Watch::new()),
     };
     let executed = experiment::execute_with(plan, &mut recorder, runner);
     let (store, store_error) = (recorder.store.take(), recorder.error.take());
+    let watch = recorder.load.take();
     progress.finish();
-    let result = executed?;
+    let mut result = executed?;
+    result.load = watch.and_then(|w| w.finish(&result));
     let mut stored_as = None;
     if let Some((mut store, id)) = store {
         // The scheduler always says why it stopped; without a reason the row stays
         // NULL, which reads back as "incomplete".
         if let Some(reason) = result.stopped {
-            store.finish(id, reason)?;
+            store.finish(id, reason, result.load.as_ref())?;
         }
         stored_as = Some((id, store.location.clone()));
     }
@@ -145,6 +149,8 @@ struct Recorder<'a> {
     progress: &'a mut Progress,
     store: Option<(Store, i64)>,
     error: Option<anyhow::Error>,
+    /// Readings of the machine's load between runs.
+    load: Option<experiment::load::Watch>,
 }
 
 impl Observer for Recorder<'_> {
@@ -153,6 +159,10 @@ impl Observer for Recorder<'_> {
     }
 
     fn finished(&mut self, variant: &Variant, sample: &Sample) {
+        // Between runs: this run is over, the next not started.
+        if let Some(w) = self.load.as_mut() {
+            w.read();
+        }
         self.progress.finished(variant, sample);
         if let Some((store, id)) = self.store.as_mut() {
             if let Err(e) = store.add_sample(*id, sample) {

@@ -590,54 +590,10 @@ fn the_cgroup_placement_is_not_in_the_measured_time() {
 }
 
 /// The cgroup directories `pid` is in that coldstart made (a `coldstart-…`
-/// component in the path), each with its `coldstart-…` ancestors: from
-/// /proc/PID/cgroup and the mount table, so the names are the run's own.
+/// component in the path), each with its `coldstart-…` ancestors.
 fn coldstart_cgroups_of(pid: i32) -> Vec<std::path::PathBuf> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
-    let mut dirs = Vec::new();
-    for line in own.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (Some(_), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
-        if !path.contains("/coldstart-") {
-            continue;
-        }
-        // The mount of this hierarchy: cgroup2 for "0::", else the v1 mount
-        // whose options name one of the controllers.
-        let mount = mountinfo.lines().find_map(|l| {
-            let (pre, post) = l.split_once(" - ")?;
-            let pre: Vec<&str> = pre.split_whitespace().collect();
-            let post: Vec<&str> = post.split_whitespace().collect();
-            let fits = if ctrls.is_empty() {
-                post.first() == Some(&"cgroup2")
-            } else {
-                post.first() == Some(&"cgroup")
-                    && post
-                        .get(2)
-                        .is_some_and(|o| o.split(',').any(|c| ctrls.split(',').any(|x| x == c)))
-            };
-            fits.then(|| (pre[3].to_string(), pre[4].to_string()))
-        });
-        let Some((root, mp)) = mount else { continue };
-        let rel = path
-            .strip_prefix(root.as_str())
-            .unwrap_or(path)
-            .trim_start_matches('/');
-        // The first coldstart-… directory and every one below it, down to the leaf.
-        let comps: Vec<&str> = rel.split('/').collect();
-        let Some(first) = comps.iter().position(|c| c.starts_with("coldstart-")) else {
-            continue;
-        };
-        for end in first..comps.len() {
-            let dir = std::path::Path::new(&mp).join(comps[..=end].join("/"));
-            if !dirs.contains(&dir) {
-                dirs.push(dir);
-            }
-        }
-    }
-    dirs
+    coldstart_cgroup_dirs(&own)
 }
 
 /// A process identity that survives pid reuse: (pid, start time).

@@ -88,7 +88,7 @@ fn cold_runs_read_the_targets_files_from_disk_and_are_slower() {
     let reader = ["--", "dd", input.as_str(), "of=/dev/null", "bs=1M"];
     let mut warm_args = vec!["--runs", "5", "--warmup", "1"];
     warm_args.extend(reader);
-    let (_, warm) = bench_json(dir.path(), &warm_args);
+    let (warm_out, warm) = bench_json(dir.path(), &warm_args);
     let mut cold_args = vec!["--runs", "5", "--warmup", "0", "--cache", "cold"];
     cold_args.extend(reader);
     let (o, cold) = bench_json(dir.path(), &cold_args);
@@ -121,6 +121,23 @@ fn cold_runs_read_the_targets_files_from_disk_and_are_slower() {
         report.contains("uncached_mib: median"),
         "and in the report: {report}"
     );
+    // One line under the table says what eviction per file leaves warm and
+    // where the full drop is; warm runs do not get it.
+    let notes: Vec<&str> = report
+        .lines()
+        .filter(|l| l.contains("--cache cold evicted only"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{report}");
+    assert!(
+        notes[0].contains("dentry and inode caches") && notes[0].contains("--drop-caches"),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        !stdout(&warm_out).contains("--cache cold evicted"),
+        "{}",
+        stdout(&warm_out)
+    );
 }
 
 #[test]
@@ -148,14 +165,28 @@ fn drop_caches_needs_root_and_empties_the_cache_with_it() {
         .write(true)
         .open("/proc/sys/vm/drop_caches")
         .is_ok();
-    if !writable {
-        // One clear line, before any run.
-        let o = run(&args);
+    // Without root: one clear line, before any run.
+    let refused = |o: std::process::Output| {
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         let err = stderr(&o);
         assert!(err.contains("--drop-caches needs root"), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
+    };
+    if !writable {
+        refused(run(&args));
         return;
+    }
+    // As root, the refusal is still checked: the same command as nobody.
+    if let Some(setpriv) = testkit::tool("SANDBOX", "setpriv") {
+        let o = std::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_coldstart"))
+            .args(args)
+            .env("COLDSTART_STORE", dir.path().join("nobody.db"))
+            .current_dir(std::env::temp_dir())
+            .output()
+            .expect("spawn setpriv");
+        refused(o);
     }
     let json = dir.path().join("d.json");
     let mut with_export: Vec<&str> = args.to_vec();

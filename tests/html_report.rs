@@ -979,3 +979,253 @@ fn the_checks_see_console_errors_exceptions_and_network_requests() {
     assert!(seen.errors.is_empty() && seen.requests.is_empty(), "{seen:?}");
     assert_eq!(seen.sections, ["y"]);
 }
+
+/// The numbers of an axis's tick labels (`"6500 %"`, `"-1.5 %"`, `"40"`), as read
+/// back from the page.
+fn ticks(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| {
+            let t = t.as_str()?.trim().trim_end_matches('%').trim().replace('−', "-");
+            t.parse::<f64>().ok()
+        })
+        .collect()
+}
+
+/// Two variants of one program that differ only by an environment variable (the
+/// demo's `rust` and `rust+50ms`, here the C sleeper at 50 and 100 ms): the page
+/// opens with the verdict in the terminal's very words, the variants table shows
+/// the variable that differs beside the identical commands, and the A/B axis
+/// spans the data (≈ +100 %), not 0 to the data.
+#[test]
+fn an_ab_page_leads_with_the_terminals_verdict_shows_the_env_and_spans_the_data() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
+        return;
+    };
+    let sleeper = sleeper.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (page, json) = (dir.path().join("ab.html"), dir.path().join("ab.json"));
+    // Unwrapped (COLUMNS would wrap the sentence), as a pipe gets it.
+    let o = coldstart()
+        .env_remove("COLUMNS")
+        .args([
+            "bench",
+            "-q",
+            "--no-store",
+            "--runs",
+            "12",
+            "--ready",
+            "exit",
+            "--export-html",
+            page.to_str().unwrap(),
+            "--export-json",
+            json.to_str().unwrap(),
+            "--name",
+            "sleeper",
+            "--env",
+            "COLDSTART_EXAMPLE_DELAY_MS=50",
+            "--",
+            sleeper,
+            "--name",
+            "sleeper+50ms",
+            "--env",
+            "COLDSTART_EXAMPLE_DELAY_MS=100",
+            "--",
+            sleeper,
+        ])
+        .output()
+        .expect("spawn coldstart");
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    // The terminal's sentence: the line under `Δ sleeper+50ms vs sleeper: …`.
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("Δ sleeper+50ms vs sleeper"))
+        .unwrap_or_else(|| panic!("no comparison in the terminal output:\n{out}"));
+    let sentence = lines[at + 1].trim();
+    let doc = json_file(&json);
+    let rel = &doc["variants"][1]["stats"]["vs_baseline"]["relative"];
+    let est = rel["estimate"].as_f64().unwrap();
+    let (lo, hi) = (
+        rel["ci"][0].as_f64().unwrap().min(est),
+        rel["ci"][1].as_f64().unwrap().max(est),
+    );
+
+    let mut b = Browser::start(&chromium);
+    let mut seen = check(
+        &mut b,
+        &page,
+        "ab-env-verdict",
+        &["settings", "distribution", "runs", "comparisons"],
+    );
+    let got = b.eval(
+        &mut seen,
+        "(() => ({
+           first: (document.querySelector('.verdict') || {}).textContent || '',
+           rows: [...document.querySelectorAll('[data-section=settings] table tbody tr')].map(r => r.textContent),
+           ticks: [...document.querySelectorAll('[data-section=comparisons] svg g.axis text:not(.label)')].map(t => t.textContent),
+         }))()",
+    );
+    assert!(seen.errors.is_empty(), "{:?}", seen.errors);
+    assert_eq!(
+        got["first"].as_str().unwrap(),
+        sentence,
+        "the page's first verdict is the terminal's: {got}"
+    );
+    let rows: Vec<&str> = got["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.as_str())
+        .collect();
+    assert_eq!(rows.len(), 2, "{got}");
+    assert!(
+        rows[0].contains("COLDSTART_EXAMPLE_DELAY_MS=50")
+            && !rows[0].contains("COLDSTART_EXAMPLE_DELAY_MS=100"),
+        "the baseline's row shows its setting: {rows:?}"
+    );
+    assert!(
+        rows[1].contains("COLDSTART_EXAMPLE_DELAY_MS=100"),
+        "the candidate's row shows the variable that differs: {rows:?}"
+    );
+    // The axis spans the data's CI plus a margin of one CI width each side (room
+    // for padding and round ticks), not 0 … +100 %.
+    let t = ticks(&got["ticks"]);
+    assert!(t.len() >= 2, "{got}");
+    let span = hi - lo;
+    let (t_lo, t_hi) = (
+        t.iter().copied().fold(f64::MAX, f64::min),
+        t.iter().copied().fold(f64::MIN, f64::max),
+    );
+    assert!(
+        t_lo >= (lo - span) * 100.0 && t_hi <= (hi + span) * 100.0,
+        "axis ticks {t:?} reach beyond the data's CI [{:.1} %, {:.1} %] plus its width",
+        lo * 100.0,
+        hi * 100.0
+    );
+}
+
+/// A sweep of `python3 -c 'import {m}'`: each point's label on the charts shows
+/// its value (`m=json`), not the shared command cut short.
+#[test]
+fn sweep_labels_show_each_points_values() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let py = real_python();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("sweep-labels.html");
+    ok(&[
+        "bench",
+        "-q",
+        "--no-store",
+        "--runs",
+        "3",
+        "--param",
+        "m=json,os",
+        "--ready",
+        "exit",
+        "--export-html",
+        page.to_str().unwrap(),
+        "--",
+        &py,
+        "-c",
+        "import {m}",
+    ]);
+    let mut b = Browser::start(&chromium);
+    let mut seen = check(
+        &mut b,
+        &page,
+        "sweep-labels",
+        &["settings", "distribution", "runs", "comparisons", "sweep"],
+    );
+    let labels = b.eval(
+        &mut seen,
+        "[...document.querySelectorAll('[data-section=distribution] svg g:not(.axis) > text')].map(t => t.textContent)",
+    );
+    let labels: Vec<&str> = labels
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert_eq!(labels.len(), 2, "{labels:?}");
+    assert!(
+        labels[0].contains("m=json") && labels[1].contains("m=os"),
+        "each label shows its point's value: {labels:?}"
+    );
+    assert_ne!(labels[0], labels[1]);
+}
+
+/// One target stored twice, measured differently (http readiness with requests,
+/// then tcp): the history draws two series with a legend entry each, not one
+/// line through both, on an axis from 0.
+#[test]
+fn history_joins_only_experiments_that_measure_the_same_thing() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let py = real_python();
+    let server = root().join("examples/python/server.py");
+    let server = server.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.db").display().to_string();
+    let port = free_port().to_string();
+    let http = format!("http://127.0.0.1:{port}/health");
+    let tcp = format!("tcp:{port}");
+    for ready in [&["--ready", &http, "--requests", "2"][..], &["--ready", &tcp][..]] {
+        let mut a = vec!["bench", "-q", "--store", &store, "--runs", "3"];
+        a.extend_from_slice(ready);
+        a.extend(["--name", "srv", "--", &py, server, "--port", &port]);
+        ok(&a);
+    }
+    let page = dir.path().join("history.html");
+    ok(&[
+        "report",
+        "-q",
+        "--store",
+        &store,
+        "2",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    let mut b = Browser::start(&chromium);
+    let mut seen = check(
+        &mut b,
+        &page,
+        "history-series",
+        &["settings", "distribution", "runs", "history"],
+    );
+    let got = b.eval(
+        &mut seen,
+        "(() => ({
+           legend: [...document.querySelectorAll('[data-section=history] ul.legend li')].map(l => l.textContent),
+           colours: new Set([...document.querySelectorAll('[data-section=history] svg circle')].map(c => c.getAttribute('fill'))).size,
+           y: [...document.querySelectorAll('[data-section=history] svg g.axis text[text-anchor=end]')].map(t => t.textContent),
+         }))()",
+    );
+    assert!(seen.errors.is_empty(), "{:?}", seen.errors);
+    let legend: Vec<&str> = got["legend"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert_eq!(legend.len(), 2, "one series per way of measuring: {got}");
+    assert!(
+        legend.iter().any(|l| l.contains("http")) && legend.iter().any(|l| l.contains("tcp")),
+        "the legend says how each was measured: {legend:?}"
+    );
+    assert_eq!(got["colours"], json!(2), "two series drawn: {got}");
+    let y = ticks(&got["y"]);
+    assert_eq!(
+        y.iter().copied().fold(f64::MAX, f64::min),
+        0.0,
+        "the y axis starts at 0: {got}"
+    );
+}

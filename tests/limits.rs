@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{coldstart, stderr, testkit};
+use common::{coldstart, coldstart_cgroup_dirs, stderr, stdout, testkit};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -201,6 +201,107 @@ fn a_run_past_its_memory_limit_fails_out_of_memory() {
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// A shell that survives its child's OOM kill and exits 0 has not done what it was
+/// asked to: the kill inside the tree (the cgroup's `oom_kill` count) fails the run,
+/// `-i` accepts it with a note, and no cgroup of the run is left.
+#[test]
+fn an_oom_kill_inside_the_tree_fails_the_run_though_the_root_exits_0() {
+    let Some(exe) = target() else { return };
+    if !limits_available("oom-tree", &[]) {
+        return;
+    }
+    let dir = scratch("oom-tree");
+    // The shell records its cgroups (to check they are removed), runs the allocator
+    // (128 MiB touched page by page, past the 64 MiB limit), and goes on.
+    let script = format!(
+        "cat /proc/self/cgroup > '{}'/cgroup.$$; '{}' alloc 128; echo survived; exit 0",
+        dir.display(),
+        exe.display()
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec!["-r", "2", "-w", "0", "--memory", "64M", "--ready", "exit"];
+        args.extend(extra);
+        args.extend(["--", "sh", "-c", &script]);
+        bench(&[], &args)
+    };
+    let o = run(&[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "run 1 failed: out of memory (limit 64 MiB): a process in its tree was killed by the memory limit (1 kill)"
+        ),
+        "{err}"
+    );
+    // The independent witness: the shell saw its child die by SIGKILL, and went on.
+    assert!(err.contains("| Killed") && err.contains("| survived"), "{err}");
+
+    let export = dir.join("accepted.json");
+    let o = run(&["-i", "--export-json", export.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "in 2 of 2 successful runs a process in its tree was killed by the memory limit (2 kills); accepted by -i/--ignore-failure"
+        ),
+        "{out}"
+    );
+    let doc = json(&export);
+    let samples = doc["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), 2);
+    for s in samples {
+        assert_eq!(s["outcome"]["kind"], "ready", "{s}");
+        assert_eq!(s["metrics"]["oom_kills"], 1.0, "{s}");
+    }
+
+    // Under a limit it fits in, the same tree has no kill and no note.
+    let o = bench(
+        &[],
+        &[
+            "-r", "1", "-w", "0", "--memory", "256M", "--ready", "exit", "--", "sh", "-c", &script,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !stdout(&o).contains("killed by the memory limit"),
+        "{}",
+        stdout(&o)
+    );
+
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("scratch dir") {
+        let path = entry.expect("entry").path();
+        if !path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("cgroup."))
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("cgroup record");
+        let dirs = coldstart_cgroup_dirs(&text);
+        assert!(!dirs.is_empty(), "the run was in no coldstart cgroup:\n{text}");
+        for d in dirs {
+            seen += 1;
+            let is_run = d
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("run-"));
+            if is_run {
+                // coldstart removes a run's cgroups after the run.
+                assert!(!d.exists(), "{} is left after its run", d.display());
+            } else {
+                // The invocation's parent goes when its watchdog sees coldstart gone.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+                while d.exists() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                assert!(!d.exists(), "{} is left 20 s after coldstart exited", d.display());
+            }
+        }
+    }
+    assert!(seen > 0);
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// The `run-<n>` cgroup a process is in, per hierarchy line of /proc/PID/cgroup

@@ -212,6 +212,8 @@ fn node_js_functions_are_named_from_v8_s_perf_map() {
     );
     let notes = p.doc["profile"]["runtimes"].to_string();
     assert!(notes.contains("node") && notes.contains("perf map"), "{notes}");
+    // What the switches cost, said where the overhead is read.
+    assert!(notes.contains("code cache is rejected"), "{notes}");
     // The perf maps the run's processes wrote were read and removed.
     let pids_left = std::fs::read_dir("/tmp")
         .unwrap()
@@ -262,6 +264,23 @@ fn java_methods_are_named_from_the_jvm_s_perf_map() {
     );
     let notes = p.doc["profile"]["runtimes"].to_string();
     assert!(notes.contains("jvm") && notes.contains("perf map"), "{notes}");
+    // Interpreted methods cannot be named from a perf map: said, with their
+    // share, which is the folded stacks' own share of `Interpreter` frames …
+    let (interpreted, _) = share(&p.folded, |f| f == "Interpreter_[j]");
+    let pct = format!(
+        "{:.0}% of samples are in interpreted Java code",
+        100.0 * interpreted as f64 / all as f64
+    );
+    assert!(
+        notes.contains(&pct) && notes.contains("cannot tell them apart"),
+        "{pct}: {notes}"
+    );
+    // … and a tower of them is one frame.
+    assert!(
+        !p.folded.contains("Interpreter_[j];Interpreter_[j]"),
+        "{}",
+        p.folded
+    );
 }
 
 #[test]
@@ -446,4 +465,74 @@ fn python_frames_are_named_by_the_perf_trampoline_where_the_interpreter_has_one(
         assert!(notes.contains("needs Python ≥ 3.12"), "{notes}");
         assert!(p.folded.contains("_PyEval_EvalFrameDefault"), "{}", p.folded);
     }
+}
+
+#[test]
+fn a_profiled_node_server_leaves_nothing_in_its_directory_nor_a_perf_map_in_tmp() {
+    let Some(node) = testkit::tool("NODE", "node") else {
+        return;
+    };
+    // The user's directory: explain runs there and must leave it as it found it.
+    let cwd = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let pids = out.path().join("pids");
+    let json = out.path().join("e.json");
+    let port = free_port().to_string();
+    let url = format!("http://127.0.0.1:{port}/health");
+    let server = root().join("examples/node/server.js");
+    // Each run writes its own pid, which `exec` hands on to node: the oracle
+    // for which perf maps the runs could have written.
+    let o = coldstart()
+        .current_dir(cwd.path())
+        .args([
+            "explain",
+            "-q",
+            "--no-store",
+            "--profile",
+            "--runs",
+            "2",
+            "--warmup",
+            "1",
+            "--ready",
+            &url,
+            "--export-json",
+            json.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "echo $$ >> \"$1\"; shift; exec \"$@\"",
+            "sh",
+            pids.to_str().unwrap(),
+            node.to_str().unwrap(),
+            server.to_str().unwrap(),
+            "--port",
+            &port,
+        ])
+        .output()
+        .unwrap();
+    if !o.status.success() && stderr(&o).contains("refuses perf_event_open") {
+        testkit::skip("PERF", &format!("perf_event_open refused: {}", stderr(&o).trim()));
+        return;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    // V8 did write a perf map (so the check below is not vacuous) …
+    let notes = json_file(&json)["profile"]["runtimes"].to_string();
+    assert!(notes.contains("node") && notes.contains("perf map"), "{notes}");
+    // … and nothing was left in the working directory (V8's isolate-…-v8.log) …
+    let left: Vec<_> = std::fs::read_dir(cwd.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left in the working directory: {left:?}");
+    // … nor any run's /tmp/perf-PID.map, the warmups' included.
+    let pids = std::fs::read_to_string(&pids).unwrap();
+    let pids: Vec<&str> = pids.split_whitespace().collect();
+    // 4 arms × (1 warmup + 2 runs), plus any unrecorded traced run.
+    assert!(pids.len() >= 12, "{pids:?}");
+    let maps: Vec<String> = pids
+        .iter()
+        .map(|p| format!("/tmp/perf-{p}.map"))
+        .filter(|p| Path::new(p).exists())
+        .collect();
+    assert!(maps.is_empty(), "perf maps left behind: {maps:?}");
 }

@@ -169,6 +169,106 @@ fn gate_fails_warns_and_passes_by_threshold() {
     }
 }
 
+/// A flaky build fails the gate: a real candidate that exits 1 on every third of its
+/// runs (a counter file it keeps itself: deterministic, 7 of 20) beside a clean baseline
+/// doing the same work, through `bench --keep-going`, the store and `gate`.
+#[test]
+fn a_flaky_candidate_fails_the_gate_unless_its_failures_are_allowed() {
+    for (dir, store) in stores("flaky") {
+        let counter = |name: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, "0\n").unwrap();
+            p.to_str().unwrap().to_string()
+        };
+        // Shell builtins only, so both sides cost the same; the candidate fails when the
+        // run number is 1 mod 3: runs 1, 4, …, 19 = 7 of 20.
+        let work = r#"read n < "$C"; n=$((n + 1)); echo $n > "$C""#;
+        let flaky = format!(r#"{work}; [ $((n % 3)) -ne 1 ] || exit 1"#);
+        let args = vec![
+            "bench".to_string(),
+            "-q".into(),
+            "--keep-going".into(),
+            "--runs".into(),
+            "20".into(),
+            "--warmup".into(),
+            "0".into(),
+            "--store".into(),
+            store.clone(),
+            "--export-markdown".into(),
+            dir.path().join("bench.md").to_str().unwrap().into(),
+            "--name".into(),
+            "base".into(),
+            "--env".into(),
+            format!("C={}", counter("base")),
+            "--".into(),
+            "sh".into(),
+            "-c".into(),
+            work.into(),
+            "--name".into(),
+            "flaky".into(),
+            "--env".into(),
+            format!("C={}", counter("flaky")),
+            "--".into(),
+            "sh".into(),
+            "-c".into(),
+            flaky,
+        ];
+        let o = run_s(&args);
+        // --keep-going with some successful runs: the experiment itself completes.
+        let text = stdout(&o);
+        assert!(
+            text.contains("Δ flaky vs base: fails 7 of 20 runs (baseline 0 of 20"),
+            "{store}: bench's verdict line names the failures first: {text}{}",
+            stderr(&o)
+        );
+        let md = std::fs::read_to_string(dir.path().join("bench.md")).unwrap();
+        assert!(
+            md.contains("**flaky** vs base: fails 7 of 20 runs (baseline 0 of 20"),
+            "{md}"
+        );
+        let gate = |extra: &[&str]| {
+            let mut a = s(&[
+                "gate",
+                "--store",
+                &store,
+                "--baseline",
+                "latest:base",
+                "--candidate",
+                "latest:flaky",
+            ]);
+            a.extend(s(extra));
+            run_s(&a)
+        };
+        // A generous speed limit: only the failures can fail it.
+        for limit in [&["--max-regression", "500%"][..], &["--max", "1s"][..]] {
+            let o = gate(limit);
+            let out = stdout(&o);
+            assert_eq!(o.status.code(), Some(1), "{store} {limit:?}: {out}{}", stderr(&o));
+            assert!(out.contains("❌ fail"), "{out}");
+            assert!(
+                out.contains("fails 7 of 20 runs") && out.contains("Fisher's exact test"),
+                "the output names the failures and the rule: {out}"
+            );
+        }
+        for allow in ["7", "35%"] {
+            let o = gate(&["--max", "1s", "--max-failures", allow]);
+            let out = stdout(&o);
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{store} --max-failures {allow}: {out}{}",
+                stderr(&o)
+            );
+            assert!(out.contains("accepted by --max-failures"), "{out}");
+        }
+        let o = gate(&["--max", "1s", "--max-failures", "6"]);
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        let o = gate(&["--max", "1s", "--max-failures", "seven"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("--max-failures"), "{}", stderr(&o));
+    }
+}
+
 /// Wait (polling the store through the CLI) until `n` finished runs are stored.
 fn wait_for_runs(store: &str, n: i64) {
     let start = Instant::now();

@@ -64,7 +64,7 @@ fn store_experiment(
         }
     }
     if let Some(reason) = stopped {
-        store.finish(id, reason).expect("finish");
+        store.finish(id, reason, None).expect("finish");
     }
     id
 }

@@ -342,6 +342,12 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let cleaned = runner.finish();
     let code = measured?;
     cleaned?;
+    let cond = &args.conditions;
+    if cond.cache == crate::cli::CacheArg::Cold && !cond.drop_caches {
+        // SAFETY: geteuid cannot fail and takes nothing.
+        let root = unsafe { libc::geteuid() } == 0;
+        out::outln!("{}", coldstart::run::cache::cold_note(root))?;
+    }
     if args.explain && code == 0 {
         for (v, spec) in plan.variants.iter().zip(&runner.specs) {
             let explained = coldstart::report::explain::render(&coldstart::explain::once(

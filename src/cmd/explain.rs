@@ -408,6 +408,7 @@ fn split_by_build(result: &mut ExperimentResult, builds: usize, k: usize) -> Vec
             samples: Vec::new(),
             stopped: result.stopped,
             design: result.design,
+            load: result.load.clone(),
         })
         .collect();
     for mut s in samples {

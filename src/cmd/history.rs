@@ -257,6 +257,7 @@ fn subset(r: &ExperimentResult, picked: &[usize]) -> ExperimentResult {
             .collect(),
         stopped: r.stopped,
         design: r.design,
+        load: r.load.clone(),
     }
 }
 
@@ -391,6 +392,8 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
         samples: pick(b, bi, 0).chain(pick(c, ci, 1)).collect(),
         stopped: Some(coldstart::experiment::StopReason::Completed),
         design: design_of(b, c),
+        // Two invocations, each with its own load: shown with each, not with the pair.
+        load: None,
     }
 }
 
@@ -495,6 +498,11 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
             })
             .transpose()?,
         margin: args.warn_margin,
+        max_failures: args
+            .max_failures
+            .as_deref()
+            .map(gate::FailureAllowance::parse)
+            .transpose()?,
     };
     report::export::check(&[&args.markdown, &args.export_html])?;
     let mut store = open(&args.store)?;
@@ -614,6 +622,14 @@ fn target_limits(name: &str, flags: Limits, cfg: Option<&config::Config>) -> Res
             (None, None) => None,
         },
         margin: flags.margin,
+        max_failures: match (flags.max_failures, &t.max_failures) {
+            (Some(a), _) => Some(a),
+            (None, Some(s)) => Some(
+                gate::FailureAllowance::parse(s)
+                    .with_context(|| format!("max_failures of [targets.{name}] in coldstart.toml"))?,
+            ),
+            (None, None) => None,
+        },
     })
 }
 

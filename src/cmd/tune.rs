@@ -49,10 +49,15 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         bail!("--budget must be a positive number of seconds");
     }
     let (ci_target, relative) = coldstart::bounds::target_ci(&args.target_ci)?;
-    if args.requests > 0 && !matches!(readiness, Readiness::Http { .. }) {
-        bail!(
-            "--requests needs http readiness (--ready http://127.0.0.1:PORT/…): the requests go to that URL"
-        );
+    coldstart::bounds::count("--requests", args.requests, 0, coldstart::bounds::MAX_REQUESTS)?;
+    // As bench and explain: the readiness URL is the default, and the probe has just
+    // warmed it, so a lazily built page shows only with --request-url.
+    let request_url = match &args.request_url {
+        Some(u) => Some(url::Url::parse(u).map_err(|e| anyhow::anyhow!("bad --request-url '{u}': {e}"))?),
+        None => None,
+    };
+    if args.requests > 0 && request_url.is_none() && !matches!(readiness, Readiness::Http { .. }) {
+        bail!("--requests needs a URL: use http readiness or give --request-url http://127.0.0.1:PORT/");
     }
     let exports = coldstart::report::export::Exports {
         json: args.export_json.clone(),
@@ -73,7 +78,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         timeout,
         poll_interval: Duration::from_micros(200),
         requests: args.requests,
-        request_url: None,
+        request_url,
         grace: Duration::from_secs(2),
         tail_lines: 10,
         log_marks: Vec::new(),
@@ -95,6 +100,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
                 name: name.clone(),
                 exe: target.program.clone(),
                 version: None,
+                shim: None,
             }
         }
         None => {
@@ -117,7 +123,15 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         .into_iter()
         .collect();
     user.extend(args.catalogue.iter().cloned());
-    let cat = catalogue::load(&rt.name, &user)?;
+    let mut cat = catalogue::load(&rt.name, &user)?;
+    // The shim the traced run went through is a candidate of its own, first: the
+    // resolved command, exactly as the service process finally exec'd it (a team's
+    // candidate of the same id wins).
+    if let Some(shim) = &rt.shim {
+        if !cat.file.candidates.iter().any(|c| c.id == tune::BYPASS_SHIM) {
+            cat.file.candidates.insert(0, tune::bypass(shim));
+        }
+    }
     rt.version = tune::version(&rt, &cat.file);
     let chosen = catalogue::select(&cat, &args.only, &args.skip)?;
     if args.list {
@@ -170,7 +184,9 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     estimate(&ctx, &rt, &chosen);
     let mut screened = screen(&ctx, &rt, &chosen)?;
     let mut experiments: Vec<Measured> = Vec::new();
+    let measured_variants = screened.ready.len() + 1;
     let mut baseline_ready_ms = first.ready_ns.map(|ns| ns as f64 / 1e6);
+    let mut baseline_first_request_ms = first.requests_ns.first().map(|ns| *ns as f64 / 1e6);
     if !screened.ready.is_empty() && !screened.interrupted {
         let rounds = rounds_for(args, run_cost, screened.ready.len() + 1);
         let candidates: Vec<(String, Target)> = screened
@@ -210,6 +226,11 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         screened.interrupted |= m.stopped == Some(StopReason::Interrupted);
         let base = &m.analysis.variants[0];
         baseline_ready_ms = base.ready_ms.as_ref().map(|s| s.p50).or(baseline_ready_ms);
+        baseline_first_request_ms = base
+            .first_request_ms
+            .as_ref()
+            .map(|s| s.p50)
+            .or(baseline_first_request_ms);
         for (k, r) in screened.ready.iter().enumerate() {
             let v = &m.analysis.variants[k + 1];
             let row = if v.ok_runs + v.failed_runs == 0 {
@@ -239,6 +260,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         version: rt.version.clone(),
         baseline: ctx.base.target.display_command(),
         baseline_ready_ms,
+        baseline_first_request_ms,
         noise: args.noise.noise,
         rows: rows.into_iter().map(|r| shown(r, work.path())).collect(),
         recommended,
@@ -248,9 +270,14 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             .map(|(id, _)| *id)
             .collect(),
         interrupted,
+        pace: Some(report::Pace {
+            round_s: run_cost * measured_variants as f64,
+            warmup: args.warmup,
+            budget_s: args.budget,
+        }),
     };
     if let Some(p) = &args.export_json {
-        coldstart::report::export::write(p, &serde_json::to_vec_pretty(&tuned)?)?;
+        coldstart::report::export::write(p, &report::json(&tuned)?)?;
     }
     if let Some(p) = &args.export_markdown {
         coldstart::report::export::write(p, report::markdown(&tuned).as_bytes())?;

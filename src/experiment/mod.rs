@@ -2,6 +2,7 @@
 //! stopping) and executed one run at a time. Produces raw samples only; statistics
 //! and output are other modules' business.
 
+pub mod load;
 pub mod plan;
 pub mod schedule;
 pub mod sweep;

@@ -61,9 +61,9 @@ impl Order {
 pub enum StopRule {
     /// Exactly this many successful-or-failed runs per variant.
     Fixed { runs: usize },
-    /// Stop when every 95 % CI half-width (of each variant's median, or of each
-    /// variant's shift against the baseline) is at most `target` (ms, or a fraction of
-    /// the median when `relative`), between min and max runs.
+    /// Stop when every 95 % CI (of each variant's median, or of each variant's shift
+    /// against the baseline) reaches at most `target` from its estimate on either side
+    /// (ms, or a fraction of the median when `relative`), between min and max runs.
     Adaptive {
         min_runs: usize,
         max_runs: usize,
@@ -80,7 +80,9 @@ pub enum CiOf {
     /// Each variant's median.
     #[default]
     Median,
-    /// Each variant's Hodges–Lehmann shift against the baseline: the comparison.
+    /// Each variant's comparison with the baseline: the ratio's interval (as the
+    /// report's relative effect) for a relative target, the Hodges–Lehmann shift's
+    /// for one in ms.
     Shift,
 }
 

@@ -471,3 +471,63 @@ fn stop_reasons_keep_their_stored_words() {
     assert_eq!(StopReason::parse("incomplete"), None);
     assert_eq!(StopReason::label(None), "incomplete");
 }
+
+/// A right-skewed series, as cold starts on a busy machine are: half the runs at
+/// 100 ms, the rest spread up to 116 ms, and one in ten at 300 ms.
+fn skewed(n: usize) -> f64 {
+    [
+        100.0, 100.0, 100.0, 100.0, 100.0, 104.0, 108.0, 112.0, 116.0, 300.0,
+    ][(n - 1) % 10]
+}
+
+#[test]
+fn adaptive_stop_waits_until_both_ends_of_the_interval_are_within_the_target() {
+    // After 10 runs the median is 102 ms with the CI [100, 116]: a half-width of 8 ms
+    // (under 9 % of 102 ms), but 14 ms above the estimate. Stopping there claims a
+    // precision the experiment does not have: it must run on. (The shift against a
+    // steady 100 ms: 2 ms [0, 12], half-width 6, reach 10 ms, against 9 ms.)
+    let mut xs: Vec<f64> = (1..=10).map(skewed).collect();
+    xs.sort_by(f64::total_cmp);
+    let s = stats::summarize(&xs).expect("summary");
+    let (lo, hi) = s.p50_ci.expect("a CI at n = 10");
+    assert_eq!((s.p50, lo, hi), (102.0, 100.0, 116.0));
+
+    for of in [CiOf::Median, CiOf::Shift] {
+        let p = Plan {
+            stop: adaptive(10, 200, 0.09, true, of),
+            ..plan(2, 0, 0, Order::Shuffled, 3)
+        };
+        // Shift: a steady baseline, so the shift's interval is the candidate's.
+        let mut mock = Mock::new(|v, n| {
+            Reply::Ready(if v == 0 && of == CiOf::Shift {
+                100.0
+            } else {
+                skewed(n)
+            })
+        });
+        let (result, _) = execute(&p, &mut mock);
+        let rounds = mock.rounds().len();
+        assert!(
+            rounds > 10,
+            "{of:?}: stopped at {rounds} rounds on a lopsided interval"
+        );
+        assert_eq!(result.stopped, Some(StopReason::TargetCi), "{of:?}");
+        // Where it stopped, the interval is within 9 % on both sides.
+        let b = result.ready_ms(0);
+        let c = result.ready_ms(1);
+        let (estimate, (lo, hi), scale) = match of {
+            CiOf::Median => {
+                let s = stats::summarize(&c).expect("summary");
+                (s.p50, s.p50_ci.expect("ci"), s.p50)
+            }
+            CiOf::Shift => {
+                let sh = stats::hodges_lehmann(&b, &c, stats::COMPARE_CONFIDENCE).expect("shift");
+                (sh.estimate, sh.ci.expect("ci"), 100.0)
+            }
+        };
+        assert!(
+            estimate - lo <= 0.09 * scale && hi - estimate <= 0.09 * scale,
+            "{of:?}: stopped at {rounds} rounds with {estimate} [{lo}, {hi}]"
+        );
+    }
+}

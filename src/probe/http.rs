@@ -144,7 +144,11 @@ impl Get {
         self.advance(next, endpoint)
     }
 
-    fn advance(&mut self, state: Result<State>, endpoint: &Endpoint) -> Option<Answer> {
+    // io::Result, not anyhow: a refused attempt (every 200 µs until the target
+    // listens) must cost nothing but its syscalls. An anyhow error captures a
+    // backtrace under RUST_BACKTRACE=1, which made each http attempt several
+    // times dearer than a tcp one and the probe late on a busy CPU (issue 26 #8).
+    fn advance(&mut self, state: io::Result<State>, endpoint: &Endpoint) -> Option<Answer> {
         let mut state = match state {
             Ok(s) => s,
             Err(_) => return Some(Answer::Failed),
@@ -191,11 +195,16 @@ impl Get {
     }
 }
 
-fn connect_step(c: Connect) -> Result<State> {
+fn connect_step(c: Connect) -> io::Result<State> {
     Ok(match c {
-        Connect::Done(stream) => State::Writing { stream, sent: 0 },
+        Connect::Done(stream) => {
+            // The request is one write of a few hundred bytes, so Nagle could
+            // not hold it; without delay it also cannot hold any later segment.
+            stream.set_nodelay(true)?;
+            State::Writing { stream, sent: 0 }
+        }
         Connect::Pending(c) => State::Connecting(c),
-        Connect::Failed(e) => return Err(e.into()),
+        Connect::Failed(e) => return Err(e),
     })
 }
 

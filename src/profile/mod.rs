@@ -44,6 +44,153 @@ pub struct Profile {
     pub phases: Vec<PhaseProfile>,
     /// What each managed runtime's frames are named from (or why not).
     pub runtimes: Vec<String>,
+    /// The hottest functions of every sample, counted before the stacks were
+    /// bounded (see [`MAX_STACK_BYTES`]): (name, on the stack, at the leaf).
+    #[serde(default)]
+    pub functions: Vec<(String, u64, u64)>,
+    /// How the stacks were cut to fit [`MAX_STACK_BYTES`], if they were.
+    #[serde(default)]
+    pub cut: Option<Cut>,
+}
+
+/// The most folded-stack text a profile keeps, all phases together (each line
+/// `phase;thread;…;leaf count` as `--export-folded` writes it). It bounds the
+/// stored explanation, the JSON export and the folded, flame graph and
+/// speedscope exports whatever the program does: a JVM's startup sampled
+/// three times can hold 40,000 distinct 128-frame stacks (~140 MB of text).
+pub const MAX_STACK_BYTES: usize = 4 << 20;
+
+/// The frame that ends a stack cut short to fit [`MAX_STACK_BYTES`].
+pub const CUT_FRAME: &str = "[deeper frames cut]";
+
+/// How a profile's stacks were bounded: the stacks with the most samples are
+/// kept whole (up to half the bytes), every other stack keeps its `depth`
+/// outermost frames (after the thread) and ends in [`CUT_FRAME`]; sample
+/// counts, per phase and in all, are unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cut {
+    pub max_bytes: usize,
+    /// The folded text's size before the cut.
+    pub bytes_before: usize,
+    /// Distinct stacks (per phase) before the cut, and how many were kept whole.
+    pub stacks_before: usize,
+    pub kept_whole: usize,
+    /// Frames kept below the thread in the cut stacks.
+    pub depth: usize,
+    /// Samples whose stack was cut.
+    pub samples_cut: u64,
+}
+
+impl Cut {
+    pub fn note(&self) -> String {
+        format!(
+            "the stacks are bounded to {} MiB: {} of {} distinct stacks kept whole (the most sampled), the other {} samples' stacks cut to their {} outer frames (ending in {CUT_FRAME}); the hottest functions count every frame",
+            self.max_bytes >> 20,
+            self.kept_whole,
+            self.stacks_before,
+            self.samples_cut,
+            self.depth
+        )
+    }
+}
+
+/// A folded line's length: `phase;stack count\n`.
+fn line_bytes(phase: &str, stack: &str, count: u64) -> usize {
+    phase.len() + stack.len() + count.to_string().len() + 3
+}
+
+/// Fit the phases' stacks into `max_bytes` of folded text (see [`Cut`]);
+/// None when they fit already.
+pub fn bound(phases: &mut [PhaseProfile], max_bytes: usize) -> Option<Cut> {
+    let bytes_before: usize = phases
+        .iter()
+        .flat_map(|p| p.stacks.iter().map(|(s, n)| line_bytes(&p.name, s, *n)))
+        .sum();
+    if bytes_before <= max_bytes {
+        return None;
+    }
+    let mut all: Vec<(usize, String, u64)> = phases
+        .iter_mut()
+        .enumerate()
+        .flat_map(|(i, p)| {
+            std::mem::take(&mut p.stacks)
+                .into_iter()
+                .map(move |(s, n)| (i, s, n))
+        })
+        .collect();
+    let stacks_before = all.len();
+    all.sort_by(|a, b| {
+        b.2.cmp(&a.2)
+            .then_with(|| a.0.cmp(&b.0))
+            .then_with(|| a.1.cmp(&b.1))
+    });
+    let mut whole_bytes = 0;
+    let mut kept_whole = 0;
+    for (i, s, n) in &all {
+        let b = line_bytes(&phases[*i].name, s, *n);
+        if whole_bytes + b > max_bytes / 2 {
+            break;
+        }
+        whole_bytes += b;
+        kept_whole += 1;
+    }
+    let (whole, rest) = all.split_at(kept_whole);
+    // The rest cut to `depth` frames below the thread, merged with each other
+    // and with the whole stacks they now equal.
+    let merged = |depth: usize| -> HashMap<(usize, String), u64> {
+        let mut m: HashMap<(usize, String), u64> = HashMap::new();
+        for (i, s, n) in whole {
+            *m.entry((*i, s.clone())).or_default() += n;
+        }
+        for (i, s, n) in rest {
+            let key = match s.match_indices(';').nth(depth) {
+                Some((at, _)) => format!("{};{CUT_FRAME}", &s[..at]),
+                None => s.clone(),
+            };
+            *m.entry((*i, key)).or_default() += n;
+        }
+        m
+    };
+    let size = |m: &HashMap<(usize, String), u64>| -> usize {
+        m.iter()
+            .map(|((i, s), n)| line_bytes(&phases[*i].name, s, *n))
+            .sum()
+    };
+    // The deepest cut that fits (a binary search: the size grows with depth).
+    let max_depth = rest
+        .iter()
+        .map(|(_, s, _)| s.matches(';').count())
+        .max()
+        .unwrap_or(0);
+    let (mut lo, mut hi) = (0, max_depth);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if size(&merged(mid)) <= max_bytes {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let depth = lo;
+    let samples_cut = rest
+        .iter()
+        .filter(|(_, s, _)| s.matches(';').count() > depth)
+        .map(|(_, _, n)| n)
+        .sum();
+    for ((i, s), n) in merged(depth) {
+        phases[i].stacks.push((s, n));
+    }
+    for p in phases.iter_mut() {
+        p.stacks.sort();
+    }
+    Some(Cut {
+        max_bytes,
+        bytes_before,
+        stacks_before,
+        kept_whole,
+        depth,
+        samples_cut,
+    })
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -68,8 +215,16 @@ impl Profile {
     }
 
     /// Functions by samples in which they are on the stack (inclusive) and
-    /// at its leaf (self), most inclusive first; the thread name is not a function.
+    /// at its leaf (self), most inclusive first; the thread name is not a
+    /// function. Counted before the stacks were bounded where that was kept.
     pub fn top(&self, n: usize) -> Vec<(String, u64, u64)> {
+        if !self.functions.is_empty() {
+            return self.functions.iter().take(n).cloned().collect();
+        }
+        self.top_of_stacks(n)
+    }
+
+    fn top_of_stacks(&self, n: usize) -> Vec<(String, u64, u64)> {
         let mut by: HashMap<&str, (u64, u64)> = HashMap::new();
         for (stack, count) in self.phases.iter().flat_map(|p| &p.stacks) {
             let frames: Vec<&str> = stack.split(';').skip(1).collect();
@@ -125,13 +280,13 @@ impl Collector {
     pub fn add(&mut self, sample: &mut Sample, measured: bool) {
         let Some(rec) = sample.profile.take() else { return };
         let Some(ready_ns) = sample.ready_ns.filter(|_| sample.ok() && measured) else {
-            // Still remove what a failed run's runtimes wrote.
-            rec.resolve(&mut self.syms, 0, 0).remove_perf_maps();
+            // Nothing to name, but what the runtimes wrote still goes.
+            rec.remove_perf_maps();
             return;
         };
         let t0 = sample.t0_mono_ns;
         let r = rec.resolve(&mut self.syms, t0, t0 + ready_ns);
-        r.remove_perf_maps();
+        rec.remove_perf_maps();
         self.note_runtimes(&rec, &r);
         self.event = Some((rec.clock.name().to_string(), rec.freq_hz, rec.kernel));
         self.lost += r.lost;
@@ -160,7 +315,12 @@ impl Collector {
         let samples = r
             .stacks
             .into_iter()
-            .map(|s| {
+            .map(|mut s| {
+                // An anonymous interpreter tower says nothing its one frame
+                // does not (runtimes::JVM_INTERPRETER), and every depth of
+                // it would be a stack of its own.
+                s.frames
+                    .dedup_by(|a, b| a == b && a.as_str() == runtimes::JVM_INTERPRETER);
                 let folded = s.frames.join(";");
                 let next = self.stacks.len() as u32;
                 let id = *self.ids.entry(folded.clone()).or_insert(next);
@@ -245,12 +405,22 @@ impl Collector {
                 total += 1;
             }
         }
+        let interpreted: u64 = counts
+            .iter()
+            .flatten()
+            .filter(|(id, _)| {
+                self.stacks[**id as usize]
+                    .split(';')
+                    .any(|f| f == runtimes::JVM_INTERPRETER)
+            })
+            .map(|(_, n)| n)
+            .sum();
         let names: Vec<String> = if phases.is_empty() {
             vec!["startup".to_string()]
         } else {
             phases.iter().map(|p| p.name.clone()).collect()
         };
-        let phases = names
+        let phases: Vec<PhaseProfile> = names
             .into_iter()
             .zip(counts)
             .map(|(name, c)| {
@@ -266,12 +436,15 @@ impl Collector {
                 }
             })
             .collect();
-        let runtimes = self
+        let mut runtimes: Vec<String> = self
             .runtimes
             .iter()
             .map(|(kind, &(seen, named))| runtimes::note(kind, seen, named))
             .collect();
-        Some(Profile {
+        if self.runtimes.contains_key("jvm") {
+            runtimes.push(runtimes::jvm_interpreter_note(interpreted, total));
+        }
+        let mut p = Profile {
             method: format!(
                 "perf_event_open {event} at {frequency_hz} Hz per task, inherited by every process and thread from the exec to ready, {} frames",
                 if kernel { "user and kernel" } else { "user" }
@@ -288,6 +461,148 @@ impl Collector {
             overhead_ci: None,
             phases,
             runtimes,
-        })
+            functions: Vec::new(),
+            cut: None,
+        };
+        // The hottest functions from every frame, before the bound cuts any.
+        p.functions = p.top_of_stacks(TOP_FUNCTIONS);
+        p.cut = bound(&mut p.phases, MAX_STACK_BYTES);
+        Some(p)
+    }
+}
+
+/// How many of the hottest functions a profile keeps (the reports show up to 15).
+const TOP_FUNCTIONS: usize = 50;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A JVM-like startup: `n` distinct deep stacks sampled once each (an
+    /// interpreter tower over varying Java frames) and one hot stack.
+    fn synthetic(n: usize, depth: usize) -> Collector {
+        let mut c = Collector::new();
+        c.event = Some(("cpu-clock".into(), 1999, true));
+        let mut samples = Vec::new();
+        let hot = "java;start_thread;JavaMain;Interpreter_[j];org.example.Hot::spin_[j]".to_string();
+        c.stacks.push(hot);
+        samples.extend((0..5000).map(|k| (1_000_000 + k, 0)));
+        for i in 0..n {
+            let mut frames = vec!["java".to_string(), "start_thread".into(), "JavaMain".into()];
+            frames.extend((0..depth).map(|d| {
+                if d == depth - 5 {
+                    "org.example.Deep::work_[j]".to_string()
+                } else {
+                    format!("org.example.pkg{}.Class{}::method_[j]", d % 7, (i + d) % 997)
+                }
+            }));
+            frames.push(format!("leaf{i}"));
+            c.stacks.push(frames.join(";"));
+            samples.push((2_000_000 + i as u64, c.stacks.len() as u32 - 1));
+        }
+        c.runs.push(Run {
+            ready_ns: 10_000_000,
+            final_exec_ns: Some(0),
+            loader_end_ns: Some(500_000),
+            samples,
+        });
+        c
+    }
+
+    fn phases() -> Vec<Phase> {
+        let p = |name: &str, a: u64, b: u64| Phase {
+            name: name.into(),
+            start_ns: a,
+            end_ns: b,
+            dur_ns: b - a,
+        };
+        vec![
+            p("exec-chain", 0, 0),
+            p("loader", 0, 500_000),
+            p("init", 500_000, 10_000_000),
+        ]
+    }
+
+    #[test]
+    fn a_large_profile_is_bounded_with_every_sample_kept() {
+        // 57 MB of folded text unbounded.
+        let (n, depth) = (15_000, 100);
+        let p = synthetic(n, depth).finish(&phases(), 10_000_000).unwrap();
+        let folded = render::folded(&p);
+        assert!(folded.len() <= MAX_STACK_BYTES, "{} bytes", folded.len());
+        let cut = p.cut.as_ref().expect("a cut");
+        assert!(cut.bytes_before > 10 * MAX_STACK_BYTES, "{cut:?}");
+        assert_eq!(cut.stacks_before, n + 1);
+        // Every sample is still counted, in its phase.
+        assert_eq!(p.samples, 5000 + n as u64);
+        let counted: u64 = p.phases.iter().flat_map(|ph| &ph.stacks).map(|s| s.1).sum();
+        assert_eq!(counted, p.samples);
+        for ph in &p.phases {
+            assert_eq!(
+                ph.samples,
+                ph.stacks.iter().map(|s| s.1).sum::<u64>(),
+                "{}",
+                ph.name
+            );
+        }
+        // The hot stack is whole; the others keep their outer frames, cut
+        // as deep as the bound allows (not to the thread alone).
+        let init = p.phases.iter().find(|ph| ph.name == "init").unwrap();
+        assert!(init
+            .stacks
+            .iter()
+            .any(|(s, n)| s.ends_with("org.example.Hot::spin_[j]") && *n == 5000));
+        assert!(cut.depth >= 10 && cut.depth < depth, "{cut:?}");
+        let cut_lines: Vec<&(String, u64)> = init
+            .stacks
+            .iter()
+            .filter(|(s, _)| s.ends_with(CUT_FRAME))
+            .collect();
+        assert!(!cut_lines.is_empty());
+        for (s, _) in &cut_lines {
+            assert_eq!(s.split(';').count(), cut.depth + 2, "{s}");
+            assert!(s.starts_with("java;start_thread;JavaMain;org.example."), "{s}");
+        }
+        assert_eq!(cut.samples_cut, cut_lines.iter().map(|s| s.1).sum::<u64>());
+        // The hottest functions are counted from the whole stacks: a frame
+        // deeper than the cut is on every one of the n samples.
+        assert!(cut.depth < depth - 5, "{cut:?}");
+        let in_stacks = p.share("org.example.Deep::work_[j]") * p.samples as f64;
+        assert!(in_stacks < n as f64 / 2.0, "{in_stacks} of {n}");
+        let top = p.top(10);
+        assert!(
+            top.contains(&("org.example.Deep::work_[j]".to_string(), n as u64, 0)),
+            "{top:?}"
+        );
+        assert!(
+            top.contains(&("org.example.Hot::spin_[j]".to_string(), 5000, 5000)),
+            "{top:?}"
+        );
+        assert_eq!(p.functions.len(), TOP_FUNCTIONS);
+        // The note says so, and the profile survives the store's serde.
+        assert!(render::terminal(&p).contains("bounded to 4 MiB"));
+        let back: Profile = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back.cut, p.cut);
+        assert!(serde_json::to_string(&p).unwrap().len() < MAX_STACK_BYTES * 11 / 10);
+    }
+
+    #[test]
+    fn a_small_profile_is_kept_as_it_is() {
+        let p = synthetic(100, 20).finish(&phases(), 10_000_000).unwrap();
+        assert_eq!(p.cut, None);
+        let stacks: usize = p.phases.iter().map(|ph| ph.stacks.len()).sum();
+        assert_eq!(stacks, 101);
+        assert!(!render::folded(&p).contains(CUT_FRAME));
+    }
+
+    #[test]
+    fn a_stored_profile_from_before_the_bound_still_reads() {
+        let p = synthetic(10, 5).finish(&phases(), 10_000_000).unwrap();
+        let mut v = serde_json::to_value(&p).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("functions");
+        o.remove("cut");
+        let back: Profile = serde_json::from_value(v).unwrap();
+        assert_eq!(back.top(1), p.top(1));
     }
 }

@@ -91,6 +91,9 @@ pub fn terminal(p: &Profile) -> String {
     for r in &p.runtimes {
         out.push_str(&format!("  note: {r}\n"));
     }
+    if let Some(cut) = &p.cut {
+        out.push_str(&format!("  note: {}\n", cut.note()));
+    }
     out.push_str("  (--export-flamegraph PATH for the flame graph, --export-folded / --export-speedscope for the stacks)\n");
     out
 }
@@ -168,6 +171,8 @@ mod tests {
                 },
             ],
             runtimes: Vec::new(),
+            functions: Vec::new(),
+            cut: None,
         }
     }
 

@@ -31,6 +31,9 @@ pub fn render(rows: &[GateRow], baseline: i64, candidate: i64) -> String {
         if let Some(m) = r.limits.max_ms {
             limits.push(format!("p50 ≤ {}", ms(m)));
         }
+        if let Some(a) = r.limits.max_failures {
+            limits.push(format!("failures ≤ {}", a.describe()));
+        }
         let status = match r.status {
             Status::Pass => "✅ pass",
             Status::Warn => "⚠️ warn",

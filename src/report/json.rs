@@ -55,6 +55,9 @@ struct Document<'a> {
     /// A sweep's best values of resource parameters.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     best: &'a [crate::analysis::Best],
+    /// How loaded the machine was during the runs (docs/json-schema.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load: Option<&'a crate::experiment::load::Load>,
     samples: &'a [crate::sample::Sample],
 }
 
@@ -92,6 +95,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis, settings: &Setting
             .map(|(variant, stats)| VariantDoc { variant, stats })
             .collect(),
         best: &analysis.best,
+        load: result.load.as_ref(),
         samples: &result.samples,
     };
     Ok(serde_json::to_string_pretty(&doc)? + "\n")

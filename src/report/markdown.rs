@@ -40,9 +40,15 @@ pub fn render(analysis: &Analysis) -> String {
             let c = v.vs_baseline.as_ref()?;
             let power = detectable(c).map(|d| format!(" ({d})")).unwrap_or_default();
             let against = v.baseline.as_deref().map_or_else(|| base.clone(), escape);
+            let raw_base = v
+                .baseline
+                .as_deref()
+                .or(analysis.variants.first().map(|b| b.name.as_str()))
+                .unwrap_or("");
             Some(format!(
-                "- **{}** vs {against}: {}{power}",
+                "- **{}** vs {against}: {}{}{power}",
                 escape(&v.name),
+                escape(&super::terminal::failures(analysis, v, raw_base)),
                 comparison(c)
             ))
         })

@@ -277,7 +277,27 @@ fn sweep_export() -> serde_json::Value {
 
 #[test]
 fn json_export_has_every_documented_field() {
-    let r = experiment();
+    let mut r = experiment();
+    // As session::run records it (docs: load).
+    let (busy, why) = crate::experiment::load::classify(
+        2,
+        &[crate::experiment::load::Reading {
+            load1: 7.9,
+            others_runnable: 3,
+        }],
+    );
+    r.load = Some(crate::experiment::load::Load {
+        cpus: 2,
+        samples: 1,
+        load1_before: 7.9,
+        load1_after: 9.1,
+        queued_share: 1.0,
+        max_others_runnable: 3,
+        machine_cpu_busy: Some(0.97),
+        runs_cpu_over_wall: Some(0.02),
+        busy,
+        why,
+    });
     let text = json::render(&r, &analyze(&r, 0.01), &settings()).expect("json");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     let swept = sweep_export();

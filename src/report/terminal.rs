@@ -4,7 +4,7 @@
 use super::format::{comparison, detectable, ms};
 use crate::analysis::Analysis;
 use crate::experiment::ExperimentResult;
-use crate::run::MEMORY_PEAK_METRIC;
+use crate::run::{MEMORY_PEAK_METRIC, OOM_KILLS_METRIC};
 use crate::stats::Summary;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
@@ -65,6 +65,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     for v in analysis.variants.iter().skip(1) {
         if let Some(c) = &v.vs_baseline {
             let baseline = v.baseline.as_deref().unwrap_or(first);
+            let failures = failures(analysis, v, baseline);
             // Without a verdict the sentence below gives the reason: the Δ
             // line says "no verdict" and the figures, not the reason twice.
             let figures = if c.verdict == crate::stats::Verdict::None {
@@ -74,7 +75,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
             } else {
                 comparison(c)
             };
-            out.push_str(&format!("  Δ {} vs {}: {figures}\n", v.name, baseline));
+            out.push_str(&format!("  Δ {} vs {}: {failures}{figures}\n", v.name, baseline));
             // The same in plain words.
             out.push_str(&format!(
                 "      {}\n",
@@ -84,6 +85,9 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
                 out.push_str(&format!("      {d}\n"));
             }
         }
+    }
+    if let Some(w) = result.load.as_ref().and_then(|l| l.warning()) {
+        out.push_str(&format!("  {w}\n"));
     }
     out.push_str(&limits(result));
     out.push('\n');
@@ -110,7 +114,22 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     out.push_str(&resources(analysis));
     out.push_str(&marks(analysis));
     for v in &analysis.variants {
-        for (name, s) in v.metrics.iter().filter(|(n, _)| *n != MEMORY_PEAK_METRIC) {
+        // Successful runs with OOM kills: only -i/--ignore-failure lets them succeed.
+        if let Some(s) = v.metrics.get(OOM_KILLS_METRIC) {
+            let kills = (s.mean * s.n as f64).round() as u64;
+            out.push_str(&format!(
+                "  note: {}: in {} of {} successful runs {}; accepted by -i/--ignore-failure\n",
+                v.name,
+                s.n,
+                v.ok_runs,
+                crate::limits::oom_kills_text(kills)
+            ));
+        }
+        for (name, s) in v
+            .metrics
+            .iter()
+            .filter(|(n, _)| *n != MEMORY_PEAK_METRIC && *n != OOM_KILLS_METRIC)
+        {
             out.push_str(&format!(
                 "  {}: {name}: median {} (n = {})\n",
                 v.name,
@@ -131,6 +150,26 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
         out.push_str(&format!("stopped: {}\n", result.stopped_label()));
     }
     super::width::fit(&out)
+}
+
+/// "fails 7 of 20 runs (baseline 0 of 20: …); " before a variant's speed verdict, or
+/// nothing when it failed no run. Failing more often than the baseline is a verdict
+/// before any speed: the speed is measured on the runs that survived.
+pub(super) fn failures(analysis: &Analysis, v: &crate::analysis::VariantAnalysis, baseline: &str) -> String {
+    analysis
+        .variants
+        .iter()
+        .find(|b| b.name == baseline)
+        .and_then(|b| {
+            crate::gate::failure_line(
+                v.failed_runs,
+                v.ok_runs + v.failed_runs,
+                b.failed_runs,
+                b.ok_runs + b.failed_runs,
+            )
+        })
+        .map(|l| format!("{l}; "))
+        .unwrap_or_default()
 }
 
 /// Marks per variant: when each happened after the spawn (median and CI), and,

@@ -140,6 +140,21 @@ pub fn drop_system_caches() -> Result<()> {
         .with_context(|| format!("writing 3 to {DROP_CACHES}"))
 }
 
+/// The line under bench's table after `--cache cold` runs (without
+/// `--drop-caches`): eviction per file is not a cold machine. Measured on
+/// `python3 -c 'import json, decimal, email'`: warm 61 ms, `--cache cold`
+/// 136 ms, a full drop 177 ms (docs/benchmarks.md).
+pub fn cold_note(root: bool) -> String {
+    let how = if root {
+        "you are root: --drop-caches syncs and drops them all before every run"
+    } else {
+        "--drop-caches (root) syncs and drops them all before every run"
+    };
+    format!(
+        "  --cache cold evicted only the target's own files: the dentry and inode caches, and pages that running processes map (shared libraries), stayed warm; {how}"
+    )
+}
+
 /// A note for the pages that stayed after eviction: which files, and why.
 pub fn stuck_note(variant: &str, s: &State) -> Option<String> {
     if s.resident == 0 {

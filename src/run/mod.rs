@@ -426,7 +426,7 @@ pub fn run(
         sample.killed = sample.shutdown_ns.is_none();
     }
     if let Some(memory) = &child.memory {
-        memory_figures(&mut sample, memory);
+        memory_figures(&mut sample, memory, &opts.exit_policy);
     }
     if !tree::kill_all(child.pid) {
         bail!(
@@ -465,19 +465,37 @@ pub fn run(
 
 /// A limited run's memory, read from its cgroup before the cgroup is removed:
 /// the tree's peak (every process, from its first instruction: the metric
-/// `memory_peak_mb`), and a run the memory limit killed fails with that cause.
-fn memory_figures(sample: &mut Sample, memory: &crate::launch::limit_cgroups::MemoryWatch) {
+/// `memory_peak_mb`), and the processes the memory limit killed. Any such kill
+/// fails the run, also when the root went on to exit 0 or become ready (a shell
+/// that survives its child's OOM kill has not started what it was asked to):
+/// the kill count is stored as the metric `oom_kills`, and `-i/--ignore-failure`
+/// keeps such a run a success with a note instead.
+fn memory_figures(
+    sample: &mut Sample,
+    memory: &crate::launch::limit_cgroups::MemoryWatch,
+    policy: &crate::sample::ExitPolicy,
+) {
     if let Some(peak) = memory.peak_bytes() {
         sample
             .metrics
             .insert(MEMORY_PEAK_METRIC.into(), peak as f64 / (1 << 20) as f64);
     }
-    if let Some(limit_bytes) = memory.limit_bytes {
-        if !sample.ok() && sample.outcome != Outcome::Interrupted && memory.oom_kills() > 0 {
-            sample.outcome = Outcome::OutOfMemory { limit_bytes };
-        }
+    let Some(limit_bytes) = memory.limit_bytes else {
+        return;
+    };
+    let kills = memory.oom_kills();
+    if kills == 0 || sample.outcome == Outcome::Interrupted {
+        return;
+    }
+    sample.metrics.insert(OOM_KILLS_METRIC.into(), kills as f64);
+    if !sample.ok() || *policy != crate::sample::ExitPolicy::Ignore {
+        sample.outcome = Outcome::OutOfMemory { limit_bytes, kills };
+        sample.ready_ns = None;
     }
 }
+
+/// The metric a limited run's OOM kills (from its cgroup) are stored as, when any.
+pub const OOM_KILLS_METRIC: &str = "oom_kills";
 
 /// The metric a limited run's peak memory (MiB, from its cgroup) is stored as.
 pub const MEMORY_PEAK_METRIC: &str = "memory_peak_mb";

@@ -18,7 +18,7 @@ pub fn describe_failure(variant: &str, sample: &Sample) -> String {
         }
         Outcome::Interrupted => "interrupted".to_string(),
         Outcome::Failed { error_type } => format!("failed with {error_type}"),
-        Outcome::OutOfMemory { limit_bytes } => crate::limits::oom_cause(*limit_bytes),
+        Outcome::OutOfMemory { limit_bytes, kills } => crate::limits::oom_cause(*limit_bytes, *kills),
     };
     let kind = if sample.warmup { "warmup" } else { "run" };
     let mut s = format!("coldstart: {variant}: {kind} {} failed: {what}", sample.round + 1);

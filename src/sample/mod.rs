@@ -31,10 +31,14 @@ pub enum Outcome {
     Failed {
         error_type: String,
     },
-    /// The memory limit (`--memory`) killed a process of the run before it
-    /// was ready (the cgroup's OOM kill count says so).
+    /// The memory limit (`--memory`) killed a process of the run's tree (the
+    /// cgroup's OOM kill count says so): before it was ready, or a child while the
+    /// root went on.
     OutOfMemory {
         limit_bytes: u64,
+        /// The cgroup's `oom_kill` count; 0 in records from before it was kept.
+        #[serde(default)]
+        kills: u64,
     },
 }
 

@@ -42,6 +42,12 @@ pub struct Listed {
     /// "explain" for a `coldstart explain` (its explanation is stored), "tune" for a
     /// `coldstart tune` (variants named `tune:ID`); null otherwise.
     pub kind: Option<String>,
+    /// What each variant measured, in variant order: its command, readiness and
+    /// requests after ready, with the probed port written `{port}` (the demo and
+    /// tests pick a free one per run). Equal strings measure the same thing.
+    /// Not in `history --json` (its schema is documented; this is the report's).
+    #[serde(skip)]
+    pub measures: Vec<String>,
 }
 
 pub struct Stored {
@@ -57,6 +63,38 @@ pub struct Filter {
     pub target: Option<String>,
     pub commit: Option<String>,
     pub limit: Option<usize>,
+}
+
+/// What a variant measures (see [`Listed::measures`]).
+fn measures(command: &str, readiness: &str, requests: u64) -> String {
+    // The port a tcp or http probe waits on: `tcp:[HOST:]PORT`, `http://HOST:PORT/…`.
+    let port = readiness
+        .strip_prefix("tcp:")
+        .map(|t| t.rsplit(':').next().unwrap_or(t))
+        .or_else(|| {
+            let rest = readiness.split_once("://")?.1;
+            let host = rest.split('/').next()?;
+            host.rsplit_once(':').map(|(_, p)| p)
+        })
+        .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    // Whole numbers only: port 80 must not rewrite 8080.
+    let general = |s: &str| match (port, regex::Regex::new(r"\d+")) {
+        (Some(p), Ok(digits)) => digits
+            .replace_all(s, |m: &regex::Captures| {
+                if &m[0] == p {
+                    "{port}".to_string()
+                } else {
+                    m[0].to_string()
+                }
+            })
+            .into_owned(),
+        _ => s.to_string(),
+    };
+    format!(
+        "{} | {} | {requests} requests",
+        general(command),
+        general(readiness)
+    )
 }
 
 /// A variant's parameters as stored: NULL when nothing was swept.
@@ -179,11 +217,18 @@ impl Store {
         .with_context(|| format!("storing a run in {}", self.location))
     }
 
-    pub fn finish(&mut self, experiment: i64, stopped: StopReason) -> Result<()> {
+    /// Why it stopped, and how loaded the machine was during the runs.
+    pub fn finish(
+        &mut self,
+        experiment: i64,
+        stopped: StopReason,
+        load: Option<&crate::experiment::load::Load>,
+    ) -> Result<()> {
+        let load_json = load.map(serde_json::to_string).transpose()?;
         self.db
             .execute(
-                "UPDATE experiments SET stopped = $1 WHERE id = $2",
-                &[stopped.as_str().into(), experiment.into()],
+                "UPDATE experiments SET stopped = $1, load_json = $2 WHERE id = $3",
+                &[stopped.as_str().into(), load_json.into(), experiment.into()],
             )
             .with_context(|| format!("closing experiment {experiment} in {}", self.location))?;
         Ok(())
@@ -218,7 +263,7 @@ impl Store {
         let mut sql = String::from(
             "SELECT e.id, e.created_unix_s, e.git_commit, e.git_dirty, e.stopped, \
              (SELECT COUNT(*) FROM samples s WHERE s.experiment_id = e.id AND s.warmup = 0 AND s.outcome = 'ready'), \
-             (SELECT COUNT(*) FROM explanations x WHERE x.experiment_id = e.id) \
+             (SELECT COUNT(*) FROM explanations x WHERE x.experiment_id = e.id), e.settings_json \
              FROM experiments e WHERE 1 = 1",
         );
         let mut params: Vec<Value> = Vec::new();
@@ -246,15 +291,26 @@ impl Store {
         let mut out = Vec::new();
         for r in rows {
             let id = r[0].int().unwrap_or(0);
-            let variants: Vec<String> = self
-                .db
-                .query(
-                    "SELECT name FROM variants WHERE experiment_id = $1 ORDER BY idx",
-                    &[id.into()],
-                )?
-                .into_iter()
-                .filter_map(|v| v[0].text())
+            let rows = self.db.query(
+                "SELECT name, command, readiness FROM variants WHERE experiment_id = $1 ORDER BY idx",
+                &[id.into()],
+            )?;
+            let requests = r[7]
+                .text()
+                .and_then(|j| serde_json::from_str::<serde_json::Value>(&j).ok())
+                .and_then(|j| j["requests"].as_u64())
+                .unwrap_or(0);
+            let measures: Vec<String> = rows
+                .iter()
+                .map(|v| {
+                    measures(
+                        &v[1].text().unwrap_or_default(),
+                        &v[2].text().unwrap_or_default(),
+                        requests,
+                    )
+                })
                 .collect();
+            let variants: Vec<String> = rows.into_iter().filter_map(|v| v[0].text()).collect();
             let mut p50_ms = Vec::new();
             for i in 0..variants.len() {
                 let mut xs: Vec<f64> = self
@@ -293,6 +349,7 @@ impl Store {
                 runs: r[5].int().unwrap_or(0),
                 p50_ms,
                 kind,
+                measures,
             });
         }
         Ok(out)
@@ -301,7 +358,7 @@ impl Store {
     pub fn load(&mut self, id: i64) -> Result<Stored> {
         let rows = self.db.query(
             "SELECT created_unix_s, command_line, git_commit, git_dirty, hostname, kernel, cpu_model, cores, \
-             loadavg, coldstart_version, settings_json, stopped FROM experiments WHERE id = $1",
+             loadavg, coldstart_version, settings_json, stopped, load_json FROM experiments WHERE id = $1",
             &[id.into()],
         )?;
         let Some(r) = rows.first() else {
@@ -382,6 +439,8 @@ impl Store {
                 } else {
                     crate::stats::Design::Interleaved
                 },
+                // A record this coldstart cannot read is no reason to lose the runs.
+                load: r[12].text().and_then(|j| serde_json::from_str(&j).ok()),
             },
         })
     }
@@ -449,5 +508,29 @@ impl Store {
                 self.location
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod measures_tests {
+    use super::measures;
+
+    /// The probed port is a placeholder (each demo picks its own), and only as a
+    /// whole number; readiness and requests tell measurements apart.
+    #[test]
+    fn the_probed_port_is_generalised_and_readiness_kept() {
+        let a = measures("srv --port 28719", "http://127.0.0.1:28719/health", 3);
+        let b = measures("srv --port 31000", "http://127.0.0.1:31000/health", 3);
+        assert_eq!(a, b);
+        assert_eq!(
+            a,
+            "srv --port {port} | http://127.0.0.1:{port}/health | 3 requests"
+        );
+        assert_ne!(a, measures("srv --port 31000", "tcp:31000", 0));
+        assert_eq!(
+            measures("srv --port 8080 --x 80", "tcp:127.0.0.1:80", 0),
+            "srv --port 8080 --x {port} | tcp:127.0.0.1:{port} | 0 requests"
+        );
+        assert_eq!(measures("sleep 1", "exit", 0), "sleep 1 | exit | 0 requests");
     }
 }

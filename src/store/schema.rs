@@ -4,13 +4,14 @@
 use super::db::{transaction, Db, Dialect, Value};
 use anyhow::{bail, Result};
 
-pub const CURRENT: i64 = 3;
+pub const CURRENT: i64 = 4;
 
 /// Migration N takes the schema from version N-1 to N (2: `explanations`, one
 /// row per `coldstart explain`, its explanation as the JSON export has it; IF NOT
 /// EXISTS, so a version number set back by hand does not wedge the store; 3: a
 /// variant's sweep parameters, `variants.params_json`, a JSON object in parameter
-/// order, NULL when nothing was swept). Written for SQLite;
+/// order, NULL when nothing was swept; 4: how loaded the machine was during the
+/// runs, `experiments.load_json`, NULL before). Written for SQLite;
 /// `sql_for` adapts the few words PostgreSQL spells differently.
 const MIGRATIONS: &[&str] = &[
     "
@@ -65,6 +66,7 @@ CREATE TABLE IF NOT EXISTS explanations (
 ",
     // Applied through `add_column` (SQLite has no ADD COLUMN IF NOT EXISTS).
     "ALTER TABLE variants ADD COLUMN params_json TEXT",
+    "ALTER TABLE experiments ADD COLUMN load_json TEXT",
 ];
 
 /// Whether `table` already has `column`: a migration that adds one is skipped

@@ -91,6 +91,10 @@ pub struct Candidate {
     /// Not measurable by tune (a rebuild, a code change): listed with this reason.
     #[serde(default)]
     pub advice_only: Option<String>,
+    /// The whole command instead of the baseline's argv (tune's own shim bypass,
+    /// read off the traced run; never from a catalogue file).
+    #[serde(skip)]
+    pub argv: Option<Vec<String>>,
 }
 
 /// The training run: the program with these flags and variables added.

@@ -16,7 +16,7 @@ use crate::explain::adapter::{self, FinalExec};
 use crate::run::{RunId, RunOptions};
 use crate::target::{Readiness, Target};
 use anyhow::Result;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The runtime that finally ran, as the tracer saw it.
 #[derive(Debug, Clone)]
@@ -27,6 +27,74 @@ pub struct Runtime {
     pub exe: PathBuf,
     /// Its version, when the catalogue says how to ask and the answer parses.
     pub version: Option<String>,
+    /// argv[0] is a shim script (a version manager's) that execs this program in the end.
+    pub shim: Option<Shim>,
+}
+
+/// A version manager's shim (pyenv, rbenv, asdf, nvm, sdkman, jenv, mise…), as the
+/// traced run saw it: the script the command starts, and the command that finally ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shim {
+    /// The script argv[0] named (the service process's first exec).
+    pub script: String,
+    /// The service process's final exec: its path, then its arguments.
+    pub resolved: Vec<String>,
+}
+
+/// The id of the candidate that runs the shim's resolved command directly.
+pub const BYPASS_SHIM: &str = "bypass-shim";
+
+fn is_script(path: &str) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 2];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| &magic == b"#!")
+}
+
+/// The shim in `trace`: the service (root) process first exec'd a `#!` script and
+/// finally a program that is not one (the real interpreter); None otherwise (a
+/// plain program, a symlink, a wrapper binary such as env). Read off the trace,
+/// never guessed from PATH or the version manager's files.
+pub fn shim_of(trace: &crate::trace::Trace) -> Option<Shim> {
+    let first = trace.events.iter().find_map(|e| match &e.event {
+        crate::trace::Event::Exec { path, .. } if e.pid == trace.root_pid => Some(path.as_str()),
+        _ => None,
+    })?;
+    let last = trace.events.iter().rev().find_map(|e| match &e.event {
+        crate::trace::Event::Exec { path, argv, .. } if e.pid == trace.root_pid => Some((path, argv)),
+        _ => None,
+    })?;
+    let (path, argv) = last;
+    if path == first || !is_script(first) || is_script(path) || !Path::new(path).is_absolute() {
+        return None;
+    }
+    let mut resolved = vec![path.clone()];
+    resolved.extend(argv.iter().skip(1).cloned());
+    Some(Shim {
+        script: first.to_string(),
+        resolved,
+    })
+}
+
+/// The candidate that runs the shim's resolved command instead of the shim; its
+/// apply line is that exact command.
+pub fn bypass(shim: &Shim) -> catalogue::Candidate {
+    let command = crate::target::shell_join(&shim.resolved);
+    catalogue::Candidate {
+        id: BYPASS_SHIM.to_string(),
+        title: "bypass the version-manager shim".to_string(),
+        what: format!(
+            "run {} directly instead of the shim {} that finally execs it",
+            shim.resolved[0], shim.script
+        ),
+        why: "A version manager's shim (pyenv, rbenv, asdf, nvm, sdkman, jenv, mise…) starts a shell and works out the version, often with helper processes, on every start before the real program runs.".to_string(),
+        risks: "The command is pinned to this version (change it when the project's version changes); the shim's own additions (pyenv puts the version's bin directory first on PATH) are not made, so a child that runs the bare name still goes through the shim.".to_string(),
+        apply: command,
+        source: "https://github.com/pyenv/pyenv#understanding-shims".to_string(),
+        argv: Some(shim.resolved.clone()),
+        ..catalogue::Candidate::default()
+    }
 }
 
 /// One traced run of the baseline (it must become ready) and the runtime its
@@ -45,6 +113,7 @@ pub fn detect(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Resu
             crate::sample::describe_failure(&target.display_command(), &s)
         ),
     };
+    let shim = shim_of(&trace);
     let exec = FinalExec::of(&trace);
     let name = exec
         .as_ref()
@@ -56,6 +125,7 @@ pub fn detect(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Resu
         name,
         exe,
         version: None,
+        shim,
     })
 }
 

@@ -16,6 +16,8 @@ use std::time::Duration;
 /// What a candidate (or a set of them) adds to the baseline.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Change {
+    /// The whole command instead of the baseline's (flags still go after its argv[0]).
+    pub argv: Option<Vec<String>>,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub env_append: BTreeMap<String, String>,
@@ -24,6 +26,7 @@ pub struct Change {
 impl Change {
     pub fn of(c: &Candidate, work: &Path) -> Change {
         Change {
+            argv: c.argv.clone(),
             args: c.args.iter().map(|a| expand(a, work)).collect(),
             env: c.env.iter().map(|(k, v)| (k.clone(), expand(v, work))).collect(),
             env_append: c
@@ -37,6 +40,11 @@ impl Change {
     /// Two changes together; None when both set a variable to different values.
     pub fn join(&self, other: &Change) -> Option<Change> {
         let mut out = self.clone();
+        match (&out.argv, &other.argv) {
+            (Some(a), Some(b)) if a != b => return None,
+            (None, Some(b)) => out.argv = Some(b.clone()),
+            _ => {}
+        }
         out.args.extend(other.args.iter().cloned());
         for (k, v) in &other.env {
             match out.env.get(k) {
@@ -73,7 +81,7 @@ fn separator(key: &str) -> char {
 /// runtime's executable (the catalogue's `executable` regex on its file name),
 /// else in the runtime's options variable (JAVA_TOOL_OPTIONS), else refused.
 pub fn apply(base: &Target, file: &File, change: &Change) -> Result<Target> {
-    let mut argv = base.argv.clone();
+    let mut argv = change.argv.clone().unwrap_or_else(|| base.argv.clone());
     let mut env = base.env.clone();
     if !change.args.is_empty() {
         let name = Path::new(&argv[0])
@@ -127,6 +135,7 @@ pub fn work_dir(root: &Path, id: &str) -> Result<PathBuf> {
 pub fn trainee(c: &Candidate, work: &Path, base: &Target, file: &File) -> Result<Option<Target>> {
     let Some(train) = &c.train else { return Ok(None) };
     let change = Change {
+        argv: None,
         args: train.args.iter().map(|a| expand(a, work)).collect(),
         env: train
             .env
@@ -255,6 +264,28 @@ mod tests {
         assert_eq!(t.argv, ["sh"]);
         assert!(t.env.iter().any(|(k, v)| k == "OPTS" && v.ends_with("-Xa -Xb")));
         assert!(apply(&target(&["sh"]), &file(Some("^java$"), None), &change).is_err());
+    }
+
+    #[test]
+    fn a_whole_command_replaces_argv_and_flags_follow_its_program() {
+        let resolved = Change {
+            argv: Some(vec!["sh".into(), "-c".into(), "true".into()]),
+            ..Change::default()
+        };
+        let flags = Change {
+            args: vec!["-e".into()],
+            ..Change::default()
+        };
+        let both = resolved.join(&flags).unwrap();
+        // The shim (here `true`) gives way to the resolved command, which takes the flags.
+        let t = apply(&target(&["true"]), &file(Some("^sh$"), None), &both).unwrap();
+        assert_eq!(t.argv, ["sh", "-e", "-c", "true"]);
+        // Two different whole commands do not go together.
+        let other = Change {
+            argv: Some(vec!["sh".into()]),
+            ..Change::default()
+        };
+        assert!(resolved.join(&other).is_none());
     }
 
     #[test]

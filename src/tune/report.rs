@@ -15,25 +15,30 @@ use serde::{Deserialize, Serialize};
 pub enum Status {
     /// Significantly faster beyond the noise threshold.
     Faster,
+    /// Significantly slower beyond the noise threshold.
     Slower,
-    /// No difference shown (CI includes 0, or within the noise threshold).
-    Same,
+    /// Measured no gain worth having: the CI's faster end stays inside the noise
+    /// threshold (relative lower end ≥ −noise), so the data rule out a real win.
+    NoGain,
+    /// Could not tell: the CI reaches a gain beyond the noise threshold and also
+    /// none. `could_detect` is the power line's smallest detectable shift
+    /// (relative), `goal` a smaller one and `runs_for_goal` the runs per variant
+    /// that would detect it (None when the power line has none).
+    Inconclusive {
+        could_detect: Option<f64>,
+        goal: Option<f64>,
+        runs_for_goal: Option<usize>,
+    },
     /// Faster or not, it moves work to the first request (or that got slower).
     Caution,
     /// No verdict (too few runs).
     NoVerdict,
     /// Set-up, the check run or a measured run failed: never fast.
-    Broken {
-        why: String,
-    },
+    Broken { why: String },
     /// Not for this runtime version, or advice only.
-    Unavailable {
-        why: String,
-    },
+    Unavailable { why: String },
     /// The command cannot take it (flags with a wrapper).
-    NotApplicable {
-        why: String,
-    },
+    NotApplicable { why: String },
     /// Ctrl-C came first.
     NotMeasured,
 }
@@ -115,22 +120,47 @@ impl Row {
                 ),
             }
         } else {
-            let verdict = v.vs_baseline.as_ref().map_or(Verdict::None, |c| c.verdict);
             let base_first = base.first_request_ms.as_ref().map(|s| s.p50);
             // A first request slower by more than 5 % of the baseline's (and 1 ms).
             let first_worse = match (row.first_request_delta_ms, base_first) {
                 (Some(d), Some(b)) => d > (0.05 * b).max(1.0),
                 _ => false,
             };
-            match verdict {
-                _ if c.shifts_work || (first_worse && verdict == Verdict::Faster) => Status::Caution,
-                Verdict::Faster => Status::Faster,
-                Verdict::Slower => Status::Slower,
-                Verdict::Same | Verdict::WithinNoise => Status::Same,
-                Verdict::None => Status::NoVerdict,
-            }
+            classify(v.vs_baseline.as_ref(), c.shifts_work, first_worse)
         };
         row
+    }
+}
+
+/// A measured candidate's status from its comparison with the baseline (on
+/// ready): ✅ only for a significant gain beyond the noise threshold; ❌ only
+/// when the data rule a worthwhile gain out (measured slower, or the CI's faster
+/// end inside −noise); everything the CI leaves open is inconclusive, never ❌.
+/// `shifts_work` (the catalogue says so) or a first request that got worse
+/// while ready got faster makes it ⚠️ whatever ready says.
+pub fn classify(cmp: Option<&Comparison>, shifts_work: bool, first_worse: bool) -> Status {
+    let verdict = cmp.map_or(Verdict::None, |c| c.verdict);
+    if shifts_work || (first_worse && verdict == Verdict::Faster) {
+        return Status::Caution;
+    }
+    let Some(cmp) = cmp else {
+        return Status::NoVerdict;
+    };
+    let ci = cmp.relative.as_ref().and_then(|r| r.ci);
+    match (verdict, ci) {
+        (Verdict::Faster, _) => Status::Faster,
+        (Verdict::Slower, _) => Status::Slower,
+        (Verdict::None, _) | (_, None) => Status::NoVerdict,
+        // Same or WithinNoise: does the interval still hold a worthwhile gain?
+        (Verdict::Same | Verdict::WithinNoise, Some((lo, _))) if lo >= -cmp.noise => Status::NoGain,
+        (Verdict::Same | Verdict::WithinNoise, Some(_)) => {
+            let d = cmp.detectable.as_ref();
+            Status::Inconclusive {
+                could_detect: d.map(|d| d.relative),
+                goal: d.and_then(|d| d.goal).map(|g| g.0),
+                runs_for_goal: d.and_then(|d| d.goal).map(|g| g.1),
+            }
+        }
     }
 }
 
@@ -162,6 +192,24 @@ pub struct Recommended {
     pub row: Option<Row>,
 }
 
+/// The schema of tune's `--export-json` (docs/json-schema.md lists its changes):
+/// `/2` split the status `same` into `no_gain` and `inconclusive`; `/1` was unlabelled.
+pub const SCHEMA: &str = "coldstart.tune/2";
+
+/// `--export-json`: the schema id, then everything tune found.
+pub fn json(t: &Tuned) -> serde_json::Result<Vec<u8>> {
+    #[derive(Serialize)]
+    struct Export<'a> {
+        schema: &'static str,
+        #[serde(flatten)]
+        tuned: &'a Tuned,
+    }
+    serde_json::to_vec_pretty(&Export {
+        schema: SCHEMA,
+        tuned: t,
+    })
+}
+
 /// Everything tune found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Tuned {
@@ -170,18 +218,36 @@ pub struct Tuned {
     pub version: Option<String>,
     pub baseline: String,
     pub baseline_ready_ms: Option<f64>,
+    /// The baseline's first request (median, ms), with --requests: to --request-url,
+    /// else the readiness URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_first_request_ms: Option<f64>,
     pub noise: f64,
     pub rows: Vec<Row>,
     pub recommended: Option<Recommended>,
     /// Experiments as stored (ids), when stored.
     pub experiments: Vec<i64>,
     pub interrupted: bool,
+    /// What a round of the experiment cost, to turn "run more" into a --budget (not exported).
+    #[serde(skip)]
+    pub pace: Option<Pace>,
+}
+
+/// Seconds one round (each variant once) took, the warmup rounds before the
+/// measured ones, and the --budget they ran under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pace {
+    pub round_s: f64,
+    pub warmup: usize,
+    pub budget_s: f64,
 }
 
 pub fn icon(s: &Status) -> &'static str {
     match s {
         Status::Faster => "✅",
-        Status::Slower | Status::Same | Status::NoVerdict => "❌",
+        Status::Slower | Status::NoGain => "❌",
+        // Could not tell: never ❌, which says the data rule a gain out.
+        Status::Inconclusive { .. } | Status::NoVerdict => "❔",
         Status::Caution => "⚠️",
         Status::Broken { .. } => "💥",
         Status::Unavailable { .. } | Status::NotApplicable { .. } | Status::NotMeasured => "·",
@@ -189,22 +255,26 @@ pub fn icon(s: &Status) -> &'static str {
 }
 
 fn percent(x: f64) -> String {
-    let s = format!("{:+.0} %", x * 100.0);
+    format!("{} %", signed_percent(x))
+}
+
+/// `−52`, `+0.8`: a decimal below 10 %, where the ±1 % noise threshold is decided.
+fn signed_percent(x: f64) -> String {
+    let p = x * 100.0;
+    let s = if p.abs() < 10.0 {
+        format!("{p:+.1}")
+    } else {
+        format!("{p:+.0}")
+    };
     s.replacen('-', "−", 1)
 }
 
-/// The effect column: `−4.50 s (−52 %) [−57, −44 %]`, `~ (−0.5 s, CI includes 0)`.
+/// The effect column: `−4.50 s (−52 %) [−57, −44 %]`, `no gain: −0.50 ms (−0.4 %) [−0.9, +0.2 %] …`.
 pub fn effect(r: &Row) -> String {
     let span = |r: &Row| {
         let ci = r
             .relative_ci
-            .map(|(lo, hi)| {
-                format!(
-                    " [{}, {} %]",
-                    format!("{:+.0}", lo * 100.0).replacen('-', "−", 1),
-                    format!("{:+.0}", hi * 100.0).replacen('-', "−", 1)
-                )
-            })
+            .map(|(lo, hi)| format!(" [{}, {} %]", signed_percent(lo), signed_percent(hi)))
             .unwrap_or_default();
         match (r.shift_ms, r.relative) {
             (Some(s), Some(rel)) => format!("{} ({}){ci}", signed_ms(s), percent(rel)),
@@ -226,16 +296,16 @@ pub fn effect(r: &Row) -> String {
     };
     match &r.status {
         Status::Faster | Status::Slower => format!("{}{}", span(r), first()),
-        Status::Same => {
-            let why = if r.relative_ci.is_some_and(|(lo, hi)| lo <= 0.0 && hi >= 0.0) {
-                "CI includes 0"
-            } else {
-                "within the noise threshold"
-            };
-            match r.shift_ms {
-                Some(s) => format!("~ ({}, {why}){}", signed_ms(s), first()),
-                None => "~".to_string(),
-            }
+        Status::NoGain => format!(
+            "no gain: {} (a gain beyond the noise threshold is ruled out){}",
+            span(r),
+            first()
+        ),
+        Status::Inconclusive { could_detect, .. } => {
+            let power = could_detect
+                .map(|d| format!(", could detect ≥ {}", percent(d).trim_start_matches('+')))
+                .unwrap_or_default();
+            format!("inconclusive: {}{power}{}", span(r), first())
         }
         Status::Caution => {
             let significant = matches!(r.ready_verdict.as_deref(), Some("faster" | "slower"));
@@ -246,7 +316,7 @@ pub fn effect(r: &Row) -> String {
             };
             let later = match r.first_request_delta_ms {
                 Some(_) => first(),
-                None => "; moves work to the first request: measure it with --requests 1".to_string(),
+                None => "; moves work to the first request: measure it with --requests 1 --request-url URL (a real page)".to_string(),
             };
             format!("{at_ready}{later}")
         }
@@ -273,6 +343,11 @@ pub fn terminal(t: &Tuned) -> String {
             .map(|m| format!(" · ready {}", ms(m)))
             .unwrap_or_default()
     );
+    if let Some(f) = t.baseline_first_request_ms {
+        // Before the newline: the header stays one line.
+        out.pop();
+        out.push_str(&format!(" · first request {}\n", ms(f)));
+    }
     let width = t.rows.iter().map(|r| r.title.chars().count()).max().unwrap_or(0);
     for r in &t.rows {
         let pad = " ".repeat(width - r.title.chars().count());
@@ -306,14 +381,28 @@ pub fn terminal(t: &Tuned) -> String {
 }
 
 pub fn recommended_line(t: &Tuned) -> String {
+    let open = inconclusive(t);
     match &t.recommended {
         // Drawn again from the store: the set is the next experiment's.
         None if t.rows.iter().any(|r| r.status == Status::Faster) => {
-            "recommended set: the winners together are measured in tune's next experiment\n".into()
+            let mut s = "recommended set: the winners together are measured in tune's next experiment\n".to_string();
+            if let Some(o) = open {
+                s.push_str(&format!("  also {o}\n"));
+            }
+            s
         }
-        None => {
-            "recommended set: none — no candidate helped significantly; keep the command as it is\n".into()
-        }
+        None => match open {
+            // Not "keep the command as it is": the runs could not tell.
+            Some(o) => format!("recommended set: none yet — {o}\n"),
+            None if t
+                .rows
+                .iter()
+                .any(|r| matches!(r.status, Status::NoGain | Status::Slower)) =>
+            {
+                "recommended set: none — every measured candidate is ruled out (no gain beyond the noise threshold, or slower); keep the command as it is\n".into()
+            }
+            None => "recommended set: none — no candidate was shown to help\n".into(),
+        },
         Some(rec) => {
             let eff = rec
                 .row
@@ -333,9 +422,75 @@ pub fn recommended_line(t: &Tuned) -> String {
             if !rec.env.is_empty() {
                 s.push_str(&format!("  env: {}\n", rec.env.join(" ")));
             }
+            if let Some(o) = open {
+                s.push_str(&format!("  also {o}\n"));
+            }
             s
         }
     }
+}
+
+/// The candidates the runs could not decide, and how many runs would: `inconclusive:
+/// a, b could still help (this run could detect only ≥ 46 %); run more (--max-runs
+/// 240 --budget 2900: about 240 runs per variant would detect 20 %)`. None when
+/// every measured candidate was decided.
+pub fn inconclusive(t: &Tuned) -> Option<String> {
+    let open: Vec<&Row> = t
+        .rows
+        .iter()
+        .filter(|r| matches!(r.status, Status::Inconclusive { .. } | Status::NoVerdict))
+        .collect();
+    if open.is_empty() {
+        return None;
+    }
+    let ids: Vec<&str> = open.iter().map(|r| r.id.as_str()).collect();
+    // The one whose interval still holds the largest gain speaks for them all.
+    let lead = open
+        .iter()
+        .filter_map(|r| match &r.status {
+            Status::Inconclusive {
+                could_detect,
+                goal,
+                runs_for_goal,
+            } => Some((
+                r.relative_ci.map_or(0.0, |c| c.0),
+                *could_detect,
+                *goal,
+                *runs_for_goal,
+            )),
+            _ => None,
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let power = lead
+        .and_then(|l| l.1)
+        .map(|d| {
+            format!(
+                " (this run could detect only ≥ {})",
+                percent(d).trim_start_matches('+')
+            )
+        })
+        .unwrap_or_else(|| " (too few runs for a verdict)".to_string());
+    let more = match lead.and_then(|l| Some((l.2?, l.3?))) {
+        Some((goal, runs)) => {
+            // A --budget only when this one would stop the runs short.
+            let budget = t
+                .pace
+                .as_ref()
+                .map(|p| ((runs + p.warmup) as f64 * p.round_s).ceil().max(1.0))
+                .filter(|need| t.pace.as_ref().is_some_and(|p| *need > p.budget_s))
+                .map(|need| format!(" --budget {need:.0}"))
+                .unwrap_or_default();
+            format!(
+                "--max-runs {runs}{budget}: about {runs} runs per variant would detect {}",
+                percent(goal).trim_start_matches('+')
+            )
+        }
+        None => "raise --max-runs and --budget".to_string(),
+    };
+    Some(format!(
+        "inconclusive: {} could still help{power}; run more ({more})",
+        ids.join(", ")
+    ))
 }
 
 /// The same table in Markdown, with each candidate's rationale and source.
@@ -373,6 +528,168 @@ pub fn markdown(t: &Tuned) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::{compare, CompareOptions};
+
+    /// `n` times around `center` ms, spread ±`spread` (a fraction), deterministic.
+    fn times(n: usize, center: f64, spread: f64, seed: usize) -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                let u = ((i * 7919 + seed * 104_729) % 1000) as f64 / 999.0; // in [0, 1]
+                center * (1.0 + spread * (2.0 * u - 1.0))
+            })
+            .collect()
+    }
+
+    /// Six runs a side, ±30 % around the same median.
+    fn wide() -> (Vec<f64>, Vec<f64>) {
+        (
+            vec![70.0, 130.0, 95.0, 110.0, 85.0, 120.0],
+            vec![125.0, 75.0, 105.0, 90.0, 115.0, 80.0],
+        )
+    }
+
+    fn classified(base: &[f64], cand: &[f64]) -> (Status, Comparison) {
+        let cmp = compare(base, cand, CompareOptions::default());
+        (classify(Some(&cmp), false, false), cmp)
+    }
+
+    fn measured_row(id: &str, base: &[f64], cand: &[f64]) -> Row {
+        let c = Candidate {
+            id: id.into(),
+            title: id.into(),
+            ..Candidate::default()
+        };
+        let (status, cmp) = classified(base, cand);
+        let mut r = Row::unmeasured(&c, status);
+        fill(&mut r, &cmp);
+        r.ready_verdict = Some(cmp.verdict.to_string());
+        r
+    }
+
+    fn tuned(rows: Vec<Row>) -> Tuned {
+        Tuned {
+            runtime: "python".into(),
+            executable: "/x/python3".into(),
+            version: None,
+            baseline: "python3 -c pass".into(),
+            baseline_ready_ms: Some(100.0),
+            baseline_first_request_ms: None,
+            noise: 0.01,
+            rows,
+            recommended: None,
+            experiments: vec![],
+            interrupted: false,
+            pace: Some(Pace {
+                round_s: 0.25,
+                warmup: 1,
+                budget_s: 1.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_tight_interval_around_zero_is_measured_no_gain() {
+        // 200 runs a side, ±0.2 % spread: the interval's faster end is far inside −1 %.
+        let (status, cmp) = classified(&times(200, 100.0, 0.002, 1), &times(200, 100.0, 0.002, 2));
+        let (lo, _) = cmp.relative.as_ref().and_then(|r| r.ci).unwrap();
+        assert!(lo > -0.01, "{cmp:?}");
+        assert_eq!(status, Status::NoGain);
+        assert_eq!(icon(&status), "❌");
+        // A real but tiny gain (0.5 %, inside the noise threshold) is no gain worth having too.
+        let (status, cmp) = classified(&times(200, 100.0, 0.002, 1), &times(200, 99.5, 0.002, 2));
+        assert_eq!(cmp.verdict, Verdict::WithinNoise, "{cmp:?}");
+        assert_eq!(status, Status::NoGain);
+        let t = tuned(vec![measured_row(
+            "same",
+            &times(200, 100.0, 0.002, 1),
+            &times(200, 100.0, 0.002, 2),
+        )]);
+        let line = recommended_line(&t);
+        assert!(line.contains("keep the command as it is"), "{line}");
+        assert!(
+            effect(&t.rows[0]).starts_with("no gain: "),
+            "{}",
+            effect(&t.rows[0])
+        );
+    }
+
+    #[test]
+    fn a_wide_interval_is_inconclusive_never_keep_as_is() {
+        // 6 runs a side, ±30 % spread: the CI holds 0 and a large gain alike.
+        let (base, cand) = wide();
+        let (status, cmp) = classified(&base, &cand);
+        assert_eq!(cmp.verdict, Verdict::Same, "{cmp:?}");
+        let Status::Inconclusive {
+            could_detect: Some(d),
+            ..
+        } = status
+        else {
+            panic!("{status:?}");
+        };
+        assert!(d > 0.1, "{d}");
+        assert_eq!(icon(&status), "❔");
+        let t = tuned(vec![measured_row("wide", &base, &cand)]);
+        let row = effect(&t.rows[0]);
+        assert!(
+            row.starts_with("inconclusive: ") && row.contains("could detect ≥ "),
+            "{row}"
+        );
+        let line = recommended_line(&t);
+        assert!(!line.contains("keep the command as it is"), "{line}");
+        assert!(
+            line.starts_with("recommended set: none yet — inconclusive: wide could still help")
+                && line.contains("run more (--max-runs ")
+                && line.contains(" --budget ")
+                && line.contains("runs per variant would detect"),
+            "{line}"
+        );
+        // The budget is what those runs cost at the measured pace.
+        let Status::Inconclusive {
+            runs_for_goal: Some(n),
+            ..
+        } = &t.rows[0].status
+        else {
+            panic!("{:?}", t.rows[0].status);
+        };
+        let budget = ((n + 1) as f64 * 0.25).ceil();
+        assert!(
+            line.contains(&format!("--max-runs {n} --budget {budget:.0}:")),
+            "{line}"
+        );
+        // Too few runs for any interval: inconclusive too, never ❌.
+        let (status, _) = classified(&[100.0], &[90.0]);
+        assert_eq!(status, Status::NoVerdict);
+        assert_eq!(icon(&status), "❔");
+        assert!(
+            recommended_line(&tuned(vec![Row::unmeasured(&Candidate::default(), status)]))
+                .contains("none yet — inconclusive")
+        );
+    }
+
+    #[test]
+    fn a_clear_win_is_faster_and_a_clear_loss_slower() {
+        let base = times(20, 100.0, 0.05, 1);
+        let (status, _) = classified(&base, &times(20, 70.0, 0.05, 2));
+        assert_eq!(status, Status::Faster);
+        assert_eq!(icon(&status), "✅");
+        let (status, _) = classified(&base, &times(20, 130.0, 0.05, 2));
+        assert_eq!(status, Status::Slower);
+        assert_eq!(icon(&status), "❌");
+        // Moving work to the first request outranks any verdict at ready.
+        let cmp = compare(&base, &times(20, 70.0, 0.05, 2), CompareOptions::default());
+        assert_eq!(classify(Some(&cmp), false, true), Status::Caution);
+        assert_eq!(classify(None, true, false), Status::Caution);
+        // A winner with an inconclusive neighbour: the set, and what is left open.
+        let t = tuned(vec![
+            measured_row("win", &base, &times(20, 70.0, 0.05, 2)),
+            measured_row("wide", &wide().0, &wide().1),
+        ]);
+        let line = recommended_line(&t);
+        assert!(
+            line.contains("also inconclusive: wide could still help"),
+            "{line}"
+        );
+    }
 
     fn row(id: &str, status: Status, shift: Option<f64>, rel_ci: Option<(f64, f64)>) -> Row {
         let c = Candidate {
@@ -399,10 +716,11 @@ mod tests {
             version: Some("17".into()),
             baseline: "java -jar app.jar".into(),
             baseline_ready_ms: Some(1000.0),
+            baseline_first_request_ms: Some(52.0),
             noise: 0.01,
             rows: vec![
                 row("appcds", Status::Faster, Some(-520.0), Some((-0.57, -0.44))),
-                row("serial", Status::Same, Some(-5.0), Some((-0.02, 0.01))),
+                row("serial", Status::NoGain, Some(-5.0), Some((-0.008, 0.01))),
                 lazy,
                 row(
                     "bad",
@@ -423,9 +741,14 @@ mod tests {
             }),
             experiments: vec![],
             interrupted: false,
+            pace: None,
         };
         let out = terminal(&t);
         let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0].ends_with("· ready 1.00 s · first request 52.0 ms"),
+            "{out}"
+        );
         assert!(
             lines[1].starts_with("✅ appcds") && lines[1].contains("(−52 %) [−57, −44 %]"),
             "{out}"
@@ -433,8 +756,8 @@ mod tests {
         assert!(lines[1].contains("apply: use appcds"), "{out}");
         assert!(
             lines[2].starts_with("❌ serial")
-                && lines[2].contains("~ (")
-                && lines[2].contains("CI includes 0"),
+                && lines[2].contains("no gain: −5.00 ms")
+                && lines[2].contains("[−0.8, +1.0 %]"),
             "{out}"
         );
         assert!(

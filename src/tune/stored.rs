@@ -114,10 +114,12 @@ pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned>
         version: t.version.clone(),
         baseline: base.command.clone(),
         baseline_ready_ms: base.ready_ms.as_ref().map(|s| s.p50),
+        baseline_first_request_ms: base.first_request_ms.as_ref().map(|s| s.p50),
         noise,
         rows,
         recommended,
         experiments: Vec::new(),
         interrupted: false,
+        pace: None,
     })
 }

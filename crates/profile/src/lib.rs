@@ -112,8 +112,9 @@ pub struct Resolved {
 type Space = Vec<(u64, u64, u64, String)>;
 
 impl Recording {
-    /// Name every sample in `[from, to]` (CLOCK_MONOTONIC ns). The perf maps the
-    /// run's processes wrote (fresh since the start) are read, then removed.
+    /// Name every sample in `[from, to]` (CLOCK_MONOTONIC ns), reading the perf
+    /// maps the run's processes wrote (fresh since the start); remove them
+    /// afterwards with [`Recording::remove_perf_maps`].
     pub fn resolve(&self, syms: &mut Symbols, from: u64, to: u64) -> Resolved {
         let mut out = Resolved::default();
         let mut order: Vec<&Record> = Vec::with_capacity(self.records.len());
@@ -234,8 +235,7 @@ impl Recording {
         out
     }
 
-    /// The perf map a process of this run wrote, read once; removed afterwards
-    /// (one file per process per run would pile up in /tmp).
+    /// The perf map a process of this run wrote, read once.
     fn perf_map(&self, pid: u32, read: &mut Vec<(u32, String, usize)>) -> Option<symbols::Table> {
         let path = format!("/tmp/perf-{pid}.map");
         let meta = std::fs::metadata(&path).ok()?;
@@ -250,12 +250,42 @@ impl Recording {
     }
 }
 
-impl Resolved {
-    /// Remove the perf maps that were read (the run's own, written for us).
-    pub fn remove_perf_maps(&self) {
-        for (_, path, _) in &self.perf_maps {
-            let _ = std::fs::remove_file(path);
+impl Recording {
+    /// Every process the recording saw (forked, exec'd, mapped or sampled).
+    pub fn pids(&self) -> Vec<u32> {
+        let mut pids: Vec<u32> = self
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Sample { pid, .. }
+                | Record::Mmap { pid, .. }
+                | Record::Comm { pid, .. }
+                | Record::Fork { pid, .. }
+                | Record::Exit { pid, .. } => Some(*pid),
+                Record::Lost { .. } => None,
+            })
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// Remove the perf maps this run's processes wrote (fresh since its start),
+    /// read or not: a warmup's, a failed run's, or one of a process with no
+    /// sample in the window would otherwise pile up in /tmp. Returns the
+    /// paths removed.
+    pub fn remove_perf_maps(&self) -> Vec<String> {
+        let mut removed = Vec::new();
+        for pid in self.pids() {
+            let path = format!("/tmp/perf-{pid}.map");
+            let fresh = std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t >= self.started);
+            if fresh && std::fs::remove_file(&path).is_ok() {
+                removed.push(path);
+            }
         }
+        removed
     }
 }
 

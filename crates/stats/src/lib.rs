@@ -23,6 +23,7 @@
 //! pub enum Verdict { Faster, Slower, Same, WithinNoise, None }  // Display: faster/slower/~/~ (within noise threshold)/no verdict
 //! pub struct Comparison { design, noise, ratio, shift, relative, mann_whitney, verdict, reason, detectable }
 //! pub fn compare(baseline: &[f64], candidate: &[f64], opts: CompareOptions) -> Comparison
+//! pub fn fisher_greater(cand_failed, cand_runs, base_failed, base_runs: u64) -> f64 // one-sided exact p
 //! ```
 //!
 //! Inputs are assumed NaN-free; nothing here panics on empty input.
@@ -35,6 +36,7 @@
 #![allow(unused_imports)]
 
 mod compare;
+mod fisher;
 mod hodges_lehmann;
 mod mann_whitney;
 mod normal;
@@ -45,6 +47,7 @@ pub use compare::{
     compare, percent, CompareOptions, Comparison, Design, Detectable, Relative, Verdict, COMPARE_CONFIDENCE,
     DEFAULT_NOISE, POWER,
 };
+pub use fisher::fisher_greater;
 pub use hodges_lehmann::{hodges_lehmann, Shift};
 pub use mann_whitney::{mann_whitney, MannWhitney};
 pub use ratio::{ratio, Ratio};

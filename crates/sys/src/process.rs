@@ -32,6 +32,54 @@ pub fn set_timer_slack(ns: u64) -> io::Result<()> {
     prctl_set(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong)
 }
 
+/// sched_attr(7) as sched_setattr(2) takes it (the libc crate has no binding).
+#[repr(C)]
+#[derive(Default)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+    util_min: u32,
+    util_max: u32,
+}
+
+/// Ask the fair scheduler for a custom slice for this thread (`sched_runtime`
+/// of a SCHED_OTHER thread, Linux 6.12+; 0 restores the default). A short
+/// slice gives the thread an early virtual deadline, so when it wakes on a
+/// busy CPU it runs at once instead of waiting for the running task's slice to
+/// end; the CPU share it is entitled to does not change. Older kernels accept
+/// the call and ignore the value. The nice value is kept.
+pub fn set_sched_slice(ns: u64) -> io::Result<()> {
+    // A thread the user put under another policy (chrt: batch, idle, FIFO) is
+    // left as it is: restoring would otherwise make it SCHED_OTHER.
+    // SAFETY: sched_getscheduler takes a pid (0: this thread).
+    if unsafe { libc::sched_getscheduler(0) } != libc::SCHED_OTHER {
+        return Ok(());
+    }
+    // Not SCHED_FLAG_KEEP_PARAMS: it would also keep the current slice. On
+    // Linux, PRIO_PROCESS with 0 is the calling thread.
+    // SAFETY: getpriority takes integers.
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: libc::SCHED_OTHER as u32,
+        nice,
+        runtime: ns,
+        ..Default::default()
+    };
+    // SAFETY: sched_setattr(tid 0 = this thread, a valid sched_attr of the size
+    // it declares, flags 0); the kernel only reads it.
+    if unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[inline]
 fn prctl_set(option: libc::c_int, value: libc::c_ulong) -> io::Result<()> {
     // SAFETY: these prctl options take one integer and no pointers.

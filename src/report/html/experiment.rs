@@ -13,6 +13,8 @@ use maud::{html, Markup};
 
 pub fn settings(id: &str, e: &Experiment) -> Markup {
     let r = e.result;
+    let envs: Vec<&[(String, String)]> = r.variants.iter().map(|v| v.target.env.as_slice()).collect();
+    let differing = differing_env(&envs);
     let body = html! {
         dl.facts {
             @if let Some(i) = e.id { dt { "stored as" } dd { "experiment " (i) } }
@@ -30,13 +32,33 @@ pub fn settings(id: &str, e: &Experiment) -> Markup {
                 dt { "noise threshold" } dd { (crate::stats::percent(s.noise)) }
             }
             dt { "stopped" } dd { (r.stopped_label()) }
+            @if let Some(l) = &r.load {
+                dt { "machine during the runs" }
+                dd {
+                    @if let Some(w) = l.warning() { strong { (w) } } @else {
+                        "not busy (1-minute load " (format!("{:.1}", l.load1_before)) " → "
+                        (format!("{:.1}", l.load1_after)) " on " (l.cpus) " CPUs)"
+                    }
+                }
+            }
         }
         table {
             caption { "Variants (the first is the baseline)" }
-            thead { tr { th scope="col" { "variant" } th scope="col" { "readiness" } th scope="col" { "command" } } }
+            thead { tr {
+                th scope="col" { "variant" } th scope="col" { "readiness" } th scope="col" { "command" }
+                @if !differing.is_empty() { th scope="col" { "environment (where variants differ)" } }
+            } }
             tbody {
                 @for v in &r.variants {
-                    tr { th scope="row" { (v.name) } td { (v.readiness) } td { code { (v.target.display_command()) } } }
+                    tr {
+                        th scope="row" { (v.name) } td { (v.readiness) } td { code { (v.target.display_command()) } }
+                        @if !differing.is_empty() {
+                            td.env { @for (k, i) in differing.iter().enumerate() {
+                                @if k > 0 { " " }
+                                code { (env_setting(&v.target.env, i)) }
+                            } }
+                        }
+                    }
                 }
             }
         }
@@ -46,6 +68,35 @@ pub fn settings(id: &str, e: &Experiment) -> Markup {
         }
     };
     section(id, "settings", "Settings, host and how to reproduce", body)
+}
+
+/// The value a target sets for `key` (the last setting wins, as at spawn).
+fn env_value<'a>(env: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    env.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// `KEY=value` as this target sets it, or `KEY unset` (it inherits coldstart's).
+fn env_setting(env: &[(String, String)], key: &str) -> String {
+    match env_value(env, key) {
+        Some(v) => format!("{key}={}", crate::target::shell_quote(v)),
+        None => format!("{key} unset"),
+    }
+}
+
+/// The variables whose values differ between the variants, or that only some set,
+/// in the order first met: what tells two otherwise identical commands apart.
+pub fn differing_env(envs: &[&[(String, String)]]) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for (k, _) in envs.iter().flat_map(|e| e.iter()) {
+        if !keys.contains(k) {
+            keys.push(k.clone());
+        }
+    }
+    keys.retain(|k| {
+        let first = envs.first().and_then(|e| env_value(e, k));
+        envs.iter().any(|e| env_value(e, k) != first)
+    });
+    keys
 }
 
 /// Every measured run of variant `v` in the order it ran: (ready ms or None if it failed).
@@ -75,6 +126,7 @@ pub fn distribution(id: &str, r: &ExperimentResult, a: &Analysis) -> Markup {
     let rows = a.variants.len() as f64;
     let height = 12.0 + rows * ROW + 40.0;
     let axis_y = 12.0 + rows * ROW;
+    let labels = labels(a);
     let body = html! {
         (svg::x_axis(&x, axis_y, 6.0, " ms", "spawn → ready (ms)"))
         @for (i, v) in a.variants.iter().enumerate() {
@@ -83,7 +135,7 @@ pub fn distribution(id: &str, r: &ExperimentResult, a: &Analysis) -> Markup {
             @let cy = 12.0 + i as f64 * ROW + ROW / 2.0;
             g {
                 rect.lane x=(n(svg::LEFT)) y=(n(cy - ROW / 2.0 + 2.0)) width=(n(svg::WIDTH - svg::LEFT - svg::RIGHT)) height=(n(ROW - 4.0)) {}
-                text x=(n(svg::LEFT - 8.0)) y=(n(cy + 4.0)) text-anchor="end" { (svg::clip(&v.name, 22)) }
+                text x=(n(svg::LEFT - 8.0)) y=(n(cy + 4.0)) text-anchor="end" { (labels[i]) }
                 @if let Some(s) = &v.ready_ms {
                     @if let Some((l, h)) = s.p50_ci {
                         rect.ci x=(n(x.at(l))) y=(n(cy - 12.0)) width=(n((x.at(h) - x.at(l)).max(1.0))) height="24"
@@ -180,6 +232,16 @@ pub fn runs(id: &str, r: &ExperimentResult, a: &Analysis) -> Markup {
         (legend(a))
     };
     section(id, "runs", "Runs in time order", html)
+}
+
+/// Each variant's label on a chart's left margin (see [`svg::variant_labels`]).
+pub fn labels(a: &Analysis) -> Vec<String> {
+    let vs: Vec<_> = a
+        .variants
+        .iter()
+        .map(|v| (v.name.as_str(), v.base.as_str(), v.params.as_slice()))
+        .collect();
+    svg::variant_labels(&vs, 22)
 }
 
 pub fn legend(a: &Analysis) -> Markup {

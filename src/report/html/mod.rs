@@ -96,6 +96,11 @@ fn experiment_section(i: usize, e: &Experiment) -> Markup {
     html! {
         section.experiment id=(id) aria-labelledby=(format!("{id}-h")) {
             h2 id=(format!("{id}-h")) { (e.heading) }
+            // The answer first; an explain leads with its own headline instead
+            // (its comparison is the tracer's overhead, not a verdict).
+            @if e.explanation.is_none() {
+                (ab::verdicts(e.analysis))
+            }
             @if let Some(x) = e.explanation.filter(|x| x.headline.as_ref().is_some_and(|h| !h.items.is_empty())) {
                 (explain::headline(&id, x))
             }

@@ -60,10 +60,11 @@ pub fn render(id: &str, p: &Profile, command: &str) -> Markup {
                 }
             }
         }
-        @if p.lost > 0 || !p.runtimes.is_empty() {
+        @if p.lost > 0 || !p.runtimes.is_empty() || p.cut.is_some() {
             ul {
                 @if p.lost > 0 { li.note { "The kernel dropped " (p.lost) " records (ring buffer full)." } }
                 @for r in &p.runtimes { li.note { (r) } }
+                @if let Some(cut) = &p.cut { li.note { (cut.note()) } }
             }
         }
     };

@@ -89,12 +89,18 @@ pub fn tick_label(x: f64, unit: &str) -> String {
 
 /// A horizontal axis at `y` with ticks, labels and faint grid lines up to `top`.
 pub fn x_axis(s: &Scale, y: f64, top: f64, unit: &str, label: &str) -> Markup {
+    let ticks: Vec<(f64, String)> = s.ticks(6).into_iter().map(|t| (t, tick_label(t, unit))).collect();
+    x_axis_ticks(s, &ticks, y, top, label)
+}
+
+/// [`x_axis`] with given ticks: (position in the scale's domain, label).
+pub fn x_axis_ticks(s: &Scale, ticks: &[(f64, String)], y: f64, top: f64, label: &str) -> Markup {
     html! {
         g.axis {
             line x1=(n(s.r0)) x2=(n(s.r1)) y1=(n(y)) y2=(n(y)) {}
-            @for t in s.ticks(6) {
-                line.grid x1=(n(s.at(t))) x2=(n(s.at(t))) y1=(n(top)) y2=(n(y)) {}
-                text x=(n(s.at(t))) y=(n(y + 14.0)) text-anchor="middle" { (tick_label(t, unit)) }
+            @for (t, text) in ticks {
+                line.grid x1=(n(s.at(*t))) x2=(n(s.at(*t))) y1=(n(top)) y2=(n(y)) {}
+                text x=(n(s.at(*t))) y=(n(y + 14.0)) text-anchor="middle" { (text) }
             }
             text.label x=(n((s.r0 + s.r1) / 2.0)) y=(n(y + 30.0)) text-anchor="middle" { (label) }
         }
@@ -147,9 +153,104 @@ pub fn clip(s: &str, max: usize) -> String {
     }
 }
 
+/// A variant as its label sees it: (name, name without the point's values, the values).
+pub type LabelOf<'a> = (&'a str, &'a str, &'a [(String, String)]);
+
+/// Chart labels of at most `max` characters that keep what tells the variants
+/// apart: a sweep point shows its values (`m=json`, with its variant's name
+/// before them only when several variants are swept), and names that share a
+/// long prefix (commands) lose the prefix, not their distinguishing end.
+pub fn variant_labels(variants: &[LabelOf], max: usize) -> Vec<String> {
+    let values = |p: &[(String, String)]| {
+        p.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut bases: Vec<&str> = variants
+        .iter()
+        .filter(|(_, _, p)| !p.is_empty())
+        .map(|(_, b, _)| *b)
+        .collect();
+    bases.dedup();
+    let one_base = bases.windows(2).all(|w| w[0] == w[1]);
+    let plain: Vec<&str> = variants
+        .iter()
+        .filter(|(_, _, p)| p.is_empty())
+        .map(|(n, _, _)| *n)
+        .collect();
+    let prefix = shared_prefix(&plain);
+    variants
+        .iter()
+        .map(|(name, base, p)| {
+            if !p.is_empty() {
+                let vals = values(p);
+                let room = max.saturating_sub(vals.chars().count() + 1);
+                if one_base || room < 4 {
+                    clip(&vals, max)
+                } else {
+                    format!("{} {vals}", clip(base, room))
+                }
+            } else if name.chars().count() <= max || prefix == 0 {
+                clip(name, max)
+            } else {
+                // Cut at the earliest word boundary inside the shared prefix that
+                // fits, so as much context as fits stays before what differs.
+                let chars: Vec<char> = name.chars().collect();
+                let cut = (1..=prefix)
+                    .filter(|&i| i == prefix || chars[i - 1] == ' ' || chars[i - 1] == '/')
+                    .find(|&i| chars.len() - i < max)
+                    .unwrap_or(prefix);
+                let rest: String = chars[cut..].iter().collect();
+                clip(&format!("…{rest}"), max)
+            }
+        })
+        .collect()
+}
+
+/// How many leading characters all `names` share, cut back to a word boundary
+/// (a space or `/`), so the rest starts with a whole word; 0 for fewer than two.
+fn shared_prefix(names: &[&str]) -> usize {
+    let Some((first, others)) = names.split_first() else {
+        return 0;
+    };
+    if others.is_empty() {
+        return 0;
+    }
+    let first: Vec<char> = first.chars().collect();
+    let mut n = first.len();
+    for o in others {
+        n = n.min(o.chars().zip(&first).take_while(|(a, b)| a == *b).count());
+    }
+    first[..n]
+        .iter()
+        .rposition(|c| *c == ' ' || *c == '/')
+        .map_or(0, |i| i + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_keep_what_differs() {
+        let json = vec![("m".to_string(), "json".to_string())];
+        let os = vec![("m".to_string(), "os".to_string())];
+        let base = "python3 -c 'import {m}'";
+        let (a, b) = (format!("{base}[m=json]"), format!("{base}[m=os]"));
+        let l = variant_labels(&[(&a, base, &json), (&b, base, &os)], 22);
+        assert_eq!(l, ["m=json", "m=os"]);
+        let l = variant_labels(&[(&a, base, &json), (&a, "other", &os)], 22);
+        assert!(l[0].ends_with(" m=json") && l[1] == "other m=os", "{l:?}");
+        let (c, d) = (
+            "/usr/local/bin/python3 -c 'import json'",
+            "/usr/local/bin/python3 -c 'import asyncio'",
+        );
+        let l = variant_labels(&[(c, c, &[]), (d, d, &[])], 22);
+        assert_eq!(l, ["…-c 'import json'", "…-c 'import asyncio'"]);
+        let l = variant_labels(&[("a", "a", &[]), ("b", "b", &[])], 22);
+        assert_eq!(l, ["a", "b"]);
+    }
 
     #[test]
     fn ticks_are_round_and_inside() {

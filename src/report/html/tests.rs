@@ -35,6 +35,7 @@ fn model(names: &[&str], readiness: &str, runs: usize) -> ExperimentResult {
         samples,
         stopped: Some(StopReason::Completed),
         design: crate::stats::Design::Interleaved,
+        load: None,
     }
 }
 

@@ -11,7 +11,8 @@ fn status_words(s: &Status) -> &'static str {
     match s {
         Status::Faster => "helps",
         Status::Slower => "slower",
-        Status::Same | Status::NoVerdict => "does not help",
+        Status::NoGain => "does not help",
+        Status::Inconclusive { .. } | Status::NoVerdict => "inconclusive",
         Status::Caution => "caution",
         Status::Broken { .. } => "broken",
         Status::Unavailable { .. } => "unavailable",
