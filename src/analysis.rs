@@ -107,6 +107,11 @@ pub struct MarkSummary {
     /// Runs in which the mark appeared (first occurrence per run).
     pub runs: usize,
     pub t_ms: Summary,
+    /// The same mark of the variant's baseline vs this one's (bench's comparison
+    /// of ready times, on the mark's instants): an extension's ready time in a
+    /// Lambda A/B gets a shift, CI and verdict as Init Duration does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_baseline: Option<Comparison>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -132,6 +137,17 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
         noise,
     };
     let along = sweep.and_then(|s| s.compare_along.as_deref());
+    // Each variant's mark instants (ms, first per run, successful measured runs).
+    let mark_times: Vec<MarkTimes> = (0..result.variants.len())
+        .map(|i| {
+            let ok: Vec<&crate::sample::Sample> = result
+                .samples
+                .iter()
+                .filter(|s| s.variant == i && !s.warmup && s.ok())
+                .collect();
+            mark_values(&ok)
+        })
+        .collect();
     let variants = result
         .variants
         .iter()
@@ -168,7 +184,8 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
                 })
                 .collect();
             let ready = result.ready_ms(i);
-            let marks = mark_summaries(&ok);
+            let baseline_marks = baseline_of(&result.variants, i).map(|b| &mark_times[b]);
+            let marks = mark_summaries(&mark_times[i], baseline_marks, options);
             VariantAnalysis {
                 name: v.name.clone(),
                 base: v.base_name().to_string(),
@@ -304,9 +321,11 @@ fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::Compare
     out
 }
 
-/// First occurrence of each mark name per run, summarised across runs.
-fn mark_summaries(ok: &[&&crate::sample::Sample]) -> Vec<MarkSummary> {
-    let mut by_name: BTreeMap<(String, crate::sample::MarkSource), Vec<f64>> = BTreeMap::new();
+/// A variant's mark instants: per (name, source), the first occurrence in each run, ms.
+type MarkTimes = BTreeMap<(String, crate::sample::MarkSource), Vec<f64>>;
+
+fn mark_values(ok: &[&crate::sample::Sample]) -> MarkTimes {
+    let mut by_name = MarkTimes::new();
     for s in ok {
         let mut seen = std::collections::HashSet::new();
         for m in &s.marks {
@@ -318,15 +337,27 @@ fn mark_summaries(ok: &[&&crate::sample::Sample]) -> Vec<MarkSummary> {
             }
         }
     }
-    let mut out: Vec<MarkSummary> = by_name
-        .into_iter()
-        .filter_map(|((name, source), xs)| {
-            let runs = xs.len();
+    by_name
+}
+
+/// Each mark summarised across runs, in order of median, and compared with the
+/// same mark of `baseline` where it has one.
+fn mark_summaries(
+    times: &MarkTimes,
+    baseline: Option<&MarkTimes>,
+    options: stats::CompareOptions,
+) -> Vec<MarkSummary> {
+    let mut out: Vec<MarkSummary> = times
+        .iter()
+        .filter_map(|(key, xs)| {
             Some(MarkSummary {
-                name,
-                source,
-                runs,
-                t_ms: summarize(xs.into_iter())?,
+                name: key.0.clone(),
+                source: key.1,
+                runs: xs.len(),
+                t_ms: summarize(xs.iter().copied())?,
+                vs_baseline: baseline
+                    .and_then(|b| b.get(key))
+                    .map(|base| stats::compare(base, xs, options)),
             })
         })
         .collect();

@@ -161,6 +161,9 @@ def handler(event, context):
 
 def fail(event, context):
     raise ValueError("the handler refused")
+
+def big(event, context):
+    return {"blob": "x" * (7 * 1024 * 1024)}
 "#,
     );
     write(
@@ -313,6 +316,38 @@ fn python_handler_exception_is_the_rics_error() {
     assert_eq!(field(&r.reports[0], "Error Type"), Some("Runtime.Unknown"));
     assert!(ms(&r.reports[0], "Init Duration") > 0.0);
     assert!(r.response.is_none(), "no successful response to save");
+}
+
+/// A response over Lambda's 6 MB limit: the invoke ends with
+/// Function.ResponseSizeTooLarge, and what awslambdaric prints about the 413 after
+/// its post (before its next /next) reaches the log before shutdown.
+#[test]
+fn what_the_ric_prints_after_a_413_is_logged() {
+    let Some(clients) = clients("python") else { return };
+    let dir = scratch();
+    let (code, layer) = python_function(dir.path());
+    let r = lambda(
+        dir.path(),
+        &clients,
+        "python3.11",
+        &code,
+        "app.big",
+        &["--layer", layer.to_str().expect("utf-8")],
+    );
+    assert!(!r.out.status.success(), "{}", r.log);
+    assert_eq!(r.reports.len(), 1, "{}", r.log);
+    assert_eq!(
+        field(&r.reports[0], "Error Type"),
+        Some("Function.ResponseSizeTooLarge"),
+        "{}",
+        r.reports[0]
+    );
+    assert!(
+        r.log
+            .contains("Failed to post handler success response. Http response code: 413"),
+        "{}",
+        r.log
+    );
 }
 
 #[test]

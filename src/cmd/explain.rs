@@ -130,7 +130,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     let sink = if args.no_otlp {
         None
     } else {
-        Some(otlp::Receiver::start().context("starting the OTLP receiver (--no-otlp runs without it)")?)
+        Some(otlp::Receiver::sink().context("starting the OTLP receiver (--no-otlp runs without it)")?)
     };
     let mut builds = builds;
     if let Some(r) = &sink {

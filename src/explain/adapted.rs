@@ -16,7 +16,69 @@ use tempfile::TempDir;
 pub struct AdaptedRun {
     pub sample: Sample,
     dirs: Vec<TempDir>,
-    otlp: Option<Section>,
+    otlp: Option<Kept>,
+}
+
+/// A run's OpenTelemetry section until the explanation picks its run. Only the
+/// run nearest the adapted median is shown, and each may hold 100,000 spans
+/// (tens of MB), so every run's section waits on disk (gzip'd JSON, removed when
+/// the run is dropped) rather than all of them in memory.
+enum Kept {
+    Disk(tempfile::NamedTempFile),
+    /// Where the temporary directory cannot take it: memory, as before.
+    Memory(Section),
+}
+
+impl Kept {
+    /// None for a section without spans (nothing to show).
+    fn new(section: Section) -> Option<Kept> {
+        if section.spans.is_empty() {
+            return None;
+        }
+        Some(match spill(&section) {
+            Ok(file) => Kept::Disk(file),
+            Err(_) => Kept::Memory(section),
+        })
+    }
+
+    fn load(&self) -> Section {
+        match self {
+            Kept::Memory(s) => s.clone(),
+            Kept::Disk(file) => unspill(file).unwrap_or_else(|e| Section {
+                source: "otlp".into(),
+                title: "OpenTelemetry spans (OTLP/HTTP)".into(),
+                notes: vec![format!(
+                    "could not read the spans back from {}: {e:#}",
+                    file.path().display()
+                )],
+                ..Section::default()
+            }),
+        }
+    }
+}
+
+fn spill(section: &Section) -> Result<tempfile::NamedTempFile> {
+    use std::io::Write;
+    let file = tempfile::Builder::new()
+        .prefix("coldstart-otlp-")
+        .suffix(".json.gz")
+        .tempfile()
+        .context("creating a file for the run's spans")?;
+    let mut w = flate2::write::GzEncoder::new(
+        std::io::BufWriter::new(file.as_file()),
+        flate2::Compression::fast(),
+    );
+    serde_json::to_writer(&mut w, section).context("writing the run's spans")?;
+    w.finish()
+        .and_then(|mut b| b.flush())
+        .context("writing the run's spans")?;
+    Ok(file)
+}
+
+fn unspill(file: &tempfile::NamedTempFile) -> Result<Section> {
+    let f = file.reopen().context("opening")?;
+    let r = std::io::BufReader::new(flate2::read::GzDecoder::new(std::io::BufReader::new(f)));
+    serde_json::from_reader(r).context("reading")
 }
 
 /// Run once with every adapter's switch on, and the OTLP receiver if `with_otlp`.
@@ -56,7 +118,7 @@ pub fn run(
     let sample = run_once(&adapted, readiness, &opts, id)?;
     // The tree is gone: whatever the app exported (at exit, or before ready) is in.
     let otlp = match receiver {
-        Some(r) => Some(r.finish(sample.t0_mono_ns)?),
+        Some(r) => Kept::new(r.finish(sample.t0_mono_ns)?),
         None => None,
     };
     Ok(AdaptedRun { sample, dirs, otlp })
@@ -87,9 +149,7 @@ impl AdaptedRun {
             out.push(s);
         }
         if let Some(s) = &self.otlp {
-            if !s.spans.is_empty() {
-                out.push(s.clone());
-            }
+            out.push(s.load());
         }
         out
     }

@@ -9,6 +9,7 @@ use super::{round2, telemetry, Config, Environment, Options};
 use crate::clock::now_ns;
 use crate::launch::{tree, usage};
 use serde_json::json;
+use std::time::Duration;
 
 /// What the invoke measured.
 pub(super) struct Invoked {
@@ -34,6 +35,11 @@ pub(super) enum Which {
 pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Which) -> Invoked {
     let s = &e.env.shared;
     let (bus, logs) = (&e.bus, &e.logs);
+    // As on Lambda, an invoke starts when the runtime asks for it: what a runtime
+    // does after posting the previous response (before its /next) belongs to no
+    // invoke's Duration. A runtime that never asks gets the event after the
+    // function timeout, and that invoke times out.
+    runtime_asks(e, opts.function_timeout).await;
     let request_id = state::uuid();
     let epoch_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -122,7 +128,9 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
             f.error_type = Some("Runtime.OutOfMemory".into());
         }
     }
-    let runtime_done = result.as_ref().map_or(now_ns(), |r| r.at_ns);
+    // A timed-out invoke ends at its deadline, as Lambda's REPORT shows it (the
+    // wait's wake-up may come later on a busy machine).
+    let runtime_done = result.as_ref().map_or(now_ns().min(inv_deadline), |r| r.at_ns);
     let produced = result.as_ref().map_or(0, |r| r.body.len());
     let latency_ms = delivered.map_or(0.0, |d| (d.saturating_sub(t_inv)) as f64 / 1e6);
     bus.emit(
@@ -266,6 +274,36 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
             ("max_memory_mb", max_mb as f64),
             ("billed_ms", billed as f64),
         ],
+    }
+}
+
+/// After an environment's last invoke, how long the runtime may take to call /next
+/// again: what it prints after its response (awslambdaric's "Failed to post handler
+/// success response. Http response code: 413") then reaches the log before shutdown.
+pub(super) const LAST_NEXT_WITHIN: Duration = Duration::from_secs(2);
+
+/// Wait (at most `within`) until the runtime is blocked in /next, it exited, or
+/// Ctrl-C. True if it is in /next.
+pub(super) async fn runtime_asks(e: &Environment, within: Duration) -> bool {
+    let s = &e.env.shared;
+    let deadline = now_ns().saturating_add(within.as_nanos() as u64);
+    s.wait_until(deadline, |st| {
+        st.runtime_waiting || st.interrupted || st.exited(&Role::Runtime).is_some()
+    })
+    .await;
+    s.lock().runtime_waiting
+}
+
+/// After the last invoke: let the runtime finish its post-response work (up to
+/// `LAST_NEXT_WITHIN`, not after a timeout: Lambda would reset that environment)
+/// and pass on what it printed meanwhile, before shutdown signals it.
+pub(super) async fn after_last(e: &Environment, last: Option<&Failure>) {
+    if last.is_some_and(|f| f.status == "timeout") || crate::launch::signals::interrupted() {
+        return;
+    }
+    runtime_asks(e, LAST_NEXT_WITHIN).await;
+    for p in &e.procs {
+        p.flush_output().await;
     }
 }
 

@@ -270,6 +270,7 @@ async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static s
             run.warm_ns.push(warm.ns);
             run.invoke_failure = warm.failure;
         }
+        invoke::after_last(&e, run.invoke_failure.as_ref()).await;
     } else if let (Err(f), "invoke", false) = (&init.result, phase, init.interrupted) {
         let exit = run
             .exit_status

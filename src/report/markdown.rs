@@ -73,6 +73,20 @@ pub fn render(analysis: &Analysis) -> String {
         out.push('\n');
     }
     out.push_str("\nSpawn → ready. `*`: tail quantile from too few runs to be reliable.\n");
+    if let Some((header, rows)) = super::terminal::mark_cells(analysis) {
+        // The marks (checkpoints, log marks, Lambda's instants), as in the terminal.
+        out.push_str("\nMarks (since spawn):\n\n");
+        let cells: Vec<String> = header.iter().map(|c| escape(c)).collect();
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        let align: Vec<&str> = (0..header.len())
+            .map(|i| if (3..5).contains(&i) { "--:" } else { ":--" })
+            .collect();
+        out.push_str(&format!("|{}|\n", align.join("|")));
+        for r in rows {
+            let cells: Vec<String> = r.iter().map(|c| escape(c)).collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+    }
     out
 }
 

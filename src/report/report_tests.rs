@@ -110,7 +110,8 @@ fn terminal_table_has_a_row_per_variant_and_a_delta_line() {
 fn markdown_rows_keep_nine_columns_with_pipes_escaped() {
     let r = experiment();
     let md = markdown::render(&analyze(&r, 0.01));
-    let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+    // The first table; the marks table follows the notes.
+    let rows: Vec<&str> = md.lines().take_while(|l| l.starts_with('|')).collect();
     assert_eq!(rows.len(), 4, "header, alignment, two variants: {md}");
     for row in &rows {
         // Cells are separated by unescaped pipes.
@@ -119,6 +120,19 @@ fn markdown_rows_keep_nine_columns_with_pipes_escaped() {
     }
     assert!(rows[3].starts_with("| c\\|d | 12 |"), "{}", rows[3]);
     assert!(md.contains("- **c\\|d** vs base: "), "{md}");
+    // The marks, as in the terminal: base has no `config` mark, so nothing to
+    // compare it with (no Δ column).
+    let marks: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("| variant | mark |"))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert_eq!(marks.len(), 3, "header, alignment, one mark: {md}");
+    assert!(
+        marks[2].starts_with("| c\\|d | config | checkpoint | 4.00 ms"),
+        "{}",
+        marks[2]
+    );
     let none = markdown::render(&analyze(&result(vec![sample(0, 0, false, None)]), 0.01));
     assert!(none.contains("| base | 0 | no successful run |"), "{none}");
 }

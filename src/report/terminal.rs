@@ -172,27 +172,59 @@ pub(super) fn failures(analysis: &Analysis, v: &crate::analysis::VariantAnalysis
         .unwrap_or_default()
 }
 
-/// Marks per variant: when each happened after the spawn (median and CI).
+/// Marks per variant: when each happened after the spawn (median and CI), and,
+/// for a variant with a baseline, the same comparison as its ready time's.
 fn marks(a: &Analysis) -> String {
-    if a.variants.iter().all(|v| v.marks.is_empty()) {
+    let Some((header, rows)) = mark_cells(a) else {
         return String::new();
-    }
+    };
     let mut t = table();
-    t.set_header(["variant", "mark", "source", "since spawn p50 [95% CI]", "runs"]);
+    t.set_header(header);
+    for r in rows {
+        t.add_row(r);
+    }
+    right_align(&mut t, 3..5);
+    super::width::fit_table(&mut t, &[]);
+    format!("marks\n{t}\n")
+}
+
+/// The marks table's header and rows (terminal and Markdown): variant, mark,
+/// source, median since spawn with its CI, runs, and "Δ vs baseline" when any
+/// variant has a baseline to compare with.
+pub(super) fn mark_cells(a: &Analysis) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    if a.variants.iter().all(|v| v.marks.is_empty()) {
+        return None;
+    }
+    let compared = a
+        .variants
+        .iter()
+        .any(|v| v.marks.iter().any(|m| m.vs_baseline.is_some()));
+    let mut header: Vec<String> = ["variant", "mark", "source", "since spawn p50 [95% CI]", "runs"]
+        .map(String::from)
+        .to_vec();
+    if compared {
+        header.push("Δ vs baseline".into());
+    }
+    let first = a.variants.first().map_or("", |v| v.name.as_str());
+    let mut rows = Vec::new();
     for v in &a.variants {
         for m in &v.marks {
-            t.add_row(vec![
+            let mut row = vec![
                 v.name.clone(),
                 m.name.clone(),
                 format!("{:?}", m.source).to_lowercase(),
                 median_with_ci(&m.t_ms),
                 format!("{}/{}", m.runs, v.ok_runs),
-            ]);
+            ];
+            if compared {
+                row.push(m.vs_baseline.as_ref().map_or_else(String::new, |c| {
+                    format!("vs {}: {}", v.baseline.as_deref().unwrap_or(first), comparison(c))
+                }));
+            }
+            rows.push(row);
         }
     }
-    right_align(&mut t, 3..5);
-    super::width::fit_table(&mut t, &[]);
-    format!("marks\n{t}\n")
+    Some((header, rows))
 }
 
 fn readiness_line(a: &Analysis) -> String {

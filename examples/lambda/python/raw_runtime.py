@@ -27,6 +27,15 @@ CS_RT_MAP_FILE (optional): a file the runtime maps and reads every page of
   during init (kept mapped until it exits)
 CS_RT_HWM_FILE (optional): each invoke writes the runtime's VmHWM (peak RSS, kB,
   from /proc/self/status) there before it responds
+CS_RT_INVOKE_SLEEP_MS (optional): each invoke sleeps this long before it
+  responds (to run past --timeout)
+CS_RT_AFTER_MS (optional): after posting each response, sleep this long before
+  the next /next (work after the response, as a runtime flushing telemetry does)
+CS_RT_AFTER_SAY (optional): after that sleep, print this line and the invoke's
+  number ("after-response 1")
+CS_RT_TIMES (optional): a file each invoke appends one line to, its
+  CLOCK_MONOTONIC ns instants: before /next, after /next returned, before
+  posting the response, after the post returned (space-separated)
 CS_CHECKPOINT_SDK (optional): sdk/python/src; then checkpoints rt.start (first
   thing) and rt.before-next (right before the first /next), and with CS_READY_DIR
   the file `runtime` holds the CLOCK_MONOTONIC ns instant right after rt.before-next
@@ -157,9 +166,19 @@ checkpoint("rt.before-next")
 if os.environ.get("CS_CHECKPOINT_SDK") and os.environ.get("CS_READY_DIR"):
     with open(os.path.join(os.environ["CS_READY_DIR"], "runtime"), "w") as f:
         f.write(str(time.clock_gettime_ns(time.CLOCK_MONOTONIC)))
+def mono():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+invokes = 0
 while True:
+    t_next = mono()
     headers, body = call("GET", "/invocation/next")
+    t_got = mono()
+    invokes += 1
     request_id = headers["Lambda-Runtime-Aws-Request-Id"]
+    if os.environ.get("CS_RT_INVOKE_SLEEP_MS"):
+        time.sleep(int(os.environ["CS_RT_INVOKE_SLEEP_MS"]) / 1000)
     burn("CS_RT_INVOKE_WORK")
     record_hwm("CS_RT_HWM_FILE")
     grown = b"y" * (int(os.environ.get("CS_RT_INVOKE_ALLOC_MB", "0") or 0) << 20)
@@ -180,4 +199,13 @@ while True:
         small = status_of("POST", "/invocation/" + request_id + "/response", {"ok": True})
         print("big-response statuses: %d %d" % (big, small), flush=True)
         continue
+    t_post = mono()
     call("POST", "/invocation/" + request_id + "/response", {"echo": json.loads(body or b"null")})
+    t_posted = mono()
+    if os.environ.get("CS_RT_TIMES"):
+        with open(os.environ["CS_RT_TIMES"], "a") as f:
+            f.write("%d %d %d %d\n" % (t_next, t_got, t_post, t_posted))
+    if os.environ.get("CS_RT_AFTER_MS"):
+        time.sleep(int(os.environ["CS_RT_AFTER_MS"]) / 1000)
+    if os.environ.get("CS_RT_AFTER_SAY"):
+        print("%s %d" % (os.environ["CS_RT_AFTER_SAY"], invokes), flush=True)

@@ -17,7 +17,7 @@ pub(super) const PROTOBUF: &str = "application/x-protobuf";
 pub(super) const JSON: &str = "application/json";
 
 /// One span as received, reduced to what the section shows.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Got {
     pub(super) trace_id: Vec<u8>,
     pub(super) span_id: Vec<u8>,
@@ -32,21 +32,34 @@ pub(super) struct Got {
 }
 
 impl Got {
-    /// Heap and inline bytes, roughly: what keeping this span costs.
+    /// What keeping this span costs in memory: its inline size and every heap
+    /// block as the allocator hands it out (a header, 16-byte steps, 32 bytes at
+    /// least), which for a span's many short strings is about twice their length.
+    /// The section made from it costs about as much again (plus the trace id in
+    /// hex), so the receiver's byte limit bounds a run's memory, not a guess at it.
     pub(super) fn approx_bytes(&self) -> usize {
+        fn block(len: usize) -> usize {
+            if len == 0 {
+                0
+            } else {
+                (len + 8).div_ceil(16).max(2) * 16
+            }
+        }
         std::mem::size_of::<Got>()
-            + self.trace_id.len()
-            + self.span_id.len()
-            + self.parent_id.len()
-            + self.name.len()
-            + self.service.len()
-            + self.scope.len()
+            + block(self.trace_id.len())
+            + block(self.span_id.len())
+            + block(self.parent_id.len())
+            + block(self.name.len())
+            + block(self.service.len())
+            + block(self.scope.len())
+            + block(self.args.capacity() * std::mem::size_of::<(String, String)>())
             + self
                 .args
                 .iter()
-                .map(|(k, v)| 48 + k.len() + v.len())
+                .map(|(k, v)| block(k.len()) + block(v.len()))
                 .sum::<usize>()
-            + self.events.iter().map(|(n, _)| 32 + n.len()).sum::<usize>()
+            + block(self.events.capacity() * std::mem::size_of::<(String, u64)>())
+            + self.events.iter().map(|(n, _)| block(n.len())).sum::<usize>()
     }
 }
 
@@ -180,10 +193,11 @@ fn normalize_json_enums(v: &mut serde_json::Value) {
     }
 }
 
-/// The request's spans with their resource's service and their scope.
-pub(super) fn flatten(req: ExportTraceServiceRequest) -> Vec<Got> {
-    let mut out = Vec::new();
-    for rs in req.resource_spans {
+/// The request's spans with their resource's service and their scope, one at a
+/// time: a receiver that is full drops each as it comes instead of holding a
+/// copy of the whole request beside the decoded message.
+pub(super) fn flatten(req: ExportTraceServiceRequest) -> impl Iterator<Item = Got> {
+    req.resource_spans.into_iter().flat_map(|rs| {
         let service = rs
             .resource
             .as_ref()
@@ -191,46 +205,48 @@ pub(super) fn flatten(req: ExportTraceServiceRequest) -> Vec<Got> {
             .and_then(|kv| kv.value.as_ref())
             .map(value_text)
             .unwrap_or_else(|| "unknown_service".to_string());
-        for ss in rs.scope_spans {
+        rs.scope_spans.into_iter().flat_map(move |ss| {
             let scope = ss.scope.map(|s| s.name).unwrap_or_default();
-            for sp in ss.spans {
-                let mut args = span_args(&sp.attributes);
-                // Kind 1 is INTERNAL, the default; 0 is unspecified.
-                const KINDS: [&str; 6] = ["", "", "server", "client", "producer", "consumer"];
-                if let Some(kind) = usize::try_from(sp.kind).ok().and_then(|k| KINDS.get(k)) {
-                    if !kind.is_empty() {
-                        args.insert(0, ("kind".into(), kind.to_string()));
-                    }
-                }
-                // Status code 2 is ERROR.
-                if let Some(st) = sp.status.as_ref().filter(|s| s.code == 2) {
-                    let msg = if st.message.is_empty() {
-                        "error"
-                    } else {
-                        &st.message
-                    };
-                    args.insert(0, ("status".into(), msg.to_string()));
-                }
-                out.push(Got {
-                    trace_id: sp.trace_id,
-                    span_id: sp.span_id,
-                    parent_id: sp.parent_span_id,
-                    name: sp.name,
-                    service: service.clone(),
-                    scope: scope.clone(),
-                    start_unix_ns: sp.start_time_unix_nano,
-                    end_unix_ns: sp.end_time_unix_nano,
-                    args,
-                    events: sp
-                        .events
-                        .into_iter()
-                        .map(|e| (e.name, e.time_unix_nano))
-                        .collect(),
-                });
-            }
+            let service = service.clone();
+            ss.spans.into_iter().map(move |sp| got(sp, &service, &scope))
+        })
+    })
+}
+
+fn got(sp: opentelemetry_proto::tonic::trace::v1::Span, service: &str, scope: &str) -> Got {
+    let mut args = span_args(&sp.attributes);
+    // Kind 1 is INTERNAL, the default; 0 is unspecified.
+    const KINDS: [&str; 6] = ["", "", "server", "client", "producer", "consumer"];
+    if let Some(kind) = usize::try_from(sp.kind).ok().and_then(|k| KINDS.get(k)) {
+        if !kind.is_empty() {
+            args.insert(0, ("kind".into(), kind.to_string()));
         }
     }
-    out
+    // Status code 2 is ERROR.
+    if let Some(st) = sp.status.as_ref().filter(|s| s.code == 2) {
+        let msg = if st.message.is_empty() {
+            "error"
+        } else {
+            &st.message
+        };
+        args.insert(0, ("status".into(), msg.to_string()));
+    }
+    Got {
+        trace_id: sp.trace_id,
+        span_id: sp.span_id,
+        parent_id: sp.parent_span_id,
+        name: sp.name,
+        service: service.to_string(),
+        scope: scope.to_string(),
+        start_unix_ns: sp.start_time_unix_nano,
+        end_unix_ns: sp.end_time_unix_nano,
+        args,
+        events: sp
+            .events
+            .into_iter()
+            .map(|e| (e.name, e.time_unix_nano))
+            .collect(),
+    }
 }
 
 fn span_args(attrs: &[KeyValue]) -> Vec<(String, String)> {

@@ -46,19 +46,43 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
 
     // Keep the first copy of a span sent twice (an exporter retrying a batch whose
     // response it lost).
-    let total = received.spans.len();
+    let Received {
+        spans: all,
+        requests,
+        encodings,
+        other_signals,
+        refused,
+        refusals,
+        limits,
+        dropped,
+        ..
+    } = received;
+    let total = all.len();
     let mut seen = std::collections::HashSet::new();
-    let spans: Vec<Got> = received
-        .spans
+    let mut spans: Vec<Got> = all
         .into_iter()
         .filter(|g| g.span_id.is_empty() || seen.insert((g.trace_id.clone(), g.span_id.clone())))
         .collect();
+    drop(seen);
     if spans.len() < total {
         notes.push(format!(
             "{} spans arrived twice and are counted once",
             total - spans.len()
         ));
     }
+
+    let traces = spans
+        .iter()
+        .map(|g| g.trace_id.as_slice())
+        .collect::<BTreeSet<&[u8]>>()
+        .len();
+    let services: BTreeSet<&str> = spans.iter().map(|g| g.service.as_str()).collect();
+    let services_cell = if services.is_empty() {
+        "none".to_string()
+    } else {
+        services.iter().copied().collect::<Vec<_>>().join(", ")
+    };
+    drop(services);
 
     let (order, orphans) = tree_order(&spans);
     if orphans > 0 {
@@ -72,9 +96,13 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
     let mut inverted = 0usize;
     let mut out_spans = Vec::with_capacity(spans.len());
     let mut marks = Vec::new();
-    let mut rows: Vec<(u64, Vec<String>)> = Vec::with_capacity(spans.len());
+    // (duration, index in out_spans): the table's rows are made for the largest only.
+    let mut by_dur: Vec<(u64, usize)> = Vec::with_capacity(spans.len());
     for (i, depth) in order {
-        let g = &spans[i];
+        // Each span is visited once: its strings move into the section rather than
+        // being copied, so the received spans and the section are never both whole
+        // in memory (a run may send 100,000 spans).
+        let g = &mut spans[i];
         let start = clock.since_t0(g.start_unix_ns);
         let end = clock.since_t0(g.end_unix_ns);
         if end < start {
@@ -87,36 +115,33 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         } else {
             start.min(u64::MAX as i128) as u64
         };
-        let mut args = vec![("service".to_string(), g.service.clone())];
+        let name = std::mem::take(&mut g.name);
+        let mut args = Vec::with_capacity(3 + g.args.len());
+        args.push(("service".to_string(), std::mem::take(&mut g.service)));
         if !g.scope.is_empty() {
-            args.push(("scope".into(), g.scope.clone()));
+            args.push(("scope".into(), std::mem::take(&mut g.scope)));
         }
         args.push(("trace".into(), hex(&g.trace_id)));
-        args.extend(g.args.iter().cloned());
-        for (name, at) in &g.events {
+        args.append(&mut g.args);
+        for (event, at) in std::mem::take(&mut g.events) {
             marks.push(Mark::new(
-                format!("{}: {name}", g.name),
+                format!("{name}: {event}"),
                 MarkSource::Otlp,
-                clock.since_t0(*at).clamp(0, u64::MAX as i128) as u64,
+                clock.since_t0(at).clamp(0, u64::MAX as i128) as u64,
             ));
         }
-        rows.push((
-            dur_ns,
-            vec![
-                g.name.clone(),
-                g.service.clone(),
-                ms_cell(dur_ns),
-                ms_cell(start_ns),
-            ],
-        ));
+        *g = Got::default();
+        by_dur.push((dur_ns, out_spans.len()));
         out_spans.push(Span {
-            name: g.name.clone(),
+            name,
             start_ns,
             dur_ns,
             depth,
             args,
         });
     }
+    let span_count = spans.len();
+    drop(spans);
     if clamped > 0 {
         notes.push(format!(
             "{clamped} spans start before the spawn by the clocks' reckoning (clock skew, or a \
@@ -131,26 +156,31 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
     marks.sort_by_key(|m| m.t_ns);
 
     // Largest first; ties in tree order (the sort is stable).
-    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+    by_dur.sort_by_key(|r| std::cmp::Reverse(r.0));
     let mut table = Table::new(&["span", "service", "duration", "start"]);
-    table.rows = rows.into_iter().map(|(_, r)| r).collect();
-    table.truncate(TABLE_ROWS);
+    table.rows = by_dur
+        .iter()
+        .take(TABLE_ROWS)
+        .map(|&(dur_ns, k)| {
+            let s = &out_spans[k];
+            vec![
+                s.name.clone(),
+                s.args[0].1.clone(),
+                ms_cell(dur_ns),
+                ms_cell(s.start_ns),
+            ]
+        })
+        .collect();
+    table.omitted += by_dur.len().saturating_sub(TABLE_ROWS);
+    drop(by_dur);
 
-    let traces: BTreeSet<&[u8]> = spans.iter().map(|g| g.trace_id.as_slice()).collect();
-    let services: BTreeSet<&str> = spans.iter().map(|g| g.service.as_str()).collect();
-    let services_cell = if services.is_empty() {
+    let encodings_cell = if encodings.is_empty() {
         "none".to_string()
     } else {
-        services.iter().copied().collect::<Vec<_>>().join(", ")
+        encodings.iter().cloned().collect::<Vec<_>>().join(", ")
     };
 
-    let encodings_cell = if received.encodings.is_empty() {
-        "none".to_string()
-    } else {
-        received.encodings.iter().cloned().collect::<Vec<_>>().join(", ")
-    };
-
-    if spans.is_empty() {
+    if span_count == 0 {
         notes.push(
             "no spans arrived: the program exported none over OTLP/HTTP (no exporter configured, a \
              gRPC-only exporter, or spans still buffered when it was stopped: batch processors \
@@ -158,26 +188,26 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
                 .to_string(),
         );
     }
-    if received.refused > 0 {
+    if refused > 0 {
         notes.push(format!(
             "{} export requests were refused: {}",
-            received.refused,
-            received.refusals.join("; ")
+            refused,
+            refusals.join("; ")
         ));
     }
-    if received.dropped > 0 {
+    if dropped > 0 {
         notes.push(format!(
             "{} spans were dropped: the receiver keeps at most {} spans and {} MiB of them per run \
              (the first that arrived are shown)",
-            received.dropped,
-            received.limits.spans,
-            received.limits.bytes >> 20
+            dropped,
+            limits.spans,
+            limits.bytes >> 20
         ));
     }
-    if received.other_signals > 0 {
+    if other_signals > 0 {
         notes.push(format!(
             "{} metrics/logs export requests were accepted and not read",
-            received.other_signals
+            other_signals
         ));
     }
 
@@ -185,12 +215,12 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         source: "otlp".into(),
         title: "OpenTelemetry spans (OTLP/HTTP)".into(),
         facts: vec![
-            ("spans".into(), spans.len().to_string()),
-            ("traces".into(), traces.len().to_string()),
+            ("spans".into(), span_count.to_string()),
+            ("traces".into(), traces.to_string()),
             ("services".into(), services_cell),
-            ("requests".into(), received.requests.to_string()),
+            ("requests".into(), requests.to_string()),
             ("encoding".into(), encodings_cell),
-            ("dropped".into(), received.dropped.to_string()),
+            ("dropped".into(), dropped.to_string()),
         ],
         table,
         spans: out_spans,
