@@ -460,9 +460,10 @@ pub struct CompareArgs {
 
 #[derive(Args, Debug)]
 pub struct GateArgs {
-    /// Baseline experiment: REF or REF:VARIANT.
+    /// Baseline experiment: REF or REF:VARIANT. Without one the candidate is judged
+    /// on --max (and --max-failures) alone.
     #[arg(long)]
-    pub baseline: String,
+    pub baseline: Option<String>,
     /// Candidate experiment: REF or REF:VARIANT.
     #[arg(long, default_value = "latest")]
     pub candidate: String,

@@ -214,29 +214,7 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
     let mut notes = Vec::new();
 
     for (side, s) in [("baseline", base), ("candidate", cand)] {
-        match s.stopped {
-            Some(reason) if reason.finished() => {}
-            None => fails.push(format!(
-                "the {side} (experiment {}) is incomplete: coldstart stopped before it finished (killed?); rerun it",
-                s.experiment
-            )),
-            Some(StopReason::Failure) => fails.push(format!(
-                "the {side} (experiment {}) stopped at a failed run; fix the failure or rerun with --keep-going",
-                s.experiment
-            )),
-            Some(other) => fails.push(format!(
-                "the {side} (experiment {}) did not complete ({other})",
-                s.experiment
-            )),
-        }
-        if s.runs == 0 {
-            fails.push(format!(
-                "the {side} (experiment {}) has no successful run",
-                s.experiment
-            ));
-        } else if s.failed_runs > 0 && side == "baseline" {
-            notes.push(format!("the {side} had {} failed run(s)", s.failed_runs));
-        }
+        check_side(side, s, &mut fails, &mut notes);
     }
 
     // A failure rate above the baseline's is a regression in its own right (a flaky
@@ -273,35 +251,7 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
         }
     }
 
-    if let (Some(max), Some(m)) = (limits.max_ms, mc) {
-        use crate::format::ms;
-        let ci = cand_summary.as_ref().and_then(|s| s.p50_ci);
-        if m > max {
-            let why = match ci {
-                Some((lo, _)) if lo <= max => format!(
-                    " (its 95% CI {}–{} reaches below the limit: the median is near it)",
-                    ms(lo),
-                    ms(ci.map_or(m, |c| c.1))
-                ),
-                _ => String::new(),
-            };
-            fails.push(format!("median {} exceeds --max {}{why}", ms(m), ms(max)));
-        } else if m > max * (1.0 - limits.margin) {
-            warns.push(format!(
-                "median {} is within {} of --max {}",
-                ms(m),
-                percent(limits.margin),
-                ms(max)
-            ));
-        } else if let Some((_, hi)) = ci.filter(|c| c.1 > max) {
-            warns.push(format!(
-                "median {} is under --max {}, but its 95% CI reaches {}",
-                ms(m),
-                ms(max),
-                ms(hi)
-            ));
-        }
-    }
+    check_max(&limits, cand_summary.as_ref(), &mut fails, &mut warns);
 
     if let (Some(limit), Some(b)) = (limits.max_regression, mb) {
         let limit_ms = limit.ms(b);
@@ -407,6 +357,120 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
         comparison,
         status,
         reasons,
+    }
+}
+
+/// One side's completeness: incomplete, stopped at a failure or without a
+/// successful run fails; a baseline's failed runs are a note.
+fn check_side(side: &str, s: &Side, fails: &mut Vec<String>, notes: &mut Vec<String>) {
+    match s.stopped {
+        Some(reason) if reason.finished() => {}
+        None => fails.push(format!(
+            "the {side} (experiment {}) is incomplete: coldstart stopped before it finished (killed?); rerun it",
+            s.experiment
+        )),
+        Some(StopReason::Failure) => fails.push(format!(
+            "the {side} (experiment {}) stopped at a failed run; fix the failure or rerun with --keep-going",
+            s.experiment
+        )),
+        Some(other) => fails.push(format!(
+            "the {side} (experiment {}) did not complete ({other})",
+            s.experiment
+        )),
+    }
+    if s.runs == 0 {
+        fails.push(format!(
+            "the {side} (experiment {}) has no successful run",
+            s.experiment
+        ));
+    } else if s.failed_runs > 0 && side == "baseline" {
+        notes.push(format!("the {side} had {} failed run(s)", s.failed_runs));
+    }
+}
+
+/// The candidate's median against --max (an SLO): beyond fails; near it, or
+/// with a CI reaching beyond it, warns.
+fn check_max(
+    limits: &Limits,
+    cand: Option<&stats::Summary>,
+    fails: &mut Vec<String>,
+    warns: &mut Vec<String>,
+) {
+    if let (Some(max), Some(m)) = (limits.max_ms, cand.map(|s| s.p50)) {
+        use crate::format::ms;
+        let ci = cand.and_then(|s| s.p50_ci);
+        if m > max {
+            let why = match ci {
+                Some((lo, _)) if lo <= max => format!(
+                    " (its 95% CI {}–{} reaches below the limit: the median is near it)",
+                    ms(lo),
+                    ms(ci.map_or(m, |c| c.1))
+                ),
+                _ => String::new(),
+            };
+            fails.push(format!("median {} exceeds --max {}{why}", ms(m), ms(max)));
+        } else if m > max * (1.0 - limits.margin) {
+            warns.push(format!(
+                "median {} is within {} of --max {}",
+                ms(m),
+                percent(limits.margin),
+                ms(max)
+            ));
+        } else if let Some((_, hi)) = ci.filter(|c| c.1 > max) {
+            warns.push(format!(
+                "median {} is under --max {}, but its 95% CI reaches {}",
+                ms(m),
+                ms(max),
+                ms(hi)
+            ));
+        }
+    }
+}
+
+/// Decide one target without a baseline: `--max` (and `--max-failures`) only.
+/// Any failed run fails, unless --max-failures accepts it: there is no
+/// baseline whose failure rate it could be compared with.
+pub fn alone(target: &str, cand: &Side, limits: Limits) -> GateRow {
+    let (mut fails, mut warns, mut notes) = (Vec::new(), Vec::new(), Vec::new());
+    check_side("candidate", cand, &mut fails, &mut notes);
+    let (cf, ct) = (cand.failed_runs, cand.runs + cand.failed_runs);
+    if cf > 0 {
+        let line = format!("the candidate fails {cf} of {ct} runs");
+        match limits.max_failures {
+            Some(a) if a.allows(cf, ct) => notes.push(format!("{line}; accepted by --max-failures {}", a.describe())),
+            _ => fails.push(format!(
+                "{line} (no baseline to compare failure rates with: any failure fails); fix the failures, or accept them with --max-failures {cf}"
+            )),
+        }
+    }
+    let cand_summary = summary(&cand.ready_ms);
+    check_max(&limits, cand_summary.as_ref(), &mut fails, &mut warns);
+    let mut comparison = stats::compare(
+        &[],
+        &cand.ready_ms,
+        stats::CompareOptions {
+            design: Design::Separate,
+            noise: 0.0,
+        },
+    );
+    comparison.reason = Some("no baseline: judged on --max alone".into());
+    let status = if !fails.is_empty() {
+        Status::Fail
+    } else if !warns.is_empty() {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    GateRow {
+        target: target.to_string(),
+        baseline_p50_ms: None,
+        candidate_p50_ms: cand_summary.map(|s| s.p50),
+        baseline_runs: 0,
+        candidate_runs: cand.runs,
+        limits,
+        comparison,
+        status,
+        reasons: fails.into_iter().chain(warns).chain(notes).collect(),
     }
 }
 

@@ -122,6 +122,35 @@ fn bench_store_compare_reproduces_bench_verdicts() {
     }
 }
 
+/// `gate --max` needs no baseline, as its help says (it was refused for want
+/// of `--baseline`): the candidate's median against the limit alone.
+#[test]
+fn gate_max_alone_needs_no_baseline() {
+    for (_dir, store) in stores("gatealone") {
+        let mut args = s(&["bench", "-q", "--runs", "6", "--store", &store]);
+        args.extend(sleeper_variants(&[("slow", 60)]));
+        let o = run_s(&args);
+        assert!(o.status.success(), "{store}: {}", stderr(&o));
+        let gate = |extra: &[&str]| {
+            let mut a = s(&["gate", "--store", &store, "--candidate", "latest:slow"]);
+            a.extend(s(extra));
+            run_s(&a)
+        };
+        let o = gate(&["--max", "30s"]);
+        assert_eq!(o.status.code(), Some(0), "{store}: {}{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).contains("no baseline"), "{}", stdout(&o));
+        // 60 ms of init cannot be under 10 ms, whatever the machine.
+        let o = gate(&["--max", "10ms"]);
+        assert_eq!(o.status.code(), Some(1), "{store}: {}{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).contains("exceeds --max 10.0"), "{}", stdout(&o));
+        // A comparison needs a baseline: refused in one line.
+        let o = gate(&["--max-regression", "5%"]);
+        assert_eq!(o.status.code(), Some(2), "{store}: {}", stderr(&o));
+        assert!(stderr(&o).contains("give --baseline REF"), "{}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    }
+}
+
 #[test]
 fn gate_fails_warns_and_passes_by_threshold() {
     for (_dir, store) in stores("gate") {

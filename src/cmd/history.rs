@@ -506,10 +506,10 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
     };
     report::export::check(&[&args.markdown, &args.export_html])?;
     let mut store = open(&args.store)?;
-    let (bref, cref) = (
-        Reference::parse(&args.baseline)?,
-        Reference::parse(&args.candidate)?,
-    );
+    let Some(baseline) = args.baseline.as_deref() else {
+        return gate_alone(args, flag_limits, cfg.as_ref(), &mut store);
+    };
+    let (bref, cref) = (Reference::parse(baseline)?, Reference::parse(&args.candidate)?);
     let b = store.load_ref(&bref.experiment)?;
     let c = store.load_ref(&cref.experiment)?;
     let (bvar, cvar) = (bref.variant.as_ref(), cref.variant.as_ref());
@@ -560,7 +560,7 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
             limits,
         ));
     }
-    let md = report::gate::render(&rows, b.id, c.id);
+    let md = report::gate::render(&rows, Some(b.id), c.id);
     if let Some(p) = &args.markdown {
         report::write_export(p, md.as_bytes())?;
     }
@@ -569,6 +569,51 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
             p,
             crate::cmd::report::gate(&b, &c, &rows, args.noise.noise)?.as_bytes(),
         )?;
+    }
+    out!("{md}")?;
+    Ok(if rows.iter().any(|r| r.status == Status::Fail) {
+        1
+    } else {
+        0
+    })
+}
+
+/// `gate --max … ` without `--baseline`: each candidate target against its
+/// absolute limits only.
+fn gate_alone(
+    args: &GateArgs,
+    flags: Limits,
+    cfg: Option<&config::Config>,
+    store: &mut Store,
+) -> Result<i32> {
+    if args.export_html.is_some() {
+        bail!("--export-html draws the candidate against a baseline: give --baseline REF (the Markdown needs none)");
+    }
+    let cref = Reference::parse(&args.candidate)?;
+    let c = store.load_ref(&cref.experiment)?;
+    let cvar = cref.variant.as_ref();
+    let mut pairs = pairs(&c, cvar, &c, cvar)?;
+    if is_explain(&c) && cvar.is_none() {
+        pairs.retain(|(name, _, _)| name == ARMS[UNTRACED]);
+    }
+    let mut rows = Vec::new();
+    for (name, _, ci) in pairs {
+        let limits = target_limits(&name, flags, cfg)?;
+        if limits.max_regression.is_some() || limits.warn.is_some() {
+            bail!(
+                "--max-regression and --warn compare target '{name}' with a baseline: give --baseline REF, or judge the candidate on --max alone"
+            );
+        }
+        if limits.max_ms.is_none() {
+            bail!(
+                "no limit for target '{name}' without a baseline: give --max (12s), or set max under [targets.{name}] in coldstart.toml"
+            );
+        }
+        rows.push(gate::alone(&name, &side(&c, ci), limits));
+    }
+    let md = report::gate::render(&rows, None, c.id);
+    if let Some(p) = &args.markdown {
+        report::write_export(p, md.as_bytes())?;
     }
     out!("{md}")?;
     Ok(if rows.iter().any(|r| r.status == Status::Fail) {

@@ -4,9 +4,13 @@
 use super::format::{comparison, ms, signed_percent};
 use crate::gate::{GateRow, Status};
 
-pub fn render(rows: &[GateRow], baseline: i64, candidate: i64) -> String {
+pub fn render(rows: &[GateRow], baseline: Option<i64>, candidate: i64) -> String {
+    let against = baseline.map_or_else(
+        || " (no baseline: absolute limits)".to_string(),
+        |b| format!(" vs baseline {b}"),
+    );
     let mut out = format!(
-        "### coldstart gate: experiment {candidate} vs baseline {baseline}\n\n\
+        "### coldstart gate: experiment {candidate}{against}\n\n\
          | target | baseline p50 | candidate p50 | change [95% CI] | limits | status |\n\
          |:--|--:|--:|--:|:--|:--|\n"
     );

@@ -166,6 +166,9 @@ pub(super) fn waits(events: &[Ev], trace: &Trace, procs: &mut [ProcessInfo]) {
         ts.sort_unstable();
     }
     let index: HashMap<i32, usize> = procs.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
+    // Ends from our own kill at the end of the run: a parent that collects
+    // them then (epmd's forking parent, say) was not waiting on the run's path.
+    let killed_from = trace.killed.then(|| trace.end_ns.saturating_sub(trace.t0_ns));
     for e in events {
         let Event::Wait { child, .. } = e.event else {
             continue;
@@ -173,7 +176,7 @@ pub(super) fn waits(events: &[Ev], trace: &Trace, procs: &mut [ProcessInfo]) {
         let Some(c) = index.get(child).map(|&i| &mut procs[i]) else {
             continue;
         };
-        let Some(exit) = c.exit_ns else {
+        let Some(exit) = c.exit_ns.filter(|&x| killed_from.is_none_or(|k| x < k)) else {
             continue;
         };
         if c.parent != Some(e.pid) || c.waited_from_ns.is_some() {
@@ -214,8 +217,9 @@ fn path_to(procs: &[ProcessInfo], service: i32) -> Vec<i32> {
 /// A process off the path held it only while the path process it hangs off
 /// waited for it (see [`waits`]): for the child of a path process, from when
 /// that process began waiting to the child's end, within the stretch; for its
-/// descendants, their life within that span (`$(helper)` and
-/// `system("epmd -daemon")` wait on the shell that runs them). A process that
+/// descendants, the part of that span in which each was itself waited for by
+/// its parent (`$(helper)` and `system("epmd -daemon")` wait on the shell that
+/// runs them; the daemon epmd forks and leaves is waited for by no one). A process that
 /// ran alongside, however and whenever it ended (a VM's port helper that
 /// exits with it), held nothing.
 pub(super) fn resolve(
@@ -250,6 +254,8 @@ pub(super) fn resolve(
             (span.0 < span.1).then_some((c.pid, span))
         })
         .collect();
+    // Each process's own waited start (its parent collected it while waiting).
+    let waited_from: HashMap<i32, Option<u64>> = procs.iter().map(|p| (p.pid, p.waited_from_ns)).collect();
     let mut held: Vec<(u64, u64)> = Vec::new();
     for p in procs.iter_mut() {
         p.role = if p.pid == pid {
@@ -278,8 +284,24 @@ pub(super) fn resolve(
         let (from, until) = stretch[&owner];
         let life_end = p.exit_ns.unwrap_or(end_ns);
         p.overlap_ns = life_end.min(until).saturating_sub(p.start_ns.max(from));
-        if let Some(&(a, b)) = waited.get(&top) {
-            let (a, b) = (a.max(p.start_ns), b.min(life_end));
+        // A descendant of `top` holds the path only where its own parent waited
+        // for it, and so on up to `top`: a daemon that `epmd -daemon` forks
+        // and leaves runs beside the shell that system(3) waits on.
+        let mut since = 0;
+        let mut q = p.pid;
+        let mut chained = true;
+        while q != top {
+            match waited_from.get(&q).copied().flatten() {
+                Some(w) => since = since.max(w),
+                None => {
+                    chained = false;
+                    break;
+                }
+            }
+            q = parent.get(&q).copied().flatten().unwrap_or(top);
+        }
+        if let Some(&(a, b)) = waited.get(&top).filter(|_| chained) {
+            let (a, b) = (a.max(p.start_ns).max(since), b.min(life_end));
             if a < b {
                 p.blocked_ns = b - a;
                 held.push((a, b));

@@ -715,3 +715,41 @@ fn a_helper_holds_the_path_only_while_waited_for() {
     assert!(p(103).overlap_ns > 0);
     assert_eq!(tl.service.blocked_ns, 26 * MS);
 }
+
+/// A helper whose end came from our own kill at the end of the run, collected
+/// by a parent still alive then (epmd's forking parent), was not waited for
+/// on the run's path (it held "144 µs" of it when the kill order fell so).
+#[test]
+fn an_end_from_our_final_kill_is_no_wait() {
+    let mut t = trace(
+        vec![
+            exec(1, 100, "/usr/bin/vm"),
+            fork(2, 100, 101),
+            fork(3, 101, 102),
+            // The run is ready at 40; we start killing at 50: 102 dies, 101
+            // (blocked in wait4 since 3) collects it, then dies itself.
+            ev(
+                50,
+                101,
+                Event::Wait {
+                    child: 102,
+                    dur_ns: 47 * MS,
+                },
+            ),
+            exit(50, 102, 137),
+            exit(51, 101, 137),
+            exit(52, 100, 137),
+        ],
+        50,
+    );
+    t.killed = true;
+    t.stops = vec![crate::trace::Stop {
+        ts_ns: 3 * MS,
+        pid: 101,
+        held_ns: 0,
+    }];
+    let tl = build_for(&t, ServiceHint::Root);
+    let p = tl.processes.iter().find(|p| p.pid == 102).expect("the helper");
+    assert_eq!(p.waited_from_ns, None, "{p:?}");
+    assert_eq!(p.blocked_ns, 0, "{p:?}");
+}
