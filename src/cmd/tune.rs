@@ -286,6 +286,13 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         write_html(&exports, &experiments)?;
     }
     out::out!("{}", report::terminal(&tuned))?;
+    // One line, however many experiments tune ran on the busy machine.
+    if let Some(w) = experiments
+        .iter()
+        .find_map(|m| m.result.load.as_ref().and_then(|l| l.warning()))
+    {
+        out::outln!("{w}")?;
+    }
     for (id, location) in experiments.iter().flat_map(|m| &m.stored) {
         out::outln!("stored as experiment {id} in {location}")?;
     }
