@@ -16,9 +16,12 @@ pub fn ms(x: f64) -> String {
     }
 }
 
-/// A signed duration (for shifts).
+/// A signed duration (for shifts); one that rounds to zero has no sign ("−0 µs"
+/// read as a shift).
 pub fn signed_ms(x: f64) -> String {
-    if x >= 0.0 {
+    if ms(x.abs()) == ms(0.0) {
+        ms(0.0)
+    } else if x >= 0.0 {
         format!("+{}", ms(x))
     } else {
         format!("−{}", ms(-x))
@@ -126,6 +129,14 @@ pub fn elide_middle(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shift_that_rounds_to_zero_has_no_sign() {
+        assert_eq!(signed_ms(-0.0004), "0 µs");
+        assert_eq!(signed_ms(0.0), "0 µs");
+        assert_eq!(signed_ms(-0.002), "−2 µs");
+        assert_eq!(signed_ms(1.5), "+1.50 ms");
+    }
 
     #[test]
     fn elides_the_middle_to_a_width() {
