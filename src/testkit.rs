@@ -9,7 +9,7 @@
 //! skip becomes a failure. Switches: PYTHON, NODE, JAVA, GO, GCC, ERLANG, STRACE,
 //! OTEL, POSTGRES, LAMBDA_CLIENTS, LAMBDA_RIC (the managed runtimes' interface
 //! clients, examples/lambda-ric/setup.sh), CGROUP, CHROMIUM, DENO, PERF (perf_event_open
-//! allowed), MAVEN (mvn, and Maven Central for the Spring Boot fixture).
+//! allowed), MAVEN (mvn, and Maven Central for the Spring Boot fixture), CURL (the OTLP memory test).
 
 #![allow(dead_code)]
 
@@ -20,7 +20,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 17] = [
+pub const SWITCHES: [&str; 18] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -38,6 +38,7 @@ pub const SWITCHES: [&str; 17] = [
     "PERF",
     "SANDBOX",
     "MAVEN",
+    "CURL",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").

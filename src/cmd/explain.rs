@@ -303,8 +303,9 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     }
     // Printed last: exports survive a reader that closes stdout early.
     out::out!("{text}")?;
+    // On stderr: the stored report (`show`) is what stdout printed.
     if let Some(w) = m.result.load.as_ref().and_then(|l| l.warning()) {
-        out::outln!("{w}")?;
+        out::errln!("{w}");
     }
     if let Some((id, location)) = &m.stored_as {
         out::outln!("stored as experiment {id} in {location}")?;

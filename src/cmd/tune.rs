@@ -291,7 +291,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         .iter()
         .find_map(|m| m.result.load.as_ref().and_then(|l| l.warning()))
     {
-        out::outln!("{w}")?;
+        out::errln!("{w}");
     }
     for (id, location) in experiments.iter().flat_map(|m| &m.stored) {
         out::outln!("stored as experiment {id} in {location}")?;

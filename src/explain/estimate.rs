@@ -17,9 +17,12 @@
 //! makes [`CALIBRATION_OPENS`] failing opens (two stops each), runs
 //! [`CALIBRATION_ROUNDS`] times untraced and traced, interleaved; the round trip
 //! is `(median(traced − held) − median(untraced)) / stops`. The experiment's
-//! untraced arm is the check, not an input: the report prints the estimated
-//! total beside the untraced median and the error between them, so a wrong
-//! calibration shows instead of being scaled away.
+//! untraced arm then sets the residual scale on every stop's cost
+//! ([`residual_scale`]) and its interval ([`scale_ci`]: the test of traced −
+//! k × cost against the untraced runs, inverted), from which every estimate
+//! gets a range. Estimates are shown only when reliable ([`Noise`] says why
+//! not); otherwise every figure stays traced, and an estimate is never above
+//! its traced figure. The calibrated model's own error stays on the report.
 
 use crate::experiment::ExperimentResult;
 use crate::run::{run_once, run_traced, RunId, RunOptions};
