@@ -213,12 +213,21 @@ fn exports_write_through_devices_symlinks_and_fifos() {
 
     // `-`: stdout carries the JSON alone; the table goes to stderr.
     let o = bench_touch(&ran, &["--export-json", "-"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(is_json(&stdout(&o)), "{}", stdout(&o));
+    json_out_table_err(&o, "-");
+}
+
+/// The export alone on stdout, the table on stderr (as for `-`).
+fn json_out_table_err(o: &std::process::Output, path: &str) {
+    assert!(o.status.success(), "{path}: {}", stderr(o));
     assert!(
-        stderr(&o).contains("p50"),
-        "the report went to stderr: {}",
-        stderr(&o)
+        is_json(&stdout(o)),
+        "{path}: the JSON alone on stdout: {}",
+        stdout(o)
+    );
+    assert!(
+        stderr(o).contains("p50"),
+        "{path}: the table went to stderr: {}",
+        stderr(o)
     );
 }
 
@@ -231,18 +240,7 @@ fn an_export_to_our_own_stdout_is_written_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let ran = dir.path().join("ran");
     for path in ["/dev/stdout", "/proc/self/fd/1"] {
-        let o = bench_touch(&ran, &["--export-json", path]);
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert!(
-            is_json(&stdout(&o)),
-            "{path}: the JSON alone on stdout: {}",
-            stdout(&o)
-        );
-        assert!(
-            stderr(&o).contains("p50"),
-            "{path}: the table went to stderr: {}",
-            stderr(&o)
-        );
+        json_out_table_err(&bench_touch(&ran, &["--export-json", path]), path);
     }
     // `coldstart bench … --export-json log.txt >> log.txt`.
     let log = dir.path().join("log.txt");
