@@ -1,7 +1,7 @@
 //! Command-line definitions (clap) and the variant grammar of `bench`.
 
+use crate::experiment::{CiOf, Order};
 use clap::{Args, Parser, Subcommand};
-use coldstart::experiment::{CiOf, Order};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -346,23 +346,23 @@ pub struct NoiseArg {
 impl Default for NoiseArg {
     fn default() -> Self {
         NoiseArg {
-            noise: coldstart::stats::DEFAULT_NOISE,
+            noise: crate::stats::DEFAULT_NOISE,
         }
     }
 }
 
-pub use coldstart::bounds::parse_fraction;
+pub use crate::bounds::parse_fraction;
 
 impl CommonArgs {
     /// Where a command's results go.
     pub fn outputs(
         &self,
-        config: Option<&coldstart::config::Config>,
+        config: Option<&crate::config::Config>,
         root: &std::path::Path,
-    ) -> coldstart::session::Outputs {
-        coldstart::session::Outputs {
+    ) -> crate::session::Outputs {
+        crate::session::Outputs {
             store: (!self.no_store)
-                .then(|| coldstart::config::store_spec(self.store.store.as_deref(), config, root)),
+                .then(|| crate::config::store_spec(self.store.store.as_deref(), config, root)),
             quiet: self.quiet,
             noise: self.noise.noise,
             exports: self.export.exports(),
@@ -372,7 +372,7 @@ impl CommonArgs {
     /// The run-order seed: --seed, else one drawn from the clock and our pid.
     pub fn seed(&self) -> u64 {
         self.seed
-            .unwrap_or_else(|| coldstart::clock::now_ns() ^ u64::from(std::process::id()))
+            .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id()))
     }
 }
 
@@ -792,7 +792,7 @@ pub enum CacheArg {
     Cold,
 }
 
-impl From<CacheArg> for coldstart::run::conditions::Cache {
+impl From<CacheArg> for crate::run::conditions::Cache {
     fn from(c: CacheArg) -> Self {
         match c {
             CacheArg::Warm => Self::Warm,
@@ -827,9 +827,9 @@ impl LimitArgs {
     }
 
     /// These limits, parsed (see `over`).
-    pub fn parse_over(&self, shared: &LimitArgs) -> anyhow::Result<coldstart::limits::Limits> {
+    pub fn parse_over(&self, shared: &LimitArgs) -> anyhow::Result<crate::limits::Limits> {
         let l = self.over(shared);
-        coldstart::limits::Limits::parse(l.cpus.as_deref(), l.cpuset.as_deref(), l.memory.as_deref())
+        crate::limits::Limits::parse(l.cpus.as_deref(), l.cpuset.as_deref(), l.memory.as_deref())
     }
 }
 
@@ -1223,8 +1223,8 @@ mod tests {
 }
 
 impl ExportArgs {
-    pub fn exports(&self) -> coldstart::report::export::Exports {
-        coldstart::report::export::Exports {
+    pub fn exports(&self) -> crate::report::export::Exports {
+        crate::report::export::Exports {
             json: self.export_json.clone(),
             markdown: self.export_markdown.clone(),
             csv: self.export_csv.clone(),

@@ -3,16 +3,26 @@
 
 mod cli;
 mod cmd;
+mod session;
 #[cfg(test)]
-#[path = "testkit.rs"]
+#[path = "../crates/core/src/testkit.rs"]
 mod testkit;
 
+// The library crates' modules under their own names: the commands read `crate::run::…`.
+use coldstart_core::{
+    analysis, bounds, clock, config, experiment, launch, limits, marks, out, probe, profile, run, sample,
+    stats, store, target, trace, Lab,
+};
+use coldstart_explain as explain;
+use coldstart_lambda as lambda;
+use coldstart_report::{self as report, gate, tuned};
+use coldstart_tune as tune;
+
 use clap::Parser;
-use coldstart::Lab;
 
 fn main() {
     // explain's calibration target: coldstart's own binary, before anything else.
-    if let Some(code) = coldstart::explain::estimate::calibration_target() {
+    if let Some(code) = crate::explain::estimate::calibration_target() {
         std::process::exit(code);
     }
     let code = match real_main() {
@@ -31,7 +41,7 @@ fn main() {
 
 fn real_main() -> anyhow::Result<i32> {
     // Reports fit the terminal (or COLUMNS); without either they are left as they are.
-    coldstart::report::width::detect();
+    crate::report::width::detect();
     let raw: Vec<String> = std::env::args().collect();
     // `bench` variants use a grammar clap cannot express; cut them out first.
     let mut lambda_variants = Vec::new();
@@ -42,14 +52,14 @@ fn real_main() -> anyhow::Result<i32> {
                 (raw[..2].iter().cloned().chain(globals).collect(), Vec::new())
             }
             Err(msg) => {
-                coldstart::out::errln!("coldstart: error: {msg}");
+                crate::out::errln!("coldstart: error: {msg}");
                 return Ok(2);
             }
         },
         Some("bench") => match cli::split_bench_args(&raw[2..]) {
             Ok((globals, variants)) => (raw[..2].iter().cloned().chain(globals).collect(), variants),
             Err(msg) => {
-                coldstart::out::errln!("coldstart: error: {msg}");
+                crate::out::errln!("coldstart: error: {msg}");
                 return Ok(2);
             }
         },
@@ -57,7 +67,7 @@ fn real_main() -> anyhow::Result<i32> {
         Some("explain") if explain_names_builds(&raw[2..]) => match cli::split_bench_args(&raw[2..]) {
             Ok((globals, variants)) => (raw[..2].iter().cloned().chain(globals).collect(), variants),
             Err(msg) => {
-                coldstart::out::errln!("coldstart: error: {msg}");
+                crate::out::errln!("coldstart: error: {msg}");
                 return Ok(2);
             }
         },

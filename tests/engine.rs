@@ -9,13 +9,13 @@
 //! cgroup, so runs in parallel threads (or other tests' children) would
 //! interfere: one run at a time per process is the library's contract.
 
-#[path = "../src/testkit.rs"]
+#[path = "../crates/core/src/testkit.rs"]
 #[allow(unused_imports)] // its own unit tests do not run here (no harness)
 mod testkit;
 
-use coldstart::run::{run_once, run_traced, RunId, RunOptions};
-use coldstart::sample::{Outcome, Sample};
-use coldstart::target::{Readiness, Target};
+use coldstart_core::run::{run_once, run_traced, RunId, RunOptions};
+use coldstart_core::sample::{Outcome, Sample};
+use coldstart_core::target::{Readiness, Target};
 use std::time::Duration;
 
 fn opts(timeout_ms: u64) -> RunOptions {
@@ -43,7 +43,7 @@ fn id() -> RunId {
 
 /// (plain, traced) runs of `sh -c SCRIPT`.
 fn both(script: &str, ready: &str, timeout_ms: u64) -> (Sample, Sample) {
-    coldstart::Lab::open().expect("a Lab");
+    coldstart_core::Lab::open().expect("a Lab");
     let target = Target::new(vec!["sh".into(), "-c".into(), script.into()], Vec::new(), None).expect("sh");
     let readiness = Readiness::parse(ready).expect("readiness");
     let plain = run_once(&target, &readiness, &opts(timeout_ms), id()).expect("plain run");
@@ -60,12 +60,12 @@ fn a_clean_exit_is_ready_in_both_and_only_the_traced_run_has_a_trace() {
     assert!(trace
         .events
         .iter()
-        .any(|e| matches!(e.event, coldstart::trace::Event::Exec { .. })));
+        .any(|e| matches!(e.event, coldstart_core::trace::Event::Exec { .. })));
     // Ready at the root's exit, which the tracer saw before the pidfd said so.
     let exit_ns = trace
         .events
         .iter()
-        .filter(|e| e.pid == trace.root_pid && matches!(e.event, coldstart::trace::Event::Exit { .. }))
+        .filter(|e| e.pid == trace.root_pid && matches!(e.event, coldstart_core::trace::Event::Exit { .. }))
         .map(|e| e.ts_ns - trace.t0_ns)
         .max()
         .expect("the root's exit event");
@@ -151,7 +151,7 @@ fn a_traced_exit_keeps_the_roots_resource_use() {
 fn a_traced_root_that_exits_at_once_is_ready_every_time() {
     // The root can be gone (and reaped by the tracer thread) before the engine
     // looks at it: its pidfd, opened before it ran, still says it exited.
-    coldstart::Lab::open().expect("a Lab");
+    coldstart_core::Lab::open().expect("a Lab");
     let target = Target::new(vec!["true".into()], Vec::new(), None).expect("true");
     for round in 0..40 {
         let s = run_traced(&target, &Readiness::Exit, &opts(30_000), RunId { round, ..id() })
@@ -164,7 +164,7 @@ fn traced_listen_readiness_is_the_tracers_first_listen() {
     let Some(lagprobe) = testkit::c_example("lagprobe", &["-O2"]) else {
         return;
     };
-    coldstart::Lab::open().expect("a Lab");
+    coldstart_core::Lab::open().expect("a Lab");
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("instants");
     let port = testkit::free_port().to_string();
@@ -190,7 +190,7 @@ fn traced_listen_readiness_is_the_tracers_first_listen() {
     let listen_at = trace
         .events
         .iter()
-        .find(|e| matches!(e.event, coldstart::trace::Event::Listen { .. }))
+        .find(|e| matches!(e.event, coldstart_core::trace::Event::Listen { .. }))
         .map(|e| e.ts_ns - s.t0_mono_ns)
         .expect("a listen event");
     assert_eq!(listen_at, ready);

@@ -383,7 +383,7 @@ fn holds_zero(p: &serde_json::Value) -> bool {
 /// the like in 3 of 3 tries before. The intervals are family-wise at 95 %, so
 /// a correct tool still shows a clear phase in up to 5 % of tries: a second
 /// try on failure makes a false alarm ≤ 0.25 % (the rate itself is the
-/// simulation's, in src/explain/attribution_tests.rs).
+/// simulation's, in crates/explain/src/attribution_tests.rs).
 #[test]
 fn an_aa_explain_shows_no_phase_difference_and_no_shares() {
     let Some(go) = testkit::go_server() else { return };

@@ -555,7 +555,7 @@ fn exec_chain_rows_print_each_steps_traced_duration() {
     let (doc, out, _) = explain(&["--ready", "exit", "--", shim.to_str().unwrap()], &[]);
     let chain = tl(&doc)["exec_chain"].as_array().unwrap();
     assert_eq!(chain.len(), 3, "shim, shim-exec, sleeper: {chain:?}");
-    let ms = |ns: u64| coldstart::format::ms(ns as f64 / 1e6);
+    let ms = |ns: u64| coldstart_report::format::ms(ns as f64 / 1e6);
     // The section's rows, in chain order, after its header (and the column
     // header when there are estimates).
     let rows: Vec<&str> = out

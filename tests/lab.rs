@@ -1,9 +1,9 @@
 //! The Lab's reaping rule, enforced by types: a live trace session holds a guard,
 //! and `waitpid(-1)` (reaping, `kill_all`) waits until every session is finished.
 
-use coldstart::launch::traced;
-use coldstart::target::Target;
-use coldstart::Lab;
+use coldstart_core::launch::traced;
+use coldstart_core::target::Target;
+use coldstart_core::Lab;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// `sleep 60` under the tracer: a tree that stays live until it is killed.
-fn sleeper() -> coldstart::trace::TraceOptions {
+fn sleeper() -> coldstart_core::trace::TraceOptions {
     let target = Target::new(vec!["sleep".into(), "60".into()], Vec::new(), None).expect("`sleep` on PATH");
     traced::options(&target).expect("trace options").0
 }
@@ -86,7 +86,7 @@ fn reaping_from_the_thread_that_holds_the_session_is_an_error_not_a_hang() {
     assert!(format!("{err:#}").contains("finish the session first"), "{err:#}");
     assert!(lab.try_reaper().is_none());
     // The compatibility function says no (with a line on stderr) instead of hanging.
-    assert!(!coldstart::launch::tree::kill_all(session.root_pid()));
+    assert!(!coldstart_core::launch::tree::kill_all(session.root_pid()));
     let root = session.root_pid();
     session.finish().expect("finishing the session");
     assert_eq!(lab.kill_all(root).ok(), Some(true), "after finish, reaping works");

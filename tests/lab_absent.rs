@@ -1,11 +1,11 @@
-//! An embedder that uses the library without opening a `coldstart::Lab`: nothing
+//! An embedder that uses the library without opening a `coldstart_core::Lab`: nothing
 //! process-wide happens behind its back, and starting a target fails with an
 //! error naming the fix (not a run whose cleanup silently cannot be trusted).
 //! Its own test binary, so no other test opens a Lab in this process.
 
-use coldstart::run::{run_once, RunId, RunOptions};
-use coldstart::sample::ExitPolicy;
-use coldstart::target::{Readiness, Target};
+use coldstart_core::run::{run_once, RunId, RunOptions};
+use coldstart_core::sample::ExitPolicy;
+use coldstart_core::target::{Readiness, Target};
 use std::time::Duration;
 
 fn subreaper() -> i32 {
@@ -59,7 +59,7 @@ fn without_a_lab_running_a_target_is_a_clear_error_and_nothing_global_changed() 
     let err = run_once(&target, &Readiness::Exit, &opts, id).expect_err("a run without a Lab must fail");
     let msg = format!("{err:#}");
     assert!(msg.contains("Lab::open()"), "the error names the fix: {msg}");
-    assert!(coldstart::Lab::get().is_err());
+    assert!(coldstart_core::Lab::get().is_err());
 
     // The library did nothing process-wide on its own.
     assert_eq!(subreaper(), 0, "not a subreaper without a Lab");

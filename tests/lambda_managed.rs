@@ -35,7 +35,7 @@ fn modes(code: &Path, layer: &Path) -> Vec<(&'static str, String, String)> {
         code.display().to_string(),
         layer.display().to_string(),
     )];
-    let sandbox = testkit::need("SANDBOX", coldstart::lambda::namespace::available().ok(), || {
+    let sandbox = testkit::need("SANDBOX", coldstart_lambda::namespace::available().ok(), || {
         "no mount namespace can be made here: the sandbox half is skipped".to_string()
     });
     if sandbox.is_some() {
@@ -488,7 +488,7 @@ fn exec_wrapper_runs_in_front_of_the_runtime() {
 #[test]
 fn exec_wrapper_under_opt_is_found_in_the_layers() {
     let Some(clients) = clients("python") else { return };
-    let sandbox = testkit::need("SANDBOX", coldstart::lambda::namespace::available().ok(), || {
+    let sandbox = testkit::need("SANDBOX", coldstart_lambda::namespace::available().ok(), || {
         "no mount namespace can be made here: /opt is the host's without it".to_string()
     });
     if sandbox.is_none() {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn sandbox_available() -> bool {
-    testkit::need("SANDBOX", coldstart::lambda::namespace::available().ok(), || {
+    testkit::need("SANDBOX", coldstart_lambda::namespace::available().ok(), || {
         "no mount namespace can be made here (neither root nor user namespaces)".into()
     })
     .is_some()

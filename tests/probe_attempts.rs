@@ -38,7 +38,7 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn a_refused_attempt_allocates_nothing() {
-    use coldstart::probe::{http, tcp};
+    use coldstart_core::probe::{http, tcp};
     // As many developers run: every anyhow error would capture a backtrace.
     std::env::set_var("RUST_BACKTRACE", "1");
     // A bound port that does not listen: every connect is refused (RST) at once.

@@ -5,10 +5,10 @@
 //! `stopped` column keeps its words: NULL is "incomplete".
 
 mod common;
-use coldstart::experiment::{StopReason, Variant};
-use coldstart::sample::{Outcome, RunId, Sample};
-use coldstart::store::{meta::Metadata, Store};
-use coldstart::target::Target;
+use coldstart_core::experiment::{StopReason, Variant};
+use coldstart_core::sample::{Outcome, RunId, Sample};
+use coldstart_core::store::{meta::Metadata, Store};
+use coldstart_core::target::Target;
 use common::*;
 
 fn variant(name: &str, readiness: &str) -> Variant {

@@ -1,19 +1,19 @@
 //! The `bench` command: arguments (+ coldstart.toml) → plan → experiment
 //! (samples recorded in the store as they come) → analysis → reports.
 
+use crate::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
 use crate::cli::{BenchArgs, HookArgs, VariantArgs, VariantSpec};
+use crate::config::{self, Config};
+use crate::experiment::sweep::baseline_of;
+use crate::experiment::{CiOf, Order, Plan, StopRule, Sweep, Variant};
+use crate::out;
+use crate::run::conditions::{Conditions, Settings};
+use crate::run::hooks::{self, Hooks};
+use crate::run::{Plain, RunOptions, Spec};
+use crate::sample::ExitPolicy;
+use crate::session;
+use crate::target::{parse_env, Readiness, Target};
 use anyhow::{anyhow, bail, Result};
-use coldstart::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
-use coldstart::config::{self, Config};
-use coldstart::experiment::sweep::baseline_of;
-use coldstart::experiment::{CiOf, Order, Plan, StopRule, Sweep, Variant};
-use coldstart::out;
-use coldstart::run::conditions::{Conditions, Settings};
-use coldstart::run::hooks::{self, Hooks};
-use coldstart::run::{Plain, RunOptions, Spec};
-use coldstart::sample::ExitPolicy;
-use coldstart::session;
-use coldstart::target::{parse_env, Readiness, Target};
 use std::path::Path;
 use std::time::Duration;
 
@@ -156,7 +156,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
         log_marks: args
             .marks
             .iter()
-            .map(|m| coldstart::marks::parse_log_mark(m))
+            .map(|m| crate::marks::parse_log_mark(m))
             .collect::<Result<_>>()?,
         claims: Vec::new(),
         exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
@@ -178,7 +178,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
 fn conditions(args: &BenchArgs, hooks: Vec<Hooks>, shell: Vec<String>) -> Result<Conditions> {
     let c = &args.conditions;
     if c.drop_caches {
-        coldstart::run::cache::check_drop_caches()?;
+        crate::run::cache::check_drop_caches()?;
     }
     if c.show_output {
         let e = &args.common.export;
@@ -244,7 +244,7 @@ fn point_hooks(hooks: &Hooks, point: &[(String, String)]) -> Result<Hooks> {
     let sub = |line: &Option<String>, flag: &str| -> Result<Option<String>> {
         line.as_deref()
             .map(|l| {
-                coldstart::experiment::sweep::substitute(l, point, &mut Default::default())
+                crate::experiment::sweep::substitute(l, point, &mut Default::default())
                     .map_err(|e| anyhow!("{flag}: {e}"))
             })
             .transpose()
@@ -346,11 +346,11 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     if cond.cache == crate::cli::CacheArg::Cold && !cond.drop_caches {
         // SAFETY: geteuid cannot fail and takes nothing.
         let root = unsafe { libc::geteuid() } == 0;
-        out::outln!("{}", coldstart::run::cache::cold_note(root))?;
+        out::outln!("{}", crate::run::cache::cold_note(root))?;
     }
     if args.explain && code == 0 {
         for (v, spec) in plan.variants.iter().zip(&runner.specs) {
-            let explained = coldstart::report::explain::render(&coldstart::explain::once(
+            let explained = crate::report::explain::render(&crate::explain::once(
                 &spec.target,
                 &spec.readiness,
                 &runner.opts,

@@ -3,10 +3,10 @@
 //! the flags users type. The scheduler's own behaviour, on plans built directly,
 //! is tested in src/experiment/schedule_tests.rs.
 
+use crate::experiment::*;
+use crate::sample::RunId;
+use crate::sample::{Outcome, Sample};
 use clap::Parser;
-use coldstart::experiment::*;
-use coldstart::sample::RunId;
-use coldstart::sample::{Outcome, Sample};
 use std::collections::BTreeSet;
 
 /// The plan `coldstart bench ARGS` would execute.
@@ -252,7 +252,7 @@ fn a_runner_error_aborts_the_experiment() {
 }
 
 /// `coldstart bench ARGS` → its plan, or the one-line error it would print.
-fn try_plan(args: &[&str]) -> Result<(Plan, coldstart::run::Plain, Sweep), String> {
+fn try_plan(args: &[&str]) -> Result<(Plan, crate::run::Plain, Sweep), String> {
     let raw: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let (globals, variants) = crate::cli::split_bench_args(&raw)?;
     let argv = ["coldstart", "bench"]

@@ -11,7 +11,7 @@ use std::process::Command;
 pub fn run(args: &DemoArgs) -> Result<i32> {
     let root = repo_root()?;
     let out = root.join("target/examples");
-    coldstart::out::errln!("coldstart demo: building examples (examples/build.sh)…");
+    crate::out::errln!("coldstart demo: building examples (examples/build.sh)…");
     let status = Command::new("bash")
         .arg(root.join("examples/build.sh"))
         .arg(&out)
@@ -109,11 +109,11 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         "2. A known difference: the same server with a 50 ms init delay",
         &argv,
     )?);
-    if !coldstart::out::closed() {
+    if !crate::out::closed() {
         let mut explain = vec!["--ready".to_string(), format!("tcp:{port}"), "--".into()];
         explain.extend(cmd.iter().cloned());
         explain.extend(["--port".into(), port.to_string()]);
-        coldstart::out::out!("{}", next_steps(name, &explain, &html))?;
+        crate::out::out!("{}", next_steps(name, &explain, &html))?;
     }
     Ok(code)
 }
@@ -124,18 +124,15 @@ fn next_steps(name: &str, explain_args: &[String], html: &Path) -> String {
     [
         "\n== What next".to_string(),
         "Where the time goes (traced timeline, phases, imports, classes):".into(),
-        format!(
-            "  coldstart explain {}",
-            coldstart::target::shell_join(explain_args)
-        ),
+        format!("  coldstart explain {}", crate::target::shell_join(explain_args)),
         "Every experiment above is stored; list them, or show one again:".into(),
         "  coldstart history".into(),
         "  coldstart show latest".into(),
         "Fail a CI job on a startup regression (here the 50 ms one fails):".into(),
         format!(
             "  coldstart gate --baseline latest:{} --candidate latest:{} --max-regression 5%",
-            coldstart::target::shell_quote(name),
-            coldstart::target::shell_quote(&slow)
+            crate::target::shell_quote(name),
+            crate::target::shell_quote(&slow)
         ),
         "See it: the HTML report of experiment 2 (distributions, runs, the verdict):".into(),
         format!("  {}", html.display()),
@@ -146,11 +143,11 @@ fn next_steps(name: &str, explain_args: &[String], html: &Path) -> String {
 }
 
 fn section(title: &str, bench_args: &[String]) -> Result<i32> {
-    coldstart::out::out!(
+    crate::out::out!(
         "\n== {title}\n$ coldstart bench {}\n\n",
-        coldstart::target::shell_join(bench_args)
+        crate::target::shell_join(bench_args)
     )?;
-    if coldstart::out::closed() {
+    if crate::out::closed() {
         // Nobody reads the demo any more (`coldstart demo | head`): stop here.
         return Ok(0);
     }
@@ -198,7 +195,7 @@ fn real_python() -> Option<String> {
 
 /// A port nothing listens on right now, outside the ephemeral range.
 fn free_port() -> Result<u16> {
-    coldstart::probe::tcp::unused_port()
+    crate::probe::tcp::unused_port()
 }
 
 #[cfg(test)]

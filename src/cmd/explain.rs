@@ -3,22 +3,22 @@
 //! explanation, stored beside the runs, exported and printed.
 
 use crate::cli::ExplainArgs;
-use adapter::Adapter;
-use anyhow::{bail, Context, Result};
-use coldstart::config;
-use coldstart::experiment::{ExperimentResult, Order, Plan, Runner, StopReason, StopRule, Variant};
-use coldstart::explain::{
+use crate::config;
+use crate::experiment::{ExperimentResult, Order, Plan, Runner, StopReason, StopRule, Variant};
+use crate::explain::{
     self, adapted, adapter, attribution, estimate, otlp, ADAPTED, ARMS, PROFILED, PROFILED_ARM, TRACED,
     UNTRACED,
 };
-use coldstart::launch::signals;
-use coldstart::out;
-use coldstart::report::{self, export::Exports};
-use coldstart::run::{run_once, run_profiled, run_traced, RunId, RunOptions};
-use coldstart::sample::{ExitPolicy, Outcome, Sample};
-use coldstart::session::{self, Outputs};
-use coldstart::store::Store;
-use coldstart::target::{parse_env, Readiness, Target};
+use crate::launch::signals;
+use crate::out;
+use crate::report::{self, export::Exports};
+use crate::run::{run_once, run_profiled, run_traced, RunId, RunOptions};
+use crate::sample::{ExitPolicy, Outcome, Sample};
+use crate::session::{self, Outputs};
+use crate::store::Store;
+use crate::target::{parse_env, Readiness, Target};
+use adapter::Adapter;
+use anyhow::{bail, Context, Result};
 use std::time::Duration;
 
 pub fn run(args: &ExplainArgs) -> Result<i32> {
@@ -30,15 +30,15 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         ..Exports::default()
     };
     exports.check()?;
-    coldstart::report::export::check(&[
+    crate::report::export::check(&[
         &args.export_flamegraph,
         &args.export_folded,
         &args.export_speedscope,
     ])?;
-    let timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
-    let runs = coldstart::bounds::runs("--runs", args.runs, 1)?;
-    let warmup = coldstart::bounds::runs("--warmup", args.warmup, 0)?;
-    coldstart::bounds::count("--requests", args.requests, 0, coldstart::bounds::MAX_REQUESTS)?;
+    let timeout = crate::bounds::seconds("--timeout", args.timeout, false)?;
+    let runs = crate::bounds::runs("--runs", args.runs, 1)?;
+    let warmup = crate::bounds::runs("--warmup", args.warmup, 0)?;
+    crate::bounds::count("--requests", args.requests, 0, crate::bounds::MAX_REQUESTS)?;
     let request_url = match &args.request_url {
         Some(u) => Some(url::Url::parse(u).map_err(|e| anyhow::anyhow!("bad --request-url '{u}': {e}"))?),
         None => None,
@@ -61,7 +61,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         log_marks: args
             .marks
             .iter()
-            .map(|m| coldstart::marks::parse_log_mark(m))
+            .map(|m| crate::marks::parse_log_mark(m))
             .collect::<Result<_>>()?,
         claims: Vec::new(),
         exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
@@ -70,7 +70,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     if let Some(b) = builds.iter().find(|b| {
         args.profile
             && matches!(b.readiness, Readiness::Listen)
-            && coldstart::probe::listen::needs_tracer(&b.target.program)
+            && crate::probe::listen::needs_tracer(&b.target.program)
     }) {
         // Its listen is seen only by the tracer, and a profiled run is a plain one.
         bail!(
@@ -114,12 +114,12 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         keep_going: false,
         seed: args
             .seed
-            .unwrap_or_else(|| coldstart::clock::now_ns() ^ u64::from(std::process::id())),
+            .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id())),
     };
     let outputs = Outputs {
         store: (!args.no_store).then(|| config::store_spec(args.store.store.as_deref(), cfg.as_ref(), &root)),
         quiet: args.quiet,
-        noise: coldstart::stats::DEFAULT_NOISE,
+        noise: crate::stats::DEFAULT_NOISE,
         // The experiment's own formats are `show`'s; explain writes its explanation below.
         exports: Exports::default(),
     };
@@ -161,7 +161,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     // The runtimes' perf-map switches, in the profiled runs only.
     for b in builds.iter_mut().filter(|_| args.profile) {
         let mut t = b.target.clone();
-        t.env.extend(coldstart::profile::runtimes::env(&b.target.env));
+        t.env.extend(crate::profile::runtimes::env(&b.target.env));
         b.profiled_target = Some(t);
     }
     let per_build = ARMS.len() + usize::from(args.profile);
@@ -285,19 +285,19 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         }
     }
     // A vs B: the HTML shows the first build's explanation (the attribution is in the text).
-    coldstart::session::write_html(&exports, &m, &settings, explanations.first())?;
+    crate::session::write_html(&exports, &m, &settings, explanations.first())?;
     // A vs B: the first build's profile (one file per export path).
     if let Some((e, p)) = explanations.first().and_then(|e| Some((e, e.profile.as_ref()?))) {
-        let r = &coldstart::profile::render::folded;
+        let r = &crate::profile::render::folded;
         if let Some(path) = &args.export_folded {
             report::write_export(path, r(p).as_bytes())?;
         }
         if let Some(path) = &args.export_flamegraph {
-            let svg = coldstart::profile::render::flamegraph(p, &e.command)?;
+            let svg = crate::profile::render::flamegraph(p, &e.command)?;
             report::write_export(path, &svg)?;
         }
         if let Some(path) = &args.export_speedscope {
-            let doc = coldstart::profile::render::speedscope(p, &e.command);
+            let doc = crate::profile::render::speedscope(p, &e.command);
             report::write_export(path, serde_json::to_string(&doc)?.as_bytes())?;
         }
     }
@@ -330,7 +330,7 @@ struct Build {
     /// once the OTLP receiver's environment is in `target`).
     profiled_target: Option<Target>,
     /// The measured profiled runs' samples, named after each run.
-    profile: coldstart::profile::Collector,
+    profile: crate::profile::Collector,
 }
 
 /// The builds of the command line: one (`-- COMMAND`), or two for A vs B
@@ -355,7 +355,7 @@ fn builds(args: &ExplainArgs) -> Result<Vec<Build>> {
             adapters,
             adapted: Vec::new(),
             profiled_target: None,
-            profile: coldstart::profile::Collector::new(),
+            profile: crate::profile::Collector::new(),
         }]);
     }
     if args.variants.len() != 2 {
@@ -394,7 +394,7 @@ fn builds(args: &ExplainArgs) -> Result<Vec<Build>> {
             adapters: adapters.as_ref().map(|_| Vec::new()),
             adapted: Vec::new(),
             profiled_target: None,
-            profile: coldstart::profile::Collector::new(),
+            profile: crate::profile::Collector::new(),
         });
     }
     Ok(out)
@@ -495,7 +495,7 @@ fn interrupted(r: Result<Sample>, id: RunId) -> Result<Sample> {
     if signals::interrupted() {
         let mut s = match r {
             Ok(s) => s,
-            Err(_) => Sample::begin(&id, coldstart::clock::now_ns()),
+            Err(_) => Sample::begin(&id, crate::clock::now_ns()),
         };
         s.outcome = Outcome::Interrupted;
         s.ready_ns = None;
@@ -506,16 +506,16 @@ fn interrupted(r: Result<Sample>, id: RunId) -> Result<Sample> {
 
 /// The merged profile with the profiled arm's ready times and overhead.
 fn profile(
-    collector: coldstart::profile::Collector,
+    collector: crate::profile::Collector,
     e: &explain::Explanation,
-    result: &coldstart::experiment::ExperimentResult,
-) -> Option<coldstart::profile::Profile> {
+    result: &crate::experiment::ExperimentResult,
+) -> Option<crate::profile::Profile> {
     let mut p = collector.finish(&e.timeline.phases, (e.ready_ms * 1e6) as u64)?;
     let (untraced, profiled) = (result.ready_ms(UNTRACED), result.ready_ms(PROFILED));
     let mut sorted = profiled.clone();
     sorted.sort_by(f64::total_cmp);
-    p.profiled_ms = coldstart::stats::summarize(&sorted);
-    let r = coldstart::stats::ratio(&untraced, &profiled, explain::CONFIDENCE);
+    p.profiled_ms = crate::stats::summarize(&sorted);
+    let r = crate::stats::ratio(&untraced, &profiled, explain::CONFIDENCE);
     p.overhead = r.as_ref().map(|r| r.estimate);
     p.overhead_ci = r.and_then(|r| r.ci);
     Some(p)
@@ -529,7 +529,7 @@ impl Arms<'_> {
         interrupted(r, id)
     }
 
-    fn choose(&mut self, b: usize, trace: &coldstart::trace::Trace) -> Result<()> {
+    fn choose(&mut self, b: usize, trace: &crate::trace::Trace) -> Result<()> {
         let mut chosen = explain::choose_adapters_for(&self.args.adapter, trace, &self.builds[b].readiness)?;
         let settings = adapter::Options {
             class_depth: self.args.class_depth.map(|d| d as usize),

@@ -1,17 +1,17 @@
 //! The commands over stored experiments: history, show, compare, gate.
 
+use crate::analysis::{analyze, analyze_sweep};
 use crate::cli::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
+use crate::config;
+use crate::experiment::ExperimentResult;
+use crate::explain::{self, Explanation, ADAPTED, ARMS, TRACED, UNTRACED};
+use crate::gate::{self, Limits, Regression, Side, Status};
+use crate::out::{out, outln};
+use crate::report::{self, json::Settings};
+use crate::stats::{self, Design, Ratio};
+use crate::store::reference::{Reference, Selector};
+use crate::store::{Filter, Store, Stored};
 use anyhow::{bail, Context, Result};
-use coldstart::analysis::{analyze, analyze_sweep};
-use coldstart::config;
-use coldstart::experiment::ExperimentResult;
-use coldstart::explain::{self, Explanation, ADAPTED, ARMS, TRACED, UNTRACED};
-use coldstart::gate::{self, Limits, Regression, Side, Status};
-use coldstart::out::{out, outln};
-use coldstart::report::{self, json::Settings};
-use coldstart::stats::{self, Design, Ratio};
-use coldstart::store::reference::{Reference, Selector};
-use coldstart::store::{Filter, Store, Stored};
 
 pub(crate) fn open(args: &StoreArgs) -> Result<Store> {
     let root = config::project_root();
@@ -113,9 +113,9 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         None => match settings
             .tune
             .as_ref()
-            .and_then(|t| coldstart::tune::stored::tuned(t, &analysis, settings.noise))
+            .and_then(|t| crate::tuned::stored::tuned(t, &analysis, settings.noise))
         {
-            Some(t) => out!("{}", coldstart::tune::report::terminal(&t))?,
+            Some(t) => out!("{}", crate::tuned::terminal(&t))?,
             None => out!("{}", report::terminal::render(&stored.result, &analysis))?,
         },
     }
@@ -291,7 +291,7 @@ fn pairs(
         return Ok(vec![(label(*bi, *ci), *bi, *ci)]);
     }
     let named = bsel.name.is_some() || csel.name.is_some();
-    let key = |v: &coldstart::experiment::Variant| {
+    let key = |v: &crate::experiment::Variant| {
         let open: Vec<(String, String)> = v
             .params
             .iter()
@@ -376,7 +376,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
     // candidate is compared with the baseline whatever their points.
     bv.params.clear();
     cv.params.clear();
-    fn pick(s: &Stored, i: usize, as_idx: usize) -> impl Iterator<Item = coldstart::sample::Sample> + '_ {
+    fn pick(s: &Stored, i: usize, as_idx: usize) -> impl Iterator<Item = crate::sample::Sample> + '_ {
         s.result
             .samples
             .iter()
@@ -390,7 +390,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
     ExperimentResult {
         variants: vec![bv, cv],
         samples: pick(b, bi, 0).chain(pick(c, ci, 1)).collect(),
-        stopped: Some(coldstart::experiment::StopReason::Completed),
+        stopped: Some(crate::experiment::StopReason::Completed),
         design: design_of(b, c),
         // Two invocations, each with its own load: shown with each, not with the pair.
         load: None,

@@ -3,13 +3,13 @@
 //! reports), with emulated cold starts (`lambda::ColdStarts`) as the runner.
 
 use crate::cli::{LambdaArgs, LambdaInitCpuArgs, LambdaVariantArgs, LambdaVariantSpec};
+use crate::config;
+use crate::experiment::sweep::point_name;
+use crate::experiment::{Param, Plan, StopRule, Sweep};
+use crate::lambda::{boost, env, function, namespace, sandbox, ColdStarts, Config, Options};
+use crate::session::{self, RunSettings};
+use crate::target::parse_env;
 use anyhow::{anyhow, bail, Context, Result};
-use coldstart::config;
-use coldstart::experiment::sweep::point_name;
-use coldstart::experiment::{Param, Plan, StopRule, Sweep};
-use coldstart::lambda::{boost, env, function, namespace, sandbox, ColdStarts, Config, Options};
-use coldstart::session::{self, RunSettings};
-use coldstart::target::parse_env;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -157,7 +157,7 @@ fn sandboxed(args: &LambdaArgs, a: &LambdaVariantArgs) -> Result<bool> {
         Err(why) => {
             static NOTED: std::sync::Once = std::sync::Once::new();
             NOTED.call_once(|| {
-                coldstart::out::errln!(
+                crate::out::errln!(
                     "coldstart lambda: no sandbox mount namespace ({why}): `sandbox` does not resolve, and the code and layers stay at their host paths"
                 )
             });
@@ -213,7 +213,7 @@ fn init_boost(a: &LambdaInitCpuArgs) -> Result<Option<boost::Boost>> {
             sandbox::MAX_VCPUS
         );
     }
-    let seconds = coldstart::bounds::seconds("--init-boost-seconds", a.init_boost_seconds, true)?;
+    let seconds = crate::bounds::seconds("--init-boost-seconds", a.init_boost_seconds, true)?;
     Ok(Some(boost::Boost {
         vcpus: a.init_cpus,
         seconds,
@@ -247,17 +247,17 @@ fn check_save_response(p: &std::path::Path) -> Result<()> {
 }
 
 pub fn run(args: &LambdaArgs) -> Result<i32> {
-    coldstart::bounds::runs("--runs", args.runs, 1)?;
-    coldstart::bounds::runs("--warmup", args.warmup, 0)?;
-    coldstart::bounds::count("--invokes", args.invokes, 0, 10_000)?;
-    coldstart::bounds::count(
+    crate::bounds::runs("--runs", args.runs, 1)?;
+    crate::bounds::runs("--warmup", args.warmup, 0)?;
+    crate::bounds::count("--invokes", args.invokes, 0, 10_000)?;
+    crate::bounds::count(
         "--output-lines",
         args.common.output_lines,
         0,
-        coldstart::bounds::MAX_OUTPUT_LINES,
+        crate::bounds::MAX_OUTPUT_LINES,
     )?;
-    let init_timeout = coldstart::bounds::seconds("--init-timeout", args.init_timeout, false)?;
-    let function_timeout = coldstart::bounds::seconds("--timeout", args.timeout, false)?;
+    let init_timeout = crate::bounds::seconds("--init-timeout", args.init_timeout, false)?;
+    let function_timeout = crate::bounds::seconds("--timeout", args.timeout, false)?;
     if args.timeout > MAX_FUNCTION_TIMEOUT_S {
         bail!(
             "--timeout {}: Lambda's function timeout is at most {MAX_FUNCTION_TIMEOUT_S} seconds (15 minutes); give 900 or less",
@@ -274,7 +274,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let event = match &args.event {
         Some(p) => {
             let bytes = std::fs::read(p).with_context(|| format!("reading --event {}", p.display()))?;
-            let max = coldstart::lambda::runtime_api::MAX_EVENT;
+            let max = crate::lambda::runtime_api::MAX_EVENT;
             if bytes.len() > max {
                 bail!(
                     "--event {}: {} bytes is too large for a synchronous invoke (Lambda's limit is {max} bytes); pass a smaller event, or a reference to the data (an S3 key)",
@@ -374,13 +374,13 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             }
         }
         let chosen: String = chosen.iter().map(|n| format!("; {n}")).collect();
-        coldstart::out::errln!("coldstart lambda: {} variant(s), {limits}{chosen}", configs.len());
+        crate::out::errln!("coldstart lambda: {} variant(s), {limits}{chosen}", configs.len());
     }
     let root = config::project_root();
     let cfg = config::load(&root)?;
     let mut settings = session::settings(&plan, recorded, args.common.noise.noise);
     settings.sweep = sweep;
-    settings.lambda = Some(coldstart::lambda::settings::record(
+    settings.lambda = Some(crate::lambda::settings::record(
         &opts,
         configs.iter().map(|(name, _, c)| (name.as_str(), c)),
     ));

@@ -2,21 +2,21 @@
 //! gate: stored experiments → the self-contained HTML report (report/html).
 //! Nothing is run: the store's experiments, explanations and history only.
 
+use crate::analysis::{analyze_sweep, Analysis};
 use crate::cli::ReportArgs;
+use crate::experiment::ExperimentResult;
+use crate::explain::Explanation;
+use crate::gate::GateRow;
+use crate::report::html::{self, Experiment, Report};
+use crate::report::json::Settings;
+use crate::store::{Filter, Stored};
 use anyhow::{Context, Result};
-use coldstart::analysis::{analyze_sweep, Analysis};
-use coldstart::experiment::ExperimentResult;
-use coldstart::explain::Explanation;
-use coldstart::gate::GateRow;
-use coldstart::report::html::{self, Experiment, Report};
-use coldstart::report::json::Settings;
-use coldstart::store::{Filter, Stored};
 
 /// Experiments per target read for the history chart.
 const HISTORY: usize = 100;
 
 pub fn run(args: &ReportArgs) -> Result<i32> {
-    coldstart::report::export::check(&[&Some(args.output.clone())])?;
+    crate::report::export::check(&[&Some(args.output.clone())])?;
     let mut store = super::history::open(&args.store)?;
     let refs = if args.experiments.is_empty() {
         vec!["latest".to_string()]
@@ -31,7 +31,7 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         let noise = args
             .noise
             .or(settings.as_ref().map(|s| s.noise))
-            .unwrap_or(coldstart::stats::DEFAULT_NOISE);
+            .unwrap_or(crate::stats::DEFAULT_NOISE);
         let sweep = settings.as_ref().and_then(|s| s.sweep.as_ref());
         let analysis = analyze_sweep(&stored.result, noise, sweep);
         let explanation = super::history::explanation(&mut store, id)?;
@@ -69,10 +69,10 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         gate: None,
     };
     let page = html::render(&report);
-    coldstart::report::write_export(&args.output, page.as_bytes())
+    crate::report::write_export(&args.output, page.as_bytes())
         .with_context(|| format!("writing the report to {}", args.output.display()))?;
     if !args.quiet {
-        coldstart::out::errln!(
+        crate::out::errln!(
             "coldstart: wrote {} ({} KiB): open it in a browser (file://{})",
             args.output.display(),
             page.len().div_ceil(1024),

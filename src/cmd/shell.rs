@@ -8,7 +8,7 @@ use clap::CommandFactory;
 pub fn completions(args: &CompletionsArgs) -> Result<i32> {
     let mut buf = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::command(), "coldstart", &mut buf);
-    coldstart::out::bytes(&buf)?;
+    crate::out::bytes(&buf)?;
     Ok(0)
 }
 
@@ -33,6 +33,6 @@ pub fn man(args: &ManArgs) -> Result<i32> {
     clap_mangen::Man::new(page)
         .render(&mut buf)
         .context("rendering the man page")?;
-    coldstart::out::bytes(&buf)?;
+    crate::out::bytes(&buf)?;
     Ok(0)
 }

@@ -4,25 +4,25 @@
 //! interleaved experiment (the session machinery bench uses), then the
 //! combination of the winners in a second short one; print, export and store.
 
+use crate::analysis::Analysis;
+use crate::bounds;
 use crate::cli::TuneArgs;
+use crate::config;
+use crate::experiment::{CiOf, Order, Plan, StopReason, StopRule};
+use crate::launch::signals;
+use crate::out;
+use crate::run::conditions::{Conditions, Settings};
+use crate::run::{run_once, Plain, RunId, RunOptions, Spec};
+use crate::sample::ExitPolicy;
+use crate::session;
+use crate::target::{parse_env, Readiness, Target};
+use crate::tune::catalogue::{self, Candidate};
+use crate::tune::plan::{self, Change, Prepared};
+use crate::tune::{self as tune};
+use crate::tuned::show::{command_line, list, recommendation, shown};
+use crate::tuned::stored::{StoredCandidate, StoredRow, TuneSettings, PREFIX};
+use crate::tuned::{self, Recommended, Row, Status, Tuned};
 use anyhow::{bail, Context, Result};
-use coldstart::analysis::Analysis;
-use coldstart::bounds;
-use coldstart::config;
-use coldstart::experiment::{CiOf, Order, Plan, StopReason, StopRule};
-use coldstart::launch::signals;
-use coldstart::out;
-use coldstart::run::conditions::{Conditions, Settings};
-use coldstart::run::{run_once, Plain, RunId, RunOptions, Spec};
-use coldstart::sample::ExitPolicy;
-use coldstart::session;
-use coldstart::target::{parse_env, Readiness, Target};
-use coldstart::tune::catalogue::{self, Candidate};
-use coldstart::tune::plan::{self, Change, Prepared};
-use coldstart::tune::report::{self, Recommended, Row, Status, Tuned};
-use coldstart::tune::show::{command_line, list, recommendation, shown};
-use coldstart::tune::stored::{StoredCandidate, StoredRow, TuneSettings, PREFIX};
-use coldstart::tune::{self as tune};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -48,8 +48,8 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     if !(args.budget.is_finite() && args.budget > 0.0) {
         bail!("--budget must be a positive number of seconds");
     }
-    let (ci_target, relative) = coldstart::bounds::target_ci(&args.target_ci)?;
-    coldstart::bounds::count("--requests", args.requests, 0, coldstart::bounds::MAX_REQUESTS)?;
+    let (ci_target, relative) = crate::bounds::target_ci(&args.target_ci)?;
+    crate::bounds::count("--requests", args.requests, 0, crate::bounds::MAX_REQUESTS)?;
     // As bench and explain: the readiness URL is the default, and the probe has just
     // warmed it, so a lazily built page shows only with --request-url.
     let request_url = match &args.request_url {
@@ -59,7 +59,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     if args.requests > 0 && request_url.is_none() && !matches!(readiness, Readiness::Http { .. }) {
         bail!("--requests needs a URL: use http readiness or give --request-url http://127.0.0.1:PORT/");
     }
-    let exports = coldstart::report::export::Exports {
+    let exports = crate::report::export::Exports {
         json: args.export_json.clone(),
         markdown: args.export_markdown.clone(),
         csv: None,
@@ -158,12 +158,12 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
     if !first.ok() {
         bail!(
             "the unchanged program must start before anything is tuned:\n{}",
-            coldstart::sample::describe_failure(&target.display_command(), &first)
+            crate::sample::describe_failure(&target.display_command(), &first)
         );
     }
     let seed = args
         .seed
-        .unwrap_or_else(|| coldstart::clock::now_ns() ^ u64::from(std::process::id()));
+        .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id()));
     let ctx = Ctx {
         args,
         base: Spec { target, readiness },
@@ -270,22 +270,22 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             .map(|(id, _)| *id)
             .collect(),
         interrupted,
-        pace: Some(report::Pace {
+        pace: Some(tuned::Pace {
             round_s: run_cost * measured_variants as f64,
             warmup: args.warmup,
             budget_s: args.budget,
         }),
     };
     if let Some(p) = &args.export_json {
-        coldstart::report::export::write(p, &report::json(&tuned)?)?;
+        crate::report::export::write(p, &tuned::json(&tuned)?)?;
     }
     if let Some(p) = &args.export_markdown {
-        coldstart::report::export::write(p, report::markdown(&tuned).as_bytes())?;
+        crate::report::export::write(p, tuned::markdown(&tuned).as_bytes())?;
     }
     if args.export_html.is_some() {
         write_html(&exports, &experiments)?;
     }
-    out::out!("{}", report::terminal(&tuned))?;
+    out::out!("{}", tuned::terminal(&tuned))?;
     // One line, however many experiments tune ran on the busy machine.
     if let Some(w) = experiments
         .iter()
@@ -516,7 +516,7 @@ fn recommend(
             note = Some(format!(
                 "{} together: {}; the best single one is recommended",
                 ids.join(" + "),
-                report::effect(&shown(combo_row, ctx.work))
+                tuned::effect(&shown(combo_row, ctx.work))
             ));
             members = vec![best];
             ids = vec![best.id.clone()];
@@ -559,9 +559,9 @@ type Stored = Vec<(i64, String)>;
 
 /// An experiment's runs, analysis and settings, why it stopped, and where it was stored.
 struct Measured {
-    result: coldstart::experiment::ExperimentResult,
+    result: crate::experiment::ExperimentResult,
     analysis: Analysis,
-    settings: coldstart::report::json::Settings,
+    settings: crate::report::json::Settings,
     stopped: Option<StopReason>,
     stored: Stored,
 }
@@ -607,7 +607,7 @@ fn experiment(
     // The run Ctrl-C cut short is no failure of its candidate.
     let mut analysis = m.analysis;
     for s in &m.result.samples {
-        if !s.warmup && s.outcome == coldstart::sample::Outcome::Interrupted {
+        if !s.warmup && s.outcome == crate::sample::Outcome::Interrupted {
             if let Some(v) = analysis.variants.get_mut(s.variant) {
                 v.failed_runs = v.failed_runs.saturating_sub(1);
             }
@@ -624,13 +624,13 @@ fn experiment(
 
 /// `--export-html`: each experiment tune ran (the candidates, then the
 /// recommended set), with its table.
-fn write_html(exports: &coldstart::report::export::Exports, experiments: &[Measured]) -> Result<()> {
-    let meta = coldstart::store::meta::collect();
-    let report = coldstart::report::html::Report {
+fn write_html(exports: &crate::report::export::Exports, experiments: &[Measured]) -> Result<()> {
+    let meta = crate::store::meta::collect();
+    let report = crate::report::html::Report {
         title: "coldstart tune".to_string(),
         experiments: experiments
             .iter()
-            .map(|m| coldstart::report::html::Experiment {
+            .map(|m| crate::report::html::Experiment {
                 heading: match m.stored.first() {
                     Some((id, _)) => format!("Experiment {id}"),
                     None => "This run (not stored)".to_string(),

@@ -151,7 +151,7 @@ pub fn real_python() -> String {
 }
 
 /// Optional toolchains, fixtures and the one way to skip (shared with the unit tests).
-#[path = "../../src/testkit.rs"]
+#[path = "../../crates/core/src/testkit.rs"]
 pub mod testkit;
 
 /// A fresh store per backend: a SQLite file, and a new PostgreSQL database.

@@ -89,7 +89,7 @@ pub mod seccomp;
 #[cfg(test)]
 mod oracle_tests;
 #[cfg(test)]
-#[path = "../../../src/testkit.rs"]
+#[path = "../../core/src/testkit.rs"]
 mod testkit;
 
 use anyhow::{anyhow, Context, Result};

@@ -1,0 +1,13 @@
+//! An experiment: variants × runs, scheduled (warmups, interleaving, adaptive
+//! stopping) and executed one run at a time. Produces raw samples only; statistics
+//! and output are other modules' business.
+
+pub mod arms;
+pub mod load;
+pub mod plan;
+pub mod schedule;
+pub mod sweep;
+
+pub use plan::{CiOf, Order, Plan, StopRule, Variant};
+pub use schedule::{execute_with, ExperimentResult, Observer, Runner, StopReason};
+pub use sweep::{Param, Sweep};

@@ -1,0 +1,102 @@
+//! JSON export (schema documented in docs/json-schema.md): settings, per-variant
+//! statistics and every raw sample.
+
+use crate::analysis::Analysis;
+use crate::experiment::ExperimentResult;
+use anyhow::Result;
+use serde::Serialize;
+
+pub const SCHEMA: &str = "coldstart.bench/2";
+
+#[derive(Serialize, serde::Deserialize)]
+pub struct Settings {
+    pub runs: String,
+    pub warmup: usize,
+    pub order: String,
+    pub timeout_ms: u64,
+    pub poll_interval_us: u64,
+    pub requests: usize,
+    pub seed: u64,
+    /// The noise threshold the comparisons used (fraction of the baseline median).
+    #[serde(default = "default_noise")]
+    pub noise: f64,
+    /// What was swept (parameters, their values, resources, --compare-along).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::experiment::Sweep>,
+    /// A `coldstart tune` experiment's candidates (titles, apply lines) and the rows
+    /// decided without measuring: enough to draw its table again from the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<crate::tuned::stored::TuneSettings>,
+    /// A `coldstart lambda` experiment's function, limits and init CPU model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<super::lambda_settings::LambdaSettings>,
+}
+
+fn default_noise() -> f64 {
+    crate::stats::DEFAULT_NOISE
+}
+
+#[derive(Serialize)]
+struct Host {
+    hostname: String,
+    kernel: String,
+    cpus: usize,
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    schema: &'static str,
+    coldstart_version: &'static str,
+    created_unix_s: u64,
+    host: Host,
+    settings: &'a Settings,
+    stopped: &'a str,
+    variants: Vec<VariantDoc<'a>>,
+    /// A sweep's best values of resource parameters.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    best: &'a [crate::analysis::Best],
+    /// How loaded the machine was during the runs (docs/json-schema.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load: Option<&'a crate::experiment::load::Load>,
+    samples: &'a [crate::sample::Sample],
+}
+
+#[derive(Serialize)]
+struct VariantDoc<'a> {
+    #[serde(flatten)]
+    variant: &'a crate::experiment::Variant,
+    stats: &'a crate::analysis::VariantAnalysis,
+}
+
+pub fn render(result: &ExperimentResult, analysis: &Analysis, settings: &Settings) -> Result<String> {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let doc = Document {
+        schema: SCHEMA,
+        coldstart_version: env!("CARGO_PKG_VERSION"),
+        created_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        host: Host {
+            hostname: read("/proc/sys/kernel/hostname"),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        },
+        settings,
+        stopped: result.stopped_label(),
+        variants: result
+            .variants
+            .iter()
+            .zip(&analysis.variants)
+            .map(|(variant, stats)| VariantDoc { variant, stats })
+            .collect(),
+        best: &analysis.best,
+        load: result.load.as_ref(),
+        samples: &result.samples,
+    };
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
