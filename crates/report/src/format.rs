@@ -1,6 +1,6 @@
 //! Number formatting shared by the terminal and Markdown reports.
 
-use crate::stats::{percent, Comparison, Verdict, POWER};
+use crate::stats::{percent, Comparison, Summary, Verdict, POWER};
 
 /// A duration in milliseconds, with a unit and precision that fit its size.
 pub fn ms(x: f64) -> String {
@@ -90,6 +90,23 @@ pub fn detectable(c: &Comparison) -> Option<String> {
         s.push_str(&format!("; for {} run ~{runs} per variant", percent(goal)));
     }
     Some(s)
+}
+
+/// A median with its 95 % CI.
+pub fn median_with_ci(s: &Summary) -> String {
+    match s.p50_ci {
+        Some((lo, hi)) => format!("{} [{}, {}]", ms(s.p50), ms(lo), ms(hi)),
+        None => format!("{} [n too small]", ms(s.p50)),
+    }
+}
+
+/// A tail percentile; `*` when too few runs make it unreliable.
+pub fn tail(x: f64, reliable: bool) -> String {
+    if reliable {
+        ms(x)
+    } else {
+        format!("{}*", ms(x))
+    }
 }
 
 #[cfg(test)]

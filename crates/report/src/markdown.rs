@@ -1,7 +1,7 @@
 //! Markdown export: the same table as the terminal, fit for a pull request.
 
 use super::format::{comparison, detectable, ms};
-use super::terminal::{median_with_ci, tail};
+use super::format::{median_with_ci, tail};
 use crate::analysis::Analysis;
 
 pub fn render(analysis: &Analysis) -> String {

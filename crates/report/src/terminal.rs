@@ -1,7 +1,7 @@
 //! The terminal report: one row per variant (min p50 [CI] p90 p99 max mean±sd),
 //! a Δ line per variant against the baseline, then resources and requests.
 
-use super::format::{comparison, detectable, ms};
+use super::format::{comparison, detectable, median_with_ci, ms, tail};
 use crate::analysis::Analysis;
 use crate::experiment::ExperimentResult;
 use crate::run::{MEMORY_PEAK_METRIC, OOM_KILLS_METRIC};
@@ -323,21 +323,6 @@ fn resources(a: &Analysis) -> String {
         out.push_str("  † peak RSS not measurable: below coldstart's own (Linux starts a vfork+exec child's maxrss at the parent's)\n");
     }
     out
-}
-
-pub fn median_with_ci(s: &Summary) -> String {
-    match s.p50_ci {
-        Some((lo, hi)) => format!("{} [{}, {}]", ms(s.p50), ms(lo), ms(hi)),
-        None => format!("{} [n too small]", ms(s.p50)),
-    }
-}
-
-pub fn tail(x: f64, reliable: bool) -> String {
-    if reliable {
-        ms(x)
-    } else {
-        format!("{}*", ms(x))
-    }
 }
 
 fn trim(x: f64) -> String {

@@ -8,7 +8,7 @@ use crate::analysis::Analysis;
 use crate::experiment::ExperimentResult;
 use crate::format::ms;
 use crate::history::{commit, utc};
-use crate::terminal::median_with_ci;
+use crate::format::median_with_ci;
 use maud::{html, Markup};
 
 pub fn settings(id: &str, e: &Experiment) -> Markup {

@@ -210,7 +210,7 @@ fn one(id: &str, p: &SweepParam, lambda: bool) -> Markup {
             tbody {
                 @for l in &p.lines {
                     @for (v, _, s) in &l.points {
-                        tr { th scope="row" { (l.group) } td { (v) } td.num { (crate::terminal::median_with_ci(s)) } td.num { (s.n) } }
+                        tr { th scope="row" { (l.group) } td { (v) } td.num { (crate::format::median_with_ci(s)) } td.num { (s.n) } }
                     }
                 }
             }
