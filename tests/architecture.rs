@@ -28,7 +28,11 @@ fn source_roots() -> Vec<(String, PathBuf)> {
         .collect();
     crates.sort();
     for c in crates {
-        let name = c.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let name = c
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
         roots.push((name, c.join("src")));
     }
     roots
@@ -64,9 +68,12 @@ fn module_path(src: &Path, file: &Path) -> Vec<String> {
 fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("cfg")
-            && a.meta
-                .require_list()
-                .is_ok_and(|l| l.tokens.to_string().split(|c: char| !c.is_alphanumeric()).any(|w| w == "test"))
+            && a.meta.require_list().is_ok_and(|l| {
+                l.tokens
+                    .to_string()
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w == "test")
+            })
     })
 }
 
@@ -223,7 +230,8 @@ fn declared_files(file: &Path, m: &syn::ItemMod) -> Vec<PathBuf> {
         if a.path().is_ident("path") {
             if let Ok(nv) = a.meta.require_name_value() {
                 if let syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(s), ..
+                    lit: syn::Lit::Str(s),
+                    ..
                 }) = &nv.value
                 {
                     return vec![dir.join(s.value())];
@@ -428,19 +436,29 @@ fn crates_depend_in_one_direction() {
         ("profile", &[]),
         (
             "core",
-            &["coldstart-stats", "coldstart-sys", "coldstart-trace", "coldstart-profile"],
+            &[
+                "coldstart-stats",
+                "coldstart-sys",
+                "coldstart-trace",
+                "coldstart-profile",
+            ],
         ),
         ("explain", &["coldstart-core"]),
         ("tune", &["coldstart-core", "coldstart-explain"]),
         ("lambda", &["coldstart-core", "coldstart-sys", "coldstart-report"]),
         (
             "report",
-            &["coldstart-core", "coldstart-explain", "coldstart-tune", "coldstart-stats"],
+            &[
+                "coldstart-core",
+                "coldstart-explain",
+                "coldstart-tune",
+                "coldstart-stats",
+            ],
         ),
     ];
     for (krate, allowed) in allowed {
-        let manifest = std::fs::read_to_string(repo().join("crates").join(krate).join("Cargo.toml"))
-            .expect("manifest");
+        let manifest =
+            std::fs::read_to_string(repo().join("crates").join(krate).join("Cargo.toml")).expect("manifest");
         // Only [dependencies]: a dev-dependency may be anything.
         let deps = manifest
             .split("\n[")

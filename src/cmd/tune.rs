@@ -18,10 +18,11 @@ use crate::session;
 use crate::target::{parse_env, Readiness, Target};
 use crate::tune::catalogue::{self, Candidate};
 use crate::tune::plan::{self, Change, Prepared};
+use crate::tune::report::{self, Recommended, Row, Status, Tuned};
+use crate::tune::show::{command_line, list, recommendation, shown};
+use crate::tune::stored::{StoredCandidate, StoredRow, TuneSettings, PREFIX};
 use crate::tune::{self as tune};
-use crate::tuned::show::{command_line, list, recommendation, shown};
-use crate::tuned::stored::{StoredCandidate, StoredRow, TuneSettings, PREFIX};
-use crate::tuned::{self, Recommended, Row, Status, Tuned};
+use crate::tuned;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -270,14 +271,14 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
             .map(|(id, _)| *id)
             .collect(),
         interrupted,
-        pace: Some(tuned::Pace {
+        pace: Some(report::Pace {
             round_s: run_cost * measured_variants as f64,
             warmup: args.warmup,
             budget_s: args.budget,
         }),
     };
     if let Some(p) = &args.export_json {
-        crate::report::export::write(p, &tuned::json(&tuned)?)?;
+        crate::report::export::write(p, &report::json(&tuned)?)?;
     }
     if let Some(p) = &args.export_markdown {
         crate::report::export::write(p, tuned::markdown(&tuned).as_bytes())?;

@@ -1,6 +1,6 @@
 //! Number formatting shared by the terminal and Markdown reports.
 
-use crate::stats::{percent, Comparison, Summary, Verdict, POWER};
+use crate::stats::{percent, Comparison, Detectable, Summary, Verdict, POWER};
 
 /// A duration in milliseconds, with a unit and precision that fit its size.
 pub fn ms(x: f64) -> String {
@@ -79,7 +79,11 @@ pub fn comparison(c: &Comparison) -> String {
 
 /// The power statement under a comparison, when it has one.
 pub fn detectable(c: &Comparison) -> Option<String> {
-    let d = c.detectable.as_ref()?;
+    c.detectable.as_ref().map(detectable_line)
+}
+
+/// The power statement: the smallest shift the experiment could detect.
+pub fn detectable_line(d: &Detectable) -> String {
     let mut s = format!(
         "could detect ≥ {} ({}) at {:.0}% power",
         percent(d.relative),
@@ -89,7 +93,7 @@ pub fn detectable(c: &Comparison) -> Option<String> {
     if let Some((goal, runs)) = d.goal {
         s.push_str(&format!("; for {} run ~{runs} per variant", percent(goal)));
     }
-    Some(s)
+    s
 }
 
 /// A median with its 95 % CI.

@@ -26,7 +26,7 @@ pub struct Settings {
     /// A `coldstart tune` experiment's candidates (titles, apply lines) and the rows
     /// decided without measuring: enough to draw its table again from the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tune: Option<crate::tuned::stored::TuneSettings>,
+    pub tune: Option<crate::tune::stored::TuneSettings>,
     /// A `coldstart lambda` experiment's function, limits and init CPU model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lambda: Option<super::lambda_settings::LambdaSettings>,

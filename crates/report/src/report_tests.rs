@@ -311,7 +311,7 @@ fn json_export_has_every_documented_field() {
     assert_eq!(doc["variants"].as_array().map(Vec::len), Some(2));
     // A tune experiment's settings carry its candidates (docs: settings.tune).
     let tuned = {
-        use crate::tuned::stored::{StoredCandidate, StoredRow, TuneSettings};
+        use crate::tune::stored::{StoredCandidate, StoredRow, TuneSettings};
         let mut s = settings();
         s.tune = Some(TuneSettings {
             runtime: "jvm".into(),
@@ -326,7 +326,7 @@ fn json_export_has_every_documented_field() {
             unmeasured: vec![StoredRow {
                 id: "bad".into(),
                 title: "breaks it".into(),
-                status: crate::tuned::Status::Broken {
+                status: crate::tune::report::Status::Broken {
                     why: "exited 2".into(),
                 },
             }],

@@ -3,8 +3,8 @@
 //! `--compare-along`, with its own first value), then the best-value lines.
 //! Shared by the terminal and Markdown reports; empty when nothing was swept.
 
-use crate::format::median_with_ci;
 use crate::analysis::{Analysis, Best, BestWhy, VariantAnalysis};
+use crate::format::median_with_ci;
 use crate::format::{ms, signed_percent};
 use crate::stats::{percent, Comparison, Verdict};
 

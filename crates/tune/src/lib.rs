@@ -7,7 +7,7 @@
 //! session machinery bench uses); `report` turns the comparisons into the table.
 
 // The core's modules under their own names, so paths read `crate::run::…` here too.
-use coldstart_core::{run, sample, target, trace};
+use coldstart_core::{analysis, run, sample, stats, target, trace};
 use coldstart_explain as explain;
 #[cfg(test)]
 #[path = "../../core/src/testkit.rs"]
@@ -15,6 +15,9 @@ mod testkit;
 
 pub mod catalogue;
 pub mod plan;
+pub mod report;
+pub mod show;
+pub mod stored;
 
 use crate::explain::adapter::{self, FinalExec};
 use crate::run::{RunId, RunOptions};

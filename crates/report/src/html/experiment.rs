@@ -6,9 +6,9 @@ use super::svg::{self, chart, n, Scale};
 use super::{section, Experiment};
 use crate::analysis::Analysis;
 use crate::experiment::ExperimentResult;
+use crate::format::median_with_ci;
 use crate::format::ms;
 use crate::history::{commit, utc};
-use crate::format::median_with_ci;
 use maud::{html, Markup};
 
 pub fn settings(id: &str, e: &Experiment) -> Markup {

@@ -92,7 +92,7 @@ fn experiment_section(i: usize, e: &Experiment) -> Markup {
     let tuned = e
         .settings
         .and_then(|s| Some((s.tune.as_ref()?, s.noise)))
-        .and_then(|(t, noise)| crate::tuned::stored::tuned(t, e.analysis, noise));
+        .and_then(|(t, noise)| crate::tune::stored::tuned(t, e.analysis, noise));
     html! {
         section.experiment id=(id) aria-labelledby=(format!("{id}-h")) {
             h2 id=(format!("{id}-h")) { (e.heading) }

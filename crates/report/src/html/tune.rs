@@ -3,7 +3,8 @@
 //! from the candidates the experiment's settings keep and the stored runs.
 
 use super::section;
-use crate::tuned::{effect, icon, recommended_line, Status, Tuned};
+use crate::tune::report::{Status, Tuned};
+use crate::tuned::{effect, icon, recommended_line};
 use maud::{html, Markup};
 
 /// In words, for screen readers (the icons are decoration).
@@ -59,7 +60,7 @@ pub fn render(id: &str, t: &Tuned) -> Markup {
             }
         } }
         @if let Some(d) = t.rows.iter().find_map(|r| r.detectable.as_ref()) {
-            p.note { "Power: " (d) " (noise threshold ±" (format!("{:.0}", t.noise * 100.0)) " %)." }
+            p.note { "Power: " (crate::format::detectable_line(d)) " (noise threshold ±" (format!("{:.0}", t.noise * 100.0)) " %)." }
         }
         @if t.recommended.is_some() || t.rows.iter().any(|r| r.status == Status::Faster) {
             pre.recommended { (recommended_line(t)) }

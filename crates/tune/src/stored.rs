@@ -4,9 +4,9 @@
 //! whether it shifts work, and the rows decided without measuring. The effects
 //! are not stored: they come from the stored runs' analysis, as when tune ran.
 
-use super::{Recommended, Row, Status, Tuned};
+use super::catalogue::Candidate;
+use super::report::{Recommended, Row, Status, Tuned};
 use crate::analysis::Analysis;
-use crate::tune::catalogue::Candidate;
 use serde::{Deserialize, Serialize};
 
 /// The variant name prefix of a candidate in the store: `tune:ID`.

@@ -2,10 +2,10 @@
 //! names (the directory is gone when the table is read), command lines with
 //! their added variables, and `--list`'s catalogue with each rationale.
 
-use super::{Recommended, Row, Status};
+use super::catalogue::Candidate;
+use super::report::{Recommended, Row, Status};
+use super::Runtime;
 use crate::target::{shell_join, shell_quote, Target};
-use crate::tune::catalogue::Candidate;
-use crate::tune::Runtime;
 use std::path::Path;
 
 /// A row as shown: the work directory's paths become plain file names.
