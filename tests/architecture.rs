@@ -309,7 +309,7 @@ fn folder_graphs(facts: &[(PathBuf, FileFacts)]) -> Graphs {
                 continue;
             }
             // A sibling module, not an item of the parent.
-            if !modules.contains(&r[..=d].to_vec()) {
+            if !modules.contains(&r[..=d]) {
                 continue;
             }
             graphs
