@@ -1,7 +1,7 @@
 //! The `bench` command: arguments (+ coldstart.toml) → plan → experiment
 //! (samples recorded in the store as they come) → analysis → reports.
 
-use crate::cli::{BenchArgs, HookArgs, VariantArgs, VariantSpec};
+use crate::flags::{BenchArgs, HookArgs, VariantArgs, VariantSpec};
 use anyhow::{anyhow, bail, Result};
 use coldstart::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
 use coldstart::config::{self, Config};
@@ -343,7 +343,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let code = measured?;
     cleaned?;
     let cond = &args.conditions;
-    if cond.cache == crate::cli::CacheArg::Cold && !cond.drop_caches {
+    if cond.cache == crate::flags::CacheArg::Cold && !cond.drop_caches {
         // SAFETY: geteuid cannot fail and takes nothing.
         let root = unsafe { libc::geteuid() } == 0;
         out::outln!("{}", coldstart::run::cache::cold_note(root))?;

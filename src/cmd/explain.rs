@@ -2,7 +2,7 @@
 //! traced, adapted) run by the scheduler and recorded by the session → the
 //! explanation, stored beside the runs, exported and printed.
 
-use crate::cli::ExplainArgs;
+use crate::flags::ExplainArgs;
 use adapter::Adapter;
 use anyhow::{bail, Context, Result};
 use coldstart::config;

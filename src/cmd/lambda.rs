@@ -2,7 +2,7 @@
 //! variant per size) → the session's `measure` (schedule, store, statistics,
 //! reports), with emulated cold starts (`lambda::ColdStarts`) as the runner.
 
-use crate::cli::{LambdaArgs, LambdaInitCpuArgs, LambdaVariantArgs, LambdaVariantSpec};
+use crate::flags::{LambdaArgs, LambdaInitCpuArgs, LambdaVariantArgs, LambdaVariantSpec};
 use anyhow::{anyhow, bail, Context, Result};
 use coldstart::config;
 use coldstart::experiment::sweep::point_name;

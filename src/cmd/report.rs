@@ -2,7 +2,7 @@
 //! gate: stored experiments → the self-contained HTML report (report/html).
 //! Nothing is run: the store's experiments, explanations and history only.
 
-use crate::cli::ReportArgs;
+use crate::flags::ReportArgs;
 use anyhow::{Context, Result};
 use coldstart::analysis::{analyze_sweep, Analysis};
 use coldstart::experiment::ExperimentResult;

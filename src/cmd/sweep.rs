@@ -3,7 +3,7 @@
 //! variant has (one step, [`raw_fields`]), and only then parsed, so a value
 //! reaches the command, `--env`, `--cwd` and `--ready` alike.
 
-use crate::cli::{SweepArgs, VariantArgs, VariantSpec};
+use crate::flags::{SweepArgs, VariantArgs, VariantSpec};
 use anyhow::{anyhow, bail, Result};
 use coldstart::experiment::sweep::{self, point_name, Point, Sweep};
 use std::collections::BTreeSet;

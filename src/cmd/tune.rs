@@ -4,7 +4,7 @@
 //! interleaved experiment (the session machinery bench uses), then the
 //! combination of the winners in a second short one; print, export and store.
 
-use crate::cli::TuneArgs;
+use crate::flags::TuneArgs;
 use anyhow::{bail, Context, Result};
 use coldstart::analysis::Analysis;
 use coldstart::bounds;
