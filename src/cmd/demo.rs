@@ -153,7 +153,10 @@ fn section(title: &str, bench_args: &[String]) -> Result<i32> {
         // Nobody reads the demo any more (`coldstart demo | head`): stop here.
         return Ok(0);
     }
-    let argv = ["coldstart", "bench"].iter().map(|s| s.to_string()).chain(bench_args.iter().cloned());
+    let argv = ["coldstart", "bench"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(bench_args.iter().cloned());
     let flags::Command::Bench(b) = flags::parse(argv).map_err(|e| anyhow::anyhow!("{e}"))? else {
         bail!("internal: demo built a non-bench command")
     };

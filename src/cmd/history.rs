@@ -398,7 +398,11 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
 }
 
 pub fn compare(args: &CompareArgs) -> Result<i32> {
-    report::export::check(&[&args.export.export_json, &args.export.export_markdown, &args.export.export_html])?;
+    report::export::check(&[
+        &args.export.export_json,
+        &args.export.export_markdown,
+        &args.export.export_html,
+    ])?;
     let mut store = open(&args.store)?;
     let (bref, cref) = (
         Reference::parse(&args.baseline)?,

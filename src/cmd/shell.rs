@@ -26,11 +26,16 @@ pub fn man(args: &ManArgs) -> Result<i32> {
                 bail!("no command `{name}`: give one of {}", names.join(", "));
             };
             // clap_mangen titles a page by the command's name: coldstart-bench.
-            (sub.display_name(format!("coldstart-{name}")), flags::help::page(name))
+            (
+                sub.display_name(format!("coldstart-{name}")),
+                flags::help::page(name),
+            )
         }
     };
     let has_options = page.get_arguments().any(|a| !a.is_hide_set());
     let has_commands = page.get_subcommands().any(|c| !c.is_hide_set());
+    // The subcommands' pages carry no version (clap_mangen would panic on one).
+    let has_version = page.get_version().is_some() || page.get_long_version().is_some();
     let man = clap_mangen::Man::new(page);
     let mut buf = Vec::new();
     let rendered: std::io::Result<()> = (|| {
@@ -47,7 +52,10 @@ pub fn man(args: &ManArgs) -> Result<i32> {
         if let Some(text) = reference {
             buf.extend_from_slice(flags::help::roff(text).as_bytes());
         }
-        man.render_version_section(&mut buf)
+        if has_version {
+            man.render_version_section(&mut buf)?;
+        }
+        Ok(())
     })();
     rendered.context("rendering the man page")?;
     coldstart::out::bytes(&buf)?;

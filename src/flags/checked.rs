@@ -5,8 +5,8 @@
 use super::raw::{self, RawCommand};
 use super::variants::{LambdaVariantSpec, Split, VariantSpec};
 use super::{
-    CommonArgs, Command, ConditionArgs, ExportArgs, LambdaInitCpuArgs, LambdaVariantArgs, LimitArgs, StoreArgs,
-    SweepArgs, VariantArgs,
+    Command, CommonArgs, ConditionArgs, ExportArgs, LambdaInitCpuArgs, LambdaVariantArgs, LimitArgs,
+    StoreArgs, SweepArgs, VariantArgs,
 };
 use raw::{CiOfArg, NoiseArg, OrderArg};
 use std::path::PathBuf;
@@ -137,7 +137,9 @@ fn writes(export: &ExportArgs, command: &str, json: bool, markdown: bool, csv: b
         (&export.export_csv, "--export-csv", csv),
     ] {
         if given.is_some() && !writes {
-            return Err(format!("{command} has no {flag}: see `coldstart {command} --help` for its exports"));
+            return Err(format!(
+                "{command} has no {flag}: see `coldstart {command} --help` for its exports"
+            ));
         }
     }
     Ok(())

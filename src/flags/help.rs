@@ -132,9 +132,9 @@ All outside the timed interval.
 
 # FLAGS FOR HYPERFINE USERS
 These work as in hyperfine: -r/--runs, -w/--warmup, -p/--prepare, -C/--conclude, -s/--setup, -c/--cleanup, -S/--shell, -N (no shell: the string is split into words), -i/--ignore-failure, --show-output, --export-json/-markdown/-csv, and command strings as positional arguments. Differences: runs of several commands are interleaved in shuffled rounds (--order sequential for hyperfine's order); a command string's time includes its shell's own start (hyperfine subtracts an estimate of it): give -N, or the command after `--`, to time the program alone.
-  hyperfine -N --warmup 3 'ls -la'   →  coldstart bench -N --warmup 3 'ls -la'
-  hyperfine -p 'make clean' 'make'   →  coldstart bench -p 'make clean' 'make'
-  hyperfine 'sleep 0.1' 'sleep 0.2'  →  coldstart bench 'sleep 0.1' 'sleep 0.2'
+    hyperfine -N --warmup 3 'ls -la'  → coldstart bench -N --warmup 3 'ls -la'
+    hyperfine -p 'make clean' 'make'  → coldstart bench -p 'make clean' 'make'
+    hyperfine 'sleep 0.1' 'sleep 0.2' → coldstart bench 'sleep 0.1' 'sleep 0.2'
 
 # LIMITS
 --cpus 0.5 (CFS quota), --cpuset 0, --memory 256M limit the variant's whole process tree from its first instruction: the child enters the limiting cgroups (v2, or the v1 cpu/cpuset/memory hierarchies) between clone and exec, so nothing it forks escapes. Given before any --name they apply to every variant; after one, to that variant. A limited run records the tree's peak memory from its cgroup (memory_peak_mb); a run the memory limit kills fails with \"out of memory (limit 256 MiB)\". Needs root or a delegated cgroup.
@@ -199,7 +199,10 @@ Candidates come from the built-in catalogue (catalogue/*.toml) and --catalogue f
 
 /// The reference of `command`, if it has one.
 pub fn page(command: &str) -> Option<&'static str> {
-    PAGES.iter().find(|(name, _)| *name == command).map(|(_, text)| *text)
+    PAGES
+        .iter()
+        .find(|(name, _)| *name == command)
+        .map(|(_, text)| *text)
 }
 
 enum Block<'a> {
@@ -243,7 +246,9 @@ fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     let options = textwrap::Options::new(width.max(20))
         .initial_indent(first)
         .subsequent_indent(rest)
-        .break_words(false);
+        .break_words(false)
+        // A flag is one word: `--keep-going` never breaks at its hyphen.
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
     textwrap::fill(text, options)
 }
 
@@ -278,7 +283,9 @@ pub fn render(markup: &str, width: usize) -> String {
                     .collect();
                 let column = text_column(&terms, width);
                 for block in &all[i..end] {
-                    let Block::Item(k, term, text) = block else { continue };
+                    let Block::Item(k, term, text) = block else {
+                        continue;
+                    };
                     let lead = " ".repeat(2 + k);
                     match column {
                         Some(c) => {
@@ -336,9 +343,11 @@ pub fn roff(markup: &str) -> String {
             Block::Heading(title) => out.push_str(&format!(".SH \"{}\"\n", roff_text(title))),
             Block::Paragraph(text) => out.push_str(&format!(".PP\n{}\n", roff_text(text))),
             Block::Item(_, "", text) => out.push_str(&format!(".IP\n{}\n", roff_text(text))),
-            Block::Item(_, term, text) => {
-                out.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff_text(term), roff_text(text)))
-            }
+            Block::Item(_, term, text) => out.push_str(&format!(
+                ".TP\n\\fB{}\\fR\n{}\n",
+                roff_text(term),
+                roff_text(text)
+            )),
             Block::Verbatim(line) => out.push_str(&format!("{}\n", roff_text(line))),
             Block::Blank => {}
         }
@@ -390,7 +399,10 @@ mod tests {
     #[test]
     fn roff_escapes_and_keeps_examples_unfilled() {
         let r = roff("# EXAMPLES\n  coldstart bench -- ./a \\\\\n.dot\tx");
-        assert!(r.contains(".SH \"EXAMPLES\"\n.PP\n.nf\n  coldstart bench \\-\\- ./a \\e\\e\n.fi\n"), "{r}");
+        assert!(
+            r.contains(".SH \"EXAMPLES\"\n.PP\n.nf\n  coldstart bench \\-\\- ./a \\e\\e\n.fi\n"),
+            "{r}"
+        );
         assert!(r.contains(".TP\n\\fB\\&.dot\\fR\nx\n"), "{r}");
     }
 }

@@ -69,10 +69,12 @@ pub enum RawCommand {
     ///
     /// The Runtime, Extensions and Telemetry APIs, CPU in proportion to memory,
     /// over cold starts.
-    #[command(override_usage = "coldstart lambda --runtime BOOTSTRAP [--extensions DIR] \\\n           \
+    #[command(
+        override_usage = "coldstart lambda --runtime BOOTSTRAP [--extensions DIR] \\\n           \
                           [--memory MB,...] [OPTIONS]\n       \
                           coldstart lambda [OPTIONS] --name A --extensions DIR_A \\\n           \
-                          --name B --extensions DIR_B")]
+                          --name B --extensions DIR_B"
+    )]
     Lambda(Box<LambdaFlags>),
     /// Try the runtime's known cold-start optimizations and keep what helps.
     ///

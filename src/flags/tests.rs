@@ -4,7 +4,10 @@
 use super::*;
 
 fn argv(args: &[&str]) -> Vec<String> {
-    std::iter::once("coldstart").chain(args.iter().copied()).map(String::from).collect()
+    std::iter::once("coldstart")
+        .chain(args.iter().copied())
+        .map(String::from)
+        .collect()
 }
 
 fn parsed(args: &[&str]) -> Command {
@@ -42,12 +45,19 @@ fn short_help_is_one_line_per_flag_and_fits_80_columns() {
         for (name, help, flags) in short_helps(width) {
             for line in help.lines() {
                 let w = unicode_width::UnicodeWidthStr::width(line);
-                assert!(w <= width, "{name} -h at {width}: a line of {w} columns:\n{line}\n\n{help}");
+                assert!(
+                    w <= width,
+                    "{name} -h at {width}: a line of {w} columns:\n{line}\n\n{help}"
+                );
             }
             // Below a section title every line is a flag's: a help that wrapped
             // would continue on a line that starts with spaces only.
             let options = &help[help.find("\nOptions:\n").expect("an Options section")..];
-            for line in options.lines().skip(2).filter(|l| !l.is_empty() && !l.ends_with(':')) {
+            for line in options
+                .lines()
+                .skip(2)
+                .filter(|l| !l.is_empty() && !l.ends_with(':'))
+            {
                 let t = line.trim_start();
                 assert!(
                     t.starts_with('-') || t.starts_with('<') || t.starts_with('['),
@@ -56,11 +66,15 @@ fn short_help_is_one_line_per_flag_and_fits_80_columns() {
             }
             for flag in flags {
                 assert!(
-                    help.lines().any(|l| l.trim_start().split([',', ' ']).any(|w| w == flag)),
+                    help.lines()
+                        .any(|l| l.trim_start().split([',', ' ']).any(|w| w == flag)),
                     "{name} -h lacks {flag}:\n{help}"
                 );
             }
-            assert!(!help.contains("EXAMPLES"), "{name} -h is short: the reference is --help's");
+            assert!(
+                !help.contains("EXAMPLES"),
+                "{name} -h is short: the reference is --help's"
+            );
         }
     }
 }
@@ -73,10 +87,16 @@ fn long_help_carries_the_reference_wrapped_to_the_width() {
         for (name, _) in help::PAGES {
             let sub = root.find_subcommand_mut(name).expect("a command with a page");
             let long = sub.render_long_help().to_string();
-            assert!(long.contains("\nEXAMPLES\n") || long.contains("\nREFERENCES\n"), "{name}");
+            assert!(
+                long.contains("\nEXAMPLES\n") || long.contains("\nREFERENCES\n"),
+                "{name}"
+            );
             for line in long.lines() {
                 let w = unicode_width::UnicodeWidthStr::width(line);
-                assert!(w <= width, "{name} --help at {width}: a line of {w} columns:\n{line}");
+                assert!(
+                    w <= width,
+                    "{name} --help at {width}: a line of {w} columns:\n{line}"
+                );
             }
         }
     }
@@ -92,8 +112,9 @@ fn long_help_carries_the_reference_wrapped_to_the_width() {
 
 #[test]
 fn variants_arrive_in_the_checked_options() {
-    let Command::Bench(b) = parsed(&["bench", "-r", "3", "--name", "a", "-e", "K=1", "--", "./a", "--name", "b", "--", "./b"])
-    else {
+    let Command::Bench(b) = parsed(&[
+        "bench", "-r", "3", "--name", "a", "-e", "K=1", "--", "./a", "--name", "b", "--", "./b",
+    ]) else {
         panic!("bench")
     };
     assert_eq!(b.runs, Some(3));
@@ -106,7 +127,8 @@ fn variants_arrive_in_the_checked_options() {
     };
     assert_eq!(e.command, ["python3", "--name", "x"]);
     assert!(e.variants.is_empty());
-    let Command::Explain(e) = parsed(&["explain", "--name", "A", "--", "./a", "--name", "B", "--", "./b"]) else {
+    let Command::Explain(e) = parsed(&["explain", "--name", "A", "--", "./a", "--name", "B", "--", "./b"])
+    else {
         panic!("explain")
     };
     assert!(e.command.is_empty());
@@ -117,7 +139,8 @@ fn variants_arrive_in_the_checked_options() {
     };
     assert_eq!(t.command, ["node", "server.js"]);
 
-    let Command::Lambda(l) = parsed(&["lambda", "--runtime", "./b", "--name", "x", "--memory", "128,512"]) else {
+    let Command::Lambda(l) = parsed(&["lambda", "--runtime", "./b", "--name", "x", "--memory", "128,512"])
+    else {
         panic!("lambda")
     };
     assert_eq!(l.variants[0].args.memory, [128, 512]);
@@ -129,20 +152,35 @@ fn one_export_group_with_the_formats_each_command_writes() {
     let Command::Gate(g) = parsed(&["gate", "--max", "1s", "--markdown", "g.md"]) else {
         panic!("gate")
     };
-    assert_eq!(g.export.export_markdown.as_deref(), Some(std::path::Path::new("g.md")));
+    assert_eq!(
+        g.export.export_markdown.as_deref(),
+        Some(std::path::Path::new("g.md"))
+    );
     let Command::Gate(g) = parsed(&["gate", "--max", "1s", "--export-markdown", "g.md"]) else {
         panic!("gate")
     };
-    assert_eq!(g.export.export_markdown.as_deref(), Some(std::path::Path::new("g.md")));
+    assert_eq!(
+        g.export.export_markdown.as_deref(),
+        Some(std::path::Path::new("g.md"))
+    );
     let Command::Compare(c) = parsed(&["compare", "1", "2", "--export-json", "c.json"]) else {
         panic!("compare")
     };
     assert!(c.export.export_json.is_some());
     for (args, flag) in [
         (&["gate", "--export-json", "x"][..], "gate has no --export-json"),
-        (&["compare", "1", "2", "--export-csv", "x"][..], "compare has no --export-csv"),
-        (&["tune", "--export-csv", "x", "--", "t"][..], "tune has no --export-csv"),
-        (&["explain", "--export-markdown", "x", "--", "t"][..], "explain has no --export-markdown"),
+        (
+            &["compare", "1", "2", "--export-csv", "x"][..],
+            "compare has no --export-csv",
+        ),
+        (
+            &["tune", "--export-csv", "x", "--", "t"][..],
+            "tune has no --export-csv",
+        ),
+        (
+            &["explain", "--export-markdown", "x", "--", "t"][..],
+            "explain has no --export-markdown",
+        ),
     ] {
         let e = usage_error(args);
         assert!(e.starts_with(flag), "{args:?}: {e}");

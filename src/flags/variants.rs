@@ -265,8 +265,16 @@ mod tests {
     #[test]
     fn grammar_errors_are_one_clear_line() {
         let cases: &[(&str, &[&str], &str)] = &[
-            ("bench", &["--name", "a", "./a"], "variant starting at `--name a ./a` has no `--`"),
-            ("bench", &["--name", "a", "--"], "variant 'a' has no command after `--`"),
+            (
+                "bench",
+                &["--name", "a", "./a"],
+                "variant starting at `--name a ./a` has no `--`",
+            ),
+            (
+                "bench",
+                &["--name", "a", "--"],
+                "variant 'a' has no command after `--`",
+            ),
             (
                 "bench",
                 &["--name", "a", "--runs", "3", "--", "true"],
@@ -277,10 +285,26 @@ mod tests {
                 &["--name", "a", "--profile", "--", "true"],
                 "--profile is not a per-variant option",
             ),
-            ("bench", &["--name", "a", "--cpus", "--", "true"], "a value is required for '--cpus <N>'"),
-            ("lambda", &["--name", "a", "--memory", "big"], "invalid value 'big' for '--memory <MB>'"),
-            ("lambda", &["--name", "a", "--order", "x"], "--order is not a per-variant option"),
-            ("bench", &["--name", "--", "true"], "a value is required for '--name <NAME>'"),
+            (
+                "bench",
+                &["--name", "a", "--cpus", "--", "true"],
+                "a value is required for '--cpus <N>'",
+            ),
+            (
+                "lambda",
+                &["--name", "a", "--memory", "big"],
+                "invalid value 'big' for '--memory <MB>'",
+            ),
+            (
+                "lambda",
+                &["--name", "a", "--order", "x"],
+                "--order is not a per-variant option",
+            ),
+            (
+                "bench",
+                &["--name", "--", "true"],
+                "a value is required for '--name <NAME>'",
+            ),
         ];
         for (command, args, expected) in cases {
             let e = split(command, &s(args)).unwrap_err();
