@@ -77,7 +77,16 @@ pub fn help_width() -> usize {
 
 /// clap's command tree, for completions and man pages (no prose attached).
 pub fn definitions() -> clap::Command {
-    raw::Cli::command()
+    raw::Cli::command().mut_subcommands(|sub| sub.mut_args(one_paragraph))
+}
+
+/// A flag's `-h` line and the rest of its doc as one paragraph in `--help`:
+/// the line is its first sentence, not a title.
+fn one_paragraph(arg: clap::Arg) -> clap::Arg {
+    match arg.get_long_help().map(ToString::to_string) {
+        Some(long) if long.contains("\n\n") => arg.long_help(long.replace("\n\n", " ")),
+        _ => arg,
+    }
 }
 
 /// clap's command tree with each command's reference laid out for `width`, as

@@ -125,8 +125,7 @@ pub struct ReportArgs {
     pub no_history: bool,
     /// Noise threshold [default: as each ran].
     ///
-    /// The noise threshold of the comparisons; by default the one each experiment
-    /// ran with.
+    /// Of the comparisons; by default the one each experiment ran with.
     #[arg(long, value_name = "PCT", value_parser = parse_fraction)]
     pub noise: Option<f64>,
     /// No message on stderr.
@@ -167,8 +166,6 @@ pub struct ExplainFlags {
     #[arg(short, long, default_value_t = 5)]
     pub runs: usize,
     /// Seconds to become ready.
-    ///
-    /// Seconds a run may take to become ready.
     #[arg(short, long, default_value_t = 30.0, value_name = "S")]
     pub timeout: f64,
     /// Environment variable (repeatable).
@@ -189,13 +186,13 @@ pub struct ExplainFlags {
     pub export_trace: Option<PathBuf>,
     /// Also profile the CPU (a fourth arm).
     ///
-    /// Profile the CPU from spawn to ready in a fourth arm (`profiled`): a flame graph
-    /// per phase, the hottest functions, and the profiler's overhead (see HOW).
+    /// From spawn to ready, in a fourth arm (`profiled`): a flame graph per phase, the
+    /// hottest functions, and the profiler's overhead (see HOW).
     #[arg(long)]
     pub profile: bool,
     /// Write the flame graph as SVG.
     ///
-    /// The startup flame graph as an interactive SVG (with --profile).
+    /// Interactive (with --profile).
     #[arg(long, value_name = "PATH", requires = "profile")]
     pub export_flamegraph: Option<PathBuf>,
     /// Write the profile as folded stacks.
@@ -254,7 +251,7 @@ pub struct ExplainFlags {
     pub quiet: bool,
     /// Unmeasured rounds first.
     ///
-    /// Warmup rounds (one run of each arm, not measured) before the measured ones.
+    /// Rounds of one run of each arm, before the measured ones.
     #[arg(short, long, default_value_t = 1)]
     pub warmup: usize,
     /// Seed for the run order.
@@ -296,7 +293,7 @@ pub struct CommonArgs {
     pub seed: Option<u64>,
     /// Output lines kept per failure.
     ///
-    /// Output lines of the target kept for failure messages.
+    /// The target's last output lines, shown in failure messages.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub output_lines: usize,
     /// No progress output.
@@ -443,8 +440,7 @@ pub struct ShowArgs {
     pub meta: bool,
     /// Noise threshold [default: as it ran].
     ///
-    /// The noise threshold of the comparisons; by default the one the experiment ran
-    /// with.
+    /// Of the comparisons; by default the one the experiment ran with.
     #[arg(long, value_name = "PCT", value_parser = parse_fraction)]
     pub noise: Option<f64>,
     #[command(flatten)]
@@ -512,7 +508,7 @@ pub struct GateArgs {
     pub across_invocations: bool,
     /// Warn this close to a limit.
     ///
-    /// Warn when an estimate is within this share of a limit.
+    /// When an estimate is within this share of a limit.
     #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_fraction)]
     pub warn_margin: f64,
     /// --export-markdown (--markdown): also write the table to a file; --export-html:
@@ -537,9 +533,9 @@ pub struct BenchFlags {
     pub name: Option<String>,
     /// coldstart.toml targets or command strings.
     ///
-    /// Targets named in coldstart.toml, or command strings run through the shell
-    /// (`'sleep 0.1'`, as hyperfine), each a variant (instead of a command after
-    /// `--`).
+    /// Each a variant, instead of a command after `--`: a target named in
+    /// coldstart.toml, or a command string run through the shell (`'sleep 0.1'`, as
+    /// hyperfine).
     #[arg(value_name = "TARGET|COMMAND")]
     pub targets: Vec<String>,
     /// Measured runs per variant [default: 20].
@@ -549,7 +545,7 @@ pub struct BenchFlags {
     pub runs: Option<usize>,
     /// Unmeasured runs first [default: 1].
     ///
-    /// Unmeasured runs per variant first. The first start after a build reads
+    /// Per variant. The first start after a build reads
     /// binaries and libraries from disk, later ones from the page cache; one warmup
     /// makes every measured run see the same cache state.
     #[arg(short, long)]
@@ -578,17 +574,17 @@ pub struct BenchFlags {
     pub target_ci_of: CiOfArg,
     /// Least runs with --target-ci.
     ///
-    /// With --target-ci: runs per variant before stopping is considered.
+    /// Runs per variant before stopping is considered.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub min_runs: usize,
     /// Most runs with --target-ci.
     ///
-    /// With --target-ci: stop here even if the CI is still wide.
+    /// Stop here even if the CI is still wide.
     #[arg(long, default_value_t = 200, value_name = "N")]
     pub max_runs: usize,
     /// Seconds to become ready [default: 30].
     ///
-    /// Seconds a run may take to become ready before it fails.
+    /// A run that is not ready by then fails.
     #[arg(short, long, value_name = "S")]
     pub timeout: Option<f64>,
     /// tcp/http poll interval, µs.
@@ -598,8 +594,8 @@ pub struct BenchFlags {
     pub poll_interval: u64,
     /// Requests after ready [default: 0].
     ///
-    /// Requests to send after ready (GET to --request-url, default: the http
-    /// readiness URL); the first is the cold handler, the rest warm.
+    /// GET to --request-url (default: the http readiness URL); the first is the cold
+    /// handler, the rest warm.
     #[arg(long, value_name = "N")]
     pub requests: Option<usize>,
     /// URL for --requests.
@@ -609,7 +605,7 @@ pub struct BenchFlags {
     pub request_url: Option<String>,
     /// Seconds to wait before SIGKILL.
     ///
-    /// Seconds between SIGTERM and SIGKILL when stopping a target.
+    /// After SIGTERM, when stopping a target.
     #[arg(long, default_value_t = 2.0, value_name = "S")]
     pub grace: f64,
     /// Count a failed exit as a success.
@@ -659,8 +655,7 @@ pub struct SweepArgs {
     pub params: Vec<String>,
     /// Compare each value with the first.
     ///
-    /// Compare each value of this parameter with its first value, within each
-    /// variant.
+    /// Of parameter NAME, within each variant.
     #[arg(long, value_name = "NAME")]
     pub compare_along: Option<String>,
     /// NAME is a resource: find its best value.
@@ -730,13 +725,13 @@ pub struct ConditionArgs {
     pub cache: CacheArg,
     /// Drop the system's caches before each run.
     ///
-    /// sync and drop the whole system's page cache, dentries and inodes before every
-    /// run (root: writes /proc/sys/vm/drop_caches).
+    /// The page cache, dentries and inodes, after a sync (root: writes
+    /// /proc/sys/vm/drop_caches).
     #[arg(long)]
     pub drop_caches: bool,
     /// Show the target's output.
     ///
-    /// The target's (and hooks') output to this terminal instead of being kept for
+    /// Its (and the hooks') output goes to this terminal instead of being kept for
     /// failure messages. Costs the target time to write it.
     #[arg(long)]
     pub show_output: bool,
@@ -774,7 +769,7 @@ impl From<CacheArg> for coldstart::run::conditions::Cache {
 pub struct LimitArgs {
     /// CPU bandwidth of the tree, e.g. 0.5.
     ///
-    /// In CPUs (CFS quota per 100 ms), for the whole process tree.
+    /// In CPUs (CFS quota per 100 ms).
     #[arg(long, value_name = "N")]
     pub cpus: Option<String>,
     /// CPUs the tree may run on, e.g. 0-1,3.
@@ -782,8 +777,7 @@ pub struct LimitArgs {
     pub cpuset: Option<String>,
     /// Memory limit of the tree, e.g. 256M.
     ///
-    /// Of the whole process tree (no swap), e.g. 256M or 1G; a run it kills fails
-    /// with "out of memory".
+    /// No swap; 256M or 1G. A run it kills fails with "out of memory".
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<String>,
 }
@@ -831,7 +825,7 @@ pub struct LambdaFlags {
     pub runs: usize,
     /// Unmeasured runs first.
     ///
-    /// Unmeasured runs per variant first (page cache warm-up).
+    /// Per variant (page cache warm-up).
     #[arg(short, long, default_value_t = 1)]
     pub warmup: usize,
     /// Run order.
@@ -840,9 +834,9 @@ pub struct LambdaFlags {
     /// `sequential`: all runs of the first variant, then all of the next.
     #[arg(long, value_enum, default_value_t = OrderArg::Shuffled, value_name = "shuffled|sequential", hide_possible_values = true)]
     pub order: OrderArg,
-    /// The event to invoke with (JSON file).
+    /// The event to invoke with [default: {}].
     ///
-    /// [default: {}].
+    /// A JSON file.
     #[arg(long, value_name = "PATH")]
     pub event: Option<PathBuf>,
     /// Function timeout, seconds.
@@ -852,8 +846,7 @@ pub struct LambdaFlags {
     pub timeout: f64,
     /// Warm invokes per environment.
     ///
-    /// Warm invokes of each environment after its cold one (each with its REPORT;
-    /// "later requests" in the results).
+    /// After its cold one, each with its REPORT ("later requests" in the results).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub invokes: usize,
     /// Init phase limit, seconds.
@@ -884,13 +877,13 @@ pub struct LambdaFlags {
     pub log: Option<PathBuf>,
     /// Write the last response body here.
     ///
-    /// The last successful invoke's.
+    /// Of the last successful invoke.
     #[arg(long, value_name = "PATH")]
     pub save_response: Option<PathBuf>,
     /// Compare each size with the first.
     ///
-    /// With several --memory sizes: compare each size with the first, within each
-    /// variant (`memory`, the only parameter lambda sweeps).
+    /// With several --memory sizes, within each variant (`memory` is the only
+    /// parameter lambda sweeps).
     #[arg(long, value_name = "memory")]
     pub compare_along: Option<String>,
     #[command(flatten)]
@@ -1035,8 +1028,7 @@ pub struct TuneFlags {
     pub cwd: Option<PathBuf>,
     /// List the candidates; run nothing.
     ///
-    /// Print the catalogue for the detected runtime with each candidate's rationale;
-    /// run nothing else.
+    /// The catalogue for the detected runtime, with each candidate's rationale.
     #[arg(long)]
     pub list: bool,
     /// Only these candidates.
@@ -1071,8 +1063,6 @@ pub struct TuneFlags {
     #[arg(long, default_value = "2%", value_name = "PCT|MS")]
     pub target_ci: String,
     /// Runs per variant before stopping.
-    ///
-    /// Before stopping is considered.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub min_runs: usize,
     /// Runs per variant at most.
@@ -1084,8 +1074,6 @@ pub struct TuneFlags {
     #[arg(short, long, default_value_t = 1)]
     pub warmup: usize,
     /// Seconds to become ready.
-    ///
-    /// Seconds a run may take to become ready.
     #[arg(short, long, default_value_t = 30.0, value_name = "S")]
     pub timeout: f64,
     /// Requests after ready.
