@@ -10,7 +10,7 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Top-level library modules: src/*.rs and src/*/ (the binary's cli.rs, main.rs
+/// Top-level library modules: src/*.rs and src/*/ (the binary's flags/, main.rs
 /// and cmd/ are not the library).
 fn modules(src: &Path) -> BTreeSet<String> {
     let mut mods = BTreeSet::new();
@@ -23,7 +23,7 @@ fn modules(src: &Path) -> BTreeSet<String> {
             .to_string();
         let is_rs = path.extension().is_some_and(|e| e == "rs");
         if (is_rs || path.is_dir())
-            && !["lib", "main", "cli", "cmd", "testkit"].contains(&name.as_str())
+            && !["lib", "main", "flags", "cmd", "testkit"].contains(&name.as_str())
             && !name.ends_with("_tests")
         {
             mods.insert(name);
