@@ -25,7 +25,9 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum RawCommand {
-    /// Measure spawn → ready of one or more variants, with honest statistics.
+    /// Measure spawn → ready of variants, with honest statistics.
+    ///
+    /// One or more variants, each a command; the first is the baseline.
     #[command(override_usage = "coldstart bench [OPTIONS] -- COMMAND [ARGS...]\n       \
                           coldstart bench [OPTIONS] --name A [VARIANT OPTIONS] -- COMMAND... \\\n           \
                           --name B [VARIANT OPTIONS] -- COMMAND...")]
@@ -76,7 +78,7 @@ pub enum RawCommand {
                           --name B --extensions DIR_B"
     )]
     Lambda(Box<LambdaFlags>),
-    /// Try the runtime's known cold-start optimizations and keep what helps.
+    /// Try the runtime's cold-start optimizations, keep what helps.
     ///
     /// The candidates for the program's runtime (JVM, Python, Node, Go, BEAM,
     /// native) run as variants of one interleaved experiment: a table of measured

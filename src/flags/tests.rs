@@ -80,6 +80,19 @@ fn short_help_is_one_line_per_flag_and_fits_80_columns() {
 }
 
 #[test]
+fn the_list_of_commands_is_one_line_each() {
+    let help = command(80).render_help().to_string();
+    let at = help.find("\nCommands:\n").expect("a Commands section");
+    for line in help[at..].lines().skip(2).take_while(|l| !l.is_empty()) {
+        assert!(
+            !line.starts_with("   "),
+            "a command's line wrapped: {line:?}\n{help}"
+        );
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+}
+
+#[test]
 fn long_help_carries_the_reference_wrapped_to_the_width() {
     for width in [80, 120] {
         let mut root = command(width);
