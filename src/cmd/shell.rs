@@ -15,7 +15,11 @@ pub fn completions(args: &CompletionsArgs) -> Result<i32> {
 /// page's list of commands refers to it), with the command's reference (the
 /// end of its `--help`) as sections of their own.
 pub fn man(args: &ManArgs) -> Result<i32> {
-    let mut root = flags::definitions();
+    // The flags' whole docs, as `--help` shows them (the width is roff's business).
+    let mut root = match &args.command {
+        Some(name) => flags::with_long_help(flags::definitions(), name, flags::help_width()),
+        None => flags::definitions(),
+    };
     // Built, so clap's own `help` command (which the main page lists too) is there.
     root.build();
     let (page, reference) = match &args.command {

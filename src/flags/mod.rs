@@ -75,9 +75,9 @@ pub fn help_width() -> usize {
         .max(40)
 }
 
-/// clap's command tree, for completions and man pages (no prose attached).
+/// clap's command tree, for completions (no prose attached).
 pub fn definitions() -> clap::Command {
-    raw::Cli::command().mut_subcommands(|sub| sub.mut_args(one_paragraph))
+    raw::Cli::command()
 }
 
 /// A flag's `-h` line and the rest of its doc as one paragraph in `--help`:
@@ -89,14 +89,30 @@ fn one_paragraph(arg: clap::Arg) -> clap::Arg {
     }
 }
 
-/// clap's command tree with each command's reference laid out for `width`, as
-/// `--help` shows it.
-pub fn command(width: usize) -> clap::Command {
-    let mut cmd = definitions().term_width(width);
-    for (name, text) in help::PAGES {
-        cmd = cmd.mut_subcommand(*name, |sub| sub.after_long_help(help::render(text, width)));
+/// `cmd` with the long help of its subcommand `name` laid out for `width`: its
+/// flags' whole docs and its reference. Done for the one command shown, as every
+/// command line passes here and the rest would cost each start.
+pub fn with_long_help(cmd: clap::Command, name: &str, width: usize) -> clap::Command {
+    if cmd.find_subcommand(name).is_none() {
+        return cmd;
     }
-    cmd
+    cmd.mut_subcommand(name, |sub| {
+        let sub = sub.mut_args(one_paragraph);
+        match help::page(name) {
+            Some(text) => sub.after_long_help(help::render(text, width)),
+            None => sub,
+        }
+    })
+}
+
+/// clap's command tree with every command's long help laid out for `width`.
+#[cfg(test)]
+pub fn command(width: usize) -> clap::Command {
+    let root = definitions().term_width(width);
+    let names: Vec<String> = root.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    names
+        .iter()
+        .fold(root, |cmd, name| with_long_help(cmd, name, width))
 }
 
 /// Parse a whole command line (the program's name first): the variant grammar,
@@ -110,7 +126,15 @@ where
     let name = args.get(1).cloned().unwrap_or_default();
     let split = variants::split(&name, args.get(2..).unwrap_or_default()).map_err(Error::Usage)?;
     let clap_args = args.iter().take(2).cloned().chain(split.globals.iter().cloned());
-    let matches = command(help_width()).try_get_matches_from(clap_args)?;
+    let width = help_width();
+    let mut cmd = definitions().term_width(width);
+    // Only `--help` (or `help COMMAND`) shows the long help.
+    if name == "help" {
+        cmd = with_long_help(cmd, args.get(2).map_or("", String::as_str), width);
+    } else if args.iter().any(|a| a == "--help") {
+        cmd = with_long_help(cmd, &name, width);
+    }
+    let matches = cmd.try_get_matches_from(clap_args)?;
     let cli = raw::Cli::from_arg_matches(&matches)?;
     checked::check(cli.command, split).map_err(Error::Usage)
 }
