@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use coldstart::experiment::{CiOf, Order};
 use std::path::PathBuf;
 
-pub use coldstart::bounds::parse_fraction;
+use coldstart::bounds::parse_fraction;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -513,8 +513,8 @@ pub struct GateArgs {
     /// When an estimate is within this share of a limit.
     #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_fraction)]
     pub warn_margin: f64,
-    /// --export-markdown (--markdown): also write the table to a file; --export-html:
-    /// the decision, both sides' distributions and the comparison.
+    // --export-markdown (or --markdown) also writes the table to a file;
+    // --export-html draws the decision (see OUTPUT in `gate --help`).
     #[command(flatten)]
     pub export: ExportArgs,
     #[command(flatten)]
