@@ -365,6 +365,15 @@ fn bad_input_gets_one_clear_line() {
         (&["bench", "--", "no-such-program-anywhere"], "command not found"),
         (&["bench", "--runs", "3"], "no command to measure"),
         (&["bench", "--name", "a", "true"], "no `--`"),
+        (
+            &["bench", "--name", "a", "--runs", "3", "--", "true"],
+            "--runs is not a per-variant option: options for all variants go before the first --name",
+        ),
+        (
+            &["explain", "--name", "a", "--profile", "--", "true"],
+            "--profile is not a per-variant option",
+        ),
+        (&["gate", "--export-json", "g.json"], "gate has no --export-json"),
         (&["bench", "--env", "NOEQUALS", "--", "true"], "write KEY=VALUE"),
         (&["bench", "--target-ci", "fast", "--", "true"], "bad --target-ci"),
         (

@@ -187,3 +187,77 @@ fn completions_and_man_page() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("tcsh"), "{}", stderr(&o));
 }
+
+/// `-h` is the short list: one line per flag, every flag there, within 80
+/// columns; `--help` adds the reference, laid out for the width it is given.
+#[test]
+fn short_help_is_one_line_per_flag_and_long_help_fills_the_width() {
+    for cmd in [
+        "bench", "explain", "lambda", "tune", "gate", "compare", "show", "report", "history",
+    ] {
+        let short = ok80(&[cmd, "-h"]);
+        let long = ok80(&[cmd, "--help"]);
+        let at = short.find("\nOptions:\n").expect("an Options section");
+        for line in short[at..].lines().skip(2).filter(|l| !l.is_empty()) {
+            assert!(
+                line.trim_start().starts_with('-'),
+                "{cmd} -h: a flag's help wrapped: {line:?}\n{short}"
+            );
+        }
+        // Every flag --help lists (a line of its own: `  -r, --runs <RUNS>` or
+        // `      --name <NAME>`) is in -h too.
+        let flag_lines = long.lines().filter(|l| {
+            (l.starts_with("      --") && !l.starts_with("       "))
+                || (l.starts_with("  -") && l.get(4..8) == Some(", --"))
+        });
+        for flag in flag_lines.filter_map(|l| l.split([' ', ',']).find(|w| w.starts_with("--"))) {
+            assert!(short.contains(flag), "{cmd} -h lacks {flag}\n{short}");
+        }
+        assert!(
+            short.lines().count() * 2 < long.lines().count(),
+            "{cmd} -h is short"
+        );
+    }
+    // The prose is wrapped for the terminal, not in the source: wider, fewer lines.
+    let at = |cols: &str| stdout(&with_columns(cols, &["bench", "--help"])).lines().count();
+    assert!(at("120") < at("80"), "{} vs {}", at("120"), at("80"));
+    for line in stdout(&with_columns("120", &["bench", "--help"])).lines() {
+        assert!(line.chars().count() <= 120, "{line}");
+    }
+    // Piped without COLUMNS: clap's default width, still whole examples.
+    let piped = stdout(
+        &coldstart()
+            .env_remove("COLUMNS")
+            .args(["bench", "--help"])
+            .output()
+            .expect("spawn"),
+    );
+    assert!(
+        piped.contains("\n  coldstart bench --ready exit -- python3 -c 'import json'\n"),
+        "{piped}"
+    );
+}
+
+/// A command's man page carries its reference as sections of its own.
+#[test]
+fn man_pages_carry_each_commands_reference() {
+    for (name, section) in [
+        ("bench", ".SH \"READINESS (\\-\\-ready)\""),
+        ("explain", ".SH \"TRUE TIMES\""),
+        ("lambda", ".SH \"MANAGED RUNTIMES\""),
+        ("gate", ".SH \"DECISION\""),
+        ("tune", ".SH \"CANDIDATES\""),
+    ] {
+        let o = run(&["man", name]);
+        assert!(o.status.success(), "coldstart man {name}: {}", stderr(&o));
+        let page = stdout(&o);
+        assert!(
+            page.contains(section),
+            "coldstart man {name} lacks {section}:\n{page}"
+        );
+        assert!(
+            page.contains(".SH \"EXAMPLES\"\n.PP\n.nf\n"),
+            "{name}: examples unfilled"
+        );
+    }
+}

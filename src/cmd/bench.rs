@@ -2,10 +2,10 @@
 //! (samples recorded in the store as they come) → analysis → reports.
 
 use crate::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
-use crate::cli::{BenchArgs, HookArgs, VariantArgs, VariantSpec};
 use crate::config::{self, Config};
 use crate::experiment::sweep::baseline_of;
 use crate::experiment::{CiOf, Order, Plan, StopRule, Sweep, Variant};
+use crate::flags::{BenchArgs, HookArgs, VariantArgs, VariantSpec};
 use crate::out;
 use crate::run::conditions::{Conditions, Settings};
 use crate::run::hooks::{self, Hooks};
@@ -343,7 +343,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let code = measured?;
     cleaned?;
     let cond = &args.conditions;
-    if cond.cache == crate::cli::CacheArg::Cold && !cond.drop_caches {
+    if cond.cache == crate::flags::CacheArg::Cold && !cond.drop_caches {
         // SAFETY: geteuid cannot fail and takes nothing.
         let root = unsafe { libc::geteuid() } == 0;
         out::outln!("{}", crate::run::cache::cold_note(root))?;

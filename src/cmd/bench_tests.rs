@@ -6,23 +6,15 @@
 use crate::experiment::*;
 use crate::sample::RunId;
 use crate::sample::{Outcome, Sample};
-use clap::Parser;
 use std::collections::BTreeSet;
 
 /// The plan `coldstart bench ARGS` would execute.
 pub(crate) fn plan_of(args: &[&str]) -> Plan {
-    let raw: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let (globals, variants) = crate::cli::split_bench_args(&raw).expect("variant grammar");
-    let argv = ["coldstart", "bench"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain(globals);
-    let mut cli = crate::cli::Cli::try_parse_from(argv).expect("bench arguments");
-    let crate::cli::Command::Bench(b) = &mut cli.command else {
+    let argv = ["coldstart", "bench"].iter().chain(args).map(|s| s.to_string());
+    let crate::flags::Command::Bench(b) = crate::flags::parse(argv).expect("bench arguments") else {
         panic!("not a bench command");
     };
-    b.variants = variants;
-    crate::cmd::bench::plan(b, None, std::path::Path::new("."))
+    crate::cmd::bench::plan(&b, None, std::path::Path::new("."))
         .expect("a valid plan")
         .0
 }
@@ -253,18 +245,11 @@ fn a_runner_error_aborts_the_experiment() {
 
 /// `coldstart bench ARGS` → its plan, or the one-line error it would print.
 fn try_plan(args: &[&str]) -> Result<(Plan, crate::run::Plain, Sweep), String> {
-    let raw: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let (globals, variants) = crate::cli::split_bench_args(&raw)?;
-    let argv = ["coldstart", "bench"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain(globals);
-    let mut cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
-    let crate::cli::Command::Bench(b) = &mut cli.command else {
+    let argv = ["coldstart", "bench"].iter().chain(args).map(|s| s.to_string());
+    let crate::flags::Command::Bench(b) = crate::flags::parse(argv).map_err(|e| e.to_string())? else {
         panic!("not a bench command");
     };
-    b.variants = variants;
-    crate::cmd::bench::plan(b, None, std::path::Path::new(".")).map_err(|e| format!("{e:#}"))
+    crate::cmd::bench::plan(&b, None, std::path::Path::new(".")).map_err(|e| format!("{e:#}"))
 }
 
 #[test]

@@ -2,9 +2,8 @@
 //! printing the equivalent `coldstart bench` command line for each so the demo
 //! also teaches the CLI.
 
-use crate::cli::{self, DemoArgs};
+use crate::flags::{self, DemoArgs};
 use anyhow::{bail, Context, Result};
-use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -151,16 +150,13 @@ fn section(title: &str, bench_args: &[String]) -> Result<i32> {
         // Nobody reads the demo any more (`coldstart demo | head`): stop here.
         return Ok(0);
     }
-    let (globals, variants) = cli::split_bench_args(bench_args).map_err(anyhow::Error::msg)?;
-    let parsed = cli::Cli::try_parse_from(
-        ["coldstart".to_string(), "bench".to_string()]
-            .into_iter()
-            .chain(globals),
-    )?;
-    let cli::Command::Bench(mut b) = parsed.command else {
+    let argv = ["coldstart", "bench"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(bench_args.iter().cloned());
+    let flags::Command::Bench(b) = flags::parse(argv).map_err(|e| anyhow::anyhow!("{e}"))? else {
         bail!("internal: demo built a non-bench command")
     };
-    b.variants = variants;
     crate::cmd::bench::run(&b)
 }
 

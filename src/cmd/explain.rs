@@ -2,13 +2,13 @@
 //! traced, adapted) run by the scheduler and recorded by the session → the
 //! explanation, stored beside the runs, exported and printed.
 
-use crate::cli::ExplainArgs;
 use crate::config;
 use crate::experiment::{ExperimentResult, Order, Plan, Runner, StopReason, StopRule, Variant};
 use crate::explain::{
     self, adapted, adapter, attribution, estimate, otlp, ADAPTED, ARMS, PROFILED, PROFILED_ARM, TRACED,
     UNTRACED,
 };
+use crate::flags::ExplainArgs;
 use crate::launch::signals;
 use crate::out;
 use crate::report::{self, export::Exports};

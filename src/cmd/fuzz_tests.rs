@@ -138,9 +138,8 @@ mod config_file {
                             continue;
                         }
                         let argv = ["coldstart", "bench", "--no-store", name.as_str()];
-                        let mut cli = <crate::cli::Cli as clap::Parser>::try_parse_from(argv).expect("cli");
-                        let crate::cli::Command::Bench(b) = &mut cli.command else { unreachable!() };
-                        if let Err(e) = crate::cmd::bench::plan(b, Some(&cfg), dir.path()) {
+                        let crate::flags::Command::Bench(b) = crate::flags::parse(argv).expect("cli") else { unreachable!() };
+                        if let Err(e) = crate::cmd::bench::plan(&b, Some(&cfg), dir.path()) {
                             prop_assert!(!e.to_string().is_empty());
                         }
                     }
@@ -178,7 +177,7 @@ mod variant_grammar {
         #[test]
         fn bench_split_never_panics(args in prop::collection::vec(token(), 0..14)) {
             let is_name = |a: &String| a == "--name" || a.starts_with("--name=");
-            match crate::cli::split_bench_args(&args) {
+            match crate::flags::variants::split_bench_args(&args) {
                 Err(e) => prop_assert!(!e.is_empty()),
                 Ok((globals, specs)) => {
                     prop_assert_eq!(&args[..globals.len()], &globals[..], "globals are the leading arguments");
@@ -197,20 +196,20 @@ mod variant_grammar {
                     }
                     // What the grammar passed on, clap parses or refuses; no panic.
                     let argv = ["coldstart", "bench"].iter().map(|s| s.to_string()).chain(globals);
-                    let _ = <crate::cli::Cli as clap::Parser>::try_parse_from(argv);
+                    let _ = crate::flags::parse(argv);
                 }
             }
         }
 
         #[test]
         fn lambda_split_never_panics(args in prop::collection::vec(token(), 0..14)) {
-            match crate::cli::split_lambda_args(&args) {
+            match crate::flags::variants::split_lambda_args(&args) {
                 Err(e) => prop_assert!(!e.is_empty()),
                 Ok((globals, specs)) => {
                     prop_assert_eq!(&args[..globals.len()], &globals[..]);
                     prop_assert_eq!(specs.is_empty(), globals.len() == args.len());
                     let argv = ["coldstart", "lambda"].iter().map(|s| s.to_string()).chain(globals);
-                    let _ = <crate::cli::Cli as clap::Parser>::try_parse_from(argv);
+                    let _ = crate::flags::parse(argv);
                 }
             }
         }

@@ -1,10 +1,10 @@
 //! The commands over stored experiments: history, show, compare, gate.
 
 use crate::analysis::{analyze, analyze_sweep};
-use crate::cli::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
 use crate::config;
 use crate::experiment::ExperimentResult;
 use crate::explain::{self, Explanation, ADAPTED, ARMS, TRACED, UNTRACED};
+use crate::flags::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
 use crate::gate::{self, Limits, Regression, Side, Status};
 use crate::out::{out, outln};
 use crate::report::{self, json::Settings};
@@ -398,7 +398,11 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
 }
 
 pub fn compare(args: &CompareArgs) -> Result<i32> {
-    report::export::check(&[&args.export_json, &args.export_markdown, &args.export_html])?;
+    report::export::check(&[
+        &args.export.export_json,
+        &args.export.export_markdown,
+        &args.export.export_html,
+    ])?;
     let mut store = open(&args.store)?;
     let (bref, cref) = (
         Reference::parse(&args.baseline)?,
@@ -437,14 +441,14 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     if !overhead_text.is_empty() {
         markdown += &format!("```\n{overhead_text}```\n");
     }
-    if let Some(p) = &args.export_markdown {
+    if let Some(p) = &args.export.export_markdown {
         report::write_export(p, markdown.as_bytes())?;
     }
-    if let Some(p) = &args.export_html {
+    if let Some(p) = &args.export.export_html {
         let html = crate::cmd::report::comparison(&b, &c, &shown);
         report::write_export(p, html.as_bytes())?;
     }
-    if let Some(p) = &args.export_json {
+    if let Some(p) = &args.export.export_json {
         let mut doc = serde_json::json!({ "schema": "coldstart.compare/1", "baseline": b.id, "candidate": c.id, "pairs": docs });
         if !overhead_doc.is_null() {
             doc["overheads"] = overhead_doc;
@@ -504,7 +508,7 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
             .map(gate::FailureAllowance::parse)
             .transpose()?,
     };
-    report::export::check(&[&args.markdown, &args.export_html])?;
+    report::export::check(&[&args.export.export_markdown, &args.export.export_html])?;
     let mut store = open(&args.store)?;
     let Some(baseline) = args.baseline.as_deref() else {
         return gate_alone(args, flag_limits, cfg.as_ref(), &mut store);
@@ -561,10 +565,10 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
         ));
     }
     let md = report::gate::render(&rows, Some(b.id), c.id);
-    if let Some(p) = &args.markdown {
+    if let Some(p) = &args.export.export_markdown {
         report::write_export(p, md.as_bytes())?;
     }
-    if let Some(p) = &args.export_html {
+    if let Some(p) = &args.export.export_html {
         report::write_export(
             p,
             crate::cmd::report::gate(&b, &c, &rows, args.noise.noise)?.as_bytes(),
@@ -586,7 +590,7 @@ fn gate_alone(
     cfg: Option<&config::Config>,
     store: &mut Store,
 ) -> Result<i32> {
-    if args.export_html.is_some() {
+    if args.export.export_html.is_some() {
         bail!("--export-html draws the candidate against a baseline: give --baseline REF (the Markdown needs none)");
     }
     let cref = Reference::parse(&args.candidate)?;
@@ -612,7 +616,7 @@ fn gate_alone(
         rows.push(gate::alone(&name, &side(&c, ci), limits));
     }
     let md = report::gate::render(&rows, None, c.id);
-    if let Some(p) = &args.markdown {
+    if let Some(p) = &args.export.export_markdown {
         report::write_export(p, md.as_bytes())?;
     }
     out!("{md}")?;

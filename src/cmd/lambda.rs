@@ -2,10 +2,10 @@
 //! variant per size) → the session's `measure` (schedule, store, statistics,
 //! reports), with emulated cold starts (`lambda::ColdStarts`) as the runner.
 
-use crate::cli::{LambdaArgs, LambdaInitCpuArgs, LambdaVariantArgs, LambdaVariantSpec};
 use crate::config;
 use crate::experiment::sweep::point_name;
 use crate::experiment::{Param, Plan, StopRule, Sweep};
+use crate::flags::{LambdaArgs, LambdaInitCpuArgs, LambdaVariantArgs, LambdaVariantSpec};
 use crate::lambda::{boost, env, function, namespace, sandbox, ColdStarts, Config, Options};
 use crate::session::{self, RunSettings};
 use crate::target::parse_env;

@@ -1,5 +1,5 @@
 //! One module per command. Only these (and main.rs) know the command line
-//! (`crate::cli`); everything they call is the `coldstart` library.
+//! (`crate::flags`); everything they call is the `coldstart` library.
 
 pub mod bench;
 #[cfg(test)]

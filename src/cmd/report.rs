@@ -3,9 +3,9 @@
 //! Nothing is run: the store's experiments, explanations and history only.
 
 use crate::analysis::{analyze_sweep, Analysis};
-use crate::cli::ReportArgs;
 use crate::experiment::ExperimentResult;
 use crate::explain::Explanation;
+use crate::flags::ReportArgs;
 use crate::gate::GateRow;
 use crate::report::html::{self, Experiment, Report};
 use crate::report::json::Settings;

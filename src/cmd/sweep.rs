@@ -3,8 +3,8 @@
 //! variant has (one step, [`raw_fields`]), and only then parsed, so a value
 //! reaches the command, `--env`, `--cwd` and `--ready` alike.
 
-use crate::cli::{SweepArgs, VariantArgs, VariantSpec};
 use crate::experiment::sweep::{self, point_name, Point, Sweep};
+use crate::flags::{SweepArgs, VariantArgs, VariantSpec};
 use anyhow::{anyhow, bail, Result};
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -6,9 +6,9 @@
 
 use crate::analysis::Analysis;
 use crate::bounds;
-use crate::cli::TuneArgs;
 use crate::config;
 use crate::experiment::{CiOf, Order, Plan, StopReason, StopRule};
+use crate::flags::TuneArgs;
 use crate::launch::signals;
 use crate::out;
 use crate::run::conditions::{Conditions, Settings};

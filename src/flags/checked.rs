@@ -1,0 +1,383 @@
+//! Checked options: one type per command, whole when `cmd/` gets it (its
+//! variants included), and what clap cannot check refused here in one line.
+//! Commands without a variant grammar get their clap struct itself, once checked.
+
+use super::raw::{self, RawCommand};
+use super::variants::{LambdaVariantSpec, Split, VariantSpec};
+use super::{
+    Command, CommonArgs, ConditionArgs, ExportArgs, LambdaInitCpuArgs, LambdaVariantArgs, LimitArgs,
+    StoreArgs, SweepArgs, VariantArgs,
+};
+use raw::{CiOfArg, NoiseArg, OrderArg};
+use std::path::PathBuf;
+
+/// `coldstart bench`.
+#[derive(Debug)]
+pub struct BenchArgs {
+    pub targets: Vec<String>,
+    pub runs: Option<usize>,
+    pub warmup: Option<usize>,
+    pub order: OrderArg,
+    pub target_ci: Option<String>,
+    pub target_ci_of: CiOfArg,
+    pub min_runs: usize,
+    pub max_runs: usize,
+    pub timeout: Option<f64>,
+    pub poll_interval: u64,
+    pub requests: Option<usize>,
+    pub request_url: Option<String>,
+    pub grace: f64,
+    pub ignore_failure: bool,
+    pub success_exit_codes: Option<String>,
+    pub explain: bool,
+    pub marks: Vec<String>,
+    pub common: CommonArgs,
+    pub conditions: ConditionArgs,
+    pub sweep: SweepArgs,
+    /// The options before any `--name`: every variant's unless it sets its own.
+    pub shared: VariantArgs,
+    /// The variants (`--name … -- COMMAND`, or the one command after `--`).
+    pub variants: Vec<VariantSpec>,
+}
+
+/// `coldstart explain`.
+#[derive(Debug)]
+pub struct ExplainArgs {
+    pub ready: Option<String>,
+    pub ignore_failure: bool,
+    pub success_exit_codes: Option<String>,
+    pub runs: usize,
+    pub timeout: f64,
+    pub env: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub export_json: Option<PathBuf>,
+    pub export_trace: Option<PathBuf>,
+    pub export_html: Option<PathBuf>,
+    pub profile: bool,
+    pub export_flamegraph: Option<PathBuf>,
+    pub export_folded: Option<PathBuf>,
+    pub export_speedscope: Option<PathBuf>,
+    pub adapter: String,
+    pub class_depth: Option<u32>,
+    pub no_otlp: bool,
+    pub marks: Vec<String>,
+    pub requests: usize,
+    pub request_url: Option<String>,
+    pub limits: LimitArgs,
+    pub quiet: bool,
+    pub warmup: usize,
+    pub seed: Option<u64>,
+    pub store: StoreArgs,
+    pub no_store: bool,
+    /// The program and its arguments (one build), or empty with `variants`.
+    pub command: Vec<String>,
+    /// A vs B: the builds named by `--name A [--ready …] [-e …] -- COMMAND`.
+    pub variants: Vec<VariantSpec>,
+}
+
+/// `coldstart lambda`.
+#[derive(Debug)]
+pub struct LambdaArgs {
+    pub runs: usize,
+    pub warmup: usize,
+    pub order: OrderArg,
+    pub event: Option<PathBuf>,
+    pub timeout: f64,
+    pub invokes: usize,
+    pub init_timeout: f64,
+    pub init_cpu: LambdaInitCpuArgs,
+    pub no_cgroup: bool,
+    pub function_name: String,
+    pub region: String,
+    pub log: Option<PathBuf>,
+    pub save_response: Option<PathBuf>,
+    pub compare_along: Option<String>,
+    pub common: CommonArgs,
+    /// The options before any `--name`: every variant's unless it sets its own.
+    pub shared: LambdaVariantArgs,
+    pub variants: Vec<LambdaVariantSpec>,
+}
+
+/// `coldstart tune`.
+#[derive(Debug)]
+pub struct TuneArgs {
+    pub ready: String,
+    pub env: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub list: bool,
+    pub only: Vec<String>,
+    pub skip: Vec<String>,
+    pub catalogue: Vec<PathBuf>,
+    pub runtime: Option<String>,
+    pub budget: f64,
+    pub target_ci: String,
+    pub min_runs: usize,
+    pub max_runs: usize,
+    pub warmup: usize,
+    pub timeout: f64,
+    pub requests: usize,
+    pub request_url: Option<String>,
+    pub noise: NoiseArg,
+    pub export_json: Option<PathBuf>,
+    pub export_markdown: Option<PathBuf>,
+    pub export_html: Option<PathBuf>,
+    pub store: StoreArgs,
+    pub no_store: bool,
+    pub quiet: bool,
+    pub seed: Option<u64>,
+    pub command: Vec<String>,
+}
+
+/// The export formats a command writes; the group's other flags (hidden from its
+/// help) are refused.
+fn writes(export: &ExportArgs, command: &str, json: bool, markdown: bool, csv: bool) -> Result<(), String> {
+    for (given, flag, writes) in [
+        (&export.export_json, "--export-json", json),
+        (&export.export_markdown, "--export-markdown", markdown),
+        (&export.export_csv, "--export-csv", csv),
+    ] {
+        if given.is_some() && !writes {
+            return Err(format!(
+                "{command} has no {flag}: see `coldstart {command} --help` for its exports"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The command after `--` of a command that takes one, from the grammar.
+fn the_command(split: &mut Split) -> Vec<String> {
+    match split.variants.as_slice() {
+        [VariantSpec { name: None, .. }] => split.variants.pop().map(|v| v.argv).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// clap's parse and the grammar's blocks → the command with its checked options.
+pub fn check(raw: RawCommand, mut split: Split) -> Result<Command, String> {
+    Ok(match raw {
+        RawCommand::Bench(b) => {
+            let raw::BenchFlags {
+                name: _,
+                targets,
+                runs,
+                warmup,
+                order,
+                target_ci,
+                target_ci_of,
+                min_runs,
+                max_runs,
+                timeout,
+                poll_interval,
+                requests,
+                request_url,
+                grace,
+                ignore_failure,
+                success_exit_codes,
+                explain,
+                marks,
+                common,
+                conditions,
+                sweep,
+                shared,
+            } = *b;
+            Command::Bench(Box::new(BenchArgs {
+                targets,
+                runs,
+                warmup,
+                order,
+                target_ci,
+                target_ci_of,
+                min_runs,
+                max_runs,
+                timeout,
+                poll_interval,
+                requests,
+                request_url,
+                grace,
+                ignore_failure,
+                success_exit_codes,
+                explain,
+                marks,
+                common,
+                conditions,
+                sweep,
+                shared,
+                variants: split.variants,
+            }))
+        }
+        RawCommand::Explain(e) => {
+            writes(&e.export, "explain", true, false, false)?;
+            let command = the_command(&mut split);
+            let raw::ExplainFlags {
+                ready,
+                ignore_failure,
+                success_exit_codes,
+                runs,
+                timeout,
+                env,
+                cwd,
+                export,
+                export_trace,
+                profile,
+                export_flamegraph,
+                export_folded,
+                export_speedscope,
+                adapter,
+                class_depth,
+                no_otlp,
+                marks,
+                requests,
+                request_url,
+                limits,
+                quiet,
+                warmup,
+                seed,
+                store,
+                no_store,
+                name: _,
+                command: _,
+            } = *e;
+            Command::Explain(Box::new(ExplainArgs {
+                ready,
+                ignore_failure,
+                success_exit_codes,
+                runs,
+                timeout,
+                env,
+                cwd,
+                export_json: export.export_json,
+                export_trace,
+                export_html: export.export_html,
+                profile,
+                export_flamegraph,
+                export_folded,
+                export_speedscope,
+                adapter,
+                class_depth,
+                no_otlp,
+                marks,
+                requests,
+                request_url,
+                limits,
+                quiet,
+                warmup,
+                seed,
+                store,
+                no_store,
+                command,
+                variants: split.variants,
+            }))
+        }
+        RawCommand::Lambda(l) => {
+            let raw::LambdaFlags {
+                name: _,
+                runs,
+                warmup,
+                order,
+                event,
+                timeout,
+                invokes,
+                init_timeout,
+                init_cpu,
+                no_cgroup,
+                function_name,
+                region,
+                log,
+                save_response,
+                compare_along,
+                common,
+                shared,
+            } = *l;
+            Command::Lambda(Box::new(LambdaArgs {
+                runs,
+                warmup,
+                order,
+                event,
+                timeout,
+                invokes,
+                init_timeout,
+                init_cpu,
+                no_cgroup,
+                function_name,
+                region,
+                log,
+                save_response,
+                compare_along,
+                common,
+                shared,
+                variants: split.lambda,
+            }))
+        }
+        RawCommand::Tune(t) => {
+            writes(&t.export, "tune", true, true, false)?;
+            let command = the_command(&mut split);
+            let raw::TuneFlags {
+                ready,
+                env,
+                cwd,
+                list,
+                only,
+                skip,
+                catalogue,
+                runtime,
+                budget,
+                target_ci,
+                min_runs,
+                max_runs,
+                warmup,
+                timeout,
+                requests,
+                request_url,
+                noise,
+                export,
+                store,
+                no_store,
+                quiet,
+                seed,
+                command: _,
+            } = *t;
+            Command::Tune(Box::new(TuneArgs {
+                ready,
+                env,
+                cwd,
+                list,
+                only,
+                skip,
+                catalogue,
+                runtime,
+                budget,
+                target_ci,
+                min_runs,
+                max_runs,
+                warmup,
+                timeout,
+                requests,
+                request_url,
+                noise,
+                export_json: export.export_json,
+                export_markdown: export.export_markdown,
+                export_html: export.export_html,
+                store,
+                no_store,
+                quiet,
+                seed,
+                command,
+            }))
+        }
+        RawCommand::Compare(c) => {
+            writes(&c.export, "compare", true, true, false)?;
+            Command::Compare(c)
+        }
+        RawCommand::Gate(g) => {
+            writes(&g.export, "gate", false, true, false)?;
+            Command::Gate(g)
+        }
+        RawCommand::Demo(a) => Command::Demo(a),
+        RawCommand::History(a) => Command::History(a),
+        RawCommand::Show(a) => Command::Show(a),
+        RawCommand::Report(a) => Command::Report(a),
+        RawCommand::Completions(a) => Command::Completions(a),
+        RawCommand::Man(a) => Command::Man(a),
+    })
+}
