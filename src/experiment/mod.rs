@@ -4,6 +4,7 @@
 
 pub mod load;
 pub mod plan;
+pub mod point;
 pub mod schedule;
 pub mod sweep;
 

@@ -18,9 +18,9 @@ pub struct Variant {
     /// variants of any kind load back without being parsed into a probe.
     pub readiness: String,
     /// A sweep point's parameter values, in parameter order (empty when nothing
-    /// is swept); the name is then `BASE[name=value,...]` (see `sweep`).
+    /// is swept); the name is then `BASE[name=value,...]` (see `point`).
     #[serde(
-        with = "super::sweep::params_serde",
+        with = "super::point::params_serde",
         skip_serializing_if = "Vec::is_empty",
         default
     )]
@@ -30,7 +30,7 @@ pub struct Variant {
 impl Variant {
     /// The name without the point's values: `agent` for `agent[heap=64m]`.
     pub fn base_name(&self) -> &str {
-        let suffix = super::sweep::point_name("", &self.params);
+        let suffix = super::point::point_name("", &self.params);
         self.name.strip_suffix(&suffix).unwrap_or(&self.name)
     }
 }

@@ -29,7 +29,7 @@ pub struct Settings {
     pub tune: Option<crate::tune::stored::TuneSettings>,
     /// A `coldstart lambda` experiment's function, limits and init CPU model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lambda: Option<super::lambda_settings::LambdaSettings>,
+    pub lambda: Option<crate::lambda::settings::LambdaSettings>,
 }
 
 fn default_noise() -> f64 {

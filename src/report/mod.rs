@@ -14,7 +14,6 @@ pub mod gate;
 pub mod headline;
 pub mod history;
 pub mod json;
-pub mod lambda_settings;
 pub mod markdown;
 pub mod progress;
 pub mod sweep;

@@ -338,7 +338,7 @@ fn json_export_has_every_documented_field() {
     assert_eq!(tuned["settings"]["tune"]["candidates"][0]["id"], "appcds");
     // A lambda experiment's settings (docs: settings.lambda).
     let lambda = {
-        use crate::report::lambda_settings::{InitBoost, LambdaSettings, LambdaVariant};
+        use crate::lambda::settings::{InitBoost, LambdaSettings, LambdaVariant};
         let mut s = settings();
         s.lambda = Some(LambdaSettings {
             function_timeout_ms: 3000,
