@@ -111,6 +111,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         Some(e) => out!("{}", report::explain::render(&e))?,
         // A tune's experiment is shown as its table (the same rows tune printed).
         None => match settings
+            .of_kind
             .tune
             .as_ref()
             .and_then(|t| coldstart::tune::stored::tuned(t, &analysis, settings.noise))

@@ -3,7 +3,7 @@
 //! is the runner's business (see `Runner`), so the plan fits every kind of run.
 
 use crate::target::Target;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A variant as the store, the progress line and the reports see it: a name and
 /// a description of what runs. The runner owns what it needs to run one (bench's
@@ -35,7 +35,7 @@ impl Variant {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Order {
     /// Each round runs every variant once, in a fresh random order, so drift
@@ -46,6 +46,20 @@ pub enum Order {
 }
 
 impl Order {
+    /// As the settings and the store's `run_order` column write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Shuffled => "shuffled",
+            Order::Sequential => "sequential",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Order> {
+        [Order::Shuffled, Order::Sequential]
+            .into_iter()
+            .find(|o| o.as_str() == s)
+    }
+
     /// Only shuffled rounds let both variants share every drift.
     pub fn design(self) -> crate::stats::Design {
         match self {
