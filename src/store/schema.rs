@@ -376,23 +376,29 @@ mod tests {
     /// A fresh database for a migration test: SQLite, and PostgreSQL when
     /// COLDSTART_TEST_POSTGRES names a server (as tests/store.rs does).
     fn fresh_stores(dir: &std::path::Path, tag: &str) -> Vec<String> {
-        let mut specs = vec![dir.join(format!("{tag}.db")).display().to_string()];
-        #[cfg(feature = "postgres")]
-        if let Some(admin) = std::env::var("COLDSTART_TEST_POSTGRES")
+        let sqlite = dir.join(format!("{tag}.db")).display().to_string();
+        std::iter::once(sqlite).chain(fresh_postgres(tag)).collect()
+    }
+
+    #[cfg(feature = "postgres")]
+    fn fresh_postgres(tag: &str) -> Option<String> {
+        let admin = std::env::var("COLDSTART_TEST_POSTGRES")
             .ok()
-            .filter(|a| !a.is_empty())
-        {
-            let db = format!("cs_{tag}_{}", std::process::id());
-            let mut client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
-            client
-                .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
-                .unwrap();
-            client.batch_execute(&format!("CREATE DATABASE {db}")).unwrap();
-            let mut url = url::Url::parse(&admin).unwrap();
-            url.set_path(&db);
-            specs.push(url.to_string());
-        }
-        specs
+            .filter(|a| !a.is_empty())?;
+        let db = format!("cs_{tag}_{}", std::process::id());
+        let mut client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
+            .unwrap();
+        client.batch_execute(&format!("CREATE DATABASE {db}")).unwrap();
+        let mut url = url::Url::parse(&admin).unwrap();
+        url.set_path(&db);
+        Some(url.to_string())
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    fn fresh_postgres(_tag: &str) -> Option<String> {
+        None
     }
 
     fn open_raw(spec: &str) -> Box<dyn Db> {
