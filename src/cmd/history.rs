@@ -679,7 +679,7 @@ fn target_limits(name: &str, flags: Limits, cfg: Option<&config::Config>) -> Res
     })
 }
 
-/// An explain's experiment: its variants are the three arms.
+/// An explain's experiment: its variants are the arms.
 fn is_explain(s: &Stored) -> bool {
-    explain::is_arms(s.result.variants.iter().map(|v| v.name.as_str()))
+    s.kind == Some(coldstart::experiment::Kind::Explain)
 }
