@@ -40,7 +40,8 @@ pub struct Listed {
     /// Median ready time per variant (ms), in variant order.
     pub p50_ms: Vec<Option<f64>>,
     /// "explain" for a `coldstart explain`, "tune" for a `coldstart tune`; null
-    /// otherwise (bench and lambda list as their runs do).
+    /// for bench's and lambda's (`history` marks the two kinds whose `show`
+    /// differs).
     pub kind: Option<Kind>,
     /// What each variant measured, in variant order: its command, readiness and
     /// requests after ready, with the probed port written `{port}` (the demo and
@@ -172,7 +173,7 @@ impl Store {
                     meta.cores.into(),
                     meta.loadavg.clone().into(),
                     meta.coldstart_version.clone().into(),
-                    settings_json.clone().into(),
+                    settings_json.into(),
                     kind.as_str().into(),
                     settings.order.as_str().into(),
                 ],
