@@ -5,7 +5,7 @@
 //! terminal report, in that order (exports survive a reader that closes stdout).
 
 use crate::analysis::{analyze_sweep, Analysis};
-use crate::experiment::{self, ExperimentResult, Observer, Plan, Runner, StopReason, Variant};
+use crate::experiment::{self, ExperimentResult, Kind, Observer, Plan, Runner, StopReason, Variant};
 use crate::out;
 use crate::report::{self, export::Exports, json::Settings, progress::Progress};
 use crate::sample::Sample;
@@ -37,16 +37,16 @@ pub struct Measured {
 /// runs (with the results) so nothing measured is lost.
 pub fn run(
     plan: &Plan,
+    kind: Kind,
     settings: &Settings,
     outputs: &Outputs,
     runner: &mut dyn Runner,
 ) -> Result<(Measured, Option<anyhow::Error>)> {
-    let settings_json = serde_json::to_string(settings)?;
     let store = match &outputs.store {
         None => None,
         Some(spec) => {
             let mut store = Store::open(spec)?;
-            let id = store.begin(&store::meta::collect(), &settings_json, &plan.variants)?;
+            let id = store.begin(&store::meta::collect(), kind, settings, &plan.variants)?;
             Some((store, id))
         }
     };
@@ -86,8 +86,14 @@ pub fn run(
 
 /// bench's and lambda's tail: run, export, print the terminal report; the
 /// command's exit code.
-pub fn measure(plan: &Plan, settings: &Settings, outputs: &Outputs, runner: &mut dyn Runner) -> Result<i32> {
-    let (m, store_error) = run(plan, settings, outputs, runner)?;
+pub fn measure(
+    plan: &Plan,
+    kind: Kind,
+    settings: &Settings,
+    outputs: &Outputs,
+    runner: &mut dyn Runner,
+) -> Result<i32> {
+    let (m, store_error) = run(plan, kind, settings, outputs, runner)?;
     outputs
         .exports
         .write_experiment(&m.result, &m.analysis, settings)
@@ -134,6 +140,11 @@ pub fn write_html(
             result: &m.result,
             analysis: &m.analysis,
             explanation,
+            tuned: settings
+                .of_kind
+                .tune
+                .as_ref()
+                .and_then(|t| crate::tune::stored::tuned(t, &m.analysis, settings.noise)),
         }],
         history: Vec::new(),
         gate: None,
@@ -203,31 +214,15 @@ impl From<&crate::run::RunOptions> for RunSettings {
     }
 }
 
-/// The settings recorded with an experiment (and in its JSON export).
+/// The settings recorded with an experiment (and in its JSON export); the
+/// command adds what its kind records (sweep, tune, lambda).
 pub fn settings(plan: &Plan, run: RunSettings, noise: f64) -> Settings {
-    use crate::experiment::StopRule;
-    Settings {
-        runs: match plan.stop {
-            StopRule::Fixed { runs } => runs.to_string(),
-            StopRule::Adaptive {
-                min_runs,
-                max_runs,
-                of,
-                ..
-            } => format!(
-                "{min_runs}..{max_runs} (target CI of the {})",
-                format!("{of:?}").to_lowercase()
-            ),
-        },
-        warmup: plan.warmup,
-        order: format!("{:?}", plan.order).to_lowercase(),
-        timeout_ms: run.timeout.as_millis() as u64,
-        poll_interval_us: run.poll_interval.as_micros() as u64,
-        requests: run.requests,
-        seed: plan.seed,
+    Settings::new(
+        plan,
+        run.timeout,
+        run.poll_interval,
+        run.requests,
         noise,
-        sweep: None,
-        tune: None,
-        lambda: None,
-    }
+        report::json::KindSettings::default(),
+    )
 }

@@ -5,7 +5,7 @@
 //! `stopped` column keeps its words: NULL is "incomplete".
 
 mod common;
-use coldstart_core::experiment::{StopReason, Variant};
+use coldstart_core::experiment::{ExperimentSettings, Kind, StopReason, Variant};
 use coldstart_core::sample::{Outcome, RunId, Sample};
 use coldstart_core::store::{meta::Metadata, Store};
 use coldstart_core::target::Target;
@@ -49,7 +49,13 @@ fn store_experiment(
     stopped: Option<StopReason>,
 ) -> i64 {
     let settings = r#"{"runs":"8","warmup":0,"order":"shuffled","timeout_ms":10000,"poll_interval_us":0,"requests":1,"seed":1,"noise":0.01}"#;
-    let id = store.begin(&meta(), settings, variants).expect("begin");
+    let settings: ExperimentSettings = serde_json::from_str(settings).expect("settings");
+    let kind = if variants[0].readiness == "lambda:init" {
+        Kind::Lambda
+    } else {
+        Kind::Bench
+    };
+    let id = store.begin(&meta(), kind, &settings, variants).expect("begin");
     for round in 0..runs {
         for v in 0..variants.len() {
             let run = RunId {

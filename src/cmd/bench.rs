@@ -334,6 +334,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     settings.sweep = (!sweep.params.is_empty()).then_some(sweep);
     let measured = session::measure(
         &plan,
+        crate::experiment::Kind::Bench,
         &settings,
         &args.common.outputs(config.as_ref(), &root),
         &mut runner,

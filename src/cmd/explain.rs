@@ -174,7 +174,13 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
     if args.adapter.trim() == "none" && !args.quiet {
         out::errln!("coldstart explain: adapters: none");
     }
-    let (mut m, store_error) = session::run(&plan, &settings, &outputs, &mut arms)?;
+    let (mut m, store_error) = session::run(
+        &plan,
+        crate::experiment::Kind::Explain,
+        &settings,
+        &outputs,
+        &mut arms,
+    )?;
     match m.result.stopped {
         Some(StopReason::Interrupted) => {
             if let Some((id, at)) = &m.stored_as {

@@ -297,7 +297,7 @@ fn header_value() -> impl Strategy<Value = String> {
 
 mod lambda_api {
     use super::*;
-    use crate::lambda::{env::Function, server, state::Shared, telemetry::Bus};
+    use crate::lambda::{api, env::Function, server, state::Shared, telemetry::Bus};
     use std::sync::{Arc, OnceLock};
 
     /// One real Lambda API server (Runtime, Extensions, Telemetry, Logs) for every case.
@@ -310,7 +310,7 @@ mod lambda_api {
                     .enable_all()
                     .build()
                     .expect("runtime");
-                let env = Arc::new(server::Env {
+                let env = Arc::new(api::Env {
                     shared: Arc::new(Shared::default()),
                     telemetry: Arc::new(Bus::default()),
                     function: Function {

@@ -111,6 +111,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         Some(e) => out!("{}", report::explain::render(&e))?,
         // A tune's experiment is shown as its table (the same rows tune printed).
         None => match settings
+            .of_kind
             .tune
             .as_ref()
             .and_then(|t| crate::tune::stored::tuned(t, &analysis, settings.noise))
@@ -682,7 +683,7 @@ fn target_limits(name: &str, flags: Limits, cfg: Option<&config::Config>) -> Res
     })
 }
 
-/// An explain's experiment: its variants are the three arms.
+/// An explain's experiment: its variants are the arms.
 fn is_explain(s: &Stored) -> bool {
-    explain::is_arms(s.result.variants.iter().map(|v| v.name.as_str()))
+    s.kind == Some(crate::experiment::Kind::Explain)
 }

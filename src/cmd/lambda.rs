@@ -380,7 +380,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let cfg = config::load(&root)?;
     let mut settings = session::settings(&plan, recorded, args.common.noise.noise);
     settings.sweep = sweep;
-    settings.lambda = Some(crate::lambda::settings::record(
+    settings.of_kind.lambda = Some(crate::lambda::settings::record(
         &opts,
         configs.iter().map(|(name, _, c)| (name.as_str(), c)),
     ));
@@ -390,5 +390,11 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         configs: configs.into_iter().map(|(_, _, c)| c).collect(),
         opts,
     };
-    session::measure(&plan, &settings, &outputs, &mut runner)
+    session::measure(
+        &plan,
+        crate::experiment::Kind::Lambda,
+        &settings,
+        &outputs,
+        &mut runner,
+    )
 }

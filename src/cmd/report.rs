@@ -103,6 +103,9 @@ fn experiment<'a>(
         result: &s.result,
         analysis: a,
         explanation: x,
+        tuned: settings
+            .and_then(|s| Some((s.of_kind.tune.as_ref()?, s.noise)))
+            .and_then(|(t, noise)| crate::tune::stored::tuned(t, a, noise)),
     }
 }
 
@@ -141,6 +144,7 @@ pub fn comparison(b: &Stored, c: &Stored, shown: &[(ExperimentResult, Analysis)]
                 result: r,
                 analysis: a,
                 explanation: None,
+                tuned: None,
             })
             .collect(),
         history: Vec::new(),

@@ -599,8 +599,14 @@ fn experiment(
         }),
     };
     let mut settings = session::settings(&plan, opts.into(), outputs.noise);
-    settings.tune = Some(tune);
-    let (m, store_error) = session::run(&plan, &settings, outputs, &mut runner)?;
+    settings.of_kind.tune = Some(tune);
+    let (m, store_error) = session::run(
+        &plan,
+        crate::experiment::Kind::Tune,
+        &settings,
+        outputs,
+        &mut runner,
+    )?;
     runner.finish()?;
     if let Some(e) = store_error {
         return Err(e.context("the runs were measured, but storing them failed"));
@@ -643,6 +649,12 @@ fn write_html(exports: &crate::report::export::Exports, experiments: &[Measured]
                 result: &m.result,
                 analysis: &m.analysis,
                 explanation: None,
+                tuned: m
+                    .settings
+                    .of_kind
+                    .tune
+                    .as_ref()
+                    .and_then(|t| tune::stored::tuned(t, &m.analysis, m.settings.noise)),
             })
             .collect(),
         history: Vec::new(),

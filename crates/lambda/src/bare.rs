@@ -25,10 +25,10 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
     let function = cfg.function(opts, "coldstart/[$LATEST]bare");
     let mut vars = env::runtime_env(&function, &addr.to_string(), &cfg.runtime_vars());
     let runtime = match &opts.cgroups {
-        Some(_) => cfg
-            .runtime
-            .clone()
-            .with_limits(super::sandbox::limits(cfg.memory_mb, opts.init_boost)),
+        Some(_) => cfg.runtime.clone().with_limits(super::sandbox::limits(
+            cfg.memory_mb,
+            opts.init_boost.map(|b| b.vcpus),
+        )),
         None => cfg.runtime.clone(),
     };
     // In the same mount namespace as an emulated run: the comparison is the

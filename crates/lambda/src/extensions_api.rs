@@ -1,8 +1,7 @@
 //! Extensions API 2020-01-01: /register (while registration is open), the blocking
 //! /event/next, /init/error and /exit/error, with RIE's status codes and error types.
 
-use super::runtime_api::accepted;
-use super::server::{error, Env};
+use super::api::{accepted, error, Env};
 use super::state::{self, Extension, MAX_EXTENSIONS};
 use crate::clock::now_ns;
 use axum::body::Bytes;
@@ -42,7 +41,7 @@ async fn register(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes) 
     };
     // An external extension's name is its file name; an internal one's can be
     // anything, and it names marks and table rows.
-    let shortened = super::server::shorten(name);
+    let shortened = super::api::shorten(name);
     let name = shortened.as_str();
     let parsed: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
@@ -204,7 +203,7 @@ fn report_error(State(env): State<Arc<Env>>, headers: HeaderMap, kind: &str) -> 
     env.shared.update(|s| {
         let name = s.extension_by_id(&id).map(|e| e.name.clone()).unwrap_or_default();
         s.extension_error
-            .get_or_insert((name, kind.to_string(), super::server::shorten(function_error)));
+            .get_or_insert((name, kind.to_string(), super::api::shorten(function_error)));
     });
     accepted()
 }

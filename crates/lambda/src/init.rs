@@ -7,7 +7,7 @@
 use super::processes::{self, Logs, Process};
 use super::report::{self, Failure};
 use super::state::{self, Role, Shared, State};
-use super::{boost, round2, sandbox, server, telemetry, Config, Environment, Options};
+use super::{api, boost, round2, sandbox, server, telemetry, Config, Environment, Options};
 use crate::clock::now_ns;
 use crate::launch::{tree, usage};
 use crate::run::RunId;
@@ -67,7 +67,7 @@ pub(super) async fn prepare(
     let instance_id = state::uuid().replace('-', "");
     let function = cfg.function(opts, &format!("coldstart/[$LATEST]{instance_id}"));
     let bus = Arc::new(telemetry::Bus::default());
-    let env = Arc::new(server::Env {
+    let env = Arc::new(api::Env {
         shared: Arc::new(Shared::default()),
         telemetry: bus.clone(),
         function: function.clone(),

@@ -8,8 +8,9 @@
 //!
 //! Modules: `command` (CLI → plan → bench's measure), the spec's phases `init`,
 //! `invoke` and `shutdown` (this module runs them in order), `server` +
-//! `runtime_api` + `extensions_api` + `telemetry` (the HTTP APIs), `state` (what
-//! they share), `processes` (spawn, exit, output, checkpoints), `sandbox`
+//! `runtime_api` + `extensions_api` + `telemetry_api` (the HTTP APIs; `api` what
+//! their handlers share), `telemetry` (records to subscribers), `state` (the
+//! environment's state), `processes` (spawn, exit, output, checkpoints), `sandbox`
 //! (cgroups), `mapped` (file pages the cgroup does not charge), `boost` (the init
 //! CPU model), `env`, `function` (a variant's flags → its runtime), `layout` (code,
 //! layers and extensions: Lambda's paths or the host's), `namespace` (the sandbox's
@@ -26,6 +27,7 @@ use coldstart_core::{clock, config, experiment, launch, limits, marks, out, run,
 #[path = "../../core/src/testkit.rs"]
 mod testkit;
 
+pub mod api;
 pub mod bare;
 pub mod boost;
 
@@ -48,6 +50,7 @@ pub mod settings;
 mod shutdown;
 pub mod state;
 pub mod telemetry;
+mod telemetry_api;
 
 use crate::run::RunId;
 use crate::sample::{Mark, Outcome, Sample, Usage};
@@ -211,7 +214,7 @@ pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id
 
 /// What one execution environment owns, from before T0 to its cleanup.
 struct Environment {
-    env: Arc<server::Env>,
+    env: Arc<api::Env>,
     bus: Arc<telemetry::Bus>,
     logs: Arc<Logs>,
     srv: server::Server,

@@ -2,7 +2,7 @@
 //! /response and /error, and /init/error. Status codes and error types as RIE
 //! returns them, which is what the AWS runtime clients expect.
 
-use super::server::{error, Env};
+use super::api::{accepted, error, Env};
 use crate::clock::now_ns;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -172,7 +172,7 @@ fn error_type(headers: &HeaderMap, body: &[u8]) -> String {
         })
         .map_or_else(
             || "Runtime.Unknown".to_string(),
-            |t| super::server::shorten(&valid_error_type(&t)),
+            |t| super::api::shorten(&valid_error_type(&t)),
         )
 }
 
@@ -195,14 +195,6 @@ pub fn valid_error_type(t: &str) -> String {
     } else {
         "Runtime.Unknown".into()
     }
-}
-
-pub fn accepted() -> Response {
-    (
-        StatusCode::ACCEPTED,
-        axum::Json(serde_json::json!({"status": "OK"})),
-    )
-        .into_response()
 }
 
 #[cfg(test)]

@@ -28,10 +28,11 @@ pub fn vcpus(memory_mb: u64) -> f64 {
 /// difference, not the quota's. A bare run ends at the runtime's first /next:
 /// all of it is init, so with the boost on it gets the boosted CPU (for the
 /// whole run: a plain run's quota cannot be lowered after `seconds`).
-pub fn limits(memory_mb: u64, boost: Option<super::boost::Boost>) -> crate::limits::Limits {
+/// `boost_vcpus`: the boost's CPU (`boost::Boost::vcpus`), None without a boost.
+pub fn limits(memory_mb: u64, boost_vcpus: Option<f64>) -> crate::limits::Limits {
     let share = vcpus(memory_mb).max(0.01);
     crate::limits::Limits {
-        cpus: Some(boost.map_or(share, |b| b.vcpus.max(share))),
+        cpus: Some(boost_vcpus.map_or(share, |b| b.max(share))),
         cpuset: None,
         memory_bytes: Some(memory_mb << 20),
     }

@@ -1,49 +1,13 @@
 //! The HTTP server of one execution environment: Runtime, Extensions, Telemetry
 //! and Logs APIs on one free loopback port (AWS_LAMBDA_RUNTIME_API=127.0.0.1:PORT).
 
-use super::env::Function;
-use super::state::Shared;
-use super::telemetry::Bus;
-use super::{extensions_api, runtime_api, telemetry};
+use super::api::Env;
+use super::{extensions_api, runtime_api, telemetry_api};
 use anyhow::{Context, Result};
 use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::oneshot;
-
-/// What every handler can see.
-pub struct Env {
-    pub shared: Arc<Shared>,
-    pub telemetry: Arc<Bus>,
-    pub function: Function,
-    /// File names in the extensions directory (external extensions).
-    pub external_names: Vec<String>,
-}
-
-/// Longest header-derived text (an error type, an internal extension's name) kept
-/// for the log, the terminal and the results.
-pub const MAX_HEADER_TEXT: usize = 128;
-
-/// A header's text cut to `MAX_HEADER_TEXT` characters (marked with `…`): a
-/// process may send a header of any size, and it ends up in log lines, tables
-/// and metric names.
-pub fn shorten(text: &str) -> String {
-    match text.char_indices().nth(MAX_HEADER_TEXT) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
-}
-
-/// Lambda's error body: `{"errorMessage", "errorType"}`.
-pub fn error(status: StatusCode, kind: &str, message: &str) -> Response {
-    (
-        status,
-        axum::Json(serde_json::json!({"errorMessage": message, "errorType": kind})),
-    )
-        .into_response()
-}
 
 pub struct Server {
     pub addr: SocketAddr,
@@ -60,7 +24,7 @@ impl Server {
         let addr = listener.local_addr().context("local address of the API server")?;
         let app = runtime_api::routes()
             .merge(extensions_api::routes())
-            .merge(telemetry::routes())
+            .merge(telemetry_api::routes())
             .layer(DefaultBodyLimit::max(2 * runtime_api::MAX_PAYLOAD))
             .with_state(env);
         let (stop, stopped) = oneshot::channel::<()>();
@@ -87,19 +51,5 @@ impl Server {
         // Graceful shutdown would wait for the blocked /next handlers: cut them off.
         self.task.abort();
         self.task.await.ok();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_header_text_is_shortened() {
-        assert_eq!(shorten("Runtime.Short"), "Runtime.Short");
-        let long = "é".repeat(10_000);
-        let cut = shorten(&long);
-        assert_eq!(cut.chars().count(), MAX_HEADER_TEXT + 1);
-        assert!(cut.ends_with('…'));
     }
 }

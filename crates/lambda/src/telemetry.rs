@@ -1,19 +1,13 @@
-//! Telemetry API 2022-07-01 (and the older Logs API 2020-08-15, same shape):
-//! subscriptions during init, buffering (maxItems / maxBytes / timeoutMs), and
+//! The telemetry of one environment, as the Telemetry API 2022-07-01 (and the
+//! older Logs API 2020-08-15, same shape) delivers it: subscribers (added during
+//! init through `telemetry_api`), buffering (maxItems / maxBytes / timeoutMs), and
 //! delivery of JSON arrays by HTTP POST or NDJSON over TCP to a listener inside the
 //! environment (`sandbox.localdomain` is loopback here).
 //!
 //! Records emitted before an extension subscribed (platform.initStart first) are
 //! replayed to it when it subscribes, so every subscriber sees the whole init.
 
-use super::server::{error, Env};
 use crate::clock::now_ns;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::put;
-use axum::Router;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,16 +16,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-const TELEMETRY_SCHEMAS: [&str; 3] = ["2022-07-01", "2022-12-13", "2025-01-29"];
-const LOGS_SCHEMAS: [&str; 2] = ["2020-08-15", "2021-03-18"];
 /// How long one batch is retried while the destination refuses connections.
 const RETRY_FOR: Duration = Duration::from_secs(3);
-
-pub fn routes() -> Router<Arc<Env>> {
-    Router::new()
-        .route("/2022-07-01/telemetry", put(subscribe_telemetry))
-        .route("/2020-08-15/logs", put(subscribe_logs))
-}
 
 #[derive(Debug, Clone, Copy)]
 pub struct Buffering {
@@ -119,6 +105,15 @@ struct BusState {
     flushing: bool,
 }
 
+/// Why a subscription was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Init is over: subscriptions are accepted only during init.
+    Closed,
+    /// The extension subscribed to the other API (Telemetry and Logs exclude each other).
+    OtherApi,
+}
+
 /// Telemetry of one execution environment.
 pub struct Bus {
     state: Mutex<BusState>,
@@ -185,6 +180,59 @@ impl Bus {
             }
         }
         self.bump();
+    }
+
+    /// Subscribe extension `name` to `api` (`telemetry` or `logs`) for records
+    /// of `types`, replaying the platform records emitted so far; a second
+    /// subscription by the same extension replaces its first.
+    pub fn subscribe(
+        self: &Arc<Self>,
+        name: &str,
+        api: &'static str,
+        types: Vec<String>,
+        buffering: Buffering,
+        destination: Destination,
+    ) -> Result<(), Refused> {
+        let index = {
+            let mut s = self.lock();
+            if s.closed {
+                return Err(Refused::Closed);
+            }
+            if s.subs.iter().any(|x| x.name == name && x.api != api) {
+                return Err(Refused::OtherApi);
+            }
+            if let Some(pos) = s.subs.iter().position(|x| x.name == name) {
+                s.subs[pos].types = types;
+                s.subs[pos].buffering = buffering;
+                s.subs[pos].destination = destination;
+                None
+            } else {
+                let queue: VecDeque<Arc<Item>> = s
+                    .replay
+                    .iter()
+                    .filter(|x| wants(api, &types, x))
+                    .cloned()
+                    .collect();
+                s.subs.push(Subscriber {
+                    name: name.to_string(),
+                    api,
+                    types,
+                    buffering,
+                    destination,
+                    queue,
+                    oldest_ns: now_ns(),
+                    in_flight: false,
+                    delivered: 0,
+                    failed: 0,
+                });
+                Some(s.subs.len() - 1)
+            }
+        };
+        if let Some(i) = index {
+            let task = tokio::spawn(self.clone().deliver_loop(i));
+            self.tasks.lock().unwrap_or_else(|p| p.into_inner()).push(task);
+        }
+        Ok(())
     }
 
     /// No more subscriptions (the end of init).
@@ -368,195 +416,6 @@ async fn send_ndjson(stream: &mut Option<tokio::net::TcpStream>, port: u16, item
     }
 }
 
-async fn subscribe_telemetry(state: State<Arc<Env>>, headers: HeaderMap, body: Bytes) -> Response {
-    subscribe(state, headers, body, "telemetry")
-}
-
-async fn subscribe_logs(state: State<Arc<Env>>, headers: HeaderMap, body: Bytes) -> Response {
-    subscribe(state, headers, body, "logs")
-}
-
-fn invalid(message: &str) -> Response {
-    error(StatusCode::BAD_REQUEST, "ValidationError", message)
-}
-
-fn subscribe(State(env): State<Arc<Env>>, headers: HeaderMap, body: Bytes, api: &'static str) -> Response {
-    let prefix = if api == "logs" { "Logs" } else { "Telemetry" };
-    let Some(id) = headers
-        .get("Lambda-Extension-Identifier")
-        .and_then(|v| v.to_str().ok())
-    else {
-        return error(
-            StatusCode::FORBIDDEN,
-            "Extension.MissingExtensionIdentifier",
-            "missing Lambda-Extension-Identifier header",
-        );
-    };
-    let Some(name) = env
-        .shared
-        .lock()
-        .extensions
-        .iter()
-        .find(|e| e.id == id)
-        .map(|e| e.name.clone())
-    else {
-        return error(
-            StatusCode::FORBIDDEN,
-            "Extension.UnknownExtensionIdentifier",
-            "no extension is registered with this identifier",
-        );
-    };
-    let req = match parse_subscription(&body, api) {
-        Ok(r) => r,
-        Err(msg) => return invalid(&msg),
-    };
-    let bus = env.telemetry.clone();
-    let index = {
-        let mut s = bus.lock();
-        if s.closed {
-            return error(
-                StatusCode::FORBIDDEN,
-                &format!("{prefix}.SubscriptionClosed"),
-                "subscriptions are accepted only during init",
-            );
-        }
-        if s.subs.iter().any(|x| x.name == name && x.api != api) {
-            return invalid("the Telemetry API and the Logs API are mutually exclusive");
-        }
-        // A second subscription by the same extension replaces the first.
-        if let Some(pos) = s.subs.iter().position(|x| x.name == name) {
-            s.subs[pos].types = req.0.clone();
-            s.subs[pos].buffering = req.1;
-            s.subs[pos].destination = req.2.clone();
-            None
-        } else {
-            let queue: VecDeque<Arc<Item>> = s
-                .replay
-                .iter()
-                .filter(|x| wants(api, &req.0, x))
-                .cloned()
-                .collect();
-            s.subs.push(Subscriber {
-                name: name.clone(),
-                api,
-                types: req.0.clone(),
-                buffering: req.1,
-                destination: req.2,
-                queue,
-                oldest_ns: now_ns(),
-                in_flight: false,
-                delivered: 0,
-                failed: 0,
-            });
-            Some(s.subs.len() - 1)
-        }
-    };
-    if let Some(i) = index {
-        let task = tokio::spawn(bus.clone().deliver_loop(i));
-        bus.tasks.lock().unwrap_or_else(|p| p.into_inner()).push(task);
-    }
-    env.shared.update(|s| {
-        if let Some(e) = s.extensions.iter_mut().find(|e| e.name == name) {
-            e.telemetry = Some(req.0.clone());
-        }
-    });
-    let kind = if api == "telemetry" {
-        "platform.telemetrySubscription"
-    } else {
-        "platform.logsSubscription"
-    };
-    bus.emit(kind, json!({"name": name, "state": "Subscribed", "types": req.0}));
-    (StatusCode::OK, "OK").into_response()
-}
-
-/// (types, buffering, destination) from a subscription body, or what is wrong.
-fn parse_subscription(body: &[u8], api: &str) -> Result<(Vec<String>, Buffering, Destination), String> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
-    let schemas: &[&str] = if api == "logs" {
-        &LOGS_SCHEMAS
-    } else {
-        &TELEMETRY_SCHEMAS
-    };
-    let schema = v
-        .get("schemaVersion")
-        .and_then(Value::as_str)
-        .unwrap_or(schemas[0]);
-    if !schemas.contains(&schema) {
-        return Err(format!(
-            "schemaVersion {schema} is not one of {}",
-            schemas.join(", ")
-        ));
-    }
-    let types: Vec<String> = v
-        .get("types")
-        .and_then(Value::as_array)
-        .ok_or("types must be a list, e.g. [\"platform\", \"function\"]")?
-        .iter()
-        .map(|t| t.as_str().map(str::to_string).ok_or("types must be strings"))
-        .collect::<Result<_, _>>()?;
-    if types.is_empty() {
-        return Err("types must not be empty".into());
-    }
-    if let Some(t) = types
-        .iter()
-        .find(|t| !["platform", "function", "extension"].contains(&t.as_str()))
-    {
-        return Err(format!("unknown type {t}: use platform, function or extension"));
-    }
-    let mut buffering = Buffering::default();
-    if let Some(b) = v.get("buffering") {
-        let field = |name: &str, lo: u64, hi: u64, default: u64| -> Result<u64, String> {
-            match b.get(name) {
-                None | Some(Value::Null) => Ok(default),
-                Some(x) => x
-                    .as_u64()
-                    .filter(|n| (lo..=hi).contains(n))
-                    .ok_or(format!("buffering.{name} must be an integer in {lo}..={hi}")),
-            }
-        };
-        buffering.max_items = field("maxItems", 1_000, 10_000, 10_000)? as usize;
-        buffering.max_bytes = field("maxBytes", 262_144, 1_048_576, 262_144)? as usize;
-        buffering.timeout_ms = field("timeoutMs", 25, 30_000, 1_000)?;
-    }
-    let d = v.get("destination").ok_or("destination is required")?;
-    let destination = match d.get("protocol").and_then(Value::as_str) {
-        Some("HTTP") => {
-            let uri = d
-                .get("URI")
-                .and_then(Value::as_str)
-                .ok_or("destination.URI is required for HTTP")?;
-            Destination::Http(loopback_url(uri)?)
-        }
-        Some("TCP") => Destination::Tcp(
-            d.get("port")
-                .and_then(Value::as_u64)
-                .and_then(|p| u16::try_from(p).ok())
-                .filter(|p| *p > 0)
-                .ok_or("destination.port must be a TCP port")?,
-        ),
-        _ => return Err("destination.protocol must be HTTP or TCP".into()),
-    };
-    Ok((types, buffering, destination))
-}
-
-/// The destination must be inside the environment: sandbox.localdomain (as on
-/// Lambda) or a loopback name; it is delivered to 127.0.0.1.
-fn loopback_url(uri: &str) -> Result<String, String> {
-    let mut url = url::Url::parse(uri).map_err(|e| format!("destination.URI {uri}: {e}"))?;
-    let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
-    if !["sandbox.localdomain", "sandbox", "localhost", "127.0.0.1"].contains(&host.as_str()) {
-        return Err(format!(
-            "destination.URI {uri} is outside the execution environment: use http://sandbox.localdomain:PORT"
-        ));
-    }
-    if url.port().is_none() {
-        return Err(format!("destination.URI {uri} has no port"));
-    }
-    url.set_host(Some("127.0.0.1"))
-        .map_err(|e| format!("destination.URI {uri}: {e}"))?;
-    Ok(url.to_string())
-}
-
 /// `2026-11-22T02:57:49.123Z`, the timestamp format of telemetry records.
 pub fn iso8601_now() -> String {
     let now = std::time::SystemTime::now()
@@ -568,7 +427,7 @@ pub fn iso8601_now() -> String {
 pub fn iso8601(unix_ms: i64) -> String {
     let secs = unix_ms.div_euclid(1000);
     let ms = unix_ms.rem_euclid(1000);
-    let date = coldstart_report::history::utc(secs);
+    let date = crate::clock::utc(secs);
     let (day, hm) = date.split_once(' ').unwrap_or((&date, "00:00"));
     format!("{day}T{hm}:{:02}.{ms:03}Z", secs.rem_euclid(60))
 }
@@ -582,29 +441,5 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso8601(951_782_400_123), "2000-02-29T00:00:00.123Z");
         assert_eq!(iso8601(1_795_000_000_999), "2026-11-18T11:06:40.999Z");
-    }
-
-    #[test]
-    fn subscription_validation() {
-        let ok = br#"{"schemaVersion":"2022-07-01","types":["platform","function"],
-            "buffering":{"maxItems":1000,"maxBytes":262144,"timeoutMs":25},
-            "destination":{"protocol":"HTTP","URI":"http://sandbox.localdomain:8080/x"}}"#;
-        let (types, b, d) = parse_subscription(ok, "telemetry").unwrap();
-        assert_eq!(types, ["platform", "function"]);
-        assert_eq!((b.max_items, b.timeout_ms), (1000, 25));
-        assert_eq!(d, Destination::Http("http://127.0.0.1:8080/x".into()));
-        let tcp = br#"{"types":["platform"],"destination":{"protocol":"TCP","port":9999}}"#;
-        assert_eq!(
-            parse_subscription(tcp, "telemetry").unwrap().2,
-            Destination::Tcp(9999)
-        );
-        for bad in [
-            &br#"{"types":["platform"],"buffering":{"timeoutMs":5},"destination":{"protocol":"TCP","port":1}}"#[..],
-            br#"{"types":["kernel"],"destination":{"protocol":"TCP","port":1}}"#,
-            br#"{"types":["platform"],"destination":{"protocol":"HTTP","URI":"http://example.com:80/"}}"#,
-            br#"{"schemaVersion":"1999-01-01","types":["platform"],"destination":{"protocol":"TCP","port":1}}"#,
-        ] {
-            assert!(parse_subscription(bad, "telemetry").is_err());
-        }
     }
 }

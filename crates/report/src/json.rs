@@ -2,38 +2,25 @@
 //! statistics and every raw sample.
 
 use crate::analysis::Analysis;
-use crate::experiment::ExperimentResult;
+use crate::experiment::{ExperimentResult, ExperimentSettings};
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "coldstart.bench/2";
 
-#[derive(Serialize, serde::Deserialize)]
-pub struct Settings {
-    pub runs: String,
-    pub warmup: usize,
-    pub order: String,
-    pub timeout_ms: u64,
-    pub poll_interval_us: u64,
-    pub requests: usize,
-    pub seed: u64,
-    /// The noise threshold the comparisons used (fraction of the baseline median).
-    #[serde(default = "default_noise")]
-    pub noise: f64,
-    /// What was swept (parameters, their values, resources, --compare-along).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<crate::experiment::Sweep>,
+/// The export's `settings`: the experiment's, with what its kind adds.
+pub type Settings = ExperimentSettings<KindSettings>;
+
+/// What tune and lambda experiments record beside the common settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KindSettings {
     /// A `coldstart tune` experiment's candidates (titles, apply lines) and the rows
     /// decided without measuring: enough to draw its table again from the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tune: Option<crate::tune::stored::TuneSettings>,
     /// A `coldstart lambda` experiment's function, limits and init CPU model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lambda: Option<super::lambda_settings::LambdaSettings>,
-}
-
-fn default_noise() -> f64 {
-    crate::stats::DEFAULT_NOISE
+    pub lambda: Option<crate::lambda::settings::LambdaSettings>,
 }
 
 #[derive(Serialize)]

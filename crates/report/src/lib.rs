@@ -3,11 +3,12 @@
 
 // The modules this crate renders, under their own names, so paths read `crate::run::…`.
 use coldstart_core::{
-    analysis, bounds, experiment, limits, out, profile, run, sample, stats, store, target, trace,
+    analysis, bounds, clock, experiment, limits, out, profile, run, sample, stats, store, target, trace,
 };
 #[cfg(test)]
-use coldstart_core::{clock, launch, Lab};
+use coldstart_core::{launch, Lab};
 use coldstart_explain::timeline;
+use coldstart_lambda as lambda;
 use coldstart_tune as tune;
 #[cfg(test)]
 #[path = "../../core/src/fixtures.rs"]
@@ -29,7 +30,6 @@ pub mod gate;
 pub mod headline;
 pub mod history;
 pub mod json;
-pub mod lambda_settings;
 pub mod markdown;
 pub mod progress;
 pub mod sweep;

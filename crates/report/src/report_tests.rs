@@ -40,17 +40,16 @@ fn experiment() -> ExperimentResult {
 
 fn settings() -> json::Settings {
     json::Settings {
-        runs: "12".into(),
+        runs: crate::experiment::Runs::Fixed(12),
         warmup: 1,
-        order: "shuffled".into(),
-        timeout_ms: 30_000,
-        poll_interval_us: 200,
+        order: crate::experiment::Order::Shuffled,
+        timeout: std::time::Duration::from_secs(30),
+        poll_interval: std::time::Duration::from_micros(200),
         requests: 2,
         seed: 42,
         noise: 0.01,
         sweep: None,
-        tune: None,
-        lambda: None,
+        of_kind: json::KindSettings::default(),
     }
 }
 
@@ -313,7 +312,7 @@ fn json_export_has_every_documented_field() {
     let tuned = {
         use crate::tune::stored::{StoredCandidate, StoredRow, TuneSettings};
         let mut s = settings();
-        s.tune = Some(TuneSettings {
+        s.of_kind.tune = Some(TuneSettings {
             runtime: "jvm".into(),
             version: Some("17".into()),
             executable: "/usr/bin/java".into(),
@@ -338,9 +337,9 @@ fn json_export_has_every_documented_field() {
     assert_eq!(tuned["settings"]["tune"]["candidates"][0]["id"], "appcds");
     // A lambda experiment's settings (docs: settings.lambda).
     let lambda = {
-        use crate::lambda_settings::{InitBoost, LambdaSettings, LambdaVariant};
+        use crate::lambda::settings::{InitBoost, LambdaSettings, LambdaVariant};
         let mut s = settings();
-        s.lambda = Some(LambdaSettings {
+        s.of_kind.lambda = Some(LambdaSettings {
             function_timeout_ms: 3000,
             init_timeout_ms: 10_000,
             init_boost: Some(InitBoost {

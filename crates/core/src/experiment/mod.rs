@@ -5,9 +5,12 @@
 pub mod arms;
 pub mod load;
 pub mod plan;
+pub mod point;
 pub mod schedule;
+pub mod settings;
 pub mod sweep;
 
 pub use plan::{CiOf, Order, Plan, StopRule, Variant};
 pub use schedule::{execute_with, ExperimentResult, Observer, Runner, StopReason};
+pub use settings::{ExperimentSettings, Kind, Runs};
 pub use sweep::{Param, Sweep};

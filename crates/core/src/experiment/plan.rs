@@ -3,7 +3,7 @@
 //! is the runner's business (see `Runner`), so the plan fits every kind of run.
 
 use crate::target::Target;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A variant as the store, the progress line and the reports see it: a name and
 /// a description of what runs. The runner owns what it needs to run one (bench's
@@ -18,9 +18,9 @@ pub struct Variant {
     /// variants of any kind load back without being parsed into a probe.
     pub readiness: String,
     /// A sweep point's parameter values, in parameter order (empty when nothing
-    /// is swept); the name is then `BASE[name=value,...]` (see `sweep`).
+    /// is swept); the name is then `BASE[name=value,...]` (see `point`).
     #[serde(
-        with = "super::sweep::params_serde",
+        with = "super::point::params_serde",
         skip_serializing_if = "Vec::is_empty",
         default
     )]
@@ -30,12 +30,12 @@ pub struct Variant {
 impl Variant {
     /// The name without the point's values: `agent` for `agent[heap=64m]`.
     pub fn base_name(&self) -> &str {
-        let suffix = super::sweep::point_name("", &self.params);
+        let suffix = super::point::point_name("", &self.params);
         self.name.strip_suffix(&suffix).unwrap_or(&self.name)
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Order {
     /// Each round runs every variant once, in a fresh random order, so drift
@@ -46,6 +46,20 @@ pub enum Order {
 }
 
 impl Order {
+    /// As the settings and the store's `run_order` column write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Shuffled => "shuffled",
+            Order::Sequential => "sequential",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Order> {
+        [Order::Shuffled, Order::Sequential]
+            .into_iter()
+            .find(|o| o.as_str() == s)
+    }
+
     /// Only shuffled rounds let both variants share every drift.
     pub fn design(self) -> crate::stats::Design {
         match self {

@@ -7,6 +7,7 @@
 //! (`latest:agent[heap=64m]`) see the values as data.
 
 use super::plan::Variant;
+pub use super::point::{params_serde, point_name};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -243,15 +244,6 @@ fn number(x: f64) -> String {
     }
 }
 
-/// The name of a point of variant `base`: `base[heap=64m,n=2]`.
-pub fn point_name(base: &str, point: &[(String, String)]) -> String {
-    if point.is_empty() {
-        return base.to_string();
-    }
-    let vals: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    format!("{base}[{}]", vals.join(","))
-}
-
 /// `{name}` → the point's value in `template`; `{{name}}` stays a literal `{name}`.
 /// Braces around anything that is not a parameter name (`awk '{print $1}'`) are
 /// left alone; `{x}` for an undeclared `x` is an error (a typo would otherwise run
@@ -351,40 +343,6 @@ pub fn by_cost(values: &[String]) -> Vec<String> {
         out.sort_by(|a, b| cost(a).unwrap_or(0.0).total_cmp(&cost(b).unwrap_or(0.0)));
     }
     out
-}
-
-/// `params` serialised as a JSON object in parameter order (`{"heap": "64m"}`):
-/// what the store's `params_json` column and the JSON export hold.
-pub mod params_serde {
-    use serde::de::{MapAccess, Visitor};
-    use serde::ser::SerializeMap;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(params: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(params.len()))?;
-        for (k, v) in params {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
-        struct InOrder;
-        impl<'de> Visitor<'de> for InOrder {
-            type Value = Vec<(String, String)>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object of parameter values")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::new();
-                while let Some((k, v)) = map.next_entry::<String, String>()? {
-                    out.push((k, v));
-                }
-                Ok(out)
-            }
-        }
-        d.deserialize_map(InOrder)
-    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ pub mod reference;
 pub mod schema;
 mod sqlite;
 
-use crate::experiment::{ExperimentResult, StopReason, Variant};
+use crate::experiment::{ExperimentResult, ExperimentSettings, Kind, Order, StopReason, Variant};
 use crate::sample::Sample;
 use crate::target::Target;
 use anyhow::{anyhow, bail, Context, Result};
@@ -39,9 +39,10 @@ pub struct Listed {
     pub runs: i64,
     /// Median ready time per variant (ms), in variant order.
     pub p50_ms: Vec<Option<f64>>,
-    /// "explain" for a `coldstart explain` (its explanation is stored), "tune" for a
-    /// `coldstart tune` (variants named `tune:ID`); null otherwise.
-    pub kind: Option<String>,
+    /// "explain" for a `coldstart explain`, "tune" for a `coldstart tune`; null
+    /// for bench's and lambda's (`history` marks the two kinds whose `show`
+    /// differs).
+    pub kind: Option<Kind>,
     /// What each variant measured, in variant order: its command, readiness and
     /// requests after ready, with the probed port written `{port}` (the demo and
     /// tests pick a free one per run). Equal strings measure the same thing.
@@ -54,6 +55,9 @@ pub struct Stored {
     pub id: i64,
     pub created_unix_s: i64,
     pub meta: Metadata,
+    /// Which command made it (None: a kind this coldstart does not know).
+    pub kind: Option<Kind>,
+    /// Its settings as recorded (`ExperimentSettings` with its kind's part).
     pub settings_json: String,
     pub result: ExperimentResult,
 }
@@ -140,7 +144,15 @@ impl Store {
         Ok(Store { db, location })
     }
 
-    pub fn begin(&mut self, meta: &Metadata, settings_json: &str, variants: &[Variant]) -> Result<i64> {
+    /// A new experiment of `kind`, run with `settings`, before its first run.
+    pub fn begin<K: Serialize>(
+        &mut self,
+        meta: &Metadata,
+        kind: Kind,
+        settings: &ExperimentSettings<K>,
+        variants: &[Variant],
+    ) -> Result<i64> {
+        let settings_json = serde_json::to_string(settings)?;
         let created = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
@@ -148,8 +160,8 @@ impl Store {
         transaction(self.db.as_mut(), |db| {
             let rows = db.query(
                 "INSERT INTO experiments (created_unix_s, command_line, git_commit, git_dirty, hostname, kernel, \
-                 cpu_model, cores, loadavg, coldstart_version, settings_json) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+                 cpu_model, cores, loadavg, coldstart_version, settings_json, kind, run_order) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
                 &[
                     created.into(),
                     meta.command_line.clone().into(),
@@ -162,6 +174,8 @@ impl Store {
                     meta.loadavg.clone().into(),
                     meta.coldstart_version.clone().into(),
                     settings_json.into(),
+                    kind.as_str().into(),
+                    settings.order.as_str().into(),
                 ],
             )?;
             let id = rows.first().and_then(|r| r[0].int()).ok_or_else(|| anyhow!("insert returned no id"))?;
@@ -234,19 +248,25 @@ impl Store {
         Ok(())
     }
 
-    /// The explanation of a `coldstart explain` experiment (its JSON).
+    /// The explanation of a `coldstart explain` experiment (its JSON): what it
+    /// explains is an explain, whatever it was stored as.
     pub fn add_explanation(&mut self, experiment: i64, json: &str) -> Result<()> {
-        self.db
-            .execute(
+        transaction(self.db.as_mut(), |db| {
+            db.execute(
                 "INSERT INTO explanations (experiment_id, data_json) VALUES ($1, $2)",
                 &[experiment.into(), json.into()],
+            )?;
+            db.execute(
+                "UPDATE experiments SET kind = $1 WHERE id = $2",
+                &[Kind::Explain.as_str().into(), experiment.into()],
             )
-            .with_context(|| {
-                format!(
-                    "storing the explanation of experiment {experiment} in {}",
-                    self.location
-                )
-            })?;
+        })
+        .with_context(|| {
+            format!(
+                "storing the explanation of experiment {experiment} in {}",
+                self.location
+            )
+        })?;
         Ok(())
     }
 
@@ -263,7 +283,7 @@ impl Store {
         let mut sql = String::from(
             "SELECT e.id, e.created_unix_s, e.git_commit, e.git_dirty, e.stopped, \
              (SELECT COUNT(*) FROM samples s WHERE s.experiment_id = e.id AND s.warmup = 0 AND s.outcome = 'ready'), \
-             (SELECT COUNT(*) FROM explanations x WHERE x.experiment_id = e.id), e.settings_json \
+             e.kind, e.settings_json \
              FROM experiments e WHERE 1 = 1",
         );
         let mut params: Vec<Value> = Vec::new();
@@ -327,18 +347,10 @@ impl Store {
                 xs.sort_by(f64::total_cmp);
                 p50_ms.push(crate::stats::summarize(&xs).map(|s| s.p50));
             }
-            // An explain that stopped early has no explanation row; its variants
-            // (the three arms) still say what it was.
-            let explain = r[6].int().unwrap_or(0) > 0
-                || crate::experiment::arms::is_arms(variants.iter().map(String::as_str));
-            let kind = if explain {
-                Some("explain".to_string())
-            } else if variants.iter().any(|v| v.starts_with("tune:")) {
-                // `coldstart tune` names its candidate variants so.
-                Some("tune".to_string())
-            } else {
-                None
-            };
+            let kind = r[6]
+                .text()
+                .and_then(|k| Kind::parse(&k))
+                .filter(|k| matches!(k, Kind::Explain | Kind::Tune));
             out.push(Listed {
                 id,
                 created_unix_s: r[1].int().unwrap_or(0),
@@ -358,7 +370,7 @@ impl Store {
     pub fn load(&mut self, id: i64) -> Result<Stored> {
         let rows = self.db.query(
             "SELECT created_unix_s, command_line, git_commit, git_dirty, hostname, kernel, cpu_model, cores, \
-             loadavg, coldstart_version, settings_json, stopped, load_json FROM experiments WHERE id = $1",
+             loadavg, coldstart_version, settings_json, stopped, load_json, kind, run_order FROM experiments WHERE id = $1",
             &[id.into()],
         )?;
         let Some(r) = rows.first() else {
@@ -411,18 +423,18 @@ impl Store {
             .map(|r| serde_json::from_str::<Sample>(&r[0].text().unwrap_or_default()))
             .collect::<std::result::Result<Vec<_>, _>>()
             .with_context(|| format!("experiment {id}: unreadable sample"))?;
-        let settings_json = r[10].text().unwrap_or_default();
-        // The run order decides what comparison the samples support; lambda's
-        // settings and older rows without an order were interleaved.
-        let sequential = serde_json::from_str::<serde_json::Value>(&settings_json)
-            .ok()
-            .and_then(|v| v.get("order")?.as_str().map(|o| o == "sequential"))
-            .unwrap_or(false);
+        // The run order decides what comparison the samples support; rows whose
+        // settings named no order (older lambda ones) were interleaved.
+        let order = r[14]
+            .text()
+            .and_then(|o| Order::parse(&o))
+            .unwrap_or(Order::Shuffled);
         Ok(Stored {
             id,
             created_unix_s: r[0].int().unwrap_or(0),
             meta,
-            settings_json,
+            kind: r[13].text().and_then(|k| Kind::parse(&k)),
+            settings_json: r[10].text().unwrap_or_default(),
             result: ExperimentResult {
                 variants,
                 samples,
@@ -434,11 +446,7 @@ impl Store {
                         )
                     })?),
                 },
-                design: if sequential {
-                    crate::stats::Design::Sequential
-                } else {
-                    crate::stats::Design::Interleaved
-                },
+                design: order.design(),
                 // A record this coldstart cannot read is no reason to lose the runs.
                 load: r[12].text().and_then(|j| serde_json::from_str(&j).ok()),
             },
@@ -532,5 +540,27 @@ mod measures_tests {
             "srv --port 8080 --x {port} | tcp:127.0.0.1:{port} | 0 requests"
         );
         assert_eq!(measures("sleep 1", "exit", 0), "sleep 1 | exit | 0 requests");
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::experiment::{ExperimentSettings, Order, Runs};
+    use std::time::Duration;
+
+    /// Settings to store an experiment with in tests.
+    pub fn settings() -> ExperimentSettings {
+        ExperimentSettings {
+            runs: Runs::Fixed(1),
+            warmup: 0,
+            order: Order::Shuffled,
+            timeout: Duration::from_secs(1),
+            poll_interval: Duration::from_micros(200),
+            requests: 0,
+            seed: 1,
+            noise: 0.01,
+            sweep: None,
+            of_kind: (),
+        }
     }
 }

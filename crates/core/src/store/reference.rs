@@ -114,6 +114,7 @@ impl std::fmt::Display for Selector {
 mod tests {
     use super::*;
     use crate::experiment::sweep::point_name;
+    use crate::experiment::Kind;
     use crate::target::Target;
 
     fn p(kv: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -201,11 +202,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = crate::store::Store::open(dir.path().join("r.db").to_str().unwrap()).unwrap();
         let meta = crate::store::meta::collect();
+        let settings = crate::store::tests::settings();
         let first = store
-            .begin(&meta, "{}", &[variant("a", &[("heap", "64m")])])
+            .begin(&meta, Kind::Bench, &settings, &[variant("a", &[("heap", "64m")])])
             .unwrap();
         let second = store
-            .begin(&meta, "{}", &[variant("a", &[("heap", "96m")])])
+            .begin(&meta, Kind::Bench, &settings, &[variant("a", &[("heap", "96m")])])
             .unwrap();
         assert_eq!(store.resolve("latest:a[heap=96m]").unwrap(), second);
         assert_eq!(store.resolve("latest~1:[heap=64m]").unwrap(), first);
@@ -220,7 +222,7 @@ mod tests {
             .iter()
             .map(|n| variant(n, &[]))
             .collect();
-        let explain = store.begin(&meta, "{}", &arms).unwrap();
+        let explain = store.begin(&meta, Kind::Explain, &settings, &arms).unwrap();
         assert_eq!(store.resolve("latest").unwrap(), explain);
         assert_eq!(store.resolve("latest:a").unwrap(), second);
         assert_eq!(store.resolve("latest~1:a").unwrap(), first);

@@ -2,16 +2,20 @@
 //! a database newer than this coldstart is refused, never rewritten.
 
 use super::db::{transaction, Db, Dialect, Value};
+use crate::experiment::{Kind, Order};
 use anyhow::{bail, Result};
 
-pub const CURRENT: i64 = 4;
+pub const CURRENT: i64 = 6;
 
 /// Migration N takes the schema from version N-1 to N (2: `explanations`, one
 /// row per `coldstart explain`, its explanation as the JSON export has it; IF NOT
 /// EXISTS, so a version number set back by hand does not wedge the store; 3: a
 /// variant's sweep parameters, `variants.params_json`, a JSON object in parameter
 /// order, NULL when nothing was swept; 4: how loaded the machine was during the
-/// runs, `experiments.load_json`, NULL before). Written for SQLite;
+/// runs, `experiments.load_json`, NULL before; 5: which command made an
+/// experiment, `experiments.kind` (`experiment::Kind`), and 6: its run order,
+/// `experiments.run_order` (`experiment::Order`), both filled in for the rows
+/// before them by `fill`). Written for SQLite;
 /// `sql_for` adapts the few words PostgreSQL spells differently.
 const MIGRATIONS: &[&str] = &[
     "
@@ -67,7 +71,99 @@ CREATE TABLE IF NOT EXISTS explanations (
     // Applied through `add_column` (SQLite has no ADD COLUMN IF NOT EXISTS).
     "ALTER TABLE variants ADD COLUMN params_json TEXT",
     "ALTER TABLE experiments ADD COLUMN load_json TEXT",
+    "ALTER TABLE experiments ADD COLUMN kind TEXT",
+    "ALTER TABLE experiments ADD COLUMN run_order TEXT",
 ];
+
+/// The names `coldstart explain` gave its arms (a fourth with `--profile`):
+/// how an explain stored before schema 5 that stopped before its explanation is
+/// told from a bench.
+const EXPLAIN_ARMS: [&str; 3] = ["untraced", "traced", "adapted"];
+const EXPLAIN_PROFILED_ARM: &str = "profiled";
+
+/// After migration `version`, the value of its new column for the rows stored
+/// before it: read from what those rows kept (settings, variants, an
+/// explanation), in Rust, so both backends fill alike.
+fn fill(db: &mut dyn Db, version: i64) -> Result<()> {
+    match version {
+        5 => {
+            for r in db.query(
+                "SELECT e.id, e.settings_json, \
+                 (SELECT COUNT(*) FROM explanations x WHERE x.experiment_id = e.id) \
+                 FROM experiments e WHERE e.kind IS NULL",
+                &[],
+            )? {
+                let id = r[0].int().unwrap_or(0);
+                let variants: Vec<(String, String)> = db
+                    .query(
+                        "SELECT name, readiness FROM variants WHERE experiment_id = $1 ORDER BY idx",
+                        &[id.into()],
+                    )?
+                    .into_iter()
+                    .map(|v| (v[0].text().unwrap_or_default(), v[1].text().unwrap_or_default()))
+                    .collect();
+                let settings = settings_of(&r[1]);
+                let kind = old_kind(r[2].int().unwrap_or(0) > 0, &variants, &settings);
+                db.execute(
+                    "UPDATE experiments SET kind = $1 WHERE id = $2",
+                    &[kind.as_str().into(), id.into()],
+                )?;
+            }
+        }
+        6 => {
+            for r in db.query(
+                "SELECT id, settings_json FROM experiments WHERE run_order IS NULL",
+                &[],
+            )? {
+                // Rows whose settings name no order stay NULL: read as shuffled.
+                let order = settings_of(&r[1])
+                    .get("order")
+                    .and_then(serde_json::Value::as_str)
+                    .and_then(Order::parse);
+                if let Some(order) = order {
+                    db.execute(
+                        "UPDATE experiments SET run_order = $1 WHERE id = $2",
+                        &[order.as_str().into(), r[0].int().unwrap_or(0).into()],
+                    )?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A stored row's settings as JSON; an unreadable one as none.
+fn settings_of(column: &Value) -> serde_json::Value {
+    column
+        .text()
+        .and_then(|j| serde_json::from_str(&j).ok())
+        .unwrap_or_default()
+}
+
+/// The kind of an experiment stored before the `kind` column, as `history`
+/// told it then: an explanation or explain's arms; tune's settings or `tune:`
+/// candidates; lambda's settings or `lambda:init` readiness; else a bench.
+fn old_kind(explained: bool, variants: &[(String, String)], settings: &serde_json::Value) -> Kind {
+    let names: Vec<&str> = variants.iter().map(|(n, _)| n.as_str()).collect();
+    let arms = names == EXPLAIN_ARMS
+        || names
+            .split_last()
+            .is_some_and(|(last, arms)| *last == EXPLAIN_PROFILED_ARM && arms == EXPLAIN_ARMS);
+    if explained || arms {
+        Kind::Explain
+    } else if settings.get("tune").is_some_and(|t| !t.is_null())
+        || names.iter().any(|n| n.starts_with("tune:"))
+    {
+        Kind::Tune
+    } else if settings.get("lambda").is_some_and(|l| !l.is_null())
+        || variants.iter().any(|(_, readiness)| readiness == "lambda:init")
+    {
+        Kind::Lambda
+    } else {
+        Kind::Bench
+    }
+}
 
 /// Whether `table` already has `column`: a migration that adds one is skipped
 /// then, like the IF NOT EXISTS of the others (a version set back by hand).
@@ -140,6 +236,7 @@ pub fn migrate(db: &mut dyn Db, name: &str) -> Result<()> {
         for (i, step) in MIGRATIONS.iter().enumerate().skip(have as usize) {
             apply(db, dialect, step)?;
             let v = (i + 1) as i64;
+            fill(db, v)?;
             db.execute("DELETE FROM meta WHERE key = 'schema_version'", &[])?;
             db.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', $1)",
@@ -196,7 +293,7 @@ mod tests {
             Some(r#"{"schema":"coldstart.explain/1"}"#)
         );
         assert_eq!(
-            store.list(&Filter::default()).unwrap()[0].kind.as_deref(),
+            store.list(&Filter::default()).unwrap()[0].kind.map(Kind::as_str),
             Some("explain")
         );
         // One explanation per experiment.
@@ -250,7 +347,12 @@ mod tests {
             params: params.clone(),
         };
         let id = store
-            .begin(&crate::store::meta::collect(), "{}", &[point])
+            .begin(
+                &crate::store::meta::collect(),
+                Kind::Bench,
+                &crate::store::tests::settings(),
+                &[point],
+            )
             .unwrap();
         let back = store.load(id).unwrap();
         assert_eq!(
@@ -269,6 +371,161 @@ mod tests {
         drop(store);
         let mut again = Store::open(path.to_str().unwrap()).unwrap();
         assert_eq!(again.load(id).unwrap().result.variants[0].params, params);
+    }
+
+    /// A fresh database for a migration test: SQLite, and PostgreSQL when
+    /// COLDSTART_TEST_POSTGRES names a server (as tests/store.rs does).
+    fn fresh_stores(dir: &std::path::Path, tag: &str) -> Vec<String> {
+        let sqlite = dir.join(format!("{tag}.db")).display().to_string();
+        std::iter::once(sqlite).chain(fresh_postgres(tag)).collect()
+    }
+
+    #[cfg(feature = "postgres")]
+    fn fresh_postgres(tag: &str) -> Option<String> {
+        let admin = std::env::var("COLDSTART_TEST_POSTGRES")
+            .ok()
+            .filter(|a| !a.is_empty())?;
+        let db = format!("cs_{tag}_{}", std::process::id());
+        let mut client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        client
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
+            .unwrap();
+        client.batch_execute(&format!("CREATE DATABASE {db}")).unwrap();
+        let mut url = url::Url::parse(&admin).unwrap();
+        url.set_path(&db);
+        Some(url.to_string())
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    fn fresh_postgres(_tag: &str) -> Option<String> {
+        None
+    }
+
+    fn open_raw(spec: &str) -> Box<dyn Db> {
+        #[cfg(feature = "postgres")]
+        if spec.starts_with("postgres") {
+            return Box::new(crate::store::postgres::Postgres::open(spec).unwrap());
+        }
+        Box::new(Sqlite::open(std::path::Path::new(spec)).unwrap())
+    }
+
+    /// A store of schema version 4 (before `kind` and `run_order`) gets each
+    /// experiment's kind from what it kept, as `history` told it before, and
+    /// its run order from its settings; on SQLite and PostgreSQL alike.
+    #[test]
+    fn a_version_4_store_migrates_to_kinds_and_run_orders() {
+        let dir = tempfile::tempdir().unwrap();
+        for spec in fresh_stores(dir.path(), "v4") {
+            let mut ids = Vec::new();
+            {
+                let mut db = open_raw(&spec);
+                let dialect = db.dialect();
+                db.batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                    .unwrap();
+                for step in &MIGRATIONS[..4] {
+                    apply(db.as_mut(), dialect, step).unwrap();
+                }
+                db.batch("INSERT INTO meta VALUES ('schema_version', '4')")
+                    .unwrap();
+                let order = |o: &str| {
+                    format!(
+                        r#"{{"runs":"2","warmup":0,"order":"{o}","timeout_ms":1,"poll_interval_us":1,"requests":0,"seed":1}}"#
+                    )
+                };
+                let rows: [(String, &[&str], &str); 6] = [
+                    (order("sequential"), &["a", "b"], "exit"),
+                    // An explain stopped before its explanation: its arms tell.
+                    (order("shuffled"), &["untraced", "traced", "adapted", "profiled"], "exit"),
+                    (order("shuffled"), &["untraced", "traced", "adapted"], "exit"),
+                    (
+                        r#"{"runs":"2","warmup":0,"order":"shuffled","timeout_ms":1,"poll_interval_us":1,"requests":0,"seed":1,"tune":{"runtime":"native","executable":"/bin/true","candidates":[]}}"#.into(),
+                        &["baseline", "tune:bind-now"],
+                        "exit",
+                    ),
+                    // An older lambda row: no order in its settings.
+                    (r#"{"lambda":{"function_timeout_ms":3000}}"#.into(), &["128MB"], "lambda:init"),
+                    ("not json".into(), &["x"], "exit"),
+                ];
+                for (settings, names, readiness) in rows {
+                    let id = db
+                        .query(
+                            "INSERT INTO experiments (created_unix_s, command_line, coldstart_version, settings_json, stopped) \
+                             VALUES (1, 'coldstart', '0.1.0', $1, 'completed') RETURNING id",
+                            &[settings.into()],
+                        )
+                        .unwrap()[0][0]
+                        .int()
+                        .unwrap();
+                    for (i, name) in names.iter().enumerate() {
+                        db.execute(
+                            "INSERT INTO variants (experiment_id, idx, name, command, readiness, target_json) \
+                             VALUES ($1, $2, $3, 'true', $4, $5)",
+                            &[
+                                id.into(),
+                                (i as i64).into(),
+                                (*name).into(),
+                                readiness.into(),
+                                r#"{"argv":["true"],"program":"/bin/true","env":[],"cwd":null}"#.into(),
+                            ],
+                        )
+                        .unwrap();
+                    }
+                    ids.push(id);
+                }
+                db.execute(
+                    "INSERT INTO explanations (experiment_id, data_json) VALUES ($1, '{}')",
+                    &[ids[2].into()],
+                )
+                .unwrap();
+            }
+            let mut store = Store::open(&spec).unwrap();
+            assert_eq!(version(store.db.as_mut()).unwrap(), CURRENT, "{spec}");
+            let kinds: Vec<Option<Kind>> = ids.iter().map(|id| store.load(*id).unwrap().kind).collect();
+            assert_eq!(
+                kinds,
+                [
+                    Kind::Bench,
+                    Kind::Explain,
+                    Kind::Explain,
+                    Kind::Tune,
+                    Kind::Lambda,
+                    Kind::Bench
+                ]
+                .map(Some),
+                "{spec}"
+            );
+            let designs: Vec<crate::stats::Design> = ids
+                .iter()
+                .map(|id| store.load(*id).unwrap().result.design)
+                .collect();
+            assert_eq!(
+                designs,
+                [
+                    crate::stats::Design::Sequential,
+                    crate::stats::Design::Interleaved,
+                    crate::stats::Design::Interleaved,
+                    crate::stats::Design::Interleaved,
+                    crate::stats::Design::Interleaved,
+                    crate::stats::Design::Interleaved,
+                ],
+                "{spec}"
+            );
+            // history lists explains and tunes as such, as it did.
+            let mut listed = store.list(&Filter::default()).unwrap();
+            listed.reverse();
+            assert_eq!(
+                listed.iter().map(|l| l.kind).collect::<Vec<_>>(),
+                [
+                    None,
+                    Some(Kind::Explain),
+                    Some(Kind::Explain),
+                    Some(Kind::Tune),
+                    None,
+                    None
+                ],
+                "{spec}"
+            );
+        }
     }
 
     /// A version number set back by hand (to 2) does not wedge the store: the

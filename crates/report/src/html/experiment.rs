@@ -27,8 +27,8 @@ pub fn settings(id: &str, e: &Experiment) -> Markup {
             }
             @if let Some(s) = e.settings {
                 dt { "runs" } dd { (s.runs) " per variant, " (s.warmup) " warmup" }
-                dt { "order" } dd { (s.order) " (seed " (s.seed) ")" }
-                dt { "timeout" } dd { (s.timeout_ms) " ms" }
+                dt { "order" } dd { (s.order.as_str()) " (seed " (s.seed) ")" }
+                dt { "timeout" } dd { (s.timeout.as_millis()) " ms" }
                 dt { "noise threshold" } dd { (crate::stats::percent(s.noise)) }
             }
             dt { "stopped" } dd { (r.stopped_label()) }

@@ -26,6 +26,7 @@ use crate::analysis::Analysis;
 use crate::experiment::ExperimentResult;
 use crate::json::Settings;
 use crate::store::meta::Metadata;
+use crate::tune::report::Tuned;
 pub use coldstart_explain::Explanation;
 use maud::{html, Markup};
 
@@ -44,6 +45,8 @@ pub struct Experiment<'a> {
     pub result: &'a ExperimentResult,
     pub analysis: &'a Analysis,
     pub explanation: Option<&'a Explanation>,
+    /// A tune experiment's table (`tune::stored::tuned`).
+    pub tuned: Option<Tuned>,
 }
 
 /// The whole page.
@@ -89,10 +92,6 @@ fn toc(report: &Report) -> Markup {
 fn experiment_section(i: usize, e: &Experiment) -> Markup {
     let id = format!("exp{i}");
     let sweeps = sweep::params(e.result, e.analysis);
-    let tuned = e
-        .settings
-        .and_then(|s| Some((s.tune.as_ref()?, s.noise)))
-        .and_then(|(t, noise)| crate::tune::stored::tuned(t, e.analysis, noise));
     html! {
         section.experiment id=(id) aria-labelledby=(format!("{id}-h")) {
             h2 id=(format!("{id}-h")) { (e.heading) }
@@ -127,8 +126,8 @@ fn experiment_section(i: usize, e: &Experiment) -> Markup {
                     (profile::render(&id, p, &x.command))
                 }
             }
-            @if let Some(t) = tuned {
-                (tune::render(&id, &t))
+            @if let Some(t) = &e.tuned {
+                (tune::render(&id, t))
             }
         }
     }

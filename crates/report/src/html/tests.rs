@@ -51,6 +51,7 @@ fn page(r: &ExperimentResult, a: &Analysis) -> String {
             result: r,
             analysis: a,
             explanation: None,
+            tuned: None,
         }],
         history: Vec::new(),
         gate: None,
@@ -192,6 +193,12 @@ fn a_tune_experiment_has_its_table_from_the_settings() {
             result: &r,
             analysis: &a,
             explanation: None,
+            // The table is tune's model, drawn by the renderer.
+            tuned: settings
+                .of_kind
+                .tune
+                .as_ref()
+                .and_then(|t| crate::tune::stored::tuned(t, &a, settings.noise)),
         }],
         history: Vec::new(),
         gate: None,
