@@ -16,7 +16,7 @@
 use crate::clock::now_ns;
 use crate::launch::lab::Lab;
 use crate::launch::limit_cgroups::MemoryWatch;
-use crate::launch::output::{capture::Capture, tail_of_file};
+use crate::launch::output::tail_of_file;
 use crate::launch::spawn::{self, OutputMode};
 use crate::launch::traced::Traced;
 use crate::launch::{reaping, signals, tree, usage};
@@ -138,16 +138,15 @@ pub trait Executor {
 /// A plain spawn: clone + exec in its own process group and run cgroup.
 pub struct PlainExecutor<'lab> {
     lab: &'lab Lab,
-    /// The in-memory output file, when the output went to one.
-    output_file: Option<Capture>,
+    /// What the spawn was made from (the in-memory output file among it), kept
+    /// until the executor is dropped: freeing it right after the spawn would put
+    /// its close(2)s and frees inside the timed window.
+    prepared: Option<spawn::Prepared>,
 }
 
 impl<'lab> PlainExecutor<'lab> {
     pub fn new(lab: &'lab Lab) -> Self {
-        PlainExecutor {
-            lab,
-            output_file: None,
-        }
+        PlainExecutor { lab, prepared: None }
     }
 
     /// Everything the spawn needs, outside the timed window.
@@ -169,9 +168,10 @@ impl<'lab> PlainExecutor<'lab> {
         // The kernel's wait while the child entered its run cgroup is coldstart's, not
         // the target's: time zero moves past it (see spawn::Child::placement_ns).
         let t0 = t0 + child.placement_ns;
-        self.output_file = prepared.output_file.take();
+        let memory = prepared.memory_watch();
+        self.prepared = Some(prepared);
         Ok(Launched {
-            memory: prepared.memory_watch(),
+            memory,
             pid: child.pid,
             t0,
             pidfd: Some(child.pidfd),
@@ -229,7 +229,8 @@ impl Executor for PlainExecutor<'_> {
     }
 
     fn output_tail(&mut self, lines: usize) -> Option<Vec<String>> {
-        self.output_file.as_mut().map(|file| tail_of_file(file, lines))
+        let file = self.prepared.as_mut()?.output_file.as_mut()?;
+        Some(tail_of_file(file, lines))
     }
 }
 
