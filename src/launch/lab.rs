@@ -18,12 +18,15 @@
 //! [`Lab::get`] is the checked accessor for the library's entry points that an
 //! embedder calls without one (`run::run_once` and the like).
 
-use super::reaping::{Reaper, Reaping, TraceGuard};
+use super::reaping::Reaping;
 use super::{cgroup, signals, watchdog};
 use anyhow::{anyhow, Context, Result};
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Mutex, OnceLock};
+
+// Where an embedder found them before `reaping` existed.
+pub use super::reaping::{Reaper, TraceGuard};
 
 static LAB: OnceLock<Lab> = OnceLock::new();
 
