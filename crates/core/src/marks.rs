@@ -12,13 +12,6 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 pub const FD_ENV: &str = "COLDSTART_FD";
 
-/// The fd number every target is told about (COLDSTART_FD): the Lab reserves it
-/// (an fd ≥ 100 holding /dev/null between runs). None without a Lab (a unit
-/// test, an embedder that runs nothing).
-pub fn reserved_fd() -> Option<RawFd> {
-    crate::Lab::get().ok().map(|lab| lab.checkpoint_fd())
-}
-
 pub struct Marks {
     /// Our end of the checkpoint pipe.
     read: Option<File>,
@@ -41,7 +34,9 @@ impl Drop for Marks {
 }
 
 impl Marks {
-    pub fn new(log_marks: &[(String, Regex)]) -> Result<Marks> {
+    /// `reserved`: the fd number every target is told about (COLDSTART_FD),
+    /// the Lab's `checkpoint_fd`; None without a Lab (unit tests).
+    pub fn new(log_marks: &[(String, Regex)], reserved: Option<RawFd>) -> Result<Marks> {
         // Our end never blocks; the target's end does (a full pipe is back-pressure).
         let (read, write) = coldstart_sys::pipe::pipe(false).context("creating the checkpoint pipe")?;
         coldstart_sys::fd::set_nonblocking(read.as_fd()).context("the checkpoint pipe")?;
@@ -54,7 +49,7 @@ impl Marks {
         Ok(Marks {
             read: Some(read),
             write: Some(write),
-            reserved: crate::launch::lab::Lab::get().ok().map(|lab| lab.checkpoint_fd()),
+            reserved,
             lines: LineBuffer::new(0),
             log: log_marks
                 .iter()
@@ -92,7 +87,7 @@ impl Marks {
     /// which COLDSTART_FD in the child's environment must name.
     pub fn for_child(&mut self) -> Option<(OwnedFd, RawFd)> {
         let write = self.write.take()?;
-        let at = reserved_fd().unwrap_or(write.as_raw_fd());
+        let at = self.reserved.unwrap_or(write.as_raw_fd());
         Some((write, at))
     }
 
@@ -218,7 +213,7 @@ mod tests {
 
     #[test]
     fn pipe_end_to_end_and_log_marks() {
-        let mut marks = Marks::new(&[parse_log_mark("db=connected").unwrap()]).unwrap();
+        let mut marks = Marks::new(&[parse_log_mark("db=connected").unwrap()], None).unwrap();
         let env = marks.before_spawn();
         let fd: i32 = env[0].1.parse().unwrap();
         let line = b"cs1 2000 a\ncs1 3000 b\n";

@@ -5,6 +5,7 @@
 
 use super::{env, Config, Options};
 use crate::clock::now_ns;
+use crate::launch::lab::Lab;
 use crate::launch::spawn::{self, OutputMode};
 use crate::launch::wait::{pollfd, ppoll};
 use crate::launch::{output::tail_of_file, signals, tree};
@@ -18,7 +19,7 @@ use std::os::fd::AsRawFd;
 
 const NEXT: &[u8] = b"GET /2018-06-01/runtime/invocation/next";
 
-pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
+pub fn first_next(lab: &Lab, cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
     let listener = TcpListener::bind(("127.0.0.1", 0)).context("binding 127.0.0.1 for --bare")?;
     listener.set_nonblocking(true).context("non-blocking listener")?;
     let addr = listener.local_addr().context("listener address")?;
@@ -39,13 +40,13 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
         None
     };
     let runtime = super::init::inside_target(&runtime, &cfg.layout, None);
-    let mut prepared = spawn::prepare(&runtime, OutputMode::MemFile, &[])?;
+    let mut prepared = spawn::prepare(lab, &runtime, OutputMode::MemFile, &[])?;
     if let Some(ns) = &namespace {
         let (mnt, user) = ns.for_child()?;
         prepared.enter_namespace(mnt, user);
     }
     // Checkpoints as in an emulated run, so --bare compares like with like.
-    let mut marks = Marks::new(&[])?;
+    let mut marks = Marks::new(&[], Some(lab.checkpoint_fd()))?;
     if let Some((write, at)) = marks.for_child() {
         vars.retain(|(k, _)| k != crate::marks::FD_ENV);
         vars.push((crate::marks::FD_ENV.to_string(), at.to_string()));
@@ -105,7 +106,7 @@ pub fn first_next(cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
         Usage::default()
     };
     let _ = coldstart_sys::signal::kill_group(child.pid, libc::SIGKILL); // the group we created
-    if !tree::kill_all(child.pid) {
+    if !tree::kill_all_in(lab, child.pid) {
         bail!(
             "could not kill every process of {}: check `ps -o pid,stat,cmd --ppid {}`",
             cfg.runtime.display_command(),

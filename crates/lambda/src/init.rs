@@ -42,6 +42,7 @@ pub(super) struct Init {
 /// Everything that can be prepared is prepared before T0. `phase`: "init", or
 /// "invoke" for the retry of a failed init inside the first invoke.
 pub(super) async fn prepare(
+    lab: &'static crate::Lab,
     cfg: &Config,
     opts: &Options,
     id: &RunId,
@@ -102,6 +103,7 @@ pub(super) async fn prepare(
             path.parent().map(PathBuf::from),
         )?;
         let prep = processes::prepare(
+            lab,
             Role::Extension(name.clone()),
             &inside_target(&target, &cfg.layout, Some(&extension_path(&cfg.layout, name))),
             &ext_env,
@@ -111,6 +113,7 @@ pub(super) async fn prepare(
         extensions.push((name.clone(), prep));
     }
     let runtime = processes::prepare(
+        lab,
         Role::Runtime,
         &inside_target(&cfg.runtime, &cfg.layout, None),
         &rt_env,
@@ -118,6 +121,7 @@ pub(super) async fn prepare(
         namespace.as_ref(),
     )?;
     let environment = Environment {
+        lab,
         env,
         bus,
         logs: Arc::new(Logs::new(opts.tail_lines, opts.log.clone())),

@@ -22,7 +22,7 @@
 //! metrics for the invoke's and the sandbox's figures.
 
 // The core's modules under their own names, so paths read `crate::run::…` here too.
-use coldstart_core::{clock, config, experiment, launch, limits, marks, out, run, sample, target};
+use coldstart_core::{clock, config, experiment, launch, limits, marks, out, run, sample, target, Lab};
 #[cfg(test)]
 #[path = "../../core/src/testkit.rs"]
 mod testkit;
@@ -154,10 +154,12 @@ struct EnvRun {
 
 /// One cold start → one Sample (ready_ns = Init Duration).
 pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
+    // The entry point an embedder calls: the Lab is passed on from here.
+    let lab = crate::Lab::get()?;
     if cfg.bare {
-        return bare::first_next(cfg, opts, id);
+        return bare::first_next(lab, cfg, opts, id);
     }
-    let first = rt.block_on(environment(cfg, opts, &id, "init"))?;
+    let first = rt.block_on(environment(lab, cfg, opts, &id, "init"))?;
     let mut sample = Sample {
         outcome: Outcome::Ready,
         exit_status: first.exit_status.clone(),
@@ -196,7 +198,7 @@ pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id
             // Lambda retries a failed init inside the first invoke (a "suppressed
             // init", phase invoke, bounded by the function timeout). The run stays
             // failed: its cold start did not finish within the limit.
-            let retry = rt.block_on(environment(cfg, opts, &id, "invoke"))?;
+            let retry = rt.block_on(environment(lab, cfg, opts, &id, "invoke"))?;
             if retry.interrupted {
                 sample.outcome = Outcome::Interrupted;
             } else if let Ok(ns) = retry.init {
@@ -214,6 +216,8 @@ pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id
 
 /// What one execution environment owns, from before T0 to its cleanup.
 struct Environment {
+    /// Its processes are started and cleaned up under the Lab's rules.
+    lab: &'static crate::Lab,
     env: Arc<api::Env>,
     bus: Arc<telemetry::Bus>,
     logs: Arc<Logs>,
@@ -234,8 +238,14 @@ struct Environment {
 
 /// One execution environment from T0 to the last process reaped: init, invoke
 /// (if init succeeded), shutdown.
-async fn environment(cfg: &Config, opts: &Options, id: &RunId, phase: &'static str) -> Result<EnvRun> {
-    let (mut e, pending) = init::prepare(cfg, opts, id, phase).await?;
+async fn environment(
+    lab: &'static crate::Lab,
+    cfg: &Config,
+    opts: &Options,
+    id: &RunId,
+    phase: &'static str,
+) -> Result<EnvRun> {
+    let (mut e, pending) = init::prepare(lab, cfg, opts, id, phase).await?;
     let init = match init::run(&mut e, pending, cfg, opts).await {
         Ok(init) => init,
         Err(err) => {

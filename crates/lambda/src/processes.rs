@@ -1,6 +1,7 @@
 //! The runtime and extension processes of one environment, started with
 //! `launch::spawn` (own process group each, registered for Ctrl-C), watched for
-//! exit through their pidfd (reaped with wait4 the moment they exit), their output
+//! exit through their pidfd (reaped by `launch::reaping`, as the run engine's
+//! roots are, the moment they exit), their output
 //! read line by line into the function's log and the Telemetry API. Each process
 //! gets its own checkpoint pipe (COLDSTART_FD, the SDKs' `cs1` protocol), placed in
 //! its descriptor table by the spawn itself, so processes started concurrently from
@@ -9,15 +10,16 @@
 
 use super::state::{Exit, Role, Shared};
 use super::telemetry::Bus;
+use crate::launch::lab::Lab;
 use crate::launch::output::LineBuffer;
-use crate::launch::signals;
 use crate::launch::spawn::{self, OutputMode};
+use crate::launch::{reaping, signals};
 use crate::marks;
 use crate::sample::{ExitStatus, Mark};
 use crate::target::Target;
 use anyhow::{Context, Result};
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinHandle;
@@ -69,13 +71,14 @@ pub struct Prepared {
 /// time zero. The process enters `cgroups` (the sandbox's), then `namespace`
 /// (the sandbox's mount namespace), before its exec.
 pub fn prepare(
+    lab: &Lab,
     role: Role,
     target: &Target,
     env: &[(String, String)],
     cgroups: Vec<OwnedFd>,
     namespace: Option<&super::namespace::Namespace>,
 ) -> Result<Prepared> {
-    let mut p = spawn::prepare(target, OutputMode::Pipes, &[])?;
+    let mut p = spawn::prepare(lab, target, OutputMode::Pipes, &[])?;
     // The sandbox's cgroups hold the tree (and are killed with it); a run
     // cgroup besides would be a second placement wait per process.
     p.without_run_cgroup("--no-cgroup");
@@ -87,7 +90,7 @@ pub fn prepare(
     let (read, write) = std::io::pipe().context("creating a checkpoint pipe")?;
     let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
     // The number bench's targets see too, when reserved; in the child only.
-    let at = marks::reserved_fd().unwrap_or(write.as_raw_fd());
+    let at = lab.checkpoint_fd();
     let mut env: Vec<(String, String)> = env.iter().filter(|(k, _)| k != marks::FD_ENV).cloned().collect();
     env.push((marks::FD_ENV.to_string(), at.to_string()));
     p.replace_env(&env);
@@ -161,7 +164,14 @@ pub fn start(mut p: Prepared, shared: &Arc<Shared>, bus: &Arc<Bus>, logs: &Arc<L
             // Readable once the process has exited.
             let _ = fd.readable().await;
         }
-        let status = reap(pid);
+        // The status is unknown if something else reaped it first.
+        let status = reaping::reap_exited(pid).map_or(
+            ExitStatus {
+                code: None,
+                signal: None,
+            },
+            |r| r.status,
+        );
         state.update(|s| s.exits.push(Exit { role, pid, status }));
     }));
     let checkpoints = tokio::net::unix::pipe::Receiver::from_owned_fd(p.checkpoints)
@@ -298,21 +308,6 @@ pub fn checkpoint_marks(shared: &Shared, t0: u64) -> Vec<Mark> {
     }
     marks.sort_by_key(|m| m.t_ns);
     marks
-}
-
-/// Reap an exited child; the status is unknown if something else reaped it first.
-fn reap(pid: i32) -> ExitStatus {
-    let mut status = 0;
-    // SAFETY: pid is our child (or already reaped, then waitpid fails harmlessly);
-    // its pidfd said it exited, so WNOHANG finds it.
-    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-    if r != pid {
-        return ExitStatus {
-            code: None,
-            signal: None,
-        };
-    }
-    ExitStatus::from_wait(status)
 }
 
 /// Send `signal` to a process's group (it is its group's leader).

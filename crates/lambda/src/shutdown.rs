@@ -102,6 +102,7 @@ pub(super) async fn run(e: &Environment) -> (u64, bool) {
 /// checkpoints; stop its server and telemetry; remove its cgroup.
 pub(super) async fn cleanup(e: Environment) -> Vec<super::telemetry::Delivery> {
     let Environment {
+        lab,
         mut procs,
         srv,
         bus,
@@ -115,7 +116,7 @@ pub(super) async fn cleanup(e: Environment) -> Vec<super::telemetry::Delivery> {
     }
     if let Some(p) = procs.first() {
         let pid = p.pid;
-        let ok = tokio::task::spawn_blocking(move || tree::kill_all(pid))
+        let ok = tokio::task::spawn_blocking(move || tree::kill_all_in(lab, pid))
             .await
             .unwrap_or(false);
         if !ok {

@@ -23,16 +23,23 @@
 //!
 //! A run with limits (`--cpus`, `--cpuset`, `--memory`) uses the same run
 //! cgroup on v2, with controllers enabled; on v1 it also gets `run-<n>` in each
-//! limiting hierarchy (see `limit_cgroups`), and the child writes itself into
-//! every one of them before its exec: one placement, one time-zero correction.
+//! limiting hierarchy (see `limit_cgroups`, which also holds a run's
+//! `RunCgroup`), and the child writes itself into every one of them before its
+//! exec: one placement, one time-zero correction.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use super::procfs::start_time;
+use super::reaping::Reaper;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 const PREFIX: &str = "coldstart-runs-";
+
+/// The v1 controllers a run can be limited by (`limit_cgroups`), each its own
+/// hierarchy (or co-mounted: then the same directory serves both).
+pub const CONTROLLERS: [&str; 3] = ["cpu", "cpuset", "memory"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -138,7 +145,7 @@ pub fn invocation_dirs() -> &'static [PathBuf] {
         let mut dirs: Vec<PathBuf> = Vec::new();
         let hierarchies = [Hierarchy::V2, Hierarchy::V1("freezer")]
             .into_iter()
-            .chain(super::limit_cgroups::CONTROLLERS.iter().map(|c| Hierarchy::V1(c)));
+            .chain(CONTROLLERS.iter().map(|c| Hierarchy::V1(c)));
         for h in hierarchies {
             let Some(base) = own_dir_in(h, &mountinfo, &own) else {
                 continue;
@@ -221,106 +228,9 @@ fn own_dir_in(hierarchy: Hierarchy, mountinfo: &str, own: &str) -> Option<PathBu
     None
 }
 
-/// One run's cgroup(s), made before time zero. The child writes "0" to each
-/// `cgroup.procs` between its clone and its exec, which moves it in.
-pub struct RunCgroup {
-    /// The run cgroup of the cleanup hierarchy (None: none here).
-    procs: Option<OwnedFd>,
-    /// Whether entering `procs` is required (it carries the limits on v2).
-    procs_required: bool,
-    limits: Option<Box<super::limit_cgroups::RunLimits>>,
-}
-
-/// One `cgroup.procs` the child writes itself into; `required`: a failure to
-/// enter fails the spawn (a limited run must never run unlimited).
-pub struct Entry {
-    pub procs: OwnedFd,
-    pub required: bool,
-}
-
-impl RunCgroup {
-    /// A fresh cgroup under this invocation's parent; None without one.
-    pub fn create() -> Option<RunCgroup> {
-        let (procs, _) = create_cleanup(next_run())?;
-        Some(RunCgroup {
-            procs: Some(procs),
-            procs_required: false,
-            limits: None,
-        })
-    }
-
-    /// The cgroups a run with `limits` needs (as [`create`](Self::create)
-    /// without limits). An error says what is missing for the limits.
-    pub fn for_limits(limits: &crate::limits::Limits) -> anyhow::Result<Option<RunCgroup>> {
-        if limits.is_none() {
-            return Ok(RunCgroup::create());
-        }
-        let n = next_run();
-        let cleanup = create_cleanup(n);
-        let v2_dir = cleanup
-            .as_ref()
-            .filter(|_| parent().is_some_and(|p| p.kind == Kind::V2))
-            .map(|(_, dir)| dir.as_path());
-        let made = super::limit_cgroups::RunLimits::create(limits, n, v2_dir);
-        let limits = match made {
-            Ok(l) => l,
-            Err(e) => {
-                if let Some((_, dir)) = &cleanup {
-                    LIVE.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .retain(|d| d != dir);
-                    std::fs::remove_dir(dir).ok();
-                }
-                return Err(e);
-            }
-        };
-        LIVE_LIMITS
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(limits.dirs.iter().cloned());
-        Ok(Some(RunCgroup {
-            procs_required: limits.on_v2,
-            procs: cleanup.map(|(fd, _)| fd),
-            limits: Some(Box::new(limits)),
-        }))
-    }
-
-    /// Every `cgroup.procs` the child enters, with whether it must.
-    pub fn entries(&self) -> impl Iterator<Item = (RawFd, bool)> + '_ {
-        let own = self
-            .procs
-            .as_ref()
-            .map(|fd| (fd.as_raw_fd(), self.procs_required));
-        own.into_iter().chain(
-            self.limits
-                .iter()
-                .flat_map(|l| l.procs.iter().map(|fd| (fd.as_raw_fd(), true))),
-        )
-    }
-
-    /// Where the run's peak memory and OOM kills are read (limited runs only).
-    pub fn memory(&self) -> Option<super::limit_cgroups::MemoryWatch> {
-        self.limits.as_ref()?.memory.clone()
-    }
-
-    /// The open `cgroup.procs` files (the cgroups themselves are killed and
-    /// removed through the invocation's parent and the live lists, so these
-    /// handles are all a launcher needs).
-    pub fn into_entries(self) -> Vec<Entry> {
-        let required = self.procs_required;
-        let own = self.procs.map(|procs| Entry { procs, required });
-        own.into_iter()
-            .chain(self.limits.into_iter().flat_map(|l| l.procs).map(|procs| Entry {
-                procs,
-                required: true,
-            }))
-            .collect()
-    }
-}
-
 /// `run-<n>` under the cleanup parent, registered for removal, and its open
 /// `cgroup.procs`; None without a parent or when it cannot be made.
-fn create_cleanup(n: u64) -> Option<(OwnedFd, PathBuf)> {
+pub(super) fn create_cleanup(n: u64) -> Option<(OwnedFd, PathBuf)> {
     let parent = parent()?;
     let dir = parent.dir.join(format!("run-{n}"));
     if std::fs::create_dir(&dir).is_err() {
@@ -338,6 +248,23 @@ fn create_cleanup(n: u64) -> Option<(OwnedFd, PathBuf)> {
     };
     LIVE.lock().unwrap_or_else(|p| p.into_inner()).push(dir.clone());
     Some((procs, dir))
+}
+
+/// Undo [`create_cleanup`] for a run that will not start.
+pub(super) fn discard_cleanup(dir: &Path) {
+    LIVE.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|d| d != dir);
+    std::fs::remove_dir(dir).ok();
+}
+
+/// Limiting v1 cgroups of a run, removed with the run cgroups once its
+/// processes are gone.
+pub(super) fn track_limit_dirs(dirs: &[PathBuf]) {
+    LIVE_LIMITS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .extend(dirs.iter().cloned());
 }
 
 /// Say once that runs go without a cgroup, and what that costs.
@@ -368,7 +295,7 @@ pub fn note_not_entered(errno: i32) {
 /// empty, and remove them. Returns false if one could not be emptied. Without a
 /// reaper (a trace session is live) the killed processes are left unreaped and
 /// an rmdir may fail: only the exiting second-signal path does that.
-pub fn kill_live_runs(reaper: Option<&crate::launch::lab::Reaper>) -> bool {
+pub fn kill_live_runs(reaper: Option<&Reaper>) -> bool {
     let limit_dirs = std::mem::take(&mut *LIVE_LIMITS.lock().unwrap_or_else(|p| p.into_inner()));
     let Some(parent) = parent() else {
         // No cleanup hierarchy: the processes are killed through their groups
@@ -387,7 +314,7 @@ pub fn kill_live_runs(reaper: Option<&crate::launch::lab::Reaper>) -> bool {
     }
     // Killed orphans were reparented to us (the subreaper): reap before rmdir.
     if let Some(reaper) = reaper {
-        super::tree::reap_children(reaper);
+        reaper.reap_exited();
     }
     for dir in dirs.iter().chain(&limit_dirs) {
         remove(dir);
@@ -595,15 +522,6 @@ fn stale_owner(name: &str) -> Option<Owner> {
 }
 
 const LEGACY_LAMBDA: &str = "coldstart-lambda-";
-
-/// When `pid` started (clock ticks after boot): with the pid it names one
-/// process for good, so a reused pid does not pass for the dead owner.
-fn start_time(pid: i32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, fields) = super::tree::parse_stat(&stat)?;
-    // Field 22 of proc_pid_stat(5); `fields` starts at field 3.
-    fields.get(19)?.parse().ok()
-}
 
 #[cfg(test)]
 mod tests {

@@ -9,31 +9,26 @@
 //! refuse to run without a Lab (the "nothing left" test of the cleanup is only
 //! sound for a subreaper), with an error that says so.
 //!
-//! The reaping rule: while a trace session is live no thread may `waitpid(-1)`
-//! (Linux lets any thread of the tracer's process collect a tracee's ptrace stop,
-//! and a stolen stop hangs the tracee). A live session holds a [`TraceGuard`]
-//! (the read side of one lock) and every `waitpid(-1)` needs a [`Reaper`] (the
-//! write side), so a reaper waits until every session has finished.
+//! The reaping rule (see `reaping`): while a trace session is live no thread may
+//! `waitpid(-1)`; the Lab owns the lock that enforces it.
 //!
 //! There is one Lab per process because what it owns is per process (signal
 //! dispositions, the subreaper attribute): `open` sets it up on its first call and
-//! returns the same Lab afterwards; [`Lab::get`] is the checked accessor for the
-//! code that has no `&Lab` passed in.
+//! returns the same Lab afterwards. Code that starts targets takes a `&Lab`;
+//! [`Lab::get`] is the checked accessor for the library's entry points that an
+//! embedder calls without one (`run::run_once` and the like).
 
-use crate::launch::{cgroup, signals, watchdog};
-use anyhow::{anyhow, bail, Context, Result};
-use std::cell::Cell;
+use super::reaping::Reaping;
+use super::{cgroup, signals, watchdog};
+use anyhow::{anyhow, Context, Result};
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
+use std::sync::{Mutex, OnceLock};
+
+// Where an embedder found them before `reaping` existed.
+pub use super::reaping::{Reaper, TraceGuard};
 
 static LAB: OnceLock<Lab> = OnceLock::new();
-
-thread_local! {
-    /// Trace guards held by this thread: reaping from here would wait for itself.
-    static GUARDS_HERE: Cell<usize> = const { Cell::new(0) };
-}
 
 /// The process-wide setup that running targets needs. See the module docs.
 pub struct Lab {
@@ -42,9 +37,7 @@ pub struct Lab {
     /// The watchdog's pipe: it acts when this end closes (our death).
     _watchdog: Option<OwnedFd>,
     /// Read: a live trace session. Write: a `waitpid(-1)`.
-    reaping: RwLock<()>,
-    /// Reapers blocked on the lock (tests and diagnostics observe it).
-    reapers_waiting: AtomicUsize,
+    reaping: Reaping,
 }
 
 impl Lab {
@@ -77,11 +70,10 @@ impl Lab {
         let lab = LAB.get_or_init(|| Lab {
             checkpoint_fd,
             _watchdog: dog,
-            reaping: RwLock::new(()),
-            reapers_waiting: AtomicUsize::new(0),
+            reaping: Reaping::new(),
         });
-        // Last: the signal thread reaps through `Lab::get`, so the Lab exists first.
-        signals::install()?;
+        // Last: the signal thread reaps under the Lab's lock, so the Lab exists first.
+        signals::install(&lab.reaping)?;
         Ok(lab)
     }
 
@@ -114,84 +106,25 @@ impl Lab {
     /// Held for as long as a trace session is live: reapers wait for it.
     /// Take it before starting the session (its tracee stops from the first instant).
     pub fn trace_guard(&self) -> TraceGuard<'_> {
-        let lock = self.reaping.read().unwrap_or_else(|p| p.into_inner());
-        GUARDS_HERE.with(|n| n.set(n.get() + 1));
-        TraceGuard { _lock: lock }
+        self.reaping.trace_guard()
     }
 
     /// The right to `waitpid(-1)`: blocks until no trace session is live. An
     /// error if this very thread holds a trace guard (it would wait for itself).
     pub fn reaper(&self) -> Result<Reaper<'_>> {
-        if GUARDS_HERE.with(Cell::get) > 0 {
-            bail!("reaping while this thread holds a live trace session would deadlock: finish the session first");
-        }
-        self.reapers_waiting.fetch_add(1, Ordering::SeqCst);
-        let lock = self.reaping.write().unwrap_or_else(|p| p.into_inner());
-        self.reapers_waiting.fetch_sub(1, Ordering::SeqCst);
-        Ok(Reaper { _lock: lock })
+        self.reaping.reaper()
     }
 
-    /// A reaper if no trace session is live now (the second-signal path, which
-    /// must not wait for a run loop that may be stuck).
+    /// A reaper if no trace session is live now.
     pub fn try_reaper(&self) -> Option<Reaper<'_>> {
-        if GUARDS_HERE.with(Cell::get) > 0 {
-            return None;
-        }
-        match self.reaping.try_write() {
-            Ok(lock) => Some(Reaper { _lock: lock }),
-            Err(TryLockError::Poisoned(p)) => Some(Reaper {
-                _lock: p.into_inner(),
-            }),
-            Err(TryLockError::WouldBlock) => None,
-        }
+        self.reaping.try_reaper()
     }
 
     /// How many threads wait in [`Lab::reaper`] right now.
     pub fn reapers_waiting(&self) -> usize {
-        self.reapers_waiting.load(Ordering::SeqCst)
+        self.reaping.reapers_waiting()
     }
-
-    /// SIGKILL and reap everything of the run rooted at `root` (see
-    /// `launch::tree`); waits for live trace sessions first. False if something
-    /// survived every attempt.
-    pub fn kill_all(&self, root: i32) -> Result<bool> {
-        Ok(self.reaper()?.kill_all(root))
-    }
-}
-
-/// A live trace session's hold on the reaping lock. Not `Send`: the count of
-/// guards per thread (which turns a self-deadlock into an error) follows it.
-pub struct TraceGuard<'lab> {
-    _lock: RwLockReadGuard<'lab, ()>,
-}
-
-impl Drop for TraceGuard<'_> {
-    fn drop(&mut self) {
-        GUARDS_HERE.with(|n| n.set(n.get().saturating_sub(1)));
-    }
-}
-
-/// The right to `waitpid(-1)`: while one exists no trace session is live.
-/// Every reaping function of `launch::tree` takes one.
-pub struct Reaper<'lab> {
-    _lock: RwLockWriteGuard<'lab, ()>,
-}
-
-impl Reaper<'_> {
-    /// See `launch::tree::kill_all`.
-    pub fn kill_all(&self, root: i32) -> bool {
-        crate::launch::tree::kill_all_with(self, root)
-    }
-
-    /// See `launch::tree::nothing_left`.
-    pub fn nothing_left(&self, pgid: i32) -> bool {
-        crate::launch::tree::nothing_left_with(self, pgid)
-    }
-
-    /// Reap every exited child (orphans reparented to us included).
-    pub fn reap_exited(&self) {
-        crate::launch::tree::reap_children(self)
-    }
+    // `kill_all` and `nothing_left` are in `tree`, with the rest of the cleanup.
 }
 
 /// An fd ≥ 100 holding /dev/null, close-on-exec: a number no target's stdio or

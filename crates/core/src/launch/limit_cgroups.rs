@@ -12,17 +12,109 @@
 //! A limited run always joins the memory controller (when there is one), also
 //! without `--memory`: the tree's peak comes from there.
 //! `COLDSTART_CGROUP=v1|v2` forces the version, as for the cleanup cgroup.
+//!
+//! [`RunCgroup`] is what a launcher gets for one run: its cleanup cgroup (see
+//! `cgroup`) and, when it is limited, these.
 
 use super::cgroup::{self, Hierarchy};
 use crate::limits::{Limits, PERIOD_US};
 use anyhow::{anyhow, bail, Context, Result};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The v1 controllers a run can be limited by, each its own hierarchy (or
-/// co-mounted: then the same directory serves both).
-pub const CONTROLLERS: [&str; 3] = ["cpu", "cpuset", "memory"];
+pub use super::cgroup::CONTROLLERS;
+
+/// One run's cgroup(s), made before time zero. The child writes "0" to each
+/// `cgroup.procs` between its clone and its exec, which moves it in.
+pub struct RunCgroup {
+    /// The run cgroup of the cleanup hierarchy (None: none here).
+    procs: Option<OwnedFd>,
+    /// Whether entering `procs` is required (it carries the limits on v2).
+    procs_required: bool,
+    limits: Option<Box<RunLimits>>,
+}
+
+/// One `cgroup.procs` the child writes itself into; `required`: a failure to
+/// enter fails the spawn (a limited run must never run unlimited).
+pub struct Entry {
+    pub procs: OwnedFd,
+    pub required: bool,
+}
+
+impl RunCgroup {
+    /// A fresh cgroup under this invocation's parent; None without one.
+    pub fn create() -> Option<RunCgroup> {
+        let (procs, _) = cgroup::create_cleanup(cgroup::next_run())?;
+        Some(RunCgroup {
+            procs: Some(procs),
+            procs_required: false,
+            limits: None,
+        })
+    }
+
+    /// The cgroups a run with `limits` needs (as [`create`](Self::create)
+    /// without limits). An error says what is missing for the limits.
+    pub fn for_limits(limits: &crate::limits::Limits) -> anyhow::Result<Option<RunCgroup>> {
+        if limits.is_none() {
+            return Ok(RunCgroup::create());
+        }
+        let n = cgroup::next_run();
+        let cleanup = cgroup::create_cleanup(n);
+        let v2_dir = cleanup
+            .as_ref()
+            .filter(|_| cgroup::parent().is_some_and(|p| p.kind == cgroup::Kind::V2))
+            .map(|(_, dir)| dir.as_path());
+        let made = RunLimits::create(limits, n, v2_dir);
+        let limits = match made {
+            Ok(l) => l,
+            Err(e) => {
+                if let Some((_, dir)) = &cleanup {
+                    cgroup::discard_cleanup(dir);
+                }
+                return Err(e);
+            }
+        };
+        cgroup::track_limit_dirs(&limits.dirs);
+        Ok(Some(RunCgroup {
+            procs_required: limits.on_v2,
+            procs: cleanup.map(|(fd, _)| fd),
+            limits: Some(Box::new(limits)),
+        }))
+    }
+
+    /// Every `cgroup.procs` the child enters, with whether it must.
+    pub fn entries(&self) -> impl Iterator<Item = (RawFd, bool)> + '_ {
+        let own = self
+            .procs
+            .as_ref()
+            .map(|fd| (fd.as_raw_fd(), self.procs_required));
+        own.into_iter().chain(
+            self.limits
+                .iter()
+                .flat_map(|l| l.procs.iter().map(|fd| (fd.as_raw_fd(), true))),
+        )
+    }
+
+    /// Where the run's peak memory and OOM kills are read (limited runs only).
+    pub fn memory(&self) -> Option<MemoryWatch> {
+        self.limits.as_ref()?.memory.clone()
+    }
+
+    /// The open `cgroup.procs` files (the cgroups themselves are killed and
+    /// removed through the invocation's parent and the live lists, so these
+    /// handles are all a launcher needs).
+    pub fn into_entries(self) -> Vec<Entry> {
+        let required = self.procs_required;
+        let own = self.procs.map(|procs| Entry { procs, required });
+        own.into_iter()
+            .chain(self.limits.into_iter().flat_map(|l| l.procs).map(|procs| Entry {
+                procs,
+                required: true,
+            }))
+            .collect()
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Version {

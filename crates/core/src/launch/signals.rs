@@ -7,7 +7,8 @@
 //! process group, and that must stop coldstart as gently as one Ctrl-C. What coldstart cannot catch
 //! (SIGKILL) is covered by the watchdog and the per-run cgroups.
 
-use super::{cgroup, watchdog};
+use super::reaping::Reaping;
+use super::{cgroup, procfs, watchdog};
 use anyhow::{Context, Result};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -28,13 +29,17 @@ const SAME_INTERRUPT: std::time::Duration = std::time::Duration::from_millis(50)
 /// The self-pipe, its thread and the handlers. Only `Lab::open` calls this
 /// (once, after the cgroup parent, the watchdog and the subreaper are set up):
 /// the library installs no handler on its own.
-pub(crate) fn install() -> Result<()> {
+///
+/// The signal thread keeps `reaping` (the Lab's reaping lock) for the life of
+/// the process: it acts when no caller can hand it a `&Lab`, and of the Lab it
+/// needs only the right to reap, taken without waiting on a second signal.
+pub(crate) fn install(reaping: &'static Reaping) -> Result<()> {
     let (read, write) = coldstart_sys::pipe::pipe(false).context("creating the signal pipe")?;
     SELF_PIPE.store(write.as_raw_fd(), Ordering::SeqCst);
     std::mem::forget(write); // lives as long as the process
     std::thread::Builder::new()
         .name("signals".into())
-        .spawn(move || handle_signals(read))
+        .spawn(move || handle_signals(read, reaping))
         .context("starting the signal thread")?;
     for sig in HANDLED {
         // SAFETY: a zeroed sigaction is valid; the handler is async-signal-safe
@@ -77,7 +82,7 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut li
     }
 }
 
-fn handle_signals(pipe: OwnedFd) {
+fn handle_signals(pipe: OwnedFd, reaping: &Reaping) {
     let mut msg = [0u8; 8];
     let mut seen = 0;
     let mut first: Option<(i32, i32, std::time::Instant)> = None;
@@ -107,11 +112,9 @@ fn handle_signals(pipe: OwnedFd) {
             crate::out::errln!("coldstart: interrupted again, killing every target process and exiting");
             // Reap only if no trace session is live: waiting for the run loop
             // to finish it could wait forever, and exiting hands the zombies to init.
-            let reaper = crate::launch::lab::Lab::get()
-                .ok()
-                .and_then(|lab| lab.try_reaper());
+            let reaper = reaping.try_reaper();
             let clean = cgroup::kill_live_runs(reaper.as_ref());
-            super::tree::kill_descendants();
+            kill_descendants();
             if !clean {
                 crate::out::errln!(
                     "coldstart: some target processes may survive: check `ps -o pid,stat,cmd --ppid {}`",
@@ -120,6 +123,23 @@ fn handle_signals(pipe: OwnedFd) {
             }
             std::process::exit(exit_code());
         }
+    }
+}
+
+/// Every descendant of coldstart (its targets and, through the subreaper
+/// attribute, their orphans), SIGKILLed until none is alive or ~2 s passed.
+fn kill_descendants() {
+    for _ in 0..400 {
+        let live = procfs::members_of_self();
+        if live.is_empty() {
+            return;
+        }
+        for pid in live {
+            // Descendants of coldstart are target processes (the watchdog is
+            // not one: it was double-forked before the subreaper attribute).
+            let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 

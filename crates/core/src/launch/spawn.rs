@@ -12,7 +12,9 @@
 //! cgroup.procs write (~9 µs measured) but needs a hand-written clone3 stub
 //! (glibc 2.36 has no wrapper, and CLONE_VM needs a new stack).
 
-use super::cgroup::{self, RunCgroup};
+use super::cgroup;
+use super::lab::Lab;
+use super::limit_cgroups::RunCgroup;
 use crate::target::Target;
 use anyhow::{anyhow, Context, Result};
 use std::ffi::{CString, OsString};
@@ -90,10 +92,15 @@ fn cstring(bytes: impl Into<Vec<u8>>, what: &str) -> Result<CString> {
     CString::new(bytes).map_err(|_| anyhow!("{what} contains a NUL byte"))
 }
 
-pub fn prepare(target: &Target, mode: OutputMode, extra_env: &[(String, String)]) -> Result<Prepared> {
-    // Cleanup is only sound in a subreaper with the Lab's reaping rule: refuse
-    // rather than leave an embedder's targets behind.
-    crate::launch::lab::Lab::get()?;
+/// Everything the spawn of `target` needs, outside the timed window. The Lab
+/// is asked for because cleanup is only sound in a subreaper with its reaping
+/// rule: without one there is nothing to call this with.
+pub fn prepare(
+    _lab: &Lab,
+    target: &Target,
+    mode: OutputMode,
+    extra_env: &[(String, String)],
+) -> Result<Prepared> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     for (k, v) in target.env.iter().chain(extra_env) {
         env.retain(|(ek, _)| ek.as_bytes() != k.as_bytes());

@@ -3,8 +3,9 @@
 //! coldstart's interrupt, and the Lab's reaping rule. The tracer crate knows none
 //! of them; it takes the first two as options, and [`start`] holds the third.
 
-use crate::launch::lab::{Lab, TraceGuard};
-use crate::launch::limit_cgroups::MemoryWatch;
+use super::lab::Lab;
+use super::limit_cgroups::{MemoryWatch, RunCgroup};
+use super::reaping::TraceGuard;
 use crate::target::Target;
 use crate::trace::{self, Outcome, Session, Status, Trace, TraceOptions};
 use anyhow::Result;
@@ -16,7 +17,7 @@ pub fn options(target: &Target) -> Result<(TraceOptions, Option<MemoryWatch>)> {
     let mut opts = TraceOptions::new(target.argv.clone(), target.program.clone());
     opts.env = target.env.clone();
     opts.cwd = target.cwd.clone();
-    let run = super::cgroup::RunCgroup::for_limits(&target.limits)?;
+    let run = RunCgroup::for_limits(&target.limits)?;
     let memory = run.as_ref().and_then(|r| r.memory());
     opts.cgroup_procs = run
         .map(|r| r.into_entries())

@@ -1,6 +1,6 @@
 //! Resource use of a run's process tree up to the ready instant.
 
-use crate::launch::tree::parse_stat;
+use super::procfs::parse_stat;
 use crate::sample::Usage;
 
 pub fn from_rusage(ru: &libc::rusage) -> Usage {

@@ -1,6 +1,7 @@
 //! The run engine: one run of one target, spawn → ready → (requests) → stop →
-//! cleanup, producing one Sample. The same loop serves every kind of run: a
-//! launcher (plain, or under the tracer: `launcher.rs`) starts the target, and
+//! cleanup, producing one Sample. The same loop serves every kind of run: an
+//! [`Executor`] (plain, profiled or under the tracer: `launcher.rs`) starts,
+//! reaps and stops the target without the engine knowing which, and
 //! instruments — the readiness probe, checkpoint and log marks, the adapters'
 //! claimed lines — are driven from one ppoll(2).
 //!
@@ -16,13 +17,15 @@ pub mod conditions;
 pub mod hooks;
 mod launcher;
 
-pub use launcher::Launch;
-use launcher::{How, Launched};
+pub use launcher::{
+    Ended, Executor, Launched, Output, PlainExecutor, ProfiledExecutor, RootExit, TracedExecutor,
+};
 
 use crate::clock::now_ns;
-use crate::launch::output::{tail_of_file, LineBuffer, Stream};
+use crate::launch::lab::Lab;
+use crate::launch::output::{LineBuffer, Stream};
 use crate::launch::wait::{pollfd, ppoll, TightTimers};
-use crate::launch::{signals, tree, usage};
+use crate::launch::{signals, usage};
 use crate::marks::Marks;
 use crate::probe::{self, Probe};
 use crate::sample::{ExitStatus, Outcome, Sample};
@@ -34,8 +37,6 @@ use std::time::Duration;
 
 /// How often a daemonized tree (main process gone) is checked for survivors.
 const TREE_CHECK_NS: u64 = 10_000_000;
-/// How often a traced `--ready listen` run looks at the tracer's first listen.
-const TRACER_STATUS_NS: u64 = 200_000;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -111,13 +112,20 @@ impl crate::experiment::Runner for Plain {
 /// One plain run. Errors here abort the experiment (bad setup); a target that
 /// fails to become ready is not an error but a Sample with a failed outcome.
 pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
+    let lab = Lab::get()?;
     // LD_PRELOAD cannot see a static or Go program's listen: the tracer can.
-    let launch = if matches!(readiness, Readiness::Listen) && probe::listen::needs_tracer(&target.program) {
-        Launch::Traced { lean: true }
+    let mut sample = if matches!(readiness, Readiness::Listen) && probe::listen::needs_tracer(&target.program)
+    {
+        run(
+            &mut TracedExecutor::new(lab, true, opts.timeout),
+            target,
+            readiness,
+            opts,
+            id,
+        )?
     } else {
-        Launch::Plain
+        run(&mut PlainExecutor::new(lab), target, readiness, opts, id)?
     };
-    let mut sample = run(target, readiness, opts, id, launch)?;
     // The tracer was only the listen probe here.
     sample.trace = None;
     Ok(sample)
@@ -126,341 +134,441 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
 /// One run under the syscall tracer: the same Sample as [`run_once`], with the
 /// trace attached.
 pub fn run_traced(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
-    run(target, readiness, opts, id, Launch::Traced { lean: false })
+    let lab = Lab::get()?;
+    run(
+        &mut TracedExecutor::new(lab, false, opts.timeout),
+        target,
+        readiness,
+        opts,
+        id,
+    )
 }
 
 /// One plain run sampled by the CPU profiler from its exec to ready: the same
 /// Sample as [`run_once`], with the recording attached.
 pub fn run_profiled(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
-    run(target, readiness, opts, id, Launch::Profiled)
+    let lab = Lab::get()?;
+    run(&mut ProfiledExecutor::new(lab), target, readiness, opts, id)
 }
 
-/// The engine: one run with the given launcher.
+/// The engine: one run of `target`, started by `executor`.
 pub fn run(
+    executor: &mut dyn Executor,
     target: &Target,
     readiness: &Readiness,
     opts: &RunOptions,
     id: RunId,
-    launch: Launch,
 ) -> Result<Sample> {
     probe::refuse_if_port_taken(readiness)?;
-    let traced = matches!(launch, Launch::Traced { .. });
-    let traced_listen = traced && matches!(readiness, Readiness::Listen);
-    let mut probe = if traced_listen {
-        // The tracer's first listen is the ready instant; nothing to probe.
-        Probe::Exit
-    } else {
-        Probe::new(readiness)?
-    };
-    let mut marks = Marks::new(&opts.log_marks)?;
-    let mut env = marks.before_spawn();
-    if matches!(probe, Probe::Listen) && !traced {
-        let existing = crate::target::effective_var(&target.env, "LD_PRELOAD");
-        env.push(probe::listen::preload_env(existing.as_deref())?);
-    }
-    let pipes = probe.needs_pipes() || marks.needs_output() || !opts.claims.is_empty();
-    let poll_every = probe.poll_interval(opts.poll_interval);
-    let requests = request_endpoint(readiness, opts)?;
-    let mut lines = LineBuffer::new(opts.tail_lines)
-        .with_claims(opts.claims.clone())
-        .with_echo(opts.show_output);
-
-    let mut child = match launch {
-        Launch::Plain => {
-            let prepared = launcher::prepare_plain(target, pipes, opts.show_output, &env)?;
-            launcher::spawn_plain(prepared, target)?
-        }
-        Launch::Profiled => {
-            let prepared = launcher::prepare_plain(target, pipes, opts.show_output, &env)?;
-            launcher::spawn_profiled(prepared, target)?
-        }
-        Launch::Traced { lean } => launcher::spawn_traced(target, &env, lean, opts.timeout)?,
-    };
-    let t0 = child.t0;
-    marks.spawned(t0);
-    let _current = signals::Current::set(child.pid);
-    // After the spawn: the tracer thread (created by a traced spawn) must not
-    // inherit the 1 ns slack, and children inherit it too.
-    let _slack = (poll_every.is_some() || traced_listen).then(TightTimers::on);
-    // How often the tracer's status is looked at for its first listen (the
-    // instant is the tracer's own, so this cadence does not touch the figure).
-    // Other traced runs wake only for their events, as plain ones do: the
-    // tracee and the tracer thread need the CPUs more than we do.
-    let status_every = traced_listen.then_some(TRACER_STATUS_NS);
-    let deadline = t0 + opts.timeout.as_nanos() as u64;
-    let mut next_check = t0;
-    let mut next_status = t0;
-
-    let mut sample = Sample::begin(&id, t0);
-    // The root's exit status and rusage once it was reaped (a traced root is
-    // reaped by the tracer: its status comes from the trace, no rusage).
-    let mut exited: Option<(Option<ExitStatus>, Option<libc::rusage>)> = None;
-
-    // Set when the main process exited with status 0 while its descendants run
-    // on (a daemonizing target): readiness is still awaited from them.
-    let mut main_exited = child.pidfd.is_none();
-    let mut next_tree_check: u64 = 0;
-
-    loop {
-        let now = now_ns();
-        if now >= deadline {
-            sample.outcome = Outcome::Timeout;
-            break;
-        }
-        let mut wait_ns = deadline - now;
-        if poll_every.is_some() && !probe.in_flight() {
-            wait_ns = wait_ns.min(next_check.saturating_sub(now));
-        }
-        if main_exited {
-            wait_ns = wait_ns.min(next_tree_check.saturating_sub(now));
-        }
-        if status_every.is_some() {
-            wait_ns = wait_ns.min(next_status.saturating_sub(now));
-        }
-        // Checkpoints are watched live only when one makes the run ready; otherwise
-        // they wait in the pipe (its end-of-file at exit would cost the exit
-        // probe an extra wake-up) and are read on every wake and at the end.
-        let live_marks = if matches!(probe, Probe::Listen) {
-            marks.fd()
-        } else {
-            None
-        };
-        let mut fds = poll_set(&child, !main_exited, &[live_marks]);
-        let probe_at = probe.pollfd().map(|p| {
-            fds.push(p);
-            fds.len() - 1
-        });
-        let events = ppoll(&mut fds, wait_ns);
-        let woke = now_ns();
-        if signals::interrupted() {
-            sample.outcome = Outcome::Interrupted;
-            break;
-        }
-        if let Some(every) = status_every.filter(|_| woke >= next_status) {
-            next_status = woke + every;
-            let first_listen = child.trace_status().and_then(|s| s.first_listen);
-            if let Some((t, _)) = first_listen.filter(|_| traced_listen) {
-                sample.outcome = Outcome::Ready;
-                sample.ready_ns = Some(t.saturating_sub(t0));
-                break;
-            }
-        }
-        if events > 0 {
-            marks.drain();
-            if let Some(t) = marks
-                .find(probe::listen::MARK)
-                .filter(|_| matches!(probe, Probe::Listen))
-            {
-                // The shim's own instant: no detection lag at all.
-                sample.outcome = Outcome::Ready;
-                sample.ready_ns = Some(t);
-                break;
-            }
-            // Output first: a ready line printed just before exiting still counts.
-            if drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, woke) {
-                sample.outcome = Outcome::Ready;
-                sample.ready_ns = Some(woke - t0);
-                break;
-            }
-            if probe_at.is_some_and(|i| fds[i].revents != 0) {
-                if let Some(t) = probe.step(left(deadline)) {
-                    sample.outcome = Outcome::Ready;
-                    sample.ready_ns = Some(t.saturating_sub(t0));
-                    break;
-                }
-                if !probe.in_flight() {
-                    next_check = now_ns() + poll_every.map_or(0, |d| d.as_nanos() as u64);
-                }
-            }
-            if !main_exited && fds[0].revents != 0 {
-                if child.traced() {
-                    // The tracer thread reaps its tracees; the status is read
-                    // from the trace at the end.
-                    main_exited = true;
-                    if matches!(probe, Probe::Exit) && !traced_listen {
-                        exited = Some((None, None));
-                        sample.outcome = Outcome::Ready;
-                        sample.ready_ns = Some(woke - t0);
-                        break;
-                    }
-                    // As in a plain run: a root that fails ends the run now,
-                    // whatever it left running (a clean exit may be a daemonizing
-                    // start: readiness is still awaited from its tree).
-                    match child.traced_root_exit() {
-                        Some(status) if !opts.exit_policy.accepts(&status) => {
-                            sample.exit_status = Some(status);
-                            exited = Some((None, None));
-                            sample.outcome = Outcome::ExitedEarly;
-                            break;
-                        }
-                        _ => continue,
-                    }
-                }
-                let (status, ru) = wait_exit(child.pid);
-                let clean = opts.exit_policy.accepts(&status);
-                sample.exit_status = Some(status.clone());
-                exited = Some((Some(status), Some(ru)));
-                if matches!(probe, Probe::Exit) {
-                    // A crash is not a fast start: only a successful exit is ready.
-                    if clean {
-                        sample.outcome = Outcome::Ready;
-                        sample.ready_ns = Some(woke - t0);
-                    } else {
-                        sample.outcome = Outcome::ExitFailure;
-                    }
-                    break;
-                }
-                if clean && !tree::nothing_left(child.pid) {
-                    main_exited = true;
-                    continue;
-                }
-                sample.outcome = Outcome::ExitedEarly;
-                break;
-            }
-        }
-        if main_exited && now_ns() >= next_tree_check {
-            if tree_gone(&child) {
-                sample.outcome = Outcome::ExitedEarly;
-                break;
-            }
-            next_tree_check = now_ns() + TREE_CHECK_NS;
-        }
-        if poll_every.is_some() && !probe.in_flight() && now_ns() >= next_check {
-            if let Some(t) = probe.step(left(deadline)) {
-                sample.outcome = Outcome::Ready;
-                sample.ready_ns = Some(t.saturating_sub(t0));
-                break;
-            }
-            next_check = now_ns() + poll_every.map_or(0, |d| d.as_nanos() as u64);
-        }
-    }
-
-    // The profile's window ends at ready (or at the failure), before any request or stop.
-    child.stop_profile();
-    if sample.ok() {
-        if let Some(p) = &child.profiler {
-            // A runtime that writes its JIT names only on request or at exit is asked now.
-            let _ = p;
-            crate::profile::runtimes::at_ready(&tree::members(child.pid));
-        }
-    }
-
-    // Resource use up to ready: the main process's rusage once it was reaped
-    // (covering the children it waited for), plus whatever still runs. A traced
-    // root's rusage went to the tracer thread: only what still runs is counted.
-    sample.usage = match &exited {
-        Some((_, Some(ru))) => {
-            let mut u = usage::from_rusage(ru);
-            // Skip the procfs scan when the cheap check says nothing was left behind.
-            if !tree::nothing_left(child.pid) {
-                u.add(&usage::snapshot(&tree::members(child.pid)));
-            }
-            u
-        }
-        Some((_, None)) => Default::default(),
-        None => usage::snapshot(&tree::members(child.pid)),
-    };
-    if sample.ok() {
-        sample.captures = probe.captures();
-    }
-    // Traced runs too: `explain --requests` explains the requests' handling.
-    if sample.ok() {
-        if let Some(endpoint) = &requests {
-            for _ in 0..opts.requests {
-                let until = now_ns() + left(deadline).max(Duration::from_secs(5)).as_nanos() as u64;
-                let Some(ns) = request(endpoint, &mut child, &mut lines, &mut probe, &mut marks, until)
-                else {
-                    break;
-                };
-                sample.requests_ns.push(ns);
-                drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, now_ns());
-            }
-        }
-    }
-
-    if child.traced() {
-        if let Some(port) = probed_port(readiness).filter(|_| sample.ok()) {
-            // The probe got in before the tracer saw the listen: wait for it, or
-            // the trace would lack the service's listen.
-            child.await_traced_listen(port, Duration::from_secs(2));
-        }
-        // No graceful stop under the tracer: the session kills the tree.
-        if let Some(trace) = child.finish_trace()? {
-            let status = launcher::traced_exit(&trace);
-            let root_exit_was_ready = exited.is_some() && matches!(probe, Probe::Exit) && !traced_listen;
-            if let Some(s) = status.as_ref().filter(|_| root_exit_was_ready) {
-                // As in a plain run: a crash is not a fast start.
-                if !opts.exit_policy.accepts(s) {
-                    sample.outcome = Outcome::ExitFailure;
-                    sample.ready_ns = None;
-                }
-            }
-            if exited.is_some() || !sample.ok() {
-                sample.exit_status = status;
-            }
-            if let (Some(_), Some(ru)) = (&exited, &trace.root_usage) {
-                // The root was reaped by the tracer thread: its wait4 figures.
-                let mut u = usage::from_root(ru);
-                u.add(&sample.usage);
-                sample.usage = u;
-            }
-            sample.trace = Some(Box::new(trace));
-        }
-        sample.killed = exited.is_none();
-    } else if exited.is_none() {
-        // Stop: SIGTERM to the group, grace, then SIGKILL for whatever is left.
-        let t_term = now_ns();
-        let _ = coldstart_sys::signal::kill_group(child.pid, libc::SIGTERM); // the group we created
-                                                                             // On interrupt the group was already SIGKILLed: no grace to wait for.
-        if sample.outcome != Outcome::Interrupted {
-            let grace_end = t_term + opts.grace.as_nanos() as u64;
-            if let Some((woke, status)) =
-                wait_for_exit(&mut child, &mut lines, &mut probe, &mut marks, grace_end)
-            {
-                if !sample.ok() {
-                    sample.exit_status = Some(status);
-                }
-                sample.shutdown_ns = Some(woke - t_term);
-            }
-        }
-        sample.killed = sample.shutdown_ns.is_none();
-    }
-    if let Some(memory) = &child.memory {
-        memory_figures(&mut sample, memory, &opts.exit_policy);
-    }
-    if !tree::kill_all(child.pid) {
+    let mut run = Run::start(executor, target, readiness, opts, id)?;
+    run.await_ready();
+    run.up_to_ready();
+    run.stop()?;
+    if !run.exec.kill_all(run.child.pid) {
         bail!(
             "could not kill every process of {} (still alive after SIGKILL for 2 s): check `ps -o pid,stat,cmd --ppid {}`",
             target.display_command(),
             std::process::id()
         );
     }
-    drain_pipes(&mut child, &mut lines, &mut probe, &mut marks, now_ns());
-    lines.finish(now_ns(), |_| {});
-    sample.marks = marks.finish();
-    sample.profile = child.profiler.take().map(|p| Box::new(p.finish()));
-    sample.claimed = lines
-        .take_claimed()
-        .into_iter()
-        .map(|(at, line)| (at.saturating_sub(t0), line))
-        .collect();
+    Ok(run.into_sample())
+}
 
-    if !sample.ok() {
-        sample.output_tail = match &mut child.how {
-            How::Plain(prepared) => match prepared.output_file.as_mut() {
-                Some(file) => tail_of_file(file, opts.tail_lines),
-                None => lines.tail(),
-            },
-            How::Traced(_) => lines.tail(),
+/// One run in progress: what the engine watches between the spawn and the Sample.
+struct Run<'a> {
+    exec: &'a mut dyn Executor,
+    opts: &'a RunOptions,
+    readiness: &'a Readiness,
+    probe: Probe,
+    marks: Marks,
+    lines: LineBuffer,
+    child: Launched,
+    sample: Sample,
+    /// The readiness probe's polling interval (tcp, http, polled file).
+    poll_every: Option<Duration>,
+    /// The executor's own view of the first listen is the ready instant, read this often (ns).
+    listen_every: Option<u64>,
+    /// The root's exit is the ready instant (`--ready exit`).
+    exit_is_ready: bool,
+    requests: Option<probe::http::Endpoint>,
+    deadline: u64,
+    /// Set once the root exited and the run took note: Some(its rusage when
+    /// the executor reaped it).
+    exited: Option<Option<libc::rusage>>,
+    /// Set when the main process exited with status 0 while its descendants run
+    /// on (a daemonizing target): readiness is still awaited from them.
+    main_exited: bool,
+    /// Held from after the spawn to the end of the run.
+    _slack: Option<TightTimers>,
+}
+
+impl<'a> Run<'a> {
+    /// Everything before the timed window, then the spawn.
+    fn start(
+        exec: &'a mut dyn Executor,
+        target: &Target,
+        readiness: &'a Readiness,
+        opts: &'a RunOptions,
+        id: RunId,
+    ) -> Result<Run<'a>> {
+        let listen_every = exec
+            .listen_watch()
+            .filter(|_| matches!(readiness, Readiness::Listen));
+        let probe = if listen_every.is_some() {
+            // The executor's first listen is the ready instant; nothing to probe.
+            Probe::Exit
+        } else {
+            Probe::new(readiness)?
         };
+        let mut marks = Marks::new(&opts.log_marks, exec.checkpoint_fd())?;
+        let mut env = marks.before_spawn();
+        if matches!(probe, Probe::Listen) {
+            let existing = crate::target::effective_var(&target.env, "LD_PRELOAD");
+            env.push(probe::listen::preload_env(existing.as_deref())?);
+        }
+        let pipes = probe.needs_pipes() || marks.needs_output() || !opts.claims.is_empty();
+        let poll_every = probe.poll_interval(opts.poll_interval);
+        let requests = request_endpoint(readiness, opts)?;
+        let lines = LineBuffer::new(opts.tail_lines)
+            .with_claims(opts.claims.clone())
+            .with_echo(opts.show_output);
+        let output = Output {
+            pipes,
+            show: opts.show_output,
+        };
+        let child = exec.spawn(target, &env, output)?;
+        marks.spawned(child.t0);
+        // After the spawn: a tracer thread (created by the spawn) must not
+        // inherit the 1 ns slack, and children inherit it too.
+        let _slack = (poll_every.is_some() || listen_every.is_some()).then(TightTimers::on);
+        Ok(Run {
+            exit_is_ready: matches!(probe, Probe::Exit) && listen_every.is_none(),
+            deadline: child.t0 + opts.timeout.as_nanos() as u64,
+            main_exited: child.pidfd.is_none(),
+            sample: Sample::begin(&id, child.t0),
+            exec,
+            opts,
+            readiness,
+            probe,
+            marks,
+            lines,
+            child,
+            poll_every,
+            listen_every,
+            requests,
+            exited: None,
+            _slack,
+        })
     }
-    if let Probe::File(f) = &probe {
-        // The target created it during this run; the next run needs it gone.
-        if f.path().exists() {
-            std::fs::remove_file(f.path()).ok();
+
+    fn ready_at(&mut self, t: u64) {
+        self.sample.outcome = Outcome::Ready;
+        self.sample.ready_ns = Some(t.saturating_sub(self.child.t0));
+    }
+
+    /// The run loop: wait on the pidfd, the output, the probe and the
+    /// executor's own view until the run is ready or has failed.
+    fn await_ready(&mut self) {
+        let t0 = self.child.t0;
+        let (mut next_check, mut next_status, mut next_tree_check) = (t0, t0, 0u64);
+        loop {
+            let now = now_ns();
+            if now >= self.deadline {
+                self.sample.outcome = Outcome::Timeout;
+                return;
+            }
+            let mut wait_ns = self.deadline - now;
+            if self.poll_every.is_some() && !self.probe.in_flight() {
+                wait_ns = wait_ns.min(next_check.saturating_sub(now));
+            }
+            if self.main_exited {
+                wait_ns = wait_ns.min(next_tree_check.saturating_sub(now));
+            }
+            if self.listen_every.is_some() {
+                wait_ns = wait_ns.min(next_status.saturating_sub(now));
+            }
+            // Checkpoints are watched live only when one makes the run ready; otherwise
+            // they wait in the pipe (its end-of-file at exit would cost the exit
+            // probe an extra wake-up) and are read on every wake and at the end.
+            let live_marks = matches!(self.probe, Probe::Listen)
+                .then(|| self.marks.fd())
+                .flatten();
+            let mut fds = poll_set(&self.child, !self.main_exited, &[live_marks]);
+            let probe_at = self.probe.pollfd().map(|p| {
+                fds.push(p);
+                fds.len() - 1
+            });
+            let events = ppoll(&mut fds, wait_ns);
+            let woke = now_ns();
+            if signals::interrupted() {
+                self.sample.outcome = Outcome::Interrupted;
+                return;
+            }
+            if let Some(every) = self.listen_every.filter(|_| woke >= next_status) {
+                next_status = woke + every;
+                if let Some(t) = self.exec.first_listen() {
+                    return self.ready_at(t);
+                }
+            }
+            if events > 0 {
+                if self.on_events(woke, &fds, probe_at, &mut next_check) {
+                    return;
+                }
+                if !self.main_exited && fds[0].revents != 0 && self.on_root_exit(woke) {
+                    return;
+                }
+            }
+            if self.main_exited && now_ns() >= next_tree_check {
+                if self.exec.tree_gone(self.child.pid) {
+                    self.sample.outcome = Outcome::ExitedEarly;
+                    return;
+                }
+                next_tree_check = now_ns() + TREE_CHECK_NS;
+            }
+            if self.poll_every.is_some() && !self.probe.in_flight() && now_ns() >= next_check {
+                if let Some(t) = self.probe.step(left(self.deadline)) {
+                    return self.ready_at(t);
+                }
+                next_check = now_ns() + self.poll_every.map_or(0, |d| d.as_nanos() as u64);
+            }
         }
     }
-    Ok(sample)
+
+    /// Checkpoints, output and the probe after a wake with events; true when
+    /// the run became ready.
+    fn on_events(
+        &mut self,
+        woke: u64,
+        fds: &[libc::pollfd],
+        probe_at: Option<usize>,
+        next_check: &mut u64,
+    ) -> bool {
+        self.marks.drain();
+        if let Some(t) = self
+            .marks
+            .find(probe::listen::MARK)
+            .filter(|_| matches!(self.probe, Probe::Listen))
+        {
+            // The shim's own instant: no detection lag at all.
+            self.sample.outcome = Outcome::Ready;
+            self.sample.ready_ns = Some(t);
+            return true;
+        }
+        // Output first: a ready line printed just before exiting still counts.
+        if drain_pipes(
+            &mut self.child,
+            &mut self.lines,
+            &mut self.probe,
+            &mut self.marks,
+            woke,
+        ) {
+            self.ready_at(woke);
+            return true;
+        }
+        if probe_at.is_some_and(|i| fds[i].revents != 0) {
+            if let Some(t) = self.probe.step(left(self.deadline)) {
+                self.ready_at(t);
+                return true;
+            }
+            if !self.probe.in_flight() {
+                *next_check = now_ns() + self.poll_every.map_or(0, |d| d.as_nanos() as u64);
+            }
+        }
+        false
+    }
+
+    /// The root's pidfd is readable; true when that ends the wait.
+    fn on_root_exit(&mut self, woke: u64) -> bool {
+        let exit = self.exec.root_exited(self.child.pid, !self.exit_is_ready);
+        self.main_exited = true;
+        let policy = &self.opts.exit_policy;
+        if self.exit_is_ready {
+            // A crash is not a fast start: only a successful exit is ready (an
+            // executor that cannot tell yet leaves it to its `finish`).
+            let clean = exit.status.as_ref().is_none_or(|s| policy.accepts(s));
+            if exit.status.is_some() {
+                self.sample.exit_status = exit.status;
+            }
+            self.exited = Some(exit.rusage);
+            if clean {
+                self.ready_at(woke);
+            } else {
+                self.sample.outcome = Outcome::ExitFailure;
+            }
+            return true;
+        }
+        match exit.status {
+            // A root that fails ends the run now, whatever it left running.
+            Some(status) if !policy.accepts(&status) => {
+                self.sample.exit_status = Some(status);
+                self.exited = Some(exit.rusage);
+                self.sample.outcome = Outcome::ExitedEarly;
+                return true;
+            }
+            Some(status) if exit.rusage.is_some() => {
+                self.sample.exit_status = Some(status);
+                self.exited = Some(exit.rusage);
+            }
+            _ => {}
+        }
+        // A clean exit may be a daemonizing start: readiness is still awaited
+        // from its tree, if anything of it is left.
+        if self.exec.tree_gone(self.child.pid) {
+            self.sample.outcome = Outcome::ExitedEarly;
+            return true;
+        }
+        false
+    }
+
+    /// From ready (or the failure) to the stop: the measured window's end,
+    /// resource use up to ready, captures, and the `--requests`.
+    fn up_to_ready(&mut self) {
+        let pid = self.child.pid;
+        self.exec.window_ended(pid, self.sample.ok());
+        // The main process's rusage once it was reaped (covering the children it
+        // waited for), plus whatever still runs. A root reaped elsewhere (the
+        // tracer) leaves only what still runs to be counted here.
+        self.sample.usage = match &self.exited {
+            Some(Some(ru)) => {
+                let mut u = usage::from_rusage(ru);
+                // Skip the procfs scan when the cheap check says nothing was left behind.
+                if !self.exec.tree_gone(pid) {
+                    u.add(&self.exec.tree_usage(pid));
+                }
+                u
+            }
+            Some(None) => Default::default(),
+            None => self.exec.tree_usage(pid),
+        };
+        if !self.sample.ok() {
+            return;
+        }
+        self.sample.captures = self.probe.captures();
+        // Traced runs too: `explain --requests` explains the requests' handling.
+        let Some(endpoint) = &self.requests else {
+            return;
+        };
+        for _ in 0..self.opts.requests {
+            let until = now_ns() + left(self.deadline).max(Duration::from_secs(5)).as_nanos() as u64;
+            let Some(ns) = request(
+                endpoint,
+                &mut self.child,
+                &mut self.lines,
+                &mut self.probe,
+                &mut self.marks,
+                until,
+            ) else {
+                break;
+            };
+            self.sample.requests_ns.push(ns);
+            drain_pipes(
+                &mut self.child,
+                &mut self.lines,
+                &mut self.probe,
+                &mut self.marks,
+                now_ns(),
+            );
+        }
+    }
+
+    /// Stop: SIGTERM to the group, grace, (then SIGKILL for whatever is left,
+    /// in `run`); or the executor's own end. Then its part of the Sample.
+    fn stop(&mut self) -> Result<()> {
+        let pid = self.child.pid;
+        if self.exited.is_none() {
+            let t_term = now_ns();
+            // On interrupt the group was already SIGKILLed: no grace to wait for.
+            if self.exec.terminate(pid) && self.sample.outcome != Outcome::Interrupted {
+                let grace_end = t_term + self.opts.grace.as_nanos() as u64;
+                if let Some((woke, status)) = self.wait_for_exit(grace_end) {
+                    if !self.sample.ok() {
+                        self.sample.exit_status = Some(status);
+                    }
+                    self.sample.shutdown_ns = Some(woke - t_term);
+                }
+            }
+        }
+        let end = Ended {
+            readiness: self.readiness,
+            policy: &self.opts.exit_policy,
+            root_exited: self.exited.is_some(),
+            exit_was_ready: self.exited.is_some() && self.exit_is_ready,
+        };
+        self.exec.finish(pid, &mut self.sample, &end)?;
+        self.sample.killed = self.exited.is_none() && self.sample.shutdown_ns.is_none();
+        if let Some(memory) = &self.child.memory {
+            memory_figures(&mut self.sample, memory, &self.opts.exit_policy);
+        }
+        Ok(())
+    }
+
+    /// Wait (draining output) until the main process exits or `until` passes;
+    /// returns when it exited and its status.
+    fn wait_for_exit(&mut self, until: u64) -> Option<(u64, ExitStatus)> {
+        loop {
+            let now = now_ns();
+            if now >= until {
+                return None;
+            }
+            let mut fds = poll_set(&self.child, true, &[]);
+            ppoll(&mut fds, until - now);
+            let woke = now_ns();
+            self.marks.drain();
+            drain_pipes(
+                &mut self.child,
+                &mut self.lines,
+                &mut self.probe,
+                &mut self.marks,
+                woke,
+            );
+            if fds[0].revents != 0 {
+                let status = self.exec.root_exited(self.child.pid, true).status;
+                return Some((
+                    woke,
+                    status.unwrap_or(ExitStatus {
+                        code: None,
+                        signal: None,
+                    }),
+                ));
+            }
+        }
+    }
+
+    /// After the cleanup: the rest of the output, the marks, what the executor
+    /// recorded, and the failure's tail.
+    fn into_sample(mut self) -> Sample {
+        drain_pipes(
+            &mut self.child,
+            &mut self.lines,
+            &mut self.probe,
+            &mut self.marks,
+            now_ns(),
+        );
+        self.lines.finish(now_ns(), |_| {});
+        let mut sample = self.sample;
+        sample.marks = self.marks.finish();
+        self.exec.cleaned_up(&mut sample);
+        let t0 = self.child.t0;
+        sample.claimed = self
+            .lines
+            .take_claimed()
+            .into_iter()
+            .map(|(at, line)| (at.saturating_sub(t0), line))
+            .collect();
+        if !sample.ok() {
+            sample.output_tail = match self.exec.output_tail(self.opts.tail_lines) {
+                Some(tail) => tail,
+                None => self.lines.tail(),
+            };
+        }
+        if let Probe::File(f) = &self.probe {
+            // The target created it during this run; the next run needs it gone.
+            if f.path().exists() {
+                std::fs::remove_file(f.path()).ok();
+            }
+        }
+        sample
+    }
 }
 
 /// A limited run's memory, read from its cgroup before the cgroup is removed:
@@ -499,24 +607,6 @@ pub const OOM_KILLS_METRIC: &str = "oom_kills";
 
 /// The metric a limited run's peak memory (MiB, from its cgroup) is stored as.
 pub const MEMORY_PEAK_METRIC: &str = "memory_peak_mb";
-
-/// Whether nothing of the run's tree is left. Under the tracer no waitpid(-1)
-/// may run (a stolen ptrace stop would hang a tracee): the tracer knows.
-fn tree_gone(child: &Launched) -> bool {
-    match child.trace_status() {
-        Some(status) => status.exited,
-        None => tree::nothing_left(child.pid),
-    }
-}
-
-/// The port a tcp or http probe connects to.
-fn probed_port(readiness: &Readiness) -> Option<u16> {
-    match readiness {
-        Readiness::Tcp { port, .. } => Some(*port),
-        Readiness::Http { url } => url.port_or_known_default(),
-        _ => None,
-    }
-}
 
 fn left(deadline: u64) -> Duration {
     Duration::from_nanos(deadline.saturating_sub(now_ns()))
@@ -570,31 +660,6 @@ fn request(
     match answer? {
         Answer::Response { end_ns, .. } => Some(end_ns.saturating_sub(start)),
         Answer::Failed => None,
-    }
-}
-
-/// Wait (draining output) until the main process exits or `until` passes;
-/// returns when it exited and its status.
-fn wait_for_exit(
-    child: &mut Launched,
-    lines: &mut LineBuffer,
-    probe: &mut Probe,
-    marks: &mut Marks,
-    until: u64,
-) -> Option<(u64, ExitStatus)> {
-    loop {
-        let now = now_ns();
-        if now >= until {
-            return None;
-        }
-        let mut fds = poll_set(child, true, &[]);
-        ppoll(&mut fds, until - now);
-        let woke = now_ns();
-        marks.drain();
-        drain_pipes(child, lines, probe, marks, woke);
-        if fds[0].revents != 0 {
-            return Some((woke, wait_exit(child.pid).0));
-        }
     }
 }
 
@@ -671,21 +736,237 @@ fn drain(
     }
 }
 
-/// Reap the (already exited) target, with its rusage.
-fn wait_exit(pid: i32) -> (ExitStatus, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: zeroed rusage is a valid value for wait4 to overwrite.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: pid is our child; status and ru are valid out-pointers.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    if r != pid {
-        return (
-            ExitStatus {
-                code: None,
-                signal: None,
-            },
-            ru,
+/// The engine's decisions (ready, timeout, failure, the stop) with an executor
+/// that starts nothing: its "pidfd" and output are pipes the test writes to
+/// before the run, so every event is already there when the engine looks.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// What the mock was asked to do.
+    #[derive(Default, Debug)]
+    struct Calls {
+        env: Vec<(String, String)>,
+        terminated: bool,
+        finished: bool,
+        killed_all: bool,
+    }
+
+    /// A target that "exits" with `exit` (the pidfd readable from the start)
+    /// or never, prints `output` (then keeps its stdout open), and whose first
+    /// listen the executor sees `listen_after` ns after time zero.
+    struct Mock {
+        exit: Option<i32>,
+        output: &'static str,
+        listen_after: Option<u64>,
+        tree_gone: bool,
+        t0: u64,
+        /// The write ends, open until the run ends (no end-of-file before).
+        held: Vec<std::fs::File>,
+        calls: Calls,
+    }
+
+    impl Mock {
+        fn new() -> Mock {
+            Mock {
+                exit: None,
+                output: "",
+                listen_after: None,
+                tree_gone: true,
+                t0: 0,
+                held: Vec::new(),
+                calls: Calls::default(),
+            }
+        }
+    }
+
+    fn pipe() -> (std::fs::File, std::fs::File) {
+        let (r, w) = coldstart_sys::pipe::pipe(false).expect("a pipe");
+        coldstart_sys::fd::set_nonblocking(r.as_fd()).expect("non-blocking");
+        (std::fs::File::from(r), std::fs::File::from(w))
+    }
+
+    use std::os::fd::{AsFd, OwnedFd};
+
+    impl Executor for Mock {
+        fn checkpoint_fd(&self) -> Option<RawFd> {
+            None
+        }
+
+        fn listen_watch(&self) -> Option<u64> {
+            self.listen_after.map(|_| 100_000)
+        }
+
+        fn spawn(&mut self, _: &Target, env: &[(String, String)], _: Output) -> Result<Launched> {
+            self.calls.env = env.to_vec();
+            let (exit_r, mut exit_w) = pipe();
+            if self.exit.is_some() {
+                exit_w.write_all(b"x").expect("the exit pipe");
+            }
+            let (out_r, mut out_w) = pipe();
+            out_w.write_all(self.output.as_bytes()).expect("the output pipe");
+            self.held.extend([exit_w, out_w]);
+            self.t0 = now_ns();
+            Ok(Launched {
+                pid: 1 << 30,
+                t0: self.t0,
+                pidfd: Some(OwnedFd::from(exit_r)),
+                stdout: Some(out_r),
+                stderr: None,
+                memory: None,
+                group: None,
+            })
+        }
+
+        fn first_listen(&self) -> Option<u64> {
+            self.listen_after.map(|after| self.t0 + after)
+        }
+
+        fn root_exited(&mut self, _: i32, _: bool) -> RootExit {
+            RootExit {
+                status: self.exit.map(|code| ExitStatus {
+                    code: Some(code),
+                    signal: None,
+                }),
+                // SAFETY: an all-zero rusage is a valid value.
+                rusage: Some(unsafe { std::mem::zeroed() }),
+            }
+        }
+
+        fn tree_gone(&self, _: i32) -> bool {
+            self.tree_gone
+        }
+
+        fn tree_usage(&self, _: i32) -> crate::sample::Usage {
+            Default::default()
+        }
+
+        fn terminate(&mut self, _: i32) -> bool {
+            self.calls.terminated = true;
+            true
+        }
+
+        fn finish(&mut self, _: i32, _: &mut Sample, _: &Ended) -> Result<()> {
+            self.calls.finished = true;
+            Ok(())
+        }
+
+        fn kill_all(&mut self, _: i32) -> bool {
+            self.calls.killed_all = true;
+            true
+        }
+    }
+
+    fn opts(timeout_ms: u64) -> RunOptions {
+        RunOptions {
+            timeout: Duration::from_millis(timeout_ms),
+            poll_interval: Duration::from_millis(1),
+            requests: 0,
+            request_url: None,
+            grace: Duration::from_millis(20),
+            tail_lines: 5,
+            log_marks: Vec::new(),
+            claims: Vec::new(),
+            exit_policy: crate::sample::ExitPolicy::default(),
+            show_output: false,
+        }
+    }
+
+    fn run_mock(mock: &mut Mock, readiness: Readiness, timeout_ms: u64) -> Sample {
+        let target = Target::new(vec!["true".into()], Vec::new(), None).expect("a target");
+        let id = RunId {
+            variant: 0,
+            round: 0,
+            warmup: false,
+        };
+        run(mock, &target, &readiness, &opts(timeout_ms), id).expect("the engine")
+    }
+
+    fn log(regex: &str) -> Readiness {
+        Readiness::Log {
+            regex: regex::Regex::new(regex).expect("a regex"),
+        }
+    }
+
+    #[test]
+    fn a_matching_line_is_ready_and_the_target_is_stopped_gracefully() {
+        let mut mock = Mock::new();
+        mock.output = "starting\nlistening on 8080\n";
+        let s = run_mock(&mut mock, log("listening on (?P<port>\\d+)"), 10_000);
+        assert_eq!(s.outcome, Outcome::Ready);
+        assert!(s.ready_ns.is_some());
+        assert_eq!(s.captures.get("port").map(String::as_str), Some("8080"));
+        // Still running at ready: SIGTERM, no exit within the grace, killed.
+        assert!(mock.calls.terminated && mock.calls.finished && mock.calls.killed_all);
+        assert!(s.killed);
+        assert!(s.shutdown_ns.is_none());
+    }
+
+    #[test]
+    fn nothing_happening_is_a_timeout_with_the_output_tail() {
+        let mut mock = Mock::new();
+        mock.output = "still warming up\n";
+        let s = run_mock(&mut mock, log("^ready$"), 30);
+        assert_eq!(s.outcome, Outcome::Timeout);
+        assert_eq!(s.ready_ns, None);
+        assert_eq!(s.output_tail, ["still warming up"]);
+        assert!(mock.calls.terminated && mock.calls.killed_all && s.killed);
+    }
+
+    #[test]
+    fn a_failed_exit_is_no_fast_start_and_needs_no_stop() {
+        let mut mock = Mock::new();
+        mock.exit = Some(3);
+        let s = run_mock(&mut mock, Readiness::Exit, 10_000);
+        assert_eq!(s.outcome, Outcome::ExitFailure);
+        assert_eq!(s.ready_ns, None);
+        assert_eq!(s.exit_status.as_ref().and_then(|e| e.code), Some(3));
+        assert!(!mock.calls.terminated, "an exited root gets no SIGTERM");
+        assert!(!s.killed);
+        assert!(mock.calls.killed_all, "the tree is still cleaned up");
+    }
+
+    #[test]
+    fn a_clean_exit_is_ready_with_exit_readiness() {
+        let mut mock = Mock::new();
+        mock.exit = Some(0);
+        let s = run_mock(&mut mock, Readiness::Exit, 10_000);
+        assert_eq!(s.outcome, Outcome::Ready);
+        assert_eq!(s.exit_status.as_ref().and_then(|e| e.code), Some(0));
+    }
+
+    #[test]
+    fn a_clean_exit_that_leaves_nothing_before_ready_exited_early() {
+        let mut mock = Mock::new();
+        mock.exit = Some(0);
+        let s = run_mock(&mut mock, log("^ready$"), 10_000);
+        assert_eq!(s.outcome, Outcome::ExitedEarly);
+    }
+
+    #[test]
+    fn a_clean_exit_whose_tree_lives_on_is_still_awaited() {
+        // A daemonizing start: the root exits 0, its tree runs on, readiness
+        // is awaited from it (here: in vain, until the deadline).
+        let mut mock = Mock::new();
+        mock.exit = Some(0);
+        mock.tree_gone = false;
+        let s = run_mock(&mut mock, log("^ready$"), 30);
+        assert_eq!(s.outcome, Outcome::Timeout);
+        assert!(!mock.calls.terminated, "the root was reaped: nothing to SIGTERM");
+    }
+
+    #[test]
+    fn the_executors_own_first_listen_is_ready_without_the_preload_shim() {
+        let mut mock = Mock::new();
+        mock.listen_after = Some(5_000);
+        let s = run_mock(&mut mock, Readiness::Listen, 10_000);
+        assert_eq!(s.outcome, Outcome::Ready);
+        assert_eq!(s.ready_ns, Some(5_000));
+        assert!(
+            !mock.calls.env.iter().any(|(k, _)| k == "LD_PRELOAD"),
+            "no shim when the executor sees the listen: {:?}",
+            mock.calls.env
         );
     }
-    (ExitStatus::from_wait(status), ru)
 }
