@@ -3,7 +3,8 @@
 //! exporters, configured only by [`Receiver::env`].
 
 use super::decode::{flatten, Got, JSON, PROTOBUF};
-use super::receiver::{realtime_ns, Limits, Received, Receiver, RpcStatus, INVALID_ARGUMENT};
+use super::kept::{Limits, Received};
+use super::receiver::{realtime_ns, Receiver, RpcStatus, INVALID_ARGUMENT};
 use super::section::{build_section, Clock, TABLE_ROWS};
 use crate::clock;
 use crate::sample::section::{Section, Span};
@@ -90,11 +91,12 @@ fn names(s: &Section) -> Vec<(&str, usize)> {
     s.spans.iter().map(|sp| (sp.name.as_str(), sp.depth)).collect()
 }
 
-fn fact<'a>(s: &'a Section, key: &str) -> &'a str {
+/// A fact as the terminal shows it (a count's digits, a text as it is).
+fn fact(s: &Section, key: &str) -> String {
     s.facts
         .iter()
         .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
+        .map(|(_, v)| crate::report::value::text(v))
         .unwrap_or_else(|| panic!("no fact {key:?} in {:?}", s.facts))
 }
 
@@ -106,7 +108,7 @@ fn span<'a>(s: &'a Section, name: &str) -> &'a Span {
 }
 
 fn arg<'a>(sp: &'a Span, key: &str) -> Option<&'a str> {
-    sp.args.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    sp.args.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.as_text())
 }
 
 #[test]
@@ -181,7 +183,7 @@ fn protobuf_request_becomes_a_nested_section() {
     assert_eq!(fact(&s, "services"), "svc");
     assert_eq!(fact(&s, "requests"), "1");
     assert_eq!(fact(&s, "encoding"), "protobuf");
-    let first: Vec<&str> = s.table.rows.iter().map(|r| r[0].as_str()).collect();
+    let first: Vec<&str> = s.table.rows.iter().filter_map(|r| r[0].as_text()).collect();
     assert_eq!(
         first,
         ["init", "connect-db", "load-config", "handshake"],
@@ -523,7 +525,7 @@ fn the_table_keeps_the_largest_twenty() {
     );
     assert_eq!(s.table.rows.len(), TABLE_ROWS);
     assert_eq!(s.table.omitted, 5);
-    assert_eq!(s.table.rows[0][0], "s24");
+    assert_eq!(s.table.rows[0][0], "s24".into());
     assert_eq!(s.spans.len(), 25, "the timeline keeps every span");
 }
 

@@ -220,3 +220,32 @@ fn exec_chain_rows_show_each_steps_duration_traced_and_untraced() {
     let layout = |l: &str| Some(col(l, "≈")? - col(l, "→")?);
     assert_eq!(layout(&mvn), layout(phase), "{mvn}\n{phase}");
 }
+
+/// A section prints its facts and the rows it shows with their units, and
+/// counts the rows it leaves out.
+#[test]
+fn a_section_prints_its_typed_values_and_counts_the_rest() {
+    use crate::sample::section::{Table, Value};
+    let mut t = Table::new(&["package", "classes", "self"]);
+    t.rows = (0..5)
+        .map(|i| vec![format!("p{i}").into(), Value::Count(i), Value::Ns(456_000)])
+        .collect();
+    t.show_first(2);
+    let text = super::section_to(
+        &Section {
+            title: "T".into(),
+            facts: vec![
+                ("imports".into(), Value::Count(57)),
+                ("total".into(), Value::parts([Value::Ns(12_300_000), " (a, b)".into()])),
+            ],
+            table: t,
+            ..Section::default()
+        },
+        None,
+    );
+    assert!(text.contains("  imports  57\n"), "{text}");
+    assert!(text.contains("  total    12.3 ms (a, b)\n"), "{text}");
+    assert!(text.contains("456 µs"), "{text}");
+    assert!(text.contains("p1") && !text.contains("p2"), "{text}");
+    assert!(text.contains("… 3 more"), "{text}");
+}

@@ -3,8 +3,8 @@
 //! order, the largest spans in a table, and notes on whatever was lost.
 
 use super::decode::Got;
-use super::receiver::Received;
-use crate::sample::section::{ms_cell, Section, Span, Table};
+use super::kept::Received;
+use crate::sample::section::{Section, Span, Table, Value};
 use crate::sample::{Mark, MarkSource};
 use std::collections::{BTreeSet, HashMap};
 
@@ -41,7 +41,7 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         "span times are wall clock (CLOCK_REALTIME), moved onto the run's monotonic clock with an offset \
          sampled before and after the run (they differ by {}); the alignment is as good as the two clocks' \
          agreement (NTP slewing during the run, ms-level at worst, is ignored)",
-        ms_cell(drift.min(u64::MAX as i128) as u64)
+        crate::format::ms(drift as f64 / 1e6)
     ));
 
     // Keep the first copy of a span sent twice (an exporter retrying a batch whose
@@ -117,12 +117,13 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         };
         let name = std::mem::take(&mut g.name);
         let mut args = Vec::with_capacity(3 + g.args.len());
-        args.push(("service".to_string(), std::mem::take(&mut g.service)));
+        args.push(("service".to_string(), Value::Text(std::mem::take(&mut g.service))));
         if !g.scope.is_empty() {
-            args.push(("scope".into(), std::mem::take(&mut g.scope)));
+            args.push(("scope".into(), Value::Text(std::mem::take(&mut g.scope))));
         }
-        args.push(("trace".into(), hex(&g.trace_id)));
-        args.append(&mut g.args);
+        args.push(("trace".into(), Value::Text(hex(&g.trace_id))));
+        // An attribute's unit is the sender's to know: its value stays text.
+        args.extend(g.args.drain(..).map(|(k, v)| (k, Value::Text(v))));
         for (event, at) in std::mem::take(&mut g.events) {
             marks.push(Mark::new(
                 format!("{name}: {event}"),
@@ -164,10 +165,10 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         .map(|&(dur_ns, k)| {
             let s = &out_spans[k];
             vec![
-                s.name.clone(),
+                Value::Text(s.name.clone()),
                 s.args[0].1.clone(),
-                ms_cell(dur_ns),
-                ms_cell(s.start_ns),
+                Value::Ns(dur_ns),
+                Value::AtNs(s.start_ns),
             ]
         })
         .collect();
@@ -215,12 +216,12 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         source: "otlp".into(),
         title: "OpenTelemetry spans (OTLP/HTTP)".into(),
         facts: vec![
-            ("spans".into(), span_count.to_string()),
-            ("traces".into(), traces.to_string()),
-            ("services".into(), services_cell),
-            ("requests".into(), requests.to_string()),
-            ("encoding".into(), encodings_cell),
-            ("dropped".into(), dropped.to_string()),
+            ("spans".into(), Value::count(span_count)),
+            ("traces".into(), Value::count(traces)),
+            ("services".into(), Value::Text(services_cell)),
+            ("requests".into(), Value::count(requests)),
+            ("encoding".into(), Value::Text(encodings_cell)),
+            ("dropped".into(), Value::count(dropped)),
         ],
         table,
         spans: out_spans,
