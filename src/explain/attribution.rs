@@ -86,8 +86,9 @@ pub struct Attribution {
 }
 
 /// The A vs B document's schema. 2: phases share one scale, intervals are
-/// family-wise, shares only of a clear total.
-pub const SCHEMA: &str = "coldstart.explain-ab/2";
+/// family-wise, shares only of a clear total. 3: its builds' explanations are
+/// `coldstart.explain/3` (typed section values); a row's unit may be `bytes`.
+pub const SCHEMA: &str = "coldstart.explain-ab/3";
 
 fn default_confidence() -> f64 {
     CONFIDENCE
