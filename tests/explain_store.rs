@@ -37,7 +37,9 @@ fn report(out: &str) -> String {
 /// `×1.234 (HL ratio; 95% CI ×1.100–×1.400)`.
 fn overhead(estimate: &serde_json::Value, ci: &serde_json::Value) -> String {
     let (est, lo, hi) = (
-        estimate.as_f64().unwrap_or_else(|| panic!("no estimate: {estimate}")),
+        estimate
+            .as_f64()
+            .unwrap_or_else(|| panic!("no estimate: {estimate}")),
         ci[0].as_f64().unwrap_or_else(|| panic!("no CI: {ci}")),
         ci[1].as_f64().unwrap_or_else(|| panic!("no CI: {ci}")),
     );
@@ -60,9 +62,15 @@ fn explain_is_stored_listed_and_shown_again() {
         // Overheads carry a 95% CI around their estimate, in the JSON and as
         // the report prints them.
         let doc = json_file(&json);
-        for (label, key) in [("tracer overhead ", "overhead"), ("adapters' overhead ", "adapter_overhead")] {
+        for (label, key) in [
+            ("tracer overhead ", "overhead"),
+            ("adapters' overhead ", "adapter_overhead"),
+        ] {
             let shown = overhead(&doc[key], &doc[format!("{key}_ci")]);
-            assert!(out.contains(&format!("{label}{shown}")), "{label}{shown} in {out}");
+            assert!(
+                out.contains(&format!("{label}{shown}")),
+                "{label}{shown} in {out}"
+            );
         }
         let o = doc["overhead"].as_f64().unwrap();
         assert!(o > 1.0, "tracing a run does not make it faster: {o}");

@@ -172,7 +172,12 @@ pub fn checkpoints(marks: &[Mark]) -> Option<Section> {
         let source = m.source.label();
         rows.push((
             delta,
-            vec![m.name.clone().into(), source.into(), Value::AtNs(m.t_ns), Value::Ns(delta)],
+            vec![
+                m.name.clone().into(),
+                source.into(),
+                Value::AtNs(m.t_ns),
+                Value::Ns(delta),
+            ],
         ));
     }
     rows.sort_by_key(|r| std::cmp::Reverse(r.0));

@@ -108,7 +108,10 @@ fn span<'a>(s: &'a Section, name: &str) -> &'a Span {
 }
 
 fn arg<'a>(sp: &'a Span, key: &str) -> Option<&'a str> {
-    sp.args.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.as_text())
+    sp.args
+        .iter()
+        .find(|(k, _)| k == key)
+        .and_then(|(_, v)| v.as_text())
 }
 
 #[test]

@@ -236,7 +236,10 @@ fn a_section_prints_its_typed_values_and_counts_the_rest() {
             title: "T".into(),
             facts: vec![
                 ("imports".into(), Value::Count(57)),
-                ("total".into(), Value::parts([Value::Ns(12_300_000), " (a, b)".into()])),
+                (
+                    "total".into(),
+                    Value::parts([Value::Ns(12_300_000), " (a, b)".into()]),
+                ),
             ],
             table: t,
             ..Section::default()

@@ -198,7 +198,12 @@ mod tests {
                 ("classes".into(), Value::Count(3)),
                 (
                     "heap".into(),
-                    Value::parts([Value::Bytes(4096), " in ".into(), Value::Ns(7), Value::Percent(1.5)]),
+                    Value::parts([
+                        Value::Bytes(4096),
+                        " in ".into(),
+                        Value::Ns(7),
+                        Value::Percent(1.5),
+                    ]),
                 ),
             ],
             table,
@@ -208,7 +213,10 @@ mod tests {
                     start_ns: 1_000,
                     dur_ns: 5_000,
                     depth: 0,
-                    args: vec![("classes".into(), Value::Count(3)), ("pth".into(), "x.pth".into())],
+                    args: vec![
+                        ("classes".into(), Value::Count(3)),
+                        ("pth".into(), "x.pth".into()),
+                    ],
                 },
                 Span {
                     name: "longest pause".into(),
@@ -232,7 +240,10 @@ mod tests {
         // Numbers carry their unit; text is a plain string.
         let json: serde_json::Value = serde_json::from_str(&text).expect("json");
         assert_eq!(json["facts"][0], serde_json::json!(["classes", {"count": 3}]));
-        assert_eq!(json["table"]["rows"][0], serde_json::json!(["a.B", {"at_ns": 1_000_000}]));
+        assert_eq!(
+            json["table"]["rows"][0],
+            serde_json::json!(["a.B", {"at_ns": 1_000_000}])
+        );
         assert_eq!(json["spans"][0]["args"][1], serde_json::json!(["pth", "x.pth"]));
     }
 
@@ -256,7 +267,9 @@ mod tests {
     #[test]
     fn shown_rows_and_the_rest() {
         let mut t = Table::new(&["package", "classes"]);
-        t.rows = (0..5).map(|i| vec![format!("p{i}").into(), Value::Count(i)]).collect();
+        t.rows = (0..5)
+            .map(|i| vec![format!("p{i}").into(), Value::Count(i)])
+            .collect();
         assert_eq!(t.visible().0.len(), 5);
         t.show_first(2);
         let (rows, more) = t.visible();

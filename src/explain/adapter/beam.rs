@@ -266,7 +266,10 @@ fn section(trace: &Trace, pid: Option<i32>) -> Section {
             " directories".into(),
         ];
         lookups.extend(worst);
-        facts.push((format!("pid {pid}: failed code-path lookups"), Value::Parts(lookups)));
+        facts.push((
+            format!("pid {pid}: failed code-path lookups"),
+            Value::Parts(lookups),
+        ));
         if let Some(first) = vm.first_ns {
             let window = vm.last_ns - first;
             facts.push((
@@ -389,7 +392,12 @@ mod tests {
             })
             .collect();
         assert_eq!(total, opened.len());
-        let counts: Vec<u64> = sec.table.rows.iter().map(|r| r[2].as_count().unwrap_or(0)).collect();
+        let counts: Vec<u64> = sec
+            .table
+            .rows
+            .iter()
+            .map(|r| r[2].as_count().unwrap_or(0))
+            .collect();
         assert!(
             counts.windows(2).all(|w| w[0] >= w[1]),
             "largest first: {counts:?}"

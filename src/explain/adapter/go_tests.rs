@@ -209,12 +209,21 @@ fn a_real_go_program_reports_its_package_inits() {
     );
     // Largest first; the heavy package is in the table.
     let clock_of = |package: &str| find(package).map(|i| i.clock_ns).expect("row is a package");
-    let clocks: Vec<u64> = s.table.rows.iter().map(|r| clock_of(r[0].as_text().unwrap_or_default())).collect();
+    let clocks: Vec<u64> = s
+        .table
+        .rows
+        .iter()
+        .map(|r| clock_of(r[0].as_text().unwrap_or_default()))
+        .collect();
     assert!(
         clocks.windows(2).all(|w| w[0] >= w[1]),
         "not largest first: {clocks:?}"
     );
-    assert!(s.table.rows.iter().any(|r| r[0] == "example.com/app/heavy".into()));
+    assert!(s
+        .table
+        .rows
+        .iter()
+        .any(|r| r[0] == "example.com/app/heavy".into()));
     // Aligned through the read times: every init ends before the program did.
     let zero = runtime_start(&inits).expect("read times give the runtime's start");
     assert!(s

@@ -422,7 +422,9 @@ pub(crate) struct PackageRow {
 fn sources_cell(sources: &[(String, usize)]) -> Value {
     let shown = sources.len().min(SOURCES_IN_ROW);
     let mut cell = vec![Value::list(
-        sources[..shown].iter().map(|(l, n)| (l.clone(), Value::count(*n))),
+        sources[..shown]
+            .iter()
+            .map(|(l, n)| (l.clone(), Value::count(*n))),
     )];
     let rest = &sources[shown..];
     if !rest.is_empty() {
@@ -430,7 +432,10 @@ fn sources_cell(sources: &[(String, usize)]) -> Value {
         cell.extend([
             Value::Text(format!("{}+", if shown > 0 { ", " } else { "" })),
             Value::count(rest.len()),
-            Value::Text(format!(" more {}: ", if rest.len() == 1 { "source" } else { "sources" })),
+            Value::Text(format!(
+                " more {}: ",
+                if rest.len() == 1 { "source" } else { "sources" }
+            )),
             Value::count(classes),
             Value::Text(format!(" {}", if classes == 1 { "class" } else { "classes" })),
         ]);

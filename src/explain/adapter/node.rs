@@ -665,7 +665,10 @@ mod tests {
         let fact = |k: &str| s.facts.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         // http, fs, path, zlib + beta, alpha, lib.js (alpha's second require is a cache hit).
         assert_eq!(fact("modules loaded"), Some(Value::Count(7)), "{:?}", s.facts);
-        assert_eq!(fact("builtin / files").map(|v| text(&v)).as_deref(), Some("4 / 3"));
+        assert_eq!(
+            fact("builtin / files").map(|v| text(&v)).as_deref(),
+            Some("4 / 3")
+        );
         assert_eq!(fact("failed requires"), Some(Value::Count(1)));
         assert!(fact("main module (synchronous top level)").is_some());
         assert_eq!(row(&s, "alpha")[1], Value::Count(1), "alpha counts once");

@@ -232,8 +232,10 @@ fn attribute_pth(sec: &mut Section, tree: &ImportTree, trace: &crate::trace::Tra
         ));
     }
     if !unknown.is_empty() {
-        sec.facts
-            .push(("  imports under site, .pth not known".into(), unknown.join(", ").into()));
+        sec.facts.push((
+            "  imports under site, .pth not known".into(),
+            unknown.join(", ").into(),
+        ));
     }
     for span in sec.spans.iter_mut().filter(|s| s.depth == 1) {
         let top = span.name.split('.').next().unwrap_or(&span.name);
@@ -401,9 +403,10 @@ fn section(tree: &ImportTree) -> Section {
     match site {
         Some(pos) => {
             let before: u64 = tree.roots[..pos].iter().map(|&i| imports[i].cumulative_us).sum();
-            section
-                .facts
-                .push(("interpreter start-up imports".to_string(), Value::Ns(before * 1000)));
+            section.facts.push((
+                "interpreter start-up imports".to_string(),
+                Value::Ns(before * 1000),
+            ));
             site_facts(&mut section, imports, tree.roots[pos]);
         }
         None => section
@@ -498,7 +501,9 @@ fn site_facts(section: &mut Section, imports: &[Import], site: usize) {
             .iter()
             .take(4)
             .map(|c| (c.name.clone(), Value::Ns(c.cumulative_us * 1000)));
-        section.facts.push(("site imported".to_string(), Value::list(top)));
+        section
+            .facts
+            .push(("site imported".to_string(), Value::list(top)));
     }
     section.facts.push((
         "imports from .pth files (under site)".to_string(),
@@ -672,10 +677,18 @@ import time:       400 |       1200 | json
         assert_eq!(fact("imports"), Some(Value::Count(13)));
         // 930 + 1629 + 6300 + 1200 µs
         assert_eq!(fact("top-level imports"), Some(Value::Ns(10_059_000)));
-        assert_eq!(fact("imports from .pth files (under site)"), Some(Value::Ns(5_000_000)));
+        assert_eq!(
+            fact("imports from .pth files (under site)"),
+            Some(Value::Ns(5_000_000))
+        );
         assert!(fact("largest self time").is_some_and(|v| text(&v).starts_with("certifi")));
         // json (json + json.decoder, not counted twice): cumulative 1.2 ms.
-        let json = s.table.rows.iter().find(|r| r[0] == "json".into()).expect("json row");
+        let json = s
+            .table
+            .rows
+            .iter()
+            .find(|r| r[0] == "json".into())
+            .expect("json row");
         assert_eq!(json[1], Value::Count(2));
         assert_eq!(json[3], Value::Ns(1_200_000));
         assert_eq!(s.table.rows[0][0], "site".into());
@@ -913,7 +926,10 @@ import time:       400 |       1200 | json
             let fact = s.facts.iter().find(|f| f.0 == key).map(|f| f.1.clone());
             assert_eq!(
                 fact,
-                Some(Value::parts([Value::Ns(total * 1000), format!(" ({})", mods.join(", ")).into()])),
+                Some(Value::parts([
+                    Value::Ns(total * 1000),
+                    format!(" ({})", mods.join(", ")).into()
+                ])),
                 "{:?}",
                 s.facts
             );
@@ -933,8 +949,7 @@ import time:       400 |       1200 | json
             .find(|sp| sp.name == "pthmod_b")
             .expect("pthmod_b span");
         assert!(
-            span.args
-                .contains(&("pth".to_string(), "b_second.pth".into())),
+            span.args.contains(&("pth".to_string(), "b_second.pth".into())),
             "{span:?}"
         );
     }

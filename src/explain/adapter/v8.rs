@@ -179,7 +179,12 @@ pub fn table(r: &Report) -> Table {
     let mut rows: Vec<(u64, String, Vec<Value>)> = Vec::new();
     let mut row = |what: String, t: &Tally| {
         if t.count > 0 {
-            let cells = vec![what.clone().into(), Value::count(t.count), Value::Bytes(t.bytes), Value::Ns(t.ns)];
+            let cells = vec![
+                what.clone().into(),
+                Value::count(t.count),
+                Value::Bytes(t.bytes),
+                Value::Ns(t.ns),
+            ];
             rows.push((t.ns, what, cells));
         }
     };
@@ -266,6 +271,9 @@ hello from the app
             panic!("{:?}", s.facts)
         };
         assert_eq!(parts[0], Value::Ns(4_503_000), "{:?}", s.facts);
-        assert_eq!(table(&parse(DENO.lines())).rows[0][0], "snapshot: context #2".into());
+        assert_eq!(
+            table(&parse(DENO.lines())).rows[0][0],
+            "snapshot: context #2".into()
+        );
     }
 }
