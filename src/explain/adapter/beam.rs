@@ -334,7 +334,6 @@ fn section(trace: &Trace, pid: Option<i32>) -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::value::text;
     use crate::trace::TraceOptions;
     use std::collections::BTreeMap;
     use std::process::Command;
@@ -503,8 +502,26 @@ mod tests {
         assert_eq!(rows.len(), vm_counts.len(), "{rows:?} vs {vm_counts:?}");
         let fact = |k: &str| sec.facts.iter().find(|f| f.0 == k).map(|f| f.1.clone());
         let pid = t.root_pid;
-        let loaded = text(&fact(&format!("pid {pid}: modules loaded")).expect("loaded fact"));
-        assert!(loaded.contains("demo 3/5"), "{loaded}");
+        // "… shipped: kernel 40/60, demo 3/5, …": demo's loaded of shipped.
+        let loaded = fact(&format!("pid {pid}: modules loaded")).expect("loaded fact");
+        let Some(Value::Parts(apps)) = (match &loaded {
+            Value::Parts(line) => line.last(),
+            _ => None,
+        }) else {
+            panic!("{loaded:?}")
+        };
+        let demo = apps
+            .windows(2)
+            .find(|w| {
+                w[0].as_text()
+                    .is_some_and(|t| t.trim_start_matches(", ") == "demo ")
+            })
+            .map(|w| &w[1]);
+        assert_eq!(
+            demo,
+            Some(&Value::parts([Value::Count(3), "/".into(), Value::Count(5)])),
+            "{loaded:?}"
+        );
         let total: usize = vm_counts.values().sum();
         assert_eq!(sec.facts[0].1, Value::count(total));
 
@@ -515,9 +532,11 @@ mod tests {
             panic!("{failed:?}")
         };
         let misses = parts[0].as_count().expect("count");
-        let failed = text(&failed);
-        assert!(misses > 0, "{failed}");
-        assert!(failed.contains(&format!("most in {ebin_s} (")), "{failed}");
+        assert!(misses > 0, "{failed:?}");
+        assert!(
+            parts.contains(&Value::Text(format!("; most in {ebin_s} ("))),
+            "{failed:?}"
+        );
         assert!(fact(&format!("pid {pid}: code loading")).is_some());
         assert_eq!(app_file_modules(APP_FILE), Some(5));
     }
