@@ -6,6 +6,8 @@ use crate::explain::adapter::python::Python;
 use crate::explain::adapter::{Adapter, Collected};
 use crate::explain::{adapted, explanation};
 use crate::report::chrome_trace::to_chrome_trace;
+use crate::report::value::text;
+use crate::sample::section::Value;
 use crate::sample::{Mark, MarkSource, Section};
 use crate::target::{Readiness, Target};
 use crate::timeline::Timeline;
@@ -102,6 +104,26 @@ fn a_real_explanation_renders_the_same_from_json() {
     assert_eq!(sources, e.sources);
     e.timeline = timeline;
     e.sources = sources;
+    assert_eq!(render(&e), live_text);
+    assert_eq!(to_chrome_trace(&raw, &e.timeline, &e.sources), live_chrome);
+
+    // An explanation stored as coldstart.explain/2 held every value as the
+    // text printed: it loads, and prints and draws the same.
+    let mut old = e.sources.clone();
+    for s in &mut old {
+        let cells = s.table.rows.iter_mut().flatten();
+        let values = s.facts.iter_mut().map(|f| &mut f.1).chain(cells);
+        for v in values.chain(
+            s.spans
+                .iter_mut()
+                .flat_map(|sp| sp.args.iter_mut().map(|a| &mut a.1)),
+        ) {
+            *v = Value::Text(text(v));
+        }
+    }
+    let stored = serde_json::to_string(&old).expect("serialize");
+    assert!(!stored.contains(r#"{"ns":"#), "{stored}");
+    e.sources = serde_json::from_str(&stored).expect("an explain/2 section loads");
     assert_eq!(render(&e), live_text);
     assert_eq!(to_chrome_trace(&raw, &e.timeline, &e.sources), live_chrome);
 }
@@ -225,7 +247,7 @@ fn exec_chain_rows_show_each_steps_duration_traced_and_untraced() {
 /// counts the rows it leaves out.
 #[test]
 fn a_section_prints_its_typed_values_and_counts_the_rest() {
-    use crate::sample::section::{Table, Value};
+    use crate::sample::section::Table;
     let mut t = Table::new(&["package", "classes", "self"]);
     t.rows = (0..5)
         .map(|i| vec![format!("p{i}").into(), Value::Count(i), Value::Ns(456_000)])
