@@ -50,7 +50,8 @@ impl Kept {
                 notes: vec![format!(
                     "could not read the spans back from {}: {e:#}",
                     file.path().display()
-                )],
+                )
+                .into()],
                 ..Section::default()
             }),
         }
@@ -140,7 +141,7 @@ impl AdaptedRun {
                 vec![Section {
                     source: a.name().to_string(),
                     title: format!("{} adapter", a.name()),
-                    notes: vec![format!("could not read what the runtime reported: {e:#}")],
+                    notes: vec![format!("could not read what the runtime reported: {e:#}").into()],
                     ..Section::default()
                 }]
             }));

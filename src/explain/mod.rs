@@ -45,8 +45,8 @@ pub const UNTRACED: usize = 0;
 pub const TRACED: usize = 1;
 pub const ADAPTED: usize = 2;
 
-/// The explanation document's schema. 3: sections' facts, table cells and span
-/// arguments carry numbers with their unit (`{"ns": 456000}`); /2 documents
+/// The explanation document's schema. 3: sections' facts, table cells, span
+/// arguments and notes carry numbers with their unit (`{"ns": 456000}`); /2 documents
 /// (every value text) still load, their values as text.
 pub const SCHEMA: &str = "coldstart.explain/3";
 

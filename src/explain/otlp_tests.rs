@@ -129,7 +129,10 @@ fn env_points_both_endpoints_and_the_protocol_at_the_receiver() {
     let s = r.finish(clock::now_ns()).expect("finish");
     assert_eq!(fact(&s, "spans"), "0");
     assert!(
-        s.notes.iter().any(|n| n.starts_with("no spans arrived")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.starts_with("no spans arrived")),
         "{:?}",
         s.notes
     );
@@ -335,11 +338,15 @@ fn bad_requests_are_refused_in_their_encoding_and_noted() {
     let refused = s
         .notes
         .iter()
+        .filter_map(Value::as_text)
         .find(|n| n.contains("refused"))
         .expect("a refusal note");
     assert!(refused.starts_with("4 export requests were refused"), "{refused}");
     assert!(
-        s.notes.iter().any(|n| n.starts_with("2 metrics/logs")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.starts_with("2 metrics/logs")),
         "{:?}",
         s.notes
     );
@@ -393,6 +400,7 @@ fn spans_past_the_limits_are_dropped_counted_and_noted() {
     assert!(
         s.notes
             .iter()
+            .filter_map(Value::as_text)
             .any(|n| n.starts_with("70 spans were dropped") && n.contains("at most 50 spans")),
         "{:?}",
         s.notes
@@ -474,12 +482,18 @@ fn orphans_cycles_duplicates_and_colliding_ids_across_traces() {
     assert_eq!(fact(&s, "spans"), "6");
     assert_eq!(fact(&s, "traces"), "2");
     assert!(
-        s.notes.iter().any(|n| n.starts_with("1 spans arrived twice")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.starts_with("1 spans arrived twice")),
         "{:?}",
         s.notes
     );
     assert!(
-        s.notes.iter().any(|n| n.starts_with("1 spans name a parent")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.starts_with("1 spans name a parent")),
         "{:?}",
         s.notes
     );
@@ -502,12 +516,16 @@ fn spans_before_the_spawn_are_clamped_and_inverted_ones_have_no_length() {
     assert!(
         s.notes
             .iter()
+            .filter_map(Value::as_text)
             .any(|n| n.starts_with("1 spans start before the spawn")),
         "{:?}",
         s.notes
     );
     assert!(
-        s.notes.iter().any(|n| n.starts_with("1 spans end before")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.starts_with("1 spans end before")),
         "{:?}",
         s.notes
     );
@@ -700,6 +718,7 @@ fn check_shape(s: &Section, exited_ns: u64, encoding: &str) {
     assert!(
         !s.notes
             .iter()
+            .filter_map(Value::as_text)
             .any(|n| n.contains("refused") || n.contains("parent that never")),
         "{:?}",
         s.notes

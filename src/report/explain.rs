@@ -319,7 +319,7 @@ pub fn section_to(sec: &Section, width: Option<usize>) -> String {
         }
     }
     for n in &sec.notes {
-        out.push_str(&format!("  note: {n}\n"));
+        out.push_str(&format!("  note: {}\n", super::value::text(n)));
     }
     super::width::fit_to(&out, width)
 }

@@ -112,7 +112,12 @@ fn a_real_explanation_renders_the_same_from_json() {
     let mut old = e.sources.clone();
     for s in &mut old {
         let cells = s.table.rows.iter_mut().flatten();
-        let values = s.facts.iter_mut().map(|f| &mut f.1).chain(cells);
+        let values = s
+            .facts
+            .iter_mut()
+            .map(|f| &mut f.1)
+            .chain(cells)
+            .chain(&mut s.notes);
         for v in values.chain(
             s.spans
                 .iter_mut()

@@ -25,8 +25,9 @@ pub struct Section {
     /// Instants on the run's clock, with the source that saw them (an adapter,
     /// the app's checkpoints or log lines, its OpenTelemetry spans).
     pub marks: Vec<Mark>,
-    /// What this source cannot see or had to estimate, said plainly.
-    pub notes: Vec<String>,
+    /// What this source cannot see or had to estimate, said plainly: text,
+    /// or parts when a note holds a measured figure (a duration, a rate).
+    pub notes: Vec<Value>,
 }
 
 /// A number with its unit, or text: what a fact, a table cell or a span's
@@ -253,12 +254,13 @@ mod tests {
         let old = r#"{"source":"go","title":"Go","facts":[["init clock, total","1.20 ms"]],
             "table":{"columns":["package","clock"],"rows":[["net","456 µs"]],"omitted":0},
             "spans":[{"name":"net","start_ns":0,"dur_ns":5,"depth":1,"args":[["bytes","4712"]]}],
-            "marks":[],"notes":[]}"#;
+            "marks":[],"notes":["a note"]}"#;
         let s: Section = serde_json::from_str(old).expect("an old section");
         assert_eq!(s.facts[0].1, Value::from("1.20 ms"));
         assert_eq!(s.table.rows[0][1], Value::from("456 µs"));
         assert_eq!(s.spans[0].args[0].1, Value::from("4712"));
         assert_eq!(s.table.rows[0][1].number(), None);
+        assert_eq!(s.notes, [Value::from("a note")]);
     }
 
     /// `shown` keeps every row for the JSON while the terminal shows the top

@@ -122,11 +122,14 @@ impl Adapter for Deno {
         };
         v8::add_to(&mut s, &report, true);
         s.table = v8::table(&report);
-        s.notes.push(format!(
-            "the adapted runs keep their own V8 code cache ({ADAPTED_DIR}/ in DENO_DIR, the rest \
+        s.notes.push(
+            format!(
+                "the adapted runs keep their own V8 code cache ({ADAPTED_DIR}/ in DENO_DIR, the rest \
              linked): V8 rejects a code cache written under other flags, so sharing it would make \
              plain and adapted runs rewrite each other's"
-        ));
+            )
+            .into(),
+        );
         s.notes
             .push("V8 reports durations, not instants: these are facts, not spans on the timeline".into());
         if libstdbuf().is_none() {

@@ -221,9 +221,12 @@ pub(crate) fn section(inits: &[Init], ignored: usize) -> Section {
             .into(),
     });
     if ignored > 0 {
-        s.notes.push(format!(
-            "{ignored} inittrace lines from another Go process (GODEBUG is inherited) were left out."
-        ));
+        s.notes.push(
+            format!(
+                "{ignored} inittrace lines from another Go process (GODEBUG is inherited) were left out."
+            )
+            .into(),
+        );
     }
     s
 }

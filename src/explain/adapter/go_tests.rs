@@ -30,7 +30,10 @@ fn parses_lines_in_the_runtimes_formats() {
     assert_eq!(runtime_start(&inits), None);
     let s = section(&inits, 0);
     assert!(
-        s.notes.iter().any(|n| n.contains("not from spawn")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.contains("not from spawn")),
         "{:?}",
         s.notes
     );

@@ -72,12 +72,15 @@ impl Adapter for Jvm {
         let summary = Summary::new(main, got.t0_mono_ns, got.ready_ns);
         let mut section = summary.section(self.class_depth);
         if logs.len() > 1 {
-            section.notes.push(format!(
-                "{} JVMs ran (JAVA_TOOL_OPTIONS is inherited by child JVMs); this is pid {}, the one \
+            section.notes.push(
+                format!(
+                    "{} JVMs ran (JAVA_TOOL_OPTIONS is inherited by child JVMs); this is pid {}, the one \
                  that loaded the most classes",
-                logs.len(),
-                main.pid
-            ));
+                    logs.len(),
+                    main.pid
+                )
+                .into(),
+            );
         }
         Ok(section)
     }
@@ -710,14 +713,17 @@ impl<'a> Summary<'a> {
                 .into()
         });
         if let Some(a) = agent {
-            s.notes.push(format!(
-                "The JVM runs a -javaagent's premain inside Create VM, before main: {} is that time, \
+            s.notes.push(
+                format!(
+                    "The JVM runs a -javaagent's premain inside Create VM, before main: {} is that time, \
                  from the JVM's first java.lang.instrument class (the agent's start) to Create VM \
                  done; JVM init is the JVM's own work before it. JVM init pays for the agent too: \
                  -javaagent adds the java.instrument module, which turns off CDS's archived module \
                  graph (-Xlog:cds says so), so the module system is built at start.",
-                a.name
-            ));
+                    a.name
+                )
+                .into(),
+            );
         }
         if self.log.phases.is_empty() {
             s.notes

@@ -118,7 +118,14 @@ fn aligns_to_the_run_clock_and_nests_phases_under_create_vm() {
 
     // No time zero: uptime, said in a note.
     let s = Summary::new(&log, 0, 0).section(None);
-    assert!(s.notes.iter().any(|n| n.contains("uptime")), "{:?}", s.notes);
+    assert!(
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.contains("uptime")),
+        "{:?}",
+        s.notes
+    );
     assert_eq!(s.spans[2].start_ns + s.spans[2].dur_ns, 94_119_504);
 }
 

@@ -190,10 +190,9 @@ fn section(reports: Vec<LoaderReport>, final_exe: Option<&str>, tsc_per_ns: Opti
         );
     }
     match tsc_per_ns {
-        Some(r) => sec.notes.push(format!(
-            "ld.so counts cycles with rdtsc; converted at {:.3} GHz (TSC calibrated against CLOCK_MONOTONIC)",
-            r
-        )),
+        Some(r) => sec.notes.push(Value::Text(format!(
+            "ld.so counts cycles with rdtsc; converted at {r:.3} GHz (TSC calibrated against CLOCK_MONOTONIC)"
+        ))),
         None => sec
             .notes
             .push("ld.so's times are in cycles (no TSC calibration on this architecture)".into()),

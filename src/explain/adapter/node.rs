@@ -278,10 +278,13 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
                     builtin) bypasses Module._load; only require() and CommonJS files imported from \
                     ESM are recorded";
     if p.loads.is_empty() {
-        section.notes.push(format!(
-            "no requires recorded: the entry may be an ES module, or NODE_OPTIONS was not honoured \
+        section.notes.push(
+            format!(
+                "no requires recorded: the entry may be an ES module, or NODE_OPTIONS was not honoured \
              (node started with a flag that ignores it). {esm_note}"
-        ));
+            )
+            .into(),
+        );
         return section;
     }
     let loads = &p.loads;
@@ -372,47 +375,52 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
 
     section.spans = spans(&p, t0);
     if loads.iter().any(|l| l.start < t0) {
-        section.notes.push(
-            "some loads are stamped before time zero: the clocks disagree, spans are clipped".to_string(),
-        );
+        section
+            .notes
+            .push("some loads are stamped before time zero: the clocks disagree, spans are clipped".into());
     }
 
     section.notes.push(
         "a module counts once, at its first load; later require() calls of a cached module are \
          cache hits, kept in the times but not drawn"
-            .to_string(),
+            .into(),
     );
     section.notes.push(
         "the recorder resolves each request once more (Module._load then hits the path cache): \
          its cost is inside each load's time"
-            .to_string(),
+            .into(),
     );
     if main.is_none_or(|m| m.rec.file.as_deref().is_some_and(|f| f.ends_with(".mjs"))) {
-        section.notes.push(esm_note.to_string());
+        section.notes.push(esm_note.into());
     }
     if p.orphans > 0 {
-        section.notes.push(format!(
-            "{} loads ran inside a require that never finished (the process ended inside it): \
+        section.notes.push(
+            format!(
+                "{} loads ran inside a require that never finished (the process ended inside it): \
              they are shown as roots",
-            p.orphans
-        ));
+                p.orphans
+            )
+            .into(),
+        );
     }
     if p.other_pids > 0 {
-        section.notes.push(format!(
-            "{} other node processes also recorded; only the first is shown",
-            p.other_pids
-        ));
+        section.notes.push(
+            format!(
+                "{} other node processes also recorded; only the first is shown",
+                p.other_pids
+            )
+            .into(),
+        );
     }
     if p.malformed > 0 {
-        section.notes.push(format!(
-            "{} record lines did not parse and were skipped",
-            p.malformed
-        ));
+        section
+            .notes
+            .push(format!("{} record lines did not parse and were skipped", p.malformed).into());
     }
     section.notes.push(
         "only the main thread of the first node process is recorded: the preload removes its \
          variable, so worker threads and child processes (which copy the environment) do not record"
-            .to_string(),
+            .into(),
     );
     section
 }
@@ -661,7 +669,10 @@ mod tests {
             "{v8:?} vs {hits} lines, {hits_ns} ns"
         );
         assert!(
-            s.notes.iter().any(|n| n.contains("NODE_OPTIONS")),
+            s.notes
+                .iter()
+                .filter_map(Value::as_text)
+                .any(|n| n.contains("NODE_OPTIONS")),
             "{:?}",
             s.notes
         );
@@ -773,7 +784,10 @@ mod tests {
         );
         assert_nested(&s.spans);
         assert!(
-            !s.notes.iter().any(|n| n.contains("did not parse")),
+            !s.notes
+                .iter()
+                .filter_map(Value::as_text)
+                .any(|n| n.contains("did not parse")),
             "{:?}",
             s.notes
         );
@@ -783,6 +797,10 @@ mod tests {
     fn no_records_says_why() {
         let s = section("", 0, 0);
         assert!(s.spans.is_empty() && s.table.rows.is_empty());
-        assert!(s.notes[0].contains("ES modules"), "{:?}", s.notes);
+        assert!(
+            s.notes[0].as_text().is_some_and(|n| n.contains("ES modules")),
+            "{:?}",
+            s.notes
+        );
     }
 }

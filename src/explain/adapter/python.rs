@@ -380,7 +380,7 @@ fn section(tree: &ImportTree) -> Section {
         section.notes.push(
             "no importtime lines: Python older than 3.7, or PYTHON* variables ignored (-E, -I), \
              or the program is not the Python interpreter"
-                .to_string(),
+                .into(),
         );
         return section;
     }
@@ -411,7 +411,7 @@ fn section(tree: &ImportTree) -> Section {
         }
         None => section
             .notes
-            .push("no `site` import: run with -S (or -I without site), so no .pth cost".to_string()),
+            .push("no `site` import: run with -S (or -I without site), so no .pth cost".into()),
     }
 
     let mut by_self: Vec<&Import> = imports.iter().collect();
@@ -442,23 +442,28 @@ fn section(tree: &ImportTree) -> Section {
     }
     let repeated = seen.values().filter(|&&n| n > 1).count();
     if repeated > 0 {
-        section.notes.push(format!(
-            "{repeated} module names appear more than once: Python also prints imports that \
+        section.notes.push(
+            format!(
+                "{repeated} module names appear more than once: Python also prints imports that \
              failed (e.g. optional modules probed with try/except), each attempt counts"
-        ));
+            )
+            .into(),
+        );
     }
     if tree.malformed > 0 {
-        section.notes.push(format!(
-            "{} claimed lines did not parse and were skipped",
-            tree.malformed
-        ));
+        section
+            .notes
+            .push(format!("{} claimed lines did not parse and were skipped", tree.malformed).into());
     }
     if tree.headers > 1 {
-        section.notes.push(format!(
-            "{} Python processes wrote import times to the same stream (PYTHONPROFILEIMPORTTIME \
+        section.notes.push(
+            format!(
+                "{} Python processes wrote import times to the same stream (PYTHONPROFILEIMPORTTIME \
              is inherited); their imports are mixed here and no timeline is drawn",
-            tree.headers
-        ));
+                tree.headers
+            )
+            .into(),
+        );
     } else {
         section.spans = lower_bound_spans(tree);
         section.notes.push(
@@ -466,13 +471,13 @@ fn section(tree: &ImportTree) -> Section {
              top-level import placed end to end from spawn (they run one after another on the \
              main thread) and children end to end inside their parent. Real starts are later by \
              exec, interpreter start-up and the code run between imports"
-                .to_string(),
+                .into(),
         );
     }
     section.notes.push(
         "PYTHONPROFILEIMPORTTIME is on from interpreter start, so the imports before `site` \
          (the interpreter's own) are included; imports done by other threads would be mixed in"
-            .to_string(),
+            .into(),
     );
     section
 }
@@ -509,12 +514,15 @@ fn site_facts(section: &mut Section, imports: &[Import], site: usize) {
         "imports from .pth files (under site)".to_string(),
         Value::Ns(foreign * 1000),
     ));
-    section.notes.push(format!(
-        "imports directly under `site` other than {} come from `import` lines in .pth files \
+    section.notes.push(
+        format!(
+            "imports directly under `site` other than {} come from `import` lines in .pth files \
          (importtime does not say which file: the traced run's opens do); the rest of the .pth \
          work is in site's self time",
-        SITE_OWN[..4].join(", ")
-    ));
+            SITE_OWN[..4].join(", ")
+        )
+        .into(),
+    );
 }
 
 /// Sound only for one interpreter: imports on the main thread are sequential,

@@ -264,7 +264,11 @@ hello from the app
             .facts
             .iter()
             .any(|f| f.0.starts_with("snapshot deserialization")));
-        assert!(s.notes.iter().any(|n| n.contains("NODE_OPTIONS")));
+        assert!(s
+            .notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.contains("NODE_OPTIONS")));
         let mut s = Section::default();
         add_to(&mut s, &parse(DENO.lines()), true);
         let Value::Parts(parts) = &s.facts[0].1 else {

@@ -35,14 +35,17 @@ fn hex(id: &[u8]) -> String {
 }
 
 pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
-    let mut notes = Vec::new();
-    let drift = (clock.offset_end - clock.offset_start).abs();
-    notes.push(format!(
+    let mut notes: Vec<Value> = Vec::new();
+    let drift = (clock.offset_end - clock.offset_start).unsigned_abs();
+    notes.push(Value::parts([
         "span times are wall clock (CLOCK_REALTIME), moved onto the run's monotonic clock with an offset \
-         sampled before and after the run (they differ by {}); the alignment is as good as the two clocks' \
-         agreement (NTP slewing during the run, ms-level at worst, is ignored)",
-        crate::format::ms(drift as f64 / 1e6)
-    ));
+         sampled before and after the run (they differ by "
+            .into(),
+        Value::Ns(u64::try_from(drift).unwrap_or(u64::MAX)),
+        "); the alignment is as good as the two clocks' agreement (NTP slewing during the run, ms-level at \
+         worst, is ignored)"
+            .into(),
+    ]));
 
     // Keep the first copy of a span sent twice (an exporter retrying a batch whose
     // response it lost).
@@ -65,10 +68,7 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         .collect();
     drop(seen);
     if spans.len() < total {
-        notes.push(format!(
-            "{} spans arrived twice and are counted once",
-            total - spans.len()
-        ));
+        notes.push(format!("{} spans arrived twice and are counted once", total - spans.len()).into());
     }
 
     let traces = spans
@@ -86,10 +86,13 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
 
     let (order, orphans) = tree_order(&spans);
     if orphans > 0 {
-        notes.push(format!(
-            "{orphans} spans name a parent that never arrived (another process's, or not yet exported) \
+        notes.push(
+            format!(
+                "{orphans} spans name a parent that never arrived (another process's, or not yet exported) \
              and are shown as roots"
-        ));
+            )
+            .into(),
+        );
     }
 
     let mut clamped = 0usize;
@@ -144,15 +147,16 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
     let span_count = spans.len();
     drop(spans);
     if clamped > 0 {
-        notes.push(format!(
-            "{clamped} spans start before the spawn by the clocks' reckoning (clock skew, or a \
+        notes.push(
+            format!(
+                "{clamped} spans start before the spawn by the clocks' reckoning (clock skew, or a \
              start time the program set itself) and are drawn from 0, keeping their length"
-        ));
+            )
+            .into(),
+        );
     }
     if inverted > 0 {
-        notes.push(format!(
-            "{inverted} spans end before they start and are shown with no duration"
-        ));
+        notes.push(format!("{inverted} spans end before they start and are shown with no duration").into());
     }
     marks.sort_by_key(|m| m.t_ns);
 
@@ -186,30 +190,39 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
             "no spans arrived: the program exported none over OTLP/HTTP (no exporter configured, a \
              gRPC-only exporter, or spans still buffered when it was stopped: batch processors \
              export every few seconds and at shutdown)"
-                .to_string(),
+                .into(),
         );
     }
     if refused > 0 {
-        notes.push(format!(
-            "{} export requests were refused: {}",
-            refused,
-            refusals.join("; ")
-        ));
+        notes.push(
+            format!(
+                "{} export requests were refused: {}",
+                refused,
+                refusals.join("; ")
+            )
+            .into(),
+        );
     }
     if dropped > 0 {
-        notes.push(format!(
-            "{} spans were dropped: the receiver keeps at most {} spans and {} MiB of them per run \
+        notes.push(
+            format!(
+                "{} spans were dropped: the receiver keeps at most {} spans and {} MiB of them per run \
              (the first that arrived are shown)",
-            dropped,
-            limits.spans,
-            limits.bytes >> 20
-        ));
+                dropped,
+                limits.spans,
+                limits.bytes >> 20
+            )
+            .into(),
+        );
     }
     if other_signals > 0 {
-        notes.push(format!(
-            "{} metrics/logs export requests were accepted and not read",
-            other_signals
-        ));
+        notes.push(
+            format!(
+                "{} metrics/logs export requests were accepted and not read",
+                other_signals
+            )
+            .into(),
+        );
     }
 
     Section {

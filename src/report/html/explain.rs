@@ -322,7 +322,7 @@ pub fn sources(id: &str, x: &Explanation) -> Markup {
                     tbody { @for r in &s.table.rows { tr { @for c in r { td { (value::text(c)) } } } } }
                 }
             }
-            @if !s.notes.is_empty() { ul { @for note in &s.notes { li.note { (note) } } } }
+            @if !s.notes.is_empty() { ul { @for note in &s.notes { li.note { (value::text(note)) } } } }
         }
     };
     section(id, "sources", "Inside the runtime: sections", body)
