@@ -87,7 +87,8 @@ pub struct Attribution {
 
 /// The A vs B document's schema. 2: phases share one scale, intervals are
 /// family-wise, shares only of a clear total. 3: its builds' explanations are
-/// `coldstart.explain/3` (typed section values); a row's unit may be `bytes`.
+/// `coldstart.explain/3` (typed section values); a row's unit may be `bytes`
+/// or `percent`.
 pub const SCHEMA: &str = "coldstart.explain-ab/3";
 
 fn default_confidence() -> f64 {
@@ -361,7 +362,7 @@ fn section_rows(sa: &Section, sb: &Section) -> Vec<RowDiff> {
             }
         }
     }
-    // A column holds one unit; a row missing from both sides leaves it a count.
+    // A column holds one unit; one without numbers is called a count, as before.
     let mut unit = Unit::Count;
     let mut out: Vec<RowDiff> = keys
         .into_iter()

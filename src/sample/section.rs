@@ -26,7 +26,7 @@ pub struct Section {
     /// the app's checkpoints or log lines, its OpenTelemetry spans).
     pub marks: Vec<Mark>,
     /// What this source cannot see or had to estimate, said plainly: text,
-    /// or parts when a note holds a measured figure (a duration, a rate).
+    /// or parts when a note holds a measured figure (a duration).
     pub notes: Vec<Value>,
 }
 
@@ -46,7 +46,7 @@ pub enum Value {
     Count(u64),
     Bytes(u64),
     Percent(f64),
-    /// Values and words read as one, in order: "3 in 1.2 ms (45.0 KB)".
+    /// Values and words read as one, in order: "3 in 1.20 ms (45.0 KiB)".
     Parts(Vec<Value>),
     #[serde(untagged)]
     Text(String),
@@ -63,7 +63,7 @@ pub enum Unit {
 }
 
 impl Value {
-    /// Counts of anything countable (a `usize` length, a `u64` total).
+    /// A count of anything countable (a `usize` length, a `u64` total).
     pub fn count(n: impl TryInto<u64>) -> Value {
         Value::Count(n.try_into().unwrap_or(u64::MAX))
     }
