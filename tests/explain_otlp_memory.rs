@@ -167,7 +167,7 @@ done | "$0" -sS --fail-early -K -"#;
             .unwrap()
             .iter()
             .find(|f| f[0] == name)
-            .and_then(|f| f[1].as_str()?.parse().ok())
+            .and_then(|f| f[1]["count"].as_u64())
             .unwrap_or_else(|| panic!("no fact {name}: {}", otlp["facts"]))
     };
     let kept = fact("spans");

@@ -32,29 +32,19 @@ fn report(out: &str) -> String {
         .collect()
 }
 
-/// `×1.234 (HL ratio; 95% CI ×1.100–×1.400)` after `label` → (estimate, lo, hi).
-fn overhead(out: &str, label: &str) -> (f64, f64, f64) {
-    let line = out
-        .lines()
-        .find(|l| l.contains(label))
-        .unwrap_or_else(|| panic!("no '{label}' in {out}"));
-    let after = &line[line.find(label).unwrap() + label.len()..];
-    let nums: Vec<f64> = after
-        .split('×')
-        .skip(1)
-        .take(3)
-        .map(|s| {
-            s.trim_start()
-                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap_or_else(|e| panic!("{e}: {line}"))
-        })
-        .collect();
-    assert_eq!(nums.len(), 3, "estimate and CI in: {line}");
-    assert!(after.contains("(HL ratio; 95% CI ×"), "{line}");
-    (nums[0], nums[1], nums[2])
+/// An overhead's estimate and 95 % CI from the JSON (`estimate`, `[lo, hi]`):
+/// the estimate lies inside, and the report prints it as
+/// `×1.234 (HL ratio; 95% CI ×1.100–×1.400)`.
+fn overhead(estimate: &serde_json::Value, ci: &serde_json::Value) -> String {
+    let (est, lo, hi) = (
+        estimate
+            .as_f64()
+            .unwrap_or_else(|| panic!("no estimate: {estimate}")),
+        ci[0].as_f64().unwrap_or_else(|| panic!("no CI: {ci}")),
+        ci[1].as_f64().unwrap_or_else(|| panic!("no CI: {ci}")),
+    );
+    assert!(lo <= est && est <= hi, "{est} outside [{lo}, {hi}]");
+    format!("×{est:.3} (HL ratio; 95% CI ×{lo:.3}–×{hi:.3})")
 }
 
 #[test]
@@ -69,17 +59,20 @@ fn explain_is_stored_listed_and_shown_again() {
         assert!(out.contains("stored as experiment 1 in"), "{out}");
         assert!(err.contains("adapters: native"), "{err}");
 
-        // Overheads carry a 95% CI around their estimate, in the report and the JSON.
-        for label in ["tracer overhead ", "adapters' overhead "] {
-            let (est, lo, hi) = overhead(&out, label);
-            assert!(lo <= est && est <= hi, "{label}: {est} outside [{lo}, {hi}]");
-        }
+        // Overheads carry a 95% CI around their estimate, in the JSON and as
+        // the report prints them.
         let doc = json_file(&json);
-        let (o, ci) = (doc["overhead"].as_f64().unwrap(), &doc["overhead_ci"]);
-        assert!(
-            ci[0].as_f64().unwrap() <= o && o <= ci[1].as_f64().unwrap(),
-            "{doc}"
-        );
+        for (label, key) in [
+            ("tracer overhead ", "overhead"),
+            ("adapters' overhead ", "adapter_overhead"),
+        ] {
+            let shown = overhead(&doc[key], &doc[format!("{key}_ci")]);
+            assert!(
+                out.contains(&format!("{label}{shown}")),
+                "{label}{shown} in {out}"
+            );
+        }
+        let o = doc["overhead"].as_f64().unwrap();
         assert!(o > 1.0, "tracing a run does not make it faster: {o}");
 
         // History lists it as an explain with its three arms, every run stored.
@@ -165,10 +158,8 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
         line.contains(&format!("{} @1 → {} @2", printed(&first), printed(&second))),
         "{line}\n{first}\n{second}"
     );
-    let (est, lo, hi) = overhead(&out, "adapters' overhead: ");
-    assert!(lo <= est && est <= hi, "{out}");
 
-    // The JSON export carries the overheads too.
+    // The JSON export carries the overheads too, each with its CI: those printed.
     let json = dir.path().join("c.json");
     let o = run(&[
         "compare",
@@ -182,6 +173,14 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     assert_eq!(doc["pairs"].as_array().unwrap().len(), 3, "{doc}");
+    let adapted = &doc["overheads"]["adapted"];
+    let shown = |r: &serde_json::Value| overhead(&r["estimate"], &r["ci"]);
+    let line = format!(
+        "adapters' overhead: {} @1 → {} @2",
+        shown(&adapted["baseline"]),
+        shown(&adapted["candidate"])
+    );
+    assert!(out.contains(&line), "{line} in {out}");
     let traced = &doc["overheads"]["traced"]["candidate"];
     assert!(
         traced["ci"][0].as_f64().unwrap() <= traced["estimate"].as_f64().unwrap(),

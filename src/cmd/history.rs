@@ -131,10 +131,11 @@ fn explanation_ab(store: &mut Store, id: i64) -> Result<Option<(serde_json::Valu
     };
     let doc: serde_json::Value = serde_json::from_str(&json)
         .with_context(|| format!("experiment {id}: its stored explanation is unreadable"))?;
-    // /1 documents read into the /2 type (its new fields have defaults).
+    // /1 documents read into the current type (its new fields have defaults);
+    // /2 ones' sections hold their values as text.
     if !matches!(
         doc["schema"].as_str(),
-        Some("coldstart.explain-ab/1" | explain::attribution::SCHEMA)
+        Some("coldstart.explain-ab/1" | "coldstart.explain-ab/2" | explain::attribution::SCHEMA)
     ) {
         return Ok(None);
     }

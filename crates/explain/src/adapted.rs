@@ -5,7 +5,7 @@
 use super::adapter::{Adapter, Collected};
 use super::otlp;
 use crate::run::{run_once, RunId, RunOptions};
-use crate::sample::section::{ms_cell, Section, Table};
+use crate::sample::section::{Section, Table, Value};
 use crate::sample::{Mark, Sample};
 use crate::target::{Readiness, Target};
 use crate::trace::Trace;
@@ -50,7 +50,8 @@ impl Kept {
                 notes: vec![format!(
                     "could not read the spans back from {}: {e:#}",
                     file.path().display()
-                )],
+                )
+                .into()],
                 ..Section::default()
             }),
         }
@@ -140,7 +141,7 @@ impl AdaptedRun {
                 vec![Section {
                     source: a.name().to_string(),
                     title: format!("{} adapter", a.name()),
-                    notes: vec![format!("could not read what the runtime reported: {e:#}")],
+                    notes: vec![format!("could not read what the runtime reported: {e:#}").into()],
                     ..Section::default()
                 }]
             }));
@@ -164,7 +165,7 @@ pub fn checkpoints(marks: &[Mark]) -> Option<Section> {
     let mut marks = marks.to_vec();
     marks.sort_by_key(|m| m.t_ns);
     let mut table = Table::new(&["checkpoint", "source", "at", "delta"]);
-    let mut rows: Vec<(u64, Vec<String>)> = Vec::new();
+    let mut rows: Vec<(u64, Vec<Value>)> = Vec::new();
     let mut prev = 0;
     for m in &marks {
         let delta = m.t_ns.saturating_sub(prev);
@@ -172,7 +173,12 @@ pub fn checkpoints(marks: &[Mark]) -> Option<Section> {
         let source = m.source.label();
         rows.push((
             delta,
-            vec![m.name.clone(), source.into(), ms_cell(m.t_ns), ms_cell(delta)],
+            vec![
+                m.name.clone().into(),
+                source.into(),
+                Value::AtNs(m.t_ns),
+                Value::Ns(delta),
+            ],
         ));
     }
     rows.sort_by_key(|r| std::cmp::Reverse(r.0));
@@ -182,8 +188,8 @@ pub fn checkpoints(marks: &[Mark]) -> Option<Section> {
         source: "checkpoints".into(),
         title: "Checkpoints (the app's own marks)".into(),
         facts: vec![
-            ("checkpoints".into(), marks.len().to_string()),
-            ("last at".into(), ms_cell(last)),
+            ("checkpoints".into(), Value::count(marks.len())),
+            ("last at".into(), Value::AtNs(last)),
         ],
         table,
         spans: Vec::new(),

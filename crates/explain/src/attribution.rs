@@ -8,6 +8,7 @@
 //! only one build opened are named.
 
 use super::{Explanation, CONFIDENCE};
+use crate::sample::section::{Unit, Value};
 use crate::sample::Section;
 use crate::stats;
 use serde::{Deserialize, Serialize};
@@ -45,7 +46,7 @@ pub struct RowDiff {
     pub what: String,
     pub a: Option<f64>,
     pub b: Option<f64>,
-    /// "ms" or "count".
+    /// "ms", "count", "bytes" or "percent".
     pub unit: String,
 }
 
@@ -85,8 +86,10 @@ pub struct Attribution {
 }
 
 /// The A vs B document's schema. 2: phases share one scale, intervals are
-/// family-wise, shares only of a clear total.
-pub const SCHEMA: &str = "coldstart.explain-ab/2";
+/// family-wise, shares only of a clear total. 3: its builds' explanations are
+/// `coldstart.explain/3` (typed section values); a row's unit may be `bytes`
+/// or `percent`.
+pub const SCHEMA: &str = "coldstart.explain-ab/3";
 
 fn default_confidence() -> f64 {
     CONFIDENCE
@@ -357,29 +360,30 @@ fn section_rows(sa: &Section, sb: &Section) -> Vec<RowDiff> {
         s.table
             .rows
             .iter()
-            .find(|r| r.first().map(String::as_str) == Some(key))
+            .find(|r| r.first().and_then(Value::as_text) == Some(key))
             .and_then(|r| r.get(col))
-            .and_then(|c| parse_value(c))
+            .and_then(Value::number)
     };
-    let mut keys: Vec<&String> = Vec::new();
+    let mut keys: Vec<&str> = Vec::new();
     for r in sa.table.rows.iter().chain(&sb.table.rows) {
-        if let Some(k) = r.first() {
+        if let Some(k) = r.first().and_then(Value::as_text) {
             if !keys.contains(&k) {
                 keys.push(k);
             }
         }
     }
-    let mut unit = "count";
+    // A column holds one unit; one without numbers is called a count, as before.
+    let mut unit = Unit::Count;
     let mut out: Vec<RowDiff> = keys
         .into_iter()
         .map(|k| {
             let (a, b) = (value(sa, k), value(sb, k));
-            if a.is_some_and(|v| v.1) || b.is_some_and(|v| v.1) {
-                unit = "ms";
+            if let Some((_, u)) = a.or(b) {
+                unit = u;
             }
             RowDiff {
                 section: sa.title.clone(),
-                key: k.clone(),
+                key: k.to_string(),
                 what: what.clone(),
                 a: a.map(|v| v.0),
                 b: b.map(|v| v.0),
@@ -387,26 +391,18 @@ fn section_rows(sa: &Section, sb: &Section) -> Vec<RowDiff> {
             }
         })
         .collect();
+    let unit = match unit {
+        Unit::Ms => "ms",
+        Unit::Count => "count",
+        Unit::Bytes => "bytes",
+        Unit::Percent => "percent",
+    };
     for r in &mut out {
         r.unit = unit.to_string();
     }
     out.sort_by(|x, y| y.diff().abs().total_cmp(&x.diff().abs()));
     out.truncate(ROWS_PER_SECTION);
     out
-}
-
-/// A table cell as a number: durations ("1.23 ms", "456 µs", "2.1 s", "80 ns")
-/// in ms (true: a duration), plain numbers as they are.
-pub fn parse_value(cell: &str) -> Option<(f64, bool)> {
-    let c = cell.trim().replace(',', "");
-    for (unit, per_ms) in [("ms", 1.0), ("µs", 1e-3), ("us", 1e-3), ("ns", 1e-6), ("s", 1e3)] {
-        if let Some(n) = c.strip_suffix(unit) {
-            if let Ok(x) = n.trim().parse::<f64>() {
-                return Some((x * per_ms, true));
-            }
-        }
-    }
-    c.parse::<f64>().ok().map(|x| (x, false))
 }
 
 /// The successful opens of regular files in a trace: what a build reads.
@@ -428,20 +424,6 @@ pub fn opened_files(trace: &crate::trace::Trace) -> Vec<String> {
         }
     }
     files.into_iter().collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cells_parse_as_durations_or_counts() {
-        assert_eq!(parse_value("1.50 ms"), Some((1.5, true)));
-        assert_eq!(parse_value("250 µs"), Some((0.25, true)));
-        assert_eq!(parse_value("2.0 s"), Some((2000.0, true)));
-        assert_eq!(parse_value("1,234"), Some((1234.0, false)));
-        assert_eq!(parse_value("—"), None);
-    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,11 @@ pub const UNTRACED: usize = 0;
 pub const TRACED: usize = 1;
 pub const ADAPTED: usize = 2;
 
+/// The explanation document's schema. 3: sections' facts, table cells, span
+/// arguments and notes carry numbers with their unit (`{"ns": 456000}`); /2 documents
+/// (every value text) still load, their values as text.
+pub const SCHEMA: &str = "coldstart.explain/3";
+
 /// The confidence of the overheads' intervals.
 pub const CONFIDENCE: f64 = 0.95;
 
@@ -116,7 +121,7 @@ pub fn explanation(
     timeline::add_ready_phases(&mut timeline, &trace, (ready_ms * 1e6) as u64);
     let opened_files = attribution::opened_files(&trace);
     Ok(Explanation {
-        schema: "coldstart.explain/2".into(),
+        schema: SCHEMA.into(),
         command: target.display_command(),
         readiness: readiness.to_string(),
         untraced_ms,

@@ -3,10 +3,11 @@
 //! exporters, configured only by [`Receiver::env`].
 
 use super::decode::{flatten, Got, JSON, PROTOBUF};
-use super::receiver::{realtime_ns, Limits, Received, Receiver, RpcStatus, INVALID_ARGUMENT};
+use super::kept::{Limits, Received};
+use super::receiver::{realtime_ns, Receiver, RpcStatus, INVALID_ARGUMENT};
 use super::section::{build_section, Clock, TABLE_ROWS};
 use crate::clock;
-use crate::sample::section::{Section, Span};
+use crate::sample::section::{Section, Span, Value};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -90,12 +91,13 @@ fn names(s: &Section) -> Vec<(&str, usize)> {
     s.spans.iter().map(|sp| (sp.name.as_str(), sp.depth)).collect()
 }
 
-fn fact<'a>(s: &'a Section, key: &str) -> &'a str {
-    s.facts
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
-        .unwrap_or_else(|| panic!("no fact {key:?} in {:?}", s.facts))
+/// A fact of counts and text: a count's digits, a text as it is.
+fn fact(s: &Section, key: &str) -> String {
+    match s.facts.iter().find(|(k, _)| k == key) {
+        Some((_, Value::Count(n))) => n.to_string(),
+        Some((_, Value::Text(t))) => t.clone(),
+        _ => panic!("no count or text fact {key:?} in {:?}", s.facts),
+    }
 }
 
 fn span<'a>(s: &'a Section, name: &str) -> &'a Span {
@@ -106,7 +108,10 @@ fn span<'a>(s: &'a Section, name: &str) -> &'a Span {
 }
 
 fn arg<'a>(sp: &'a Span, key: &str) -> Option<&'a str> {
-    sp.args.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    sp.args
+        .iter()
+        .find(|(k, _)| k == key)
+        .and_then(|(_, v)| v.as_text())
 }
 
 #[test]
@@ -124,7 +129,10 @@ fn env_points_both_endpoints_and_the_protocol_at_the_receiver() {
     let s = r.finish(clock::now_ns()).expect("finish");
     assert_eq!(fact(&s, "spans"), "0");
     assert!(
-        s.notes.iter().any(|n| n.starts_with("no spans arrived")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.starts_with("no spans arrived")),
         "{:?}",
         s.notes
     );
@@ -181,7 +189,7 @@ fn protobuf_request_becomes_a_nested_section() {
     assert_eq!(fact(&s, "services"), "svc");
     assert_eq!(fact(&s, "requests"), "1");
     assert_eq!(fact(&s, "encoding"), "protobuf");
-    let first: Vec<&str> = s.table.rows.iter().map(|r| r[0].as_str()).collect();
+    let first: Vec<&str> = s.table.rows.iter().filter_map(|r| r[0].as_text()).collect();
     assert_eq!(
         first,
         ["init", "connect-db", "load-config", "handshake"],
@@ -330,11 +338,15 @@ fn bad_requests_are_refused_in_their_encoding_and_noted() {
     let refused = s
         .notes
         .iter()
+        .filter_map(Value::as_text)
         .find(|n| n.contains("refused"))
         .expect("a refusal note");
     assert!(refused.starts_with("4 export requests were refused"), "{refused}");
     assert!(
-        s.notes.iter().any(|n| n.starts_with("2 metrics/logs")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.starts_with("2 metrics/logs")),
         "{:?}",
         s.notes
     );
@@ -388,6 +400,7 @@ fn spans_past_the_limits_are_dropped_counted_and_noted() {
     assert!(
         s.notes
             .iter()
+            .filter_map(Value::as_text)
             .any(|n| n.starts_with("70 spans were dropped") && n.contains("at most 50 spans")),
         "{:?}",
         s.notes
@@ -469,12 +482,18 @@ fn orphans_cycles_duplicates_and_colliding_ids_across_traces() {
     assert_eq!(fact(&s, "spans"), "6");
     assert_eq!(fact(&s, "traces"), "2");
     assert!(
-        s.notes.iter().any(|n| n.starts_with("1 spans arrived twice")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.starts_with("1 spans arrived twice")),
         "{:?}",
         s.notes
     );
     assert!(
-        s.notes.iter().any(|n| n.starts_with("1 spans name a parent")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.starts_with("1 spans name a parent")),
         "{:?}",
         s.notes
     );
@@ -497,12 +516,16 @@ fn spans_before_the_spawn_are_clamped_and_inverted_ones_have_no_length() {
     assert!(
         s.notes
             .iter()
+            .filter_map(Value::as_text)
             .any(|n| n.starts_with("1 spans start before the spawn")),
         "{:?}",
         s.notes
     );
     assert!(
-        s.notes.iter().any(|n| n.starts_with("1 spans end before")),
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.starts_with("1 spans end before")),
         "{:?}",
         s.notes
     );
@@ -523,7 +546,7 @@ fn the_table_keeps_the_largest_twenty() {
     );
     assert_eq!(s.table.rows.len(), TABLE_ROWS);
     assert_eq!(s.table.omitted, 5);
-    assert_eq!(s.table.rows[0][0], "s24");
+    assert_eq!(s.table.rows[0][0], "s24".into());
     assert_eq!(s.spans.len(), 25, "the timeline keeps every span");
 }
 
@@ -677,7 +700,10 @@ fn check_shape(s: &Section, exited_ns: u64, encoding: &str) {
     );
     assert_eq!(names(s), [("init", 0), ("load-config", 1), ("connect-db", 1)]);
     assert_eq!(fact(s, "traces"), "1");
-    assert!(fact(s, "requests").parse::<usize>().is_ok_and(|n| n >= 1));
+    assert!(s
+        .facts
+        .iter()
+        .any(|(k, v)| k == "requests" && v.as_count().is_some_and(|n| n >= 1)));
     let init = span(s, "init");
     for child in ["load-config", "connect-db"] {
         assert!(span(s, child).dur_ns > 0, "{child} has a length");
@@ -692,6 +718,7 @@ fn check_shape(s: &Section, exited_ns: u64, encoding: &str) {
     assert!(
         !s.notes
             .iter()
+            .filter_map(Value::as_text)
             .any(|n| n.contains("refused") || n.contains("parent that never")),
         "{:?}",
         s.notes

@@ -339,7 +339,11 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
         for sp in &sec.spans {
             let args: serde_json::Map<String, Value> =
                 std::iter::once(("depth".to_string(), json!(sp.depth)))
-                    .chain(sp.args.iter().map(|(k, v)| (k.clone(), json!(v))))
+                    .chain(
+                        sp.args
+                            .iter()
+                            .map(|(k, v)| (k.clone(), json!(super::value::text(v)))),
+                    )
                     .collect();
             track.push(complete(
                 sp.name.clone(),

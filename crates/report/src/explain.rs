@@ -297,7 +297,7 @@ pub fn section_to(sec: &Section, width: Option<usize>) -> String {
     let mut out = format!("\n{}\n", sec.title);
     let key_w = sec.facts.iter().map(|f| f.0.chars().count()).max().unwrap_or(0);
     for (k, v) in &sec.facts {
-        out.push_str(&format!("  {k:key_w$}  {v}\n"));
+        out.push_str(&format!("  {k:key_w$}  {}\n", super::value::text(v)));
     }
     let t = &sec.table;
     if !t.rows.is_empty() {
@@ -307,7 +307,7 @@ pub fn section_to(sec: &Section, width: Option<usize>) -> String {
             .set_header(t.columns.clone());
         let (rows, omitted) = t.visible();
         for r in rows {
-            table.add_row(r.clone());
+            table.add_row(r.iter().map(super::value::text).collect::<Vec<_>>());
         }
         // Each line is indented by one column below.
         super::width::fit_table_to(&mut table, &[], width.map(|w| w.saturating_sub(1)));
@@ -319,7 +319,7 @@ pub fn section_to(sec: &Section, width: Option<usize>) -> String {
         }
     }
     for n in &sec.notes {
-        out.push_str(&format!("  note: {n}\n"));
+        out.push_str(&format!("  note: {}\n", super::value::text(n)));
     }
     super::width::fit_to(&out, width)
 }

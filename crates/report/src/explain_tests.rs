@@ -3,10 +3,12 @@
 
 use super::render;
 use crate::chrome_trace::to_chrome_trace;
+use crate::sample::section::Value;
 use crate::sample::{Mark, MarkSource, Section};
 use crate::target::{Readiness, Target};
 use crate::timeline::Timeline;
 use crate::trace::{Event, TraceOptions};
+use crate::value::text;
 use crate::{clock, testkit};
 use coldstart_explain::adapter::python::Python;
 use coldstart_explain::adapter::{Adapter, Collected};
@@ -102,6 +104,31 @@ fn a_real_explanation_renders_the_same_from_json() {
     assert_eq!(sources, e.sources);
     e.timeline = timeline;
     e.sources = sources;
+    assert_eq!(render(&e), live_text);
+    assert_eq!(to_chrome_trace(&raw, &e.timeline, &e.sources), live_chrome);
+
+    // An explanation stored as coldstart.explain/2 held every value as the
+    // text printed: it loads, and prints and draws the same.
+    let mut old = e.sources.clone();
+    for s in &mut old {
+        let cells = s.table.rows.iter_mut().flatten();
+        let values = s
+            .facts
+            .iter_mut()
+            .map(|f| &mut f.1)
+            .chain(cells)
+            .chain(&mut s.notes);
+        for v in values.chain(
+            s.spans
+                .iter_mut()
+                .flat_map(|sp| sp.args.iter_mut().map(|a| &mut a.1)),
+        ) {
+            *v = Value::Text(text(v));
+        }
+    }
+    let stored = serde_json::to_string(&old).expect("serialize");
+    assert!(!stored.contains(r#"{"ns":"#), "{stored}");
+    e.sources = serde_json::from_str(&stored).expect("an explain/2 section loads");
     assert_eq!(render(&e), live_text);
     assert_eq!(to_chrome_trace(&raw, &e.timeline, &e.sources), live_chrome);
 }
@@ -221,18 +248,34 @@ fn exec_chain_rows_show_each_steps_duration_traced_and_untraced() {
     assert_eq!(layout(&mvn), layout(phase), "{mvn}\n{phase}");
 }
 
-/// A section's table shows its first rows and counts the rest.
+/// A section prints its facts and the rows it shows with their units, and
+/// counts the rows it leaves out.
 #[test]
-fn a_section_shows_its_first_rows_and_counts_the_rest() {
+fn a_section_prints_its_typed_values_and_counts_the_rest() {
     use crate::sample::section::Table;
-    let mut t = Table::new(&["package", "n"]);
-    t.rows = (0..5).map(|i| vec![format!("p{i}"), i.to_string()]).collect();
+    let mut t = Table::new(&["package", "classes", "self"]);
+    t.rows = (0..5)
+        .map(|i| vec![format!("p{i}").into(), Value::Count(i), Value::Ns(456_000)])
+        .collect();
     t.show_first(2);
-    let text = super::section(&Section {
-        title: "T".into(),
-        table: t,
-        ..Section::default()
-    });
+    let text = super::section_to(
+        &Section {
+            title: "T".into(),
+            facts: vec![
+                ("imports".into(), Value::Count(57)),
+                (
+                    "total".into(),
+                    Value::parts([Value::Ns(12_300_000), " (a, b)".into()]),
+                ),
+            ],
+            table: t,
+            ..Section::default()
+        },
+        None,
+    );
+    assert!(text.contains("  imports  57\n"), "{text}");
+    assert!(text.contains("  total    12.3 ms (a, b)\n"), "{text}");
+    assert!(text.contains("456 µs"), "{text}");
     assert!(text.contains("p1") && !text.contains("p2"), "{text}");
     assert!(text.contains("… 3 more"), "{text}");
 }

@@ -34,6 +34,7 @@ pub mod markdown;
 pub mod progress;
 pub mod sweep;
 pub mod terminal;
+pub mod value;
 
 /// Write an export to its path: `-` (stdout), a device or FIFO, a symlink's target
 /// or a regular file (atomically); see [`export`].

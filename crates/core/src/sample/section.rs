@@ -14,8 +14,9 @@ pub struct Section {
     pub source: String,
     /// Heading for people, e.g. "Python imports (-X importtime)".
     pub title: String,
-    /// Headline facts, in order: ("imports", "57"), ("total", "12.3 ms").
-    pub facts: Vec<(String, String)>,
+    /// Headline facts, in order: ("imports", 57 as a count), ("total", 12.3 ms
+    /// as a duration in ns).
+    pub facts: Vec<(String, Value)>,
     /// The top offenders, largest first.
     pub table: Table,
     /// Intervals on the run's clock, for the timeline and the Chrome trace.
@@ -24,16 +25,109 @@ pub struct Section {
     /// Instants on the run's clock, with the source that saw them (an adapter,
     /// the app's checkpoints or log lines, its OpenTelemetry spans).
     pub marks: Vec<Mark>,
-    /// What this source cannot see or had to estimate, said plainly.
-    pub notes: Vec<String>,
+    /// What this source cannot see or had to estimate, said plainly: text,
+    /// or parts when a note holds a measured figure (a duration).
+    pub notes: Vec<Value>,
 }
 
-/// A table whose rows are already sorted, largest first. Cells are text so that
-/// each source formats its own units; `key` columns stay machine-readable in JSON.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A number with its unit, or text: what a fact, a table cell or a span's
+/// argument holds. The model keeps numbers as numbers (explain A vs B compares
+/// them, the JSON carries them with their unit); only `report/` turns them into
+/// text. In JSON a number is an object naming its unit (`{"ns": 456000}`,
+/// `{"count": 57}`) and text is a plain string, so documents stored when every
+/// cell was text still load (as text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Value {
+    /// A duration, ns.
+    Ns(u64),
+    /// An instant on the run's clock, ns since spawn.
+    AtNs(u64),
+    Count(u64),
+    Bytes(u64),
+    Percent(f64),
+    /// Values and words read as one, in order: "3 in 1.20 ms (45.0 KiB)".
+    Parts(Vec<Value>),
+    #[serde(untagged)]
+    Text(String),
+}
+
+/// What a number measures, for comparing like with like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Durations and instants, compared in ms.
+    Ms,
+    Count,
+    Bytes,
+    Percent,
+}
+
+impl Value {
+    /// A count of anything countable (a `usize` length, a `u64` total).
+    pub fn count(n: impl TryInto<u64>) -> Value {
+        Value::Count(n.try_into().unwrap_or(u64::MAX))
+    }
+
+    /// Values and words read as one.
+    pub fn parts(parts: impl IntoIterator<Item = Value>) -> Value {
+        Value::Parts(parts.into_iter().collect())
+    }
+
+    /// Named values, comma-separated: "a 1.20 ms, b 0.80 ms".
+    pub fn list(items: impl IntoIterator<Item = (String, Value)>) -> Value {
+        let mut parts = Vec::new();
+        for (i, (name, v)) in items.into_iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            parts.extend([Value::Text(format!("{sep}{name} ")), v]);
+        }
+        Value::Parts(parts)
+    }
+
+    /// The value as a number in its unit (durations in ms); None for text.
+    pub fn number(&self) -> Option<(f64, Unit)> {
+        match self {
+            Value::Ns(ns) | Value::AtNs(ns) => Some((*ns as f64 / 1e6, Unit::Ms)),
+            Value::Count(n) => Some((*n as f64, Unit::Count)),
+            Value::Bytes(n) => Some((*n as f64, Unit::Bytes)),
+            Value::Percent(p) => Some((*p, Unit::Percent)),
+            Value::Parts(_) | Value::Text(_) => None,
+        }
+    }
+
+    pub fn as_count(&self) -> Option<u64> {
+        match self {
+            Value::Count(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Value::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::Text(s)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::Text(s.to_string())
+    }
+}
+
+/// A table whose rows are already sorted, largest first. Cells are typed
+/// values (the first column is usually the row's key, as text); `report/`
+/// formats them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Table {
     pub columns: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+    pub rows: Vec<Vec<Value>>,
     /// Rows left out of `rows` (the source keeps the top N).
     pub omitted: usize,
     /// Rows the terminal shows (the rest are counted as "… N more" there);
@@ -43,7 +137,7 @@ pub struct Table {
 }
 
 /// An interval, ns since the run's time zero (spawn).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Span {
     pub name: String,
     pub start_ns: u64,
@@ -53,7 +147,7 @@ pub struct Span {
     /// Free-form attributes worth showing (package, bytes, allocs …).
     /// Left out of the JSON when empty, so read back as empty when missing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<(String, String)>,
+    pub args: Vec<(String, Value)>,
 }
 
 impl Table {
@@ -72,7 +166,7 @@ impl Table {
     }
 
     /// The rows the terminal shows, and how many it leaves out.
-    pub fn visible(&self) -> (&[Vec<String>], usize) {
+    pub fn visible(&self) -> (&[Vec<Value>], usize) {
         let n = self.shown.unwrap_or(self.rows.len()).min(self.rows.len());
         (&self.rows[..n], self.omitted + self.rows.len() - n)
     }
@@ -86,20 +180,6 @@ impl Table {
     }
 }
 
-/// Milliseconds with a precision that suits the size, for table cells.
-pub fn ms_cell(ns: u64) -> String {
-    let x = ns as f64 / 1e6;
-    if x < 1.0 {
-        format!("{:.0} µs", x * 1000.0)
-    } else if x < 10.0 {
-        format!("{x:.2} ms")
-    } else if x < 1000.0 {
-        format!("{x:.1} ms")
-    } else {
-        format!("{:.2} s", x / 1000.0)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,12 +190,23 @@ mod tests {
     #[test]
     fn round_trips_through_json() {
         let mut table = Table::new(&["class", "at"]);
-        table.rows = vec![vec!["a.B".into(), "1.00 ms".into()]; 3];
+        table.rows = vec![vec!["a.B".into(), Value::AtNs(1_000_000)]; 3];
         table.truncate(2);
         let s = Section {
             source: "jvm".into(),
             title: "JVM classes".into(),
-            facts: vec![("classes".into(), "3".into())],
+            facts: vec![
+                ("classes".into(), Value::Count(3)),
+                (
+                    "heap".into(),
+                    Value::parts([
+                        Value::Bytes(4096),
+                        " in ".into(),
+                        Value::Ns(7),
+                        Value::Percent(1.5),
+                    ]),
+                ),
+            ],
             table,
             spans: vec![
                 Span {
@@ -123,7 +214,10 @@ mod tests {
                     start_ns: 1_000,
                     dur_ns: 5_000,
                     depth: 0,
-                    args: vec![("classes".into(), "3".into())],
+                    args: vec![
+                        ("classes".into(), Value::Count(3)),
+                        ("pth".into(), "x.pth".into()),
+                    ],
                 },
                 Span {
                     name: "longest pause".into(),
@@ -144,14 +238,40 @@ mod tests {
         let text = serde_json::to_string(&s).expect("serialize");
         let back: Section = serde_json::from_str(&text).expect("deserialize");
         assert_eq!(back, s);
+        // Numbers carry their unit; text is a plain string.
+        let json: serde_json::Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(json["facts"][0], serde_json::json!(["classes", {"count": 3}]));
+        assert_eq!(
+            json["table"]["rows"][0],
+            serde_json::json!(["a.B", {"at_ns": 1_000_000}])
+        );
+        assert_eq!(json["spans"][0]["args"][1], serde_json::json!(["pth", "x.pth"]));
     }
 
-    /// `shown` keeps every row for the JSON while the terminal prints the top
-    /// ones and counts the rest; a table stored before `shown` existed reads back.
+    /// A section stored when every fact, cell and argument was text loads, as text.
+    #[test]
+    fn sections_stored_as_text_still_load() {
+        let old = r#"{"source":"go","title":"Go","facts":[["init clock, total","1.20 ms"]],
+            "table":{"columns":["package","clock"],"rows":[["net","456 µs"]],"omitted":0},
+            "spans":[{"name":"net","start_ns":0,"dur_ns":5,"depth":1,"args":[["bytes","4712"]]}],
+            "marks":[],"notes":["a note"]}"#;
+        let s: Section = serde_json::from_str(old).expect("an old section");
+        assert_eq!(s.facts[0].1, Value::from("1.20 ms"));
+        assert_eq!(s.table.rows[0][1], Value::from("456 µs"));
+        assert_eq!(s.spans[0].args[0].1, Value::from("4712"));
+        assert_eq!(s.table.rows[0][1].number(), None);
+        assert_eq!(s.notes, [Value::from("a note")]);
+    }
+
+    /// `shown` keeps every row for the JSON while the terminal shows the top
+    /// ones and counts the rest (report/explain_tests.rs prints it); a table
+    /// stored before `shown` existed reads back.
     #[test]
     fn shown_rows_and_the_rest() {
         let mut t = Table::new(&["package", "classes"]);
-        t.rows = (0..5).map(|i| vec![format!("p{i}"), i.to_string()]).collect();
+        t.rows = (0..5)
+            .map(|i| vec![format!("p{i}").into(), Value::Count(i)])
+            .collect();
         assert_eq!(t.visible().0.len(), 5);
         t.show_first(2);
         let (rows, more) = t.visible();

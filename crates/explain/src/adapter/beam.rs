@@ -4,7 +4,7 @@
 //! its cost is the tracer's.
 
 use super::{Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{ms_cell, Section, Span, Table};
+use crate::sample::section::{Section, Span, Table, Value};
 use crate::trace::{Event, Trace};
 use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet};
@@ -190,7 +190,7 @@ fn section(trace: &Trace, pid: Option<i32>) -> Section {
     let mut order: Vec<(&i32, &Vm)> = vms.iter().collect();
     order.sort_by_key(|(pid, vm)| (std::cmp::Reverse(vm.loaded()), **pid));
 
-    let mut facts = vec![("VMs".to_string(), vms.len().to_string())];
+    let mut facts = vec![("VMs".to_string(), Value::count(vms.len()))];
     let mut table = Table::new(&[
         "pid",
         "application",
@@ -216,47 +216,65 @@ fn section(trace: &Trace, pid: Option<i32>) -> Section {
                 shipped_total += n;
                 loaded_of_shipped += a.loaded.len();
             }
-            by_app.push(match ships {
-                Some(n) => format!("{name} {}/{n}", a.loaded.len()),
-                None => format!("{name} {}", a.loaded.len()),
-            });
-            table.rows.push(vec![
-                pid.to_string(),
+            // "kernel 40/60", or "kernel 40" when what it ships is not known.
+            let loaded = Value::count(a.loaded.len());
+            by_app.push((
                 name.to_string(),
-                a.loaded.len().to_string(),
-                ships.map_or("?".into(), |n| n.to_string()),
-                ms_cell(a.first_ns),
-                ms_cell(a.last_ns),
+                match ships {
+                    Some(n) => Value::parts([loaded, "/".into(), Value::count(*n)]),
+                    None => loaded,
+                },
+            ));
+            table.rows.push(vec![
+                pid.to_string().into(),
+                name.to_string().into(),
+                Value::count(a.loaded.len()),
+                ships.map_or("?".into(), Value::count),
+                Value::AtNs(a.first_ns),
+                Value::AtNs(a.last_ns),
             ]);
         }
         total_loaded += vm.loaded();
-        let mut line = format!("{loaded_of_shipped} of {shipped_total} shipped");
+        let mut line = vec![
+            Value::count(loaded_of_shipped),
+            " of ".into(),
+            Value::count(shipped_total),
+            " shipped".into(),
+        ];
         if loaded_of_shipped < vm.loaded() {
-            line.push_str(&format!(
-                " (+{} from unlisted dirs)",
-                vm.loaded() - loaded_of_shipped
-            ));
+            line.extend([
+                " (+".into(),
+                Value::count(vm.loaded() - loaded_of_shipped),
+                " from unlisted dirs)".into(),
+            ]);
         }
         if !by_app.is_empty() {
-            line.push_str(&format!(": {}", by_app.join(", ")));
+            line.extend([": ".into(), Value::list(by_app)]);
         }
-        facts.push((format!("pid {pid}: modules loaded"), line));
+        facts.push((format!("pid {pid}: modules loaded"), Value::Parts(line)));
         let dirs = vm.failed_dirs.len();
         let worst = vm
             .failed_dirs
             .iter()
             .max_by_key(|(d, n)| (**n, std::cmp::Reverse(d.to_string())))
-            .map(|(d, n)| format!("; most in {d} ({n})"))
+            .map(|(d, n)| vec![format!("; most in {d} (").into(), Value::count(*n), ")".into()])
             .unwrap_or_default();
+        let mut lookups = vec![
+            Value::count(vm.failed),
+            " in ".into(),
+            Value::count(dirs),
+            " directories".into(),
+        ];
+        lookups.extend(worst);
         facts.push((
             format!("pid {pid}: failed code-path lookups"),
-            format!("{} in {dirs} directories{worst}", vm.failed),
+            Value::Parts(lookups),
         ));
         if let Some(first) = vm.first_ns {
             let window = vm.last_ns - first;
             facts.push((
                 format!("pid {pid}: code loading"),
-                format!("{} (first → last .beam open)", ms_cell(window)),
+                Value::parts([Value::Ns(window), " (first → last .beam open)".into()]),
             ));
             spans.push(Span {
                 name: format!("pid {pid} code loading ({} modules)", vm.loaded()),
@@ -264,9 +282,9 @@ fn section(trace: &Trace, pid: Option<i32>) -> Section {
                 dur_ns: window,
                 depth: 0,
                 args: vec![
-                    ("pid".into(), pid.to_string()),
-                    ("modules".into(), vm.loaded().to_string()),
-                    ("failed lookups".into(), vm.failed.to_string()),
+                    ("pid".into(), pid.to_string().into()),
+                    ("modules".into(), Value::count(vm.loaded())),
+                    ("failed lookups".into(), Value::count(vm.failed)),
                 ],
             });
             let mut app_spans: Vec<Span> = apps
@@ -276,14 +294,14 @@ fn section(trace: &Trace, pid: Option<i32>) -> Section {
                     start_ns: a.first_ns,
                     dur_ns: a.last_ns - a.first_ns,
                     depth: 1,
-                    args: vec![("modules".into(), a.loaded.len().to_string())],
+                    args: vec![("modules".into(), Value::count(a.loaded.len()))],
                 })
                 .collect();
             app_spans.sort_by_key(|s| s.start_ns);
             spans.extend(app_spans);
         }
     }
-    facts.insert(0, ("modules loaded".into(), total_loaded.to_string()));
+    facts.insert(0, ("modules loaded".into(), Value::count(total_loaded)));
     // Every row in the JSON; the terminal shows the largest.
     table.show_first(TABLE_ROWS);
     let mut notes = vec![
@@ -329,12 +347,15 @@ mod tests {
         crate::launch::traced::trace(crate::Lab::open().expect("a Lab"), &opts).expect("trace erl")
     }
 
-    fn rows_of<'a>(sec: &'a Section, pid: &str) -> BTreeMap<&'a str, (usize, String)> {
+    fn rows_of<'a>(sec: &'a Section, pid: &str) -> BTreeMap<&'a str, (u64, Value)> {
         sec.table
             .rows
             .iter()
-            .filter(|r| r[0] == pid)
-            .map(|r| (r[1].as_str(), (r[2].parse().expect("loaded"), r[3].clone())))
+            .filter(|r| r[0] == pid.into())
+            .map(|r| {
+                let loaded = r[2].as_count().expect("loaded");
+                (r[1].as_text().expect("an application"), (loaded, r[3].clone()))
+            })
             .collect()
     }
 
@@ -360,7 +381,7 @@ mod tests {
             "{:?}",
             sec.table.rows
         );
-        let total: usize = sec.facts[0].1.parse().expect("count");
+        let total = sec.facts[0].1.as_count().expect("count") as usize;
         let opened: BTreeSet<&str> = t
             .events
             .iter()
@@ -370,7 +391,12 @@ mod tests {
             })
             .collect();
         assert_eq!(total, opened.len());
-        let counts: Vec<usize> = sec.table.rows.iter().map(|r| r[2].parse().unwrap_or(0)).collect();
+        let counts: Vec<u64> = sec
+            .table
+            .rows
+            .iter()
+            .map(|r| r[2].as_count().unwrap_or(0))
+            .collect();
         assert!(
             counts.windows(2).all(|w| w[0] >= w[1]),
             "largest first: {counts:?}"
@@ -468,7 +494,7 @@ mod tests {
                 .count();
             assert_eq!(
                 rows.get(app.as_str()),
-                Some(&(*n, shipped.to_string())),
+                Some(&(*n as u64, Value::count(shipped))),
                 "{app}: {:?}",
                 sec.table.rows
             );
@@ -476,21 +502,41 @@ mod tests {
         assert_eq!(rows.len(), vm_counts.len(), "{rows:?} vs {vm_counts:?}");
         let fact = |k: &str| sec.facts.iter().find(|f| f.0 == k).map(|f| f.1.clone());
         let pid = t.root_pid;
+        // "… shipped: kernel 40/60, demo 3/5, …": demo's loaded of shipped.
         let loaded = fact(&format!("pid {pid}: modules loaded")).expect("loaded fact");
-        assert!(loaded.contains("demo 3/5"), "{loaded}");
+        let Some(Value::Parts(apps)) = (match &loaded {
+            Value::Parts(line) => line.last(),
+            _ => None,
+        }) else {
+            panic!("{loaded:?}")
+        };
+        let demo = apps
+            .windows(2)
+            .find(|w| {
+                w[0].as_text()
+                    .is_some_and(|t| t.trim_start_matches(", ") == "demo ")
+            })
+            .map(|w| &w[1]);
+        assert_eq!(
+            demo,
+            Some(&Value::parts([Value::Count(3), "/".into(), Value::Count(5)])),
+            "{loaded:?}"
+        );
         let total: usize = vm_counts.values().sum();
-        assert_eq!(sec.facts[0].1, total.to_string());
+        assert_eq!(sec.facts[0].1, Value::count(total));
 
         // Every module loaded after the code path got demo's ebin in front was
         // looked for there first, in vain.
         let failed = fact(&format!("pid {pid}: failed code-path lookups")).expect("failed fact");
-        let misses: usize = failed
-            .split(' ')
-            .next()
-            .and_then(|n| n.parse().ok())
-            .expect("count");
-        assert!(misses > 0, "{failed}");
-        assert!(failed.contains(&format!("most in {ebin_s} (")), "{failed}");
+        let Value::Parts(parts) = &failed else {
+            panic!("{failed:?}")
+        };
+        let misses = parts[0].as_count().expect("count");
+        assert!(misses > 0, "{failed:?}");
+        assert!(
+            parts.contains(&Value::Text(format!("; most in {ebin_s} ("))),
+            "{failed:?}"
+        );
         assert!(fact(&format!("pid {pid}: code loading")).is_some());
         assert_eq!(app_file_modules(APP_FILE), Some(5));
     }

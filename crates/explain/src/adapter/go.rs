@@ -18,7 +18,7 @@
 //! adapted run of a small Go server is a millisecond or two slower.
 
 use super::{append_option, Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{ms_cell, Section, Span, Table};
+use crate::sample::section::{Section, Span, Table, Value};
 use anyhow::{bail, Context, Result};
 use regex::Regex;
 use std::collections::HashSet;
@@ -131,17 +131,6 @@ pub(crate) fn runtime_start(inits: &[Init]) -> Option<u64> {
         .min()
 }
 
-fn bytes_cell(b: u64) -> String {
-    let b = b as f64;
-    if b < 1024.0 {
-        format!("{b} B")
-    } else if b < 1024.0 * 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else {
-        format!("{:.1} MiB", b / (1024.0 * 1024.0))
-    }
-}
-
 pub(crate) fn section(inits: &[Init], ignored: usize) -> Section {
     let zero = runtime_start(inits);
     let offset = zero.unwrap_or(0);
@@ -154,26 +143,27 @@ pub(crate) fn section(inits: &[Init], ignored: usize) -> Section {
     let first = inits.iter().map(|i| i.start_ns).min().unwrap_or(0);
     let last = inits.iter().map(Init::end_ns).max().unwrap_or(0);
     s.facts
-        .push(("packages initialised".into(), inits.len().to_string()));
-    s.facts.push(("init clock, total".into(), ms_cell(clock)));
+        .push(("packages initialised".into(), Value::count(inits.len())));
+    s.facts.push(("init clock, total".into(), Value::Ns(clock)));
     s.facts.push((
         "init heap".into(),
-        format!(
-            "{} in {} allocs",
-            bytes_cell(inits.iter().map(|i| i.bytes).sum()),
-            inits.iter().map(|i| i.allocs).sum::<u64>()
-        ),
+        Value::parts([
+            Value::Bytes(inits.iter().map(|i| i.bytes).sum()),
+            " in ".into(),
+            Value::Count(inits.iter().map(|i| i.allocs).sum()),
+            " allocs".into(),
+        ]),
     ));
     match zero {
         Some(z) => {
             s.facts
-                .push(("runtime start after spawn (est.)".into(), ms_cell(z)));
+                .push(("runtime start after spawn (est.)".into(), Value::AtNs(z)));
             s.facts
-                .push(("inits done (main starts)".into(), ms_cell(z + last)));
+                .push(("inits done (main starts)".into(), Value::AtNs(z + last)));
         }
         None => s
             .facts
-            .push(("inits done, from runtime start".into(), ms_cell(last))),
+            .push(("inits done, from runtime start".into(), Value::Ns(last))),
     }
 
     let mut order: Vec<&Init> = inits.iter().collect();
@@ -186,11 +176,11 @@ pub(crate) fn section(inits: &[Init], ignored: usize) -> Section {
     s.table = Table::new(&["package", "clock", "bytes", "allocs", "start"]);
     for i in order {
         s.table.rows.push(vec![
-            i.package.clone(),
-            ms_cell(i.clock_ns),
-            bytes_cell(i.bytes),
-            i.allocs.to_string(),
-            ms_cell(offset + i.start_ns),
+            i.package.clone().into(),
+            Value::Ns(i.clock_ns),
+            Value::Bytes(i.bytes),
+            Value::Count(i.allocs),
+            Value::AtNs(offset + i.start_ns),
         ]);
     }
     s.table.truncate(TABLE_ROWS);
@@ -201,7 +191,7 @@ pub(crate) fn section(inits: &[Init], ignored: usize) -> Section {
         start_ns: offset + first,
         dur_ns: last - first,
         depth: 0,
-        args: vec![("packages".into(), inits.len().to_string())],
+        args: vec![("packages".into(), Value::count(inits.len()))],
     });
     s.spans.extend(inits.iter().map(|i| Span {
         name: i.package.clone(),
@@ -209,8 +199,8 @@ pub(crate) fn section(inits: &[Init], ignored: usize) -> Section {
         dur_ns: i.clock_ns,
         depth: 1,
         args: vec![
-            ("bytes".into(), i.bytes.to_string()),
-            ("allocs".into(), i.allocs.to_string()),
+            ("bytes".into(), Value::Bytes(i.bytes)),
+            ("allocs".into(), Value::Count(i.allocs)),
         ],
     }));
 
@@ -231,9 +221,12 @@ pub(crate) fn section(inits: &[Init], ignored: usize) -> Section {
             .into(),
     });
     if ignored > 0 {
-        s.notes.push(format!(
-            "{ignored} inittrace lines from another Go process (GODEBUG is inherited) were left out."
-        ));
+        s.notes.push(
+            format!(
+                "{ignored} inittrace lines from another Go process (GODEBUG is inherited) were left out."
+            )
+            .into(),
+        );
     }
     s
 }

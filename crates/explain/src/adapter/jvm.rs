@@ -12,7 +12,7 @@
 //! it the section falls back to uptime and says so.
 
 use super::{append_option, Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{ms_cell, Section, Span, Table};
+use crate::sample::section::{Section, Span, Table, Value};
 use crate::sample::{Mark, MarkSource};
 use anyhow::{bail, Context, Result};
 use regex::Regex;
@@ -72,12 +72,15 @@ impl Adapter for Jvm {
         let summary = Summary::new(main, got.t0_mono_ns, got.ready_ns);
         let mut section = summary.section(self.class_depth);
         if logs.len() > 1 {
-            section.notes.push(format!(
-                "{} JVMs ran (JAVA_TOOL_OPTIONS is inherited by child JVMs); this is pid {}, the one \
+            section.notes.push(
+                format!(
+                    "{} JVMs ran (JAVA_TOOL_OPTIONS is inherited by child JVMs); this is pid {}, the one \
                  that loaded the most classes",
-                logs.len(),
-                main.pid
-            ));
+                    logs.len(),
+                    main.pid
+                )
+                .into(),
+            );
         }
         Ok(section)
     }
@@ -419,20 +422,28 @@ pub struct PackageRow {
 }
 
 /// `a.jar 389, b.jar 343, c.jar 238, +11 more sources: 52 classes`, largest first.
-fn sources_cell(sources: &[(String, usize)]) -> String {
+fn sources_cell(sources: &[(String, usize)]) -> Value {
     let shown = sources.len().min(SOURCES_IN_ROW);
-    let mut cell: Vec<String> = sources[..shown].iter().map(|(l, n)| format!("{l} {n}")).collect();
+    let mut cell = vec![Value::list(
+        sources[..shown]
+            .iter()
+            .map(|(l, n)| (l.clone(), Value::count(*n))),
+    )];
     let rest = &sources[shown..];
     if !rest.is_empty() {
         let classes: usize = rest.iter().map(|(_, n)| n).sum();
-        cell.push(format!(
-            "+{} more {}: {classes} {}",
-            rest.len(),
-            if rest.len() == 1 { "source" } else { "sources" },
-            if classes == 1 { "class" } else { "classes" }
-        ));
+        cell.extend([
+            Value::Text(format!("{}+", if shown > 0 { ", " } else { "" })),
+            Value::count(rest.len()),
+            Value::Text(format!(
+                " more {}: ",
+                if rest.len() == 1 { "source" } else { "sources" }
+            )),
+            Value::count(classes),
+            Value::Text(format!(" {}", if classes == 1 { "class" } else { "classes" })),
+        ]);
     }
-    cell.join(", ")
+    Value::Parts(cell)
 }
 
 /// One JVM's log on the run's clock, cut at ready.
@@ -566,7 +577,7 @@ impl<'a> Summary<'a> {
             title: "JVM class loading (-Xlog:class+load, startuptime)".into(),
             ..Section::default()
         };
-        s.facts.push(("classes".into(), self.loads.len().to_string()));
+        s.facts.push(("classes".into(), Value::count(self.loads.len())));
         for (o, label) in [
             (Origin::Cds, "from the CDS archive"),
             (Origin::Jrt, "from jrt modules"),
@@ -577,11 +588,11 @@ impl<'a> Summary<'a> {
         ] {
             let n = self.count(o);
             if n > 0 {
-                s.facts.push((label.into(), n.to_string()));
+                s.facts.push((label.into(), Value::count(n)));
             }
         }
         for (jar, n) in self.top_jars() {
-            s.facts.push((format!("  {jar}"), n.to_string()));
+            s.facts.push((format!("  {jar}"), Value::count(n)));
         }
         let phases = self.init_phases();
         let agent = phases
@@ -589,52 +600,57 @@ impl<'a> Summary<'a> {
             .find(|p| p.name.starts_with("agent premain"))
             .cloned();
         if let Some(vm) = self.log.phases.iter().find(|p| p.name == "Create VM") {
-            let mut v = ms_cell(vm.dur_ns);
-            if let Some(a) = &agent {
-                v.push_str(&format!(" (of which agent premain {})", ms_cell(a.dur_ns)));
-            }
+            let v = match &agent {
+                Some(a) => Value::parts([
+                    Value::Ns(vm.dur_ns),
+                    " (of which agent premain ".into(),
+                    Value::Ns(a.dur_ns),
+                    ")".into(),
+                ]),
+                None => Value::Ns(vm.dur_ns),
+            };
             s.facts.push(("Create VM".into(), v));
         }
         if let Some(z) = self.jvm_start_ns {
-            s.facts.push(("JVM start after spawn".into(), ms_cell(z)));
+            s.facts.push(("JVM start after spawn".into(), Value::AtNs(z)));
         }
         for p in &phases {
+            let classes = p.args.first().map_or(Value::Count(0), |a| a.1.clone());
             s.facts.push((
                 p.name.clone(),
-                format!(
-                    "{} ({} classes)",
-                    ms_cell(p.dur_ns),
-                    p.args.first().map_or("0", |a| a.1.as_str())
-                ),
+                Value::parts([Value::Ns(p.dur_ns), " (".into(), classes, " classes)".into()]),
             ));
         }
         if let Some((gap, before, after)) = self.longest_pause() {
             s.facts.push((
                 "longest pause between loads".into(),
-                format!("{} (after {}, before {})", ms_cell(gap), before.name, after.name),
+                Value::parts([
+                    Value::Ns(gap),
+                    format!(" (after {}, before {})", before.name, after.name).into(),
+                ]),
             ));
         }
         if self.after_ready > 0 {
             s.facts.push((
                 "loaded after ready (not counted)".into(),
-                self.after_ready.to_string(),
+                Value::count(self.after_ready),
             ));
         }
 
         if let Some(d) = depth {
             s.facts.push((
                 "packages rolled up to".into(),
-                format!("{d} parts (--class-depth)"),
+                Value::parts([Value::count(d), " parts (--class-depth)".into()]),
             ));
         }
         s.table = Table::new(&["package", "classes", "sources", "first load", "span"]);
         for r in self.packages(depth) {
             s.table.rows.push(vec![
-                r.package,
-                r.classes.to_string(),
+                r.package.into(),
+                Value::count(r.classes),
                 sources_cell(&r.sources),
-                ms_cell(r.first_ns),
-                ms_cell(r.last_ns.saturating_sub(r.first_ns)),
+                Value::AtNs(r.first_ns),
+                Value::Ns(r.last_ns.saturating_sub(r.first_ns)),
             ]);
         }
         // Every package stays in the JSON; the terminal shows the top ones.
@@ -648,7 +664,7 @@ impl<'a> Summary<'a> {
                 start_ns: first.at_ns,
                 dur_ns: last.at_ns.saturating_sub(first.at_ns),
                 depth: 0,
-                args: vec![("classes".into(), self.loads.len().to_string())],
+                args: vec![("classes".into(), Value::count(self.loads.len()))],
             });
         }
         if let Some((gap, before, after)) = self.longest_pause() {
@@ -697,14 +713,17 @@ impl<'a> Summary<'a> {
                 .into()
         });
         if let Some(a) = agent {
-            s.notes.push(format!(
-                "The JVM runs a -javaagent's premain inside Create VM, before main: {} is that time, \
+            s.notes.push(
+                format!(
+                    "The JVM runs a -javaagent's premain inside Create VM, before main: {} is that time, \
                  from the JVM's first java.lang.instrument class (the agent's start) to Create VM \
                  done; JVM init is the JVM's own work before it. JVM init pays for the agent too: \
                  -javaagent adds the java.instrument module, which turns off CDS's archived module \
                  graph (-Xlog:cds says so), so the module system is built at start.",
-                a.name
-            ));
+                    a.name
+                )
+                .into(),
+            );
         }
         if self.log.phases.is_empty() {
             s.notes
@@ -777,14 +796,13 @@ impl<'a> Summary<'a> {
                 .iter()
                 .filter(|l| (from..to).contains(&l.at_ns))
                 .count()
-                .to_string()
         };
-        let span = |name: String, start_ns: u64, end_ns: u64, classes: String| Span {
+        let span = |name: String, start_ns: u64, end_ns: u64, classes: usize| Span {
             name,
             start_ns,
             dur_ns: end_ns.saturating_sub(start_ns),
             depth: 0,
-            args: vec![("classes".into(), classes)],
+            args: vec![("classes".into(), Value::count(classes))],
         };
         // Every class up to Create VM's line is the JVM's (or the agents'), a
         // load stamped at the same instant included.

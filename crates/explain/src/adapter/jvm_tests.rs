@@ -18,6 +18,17 @@ const SAMPLE: &str = "\
 [7584104660650ns][127297999ns][class,load ] opened: /tmp/lib.jar
 [7584104660700ns][1272979";
 
+/// A value's words with its numbers bare: enough to read labels and counts here
+/// (units and precision are report/'s business, tested there).
+fn text(value: &Value) -> String {
+    match value {
+        Value::Parts(parts) => parts.iter().map(text).collect(),
+        Value::Text(s) => s.clone(),
+        Value::Ns(n) | Value::AtNs(n) | Value::Count(n) | Value::Bytes(n) => n.to_string(),
+        Value::Percent(p) => p.to_string(),
+    }
+}
+
 #[test]
 fn parses_class_loads_and_phases_and_skips_a_cut_line() {
     let log = parse_log(SAMPLE);
@@ -71,25 +82,19 @@ fn aligns_to_the_run_clock_and_nests_phases_under_create_vm() {
     let t0 = 7_583_977_362_450 - 10_000_000;
     let s = Summary::new(&log, t0, 0).section(None);
     let fact = |k: &str| s.facts.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
-    assert_eq!(fact("classes").as_deref(), Some("7"));
+    assert_eq!(fact("classes"), Some(Value::Count(7)));
     assert_eq!(
-        fact("generated (lambdas, proxies, reflection)").as_deref(),
-        Some("3")
+        fact("generated (lambdas, proxies, reflection)"),
+        Some(Value::Count(3))
     );
-    assert_eq!(
-        fact("JVM start after spawn").as_deref(),
-        Some(ms_cell(10_000_000).as_str())
-    );
+    assert_eq!(fact("JVM start after spawn"), Some(Value::AtNs(10_000_000)));
     // LauncherHelper$Helper at …060000000 ns, com.acme.Main at …078467738 ns.
     assert_eq!(
-        fact("longest pause between loads").as_deref(),
-        Some(
-            format!(
-                "{} (after sun.launcher.LauncherHelper$Helper, before com.acme.Main)",
-                ms_cell(18_467_738)
-            )
-            .as_str()
-        )
+        fact("longest pause between loads"),
+        Some(Value::parts([
+            Value::Ns(18_467_738),
+            " (after sun.launcher.LauncherHelper$Helper, before com.acme.Main)".into()
+        ]))
     );
     let spans: Vec<(&str, usize)> = s.spans.iter().map(|s| (s.name.as_str(), s.depth)).collect();
     assert_eq!(
@@ -111,19 +116,26 @@ fn aligns_to_the_run_clock_and_nests_phases_under_create_vm() {
     assert_eq!(s.spans[0].start_ns, 10_000_000);
     assert_eq!(s.spans[0].start_ns + s.spans[0].dur_ns, vm_end);
     assert_eq!(s.spans[1].start_ns, vm_end);
-    assert_eq!(s.spans[0].args, [("classes".to_string(), "2".to_string())]);
-    assert_eq!(s.spans[1].args, [("classes".to_string(), "5".to_string())]);
+    assert_eq!(s.spans[0].args, [("classes".to_string(), Value::Count(2))]);
+    assert_eq!(s.spans[1].args, [("classes".to_string(), Value::Count(5))]);
     assert_eq!(s.marks[0].name, "first app class com.acme.Main");
 
     // Ready before the last loads: those are left out and counted apart.
     let s = Summary::new(&log, t0, 120_000_000).section(None);
     let fact = |k: &str| s.facts.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
-    assert_eq!(fact("classes").as_deref(), Some("5"));
-    assert_eq!(fact("loaded after ready (not counted)").as_deref(), Some("2"));
+    assert_eq!(fact("classes"), Some(Value::Count(5)));
+    assert_eq!(fact("loaded after ready (not counted)"), Some(Value::Count(2)));
 
     // No time zero: uptime, said in a note.
     let s = Summary::new(&log, 0, 0).section(None);
-    assert!(s.notes.iter().any(|n| n.contains("uptime")), "{:?}", s.notes);
+    assert!(
+        s.notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.contains("uptime")),
+        "{:?}",
+        s.notes
+    );
     assert_eq!(s.spans[2].start_ns + s.spans[2].dur_ns, 94_119_504);
 }
 
@@ -386,10 +398,10 @@ fn counts_by_package_match_verbose_class() {
 
     // The section itself: totals, sorted rows that agree, the jar, phases.
     let fact = |k: &str| section.facts.iter().find(|(f, _)| f == k).map(|(_, v)| v.clone());
-    assert_eq!(fact("classes"), Some(total.to_string()));
-    assert_eq!(fact("from jars").as_deref(), Some("6"), "{:?}", section.facts);
-    assert_eq!(fact("  app.jar").as_deref(), Some("4"), "{:?}", section.facts);
-    assert_eq!(fact("  lib.jar").as_deref(), Some("2"), "{:?}", section.facts);
+    assert_eq!(fact("classes"), Some(Value::count(total)));
+    assert_eq!(fact("from jars"), Some(Value::Count(6)), "{:?}", section.facts);
+    assert_eq!(fact("  app.jar"), Some(Value::Count(4)), "{:?}", section.facts);
+    assert_eq!(fact("  lib.jar"), Some(Value::Count(2)), "{:?}", section.facts);
     // JVM init holds no app class; app init holds all of them.
     let phase = |name: &str| section.spans.iter().find(|s| s.name.starts_with(name)).cloned();
     let (vm, app_init) = (
@@ -397,7 +409,7 @@ fn counts_by_package_match_verbose_class() {
         phase("app init").expect("app init"),
     );
     assert_eq!(vm.start_ns + vm.dur_ns, app_init.start_ns);
-    let classes = |s: &Span| -> usize { s.args[0].1.parse().expect("count") };
+    let classes = |s: &Span| s.args[0].1.as_count().expect("count") as usize;
     assert_eq!(classes(&vm) + classes(&app_init), total);
     assert!(classes(&app_init) >= 6 && classes(&vm) > 0, "{vm:?} {app_init:?}");
     assert!(fact("Create VM").is_some(), "{:?}", section.facts);
@@ -406,7 +418,7 @@ fn counts_by_package_match_verbose_class() {
         .table
         .rows
         .iter()
-        .map(|r| r[1].parse().expect("count"))
+        .map(|r| r[1].as_count().expect("count") as usize)
         .collect();
     assert!(
         counts.windows(2).all(|w| w[0] >= w[1]),
@@ -414,8 +426,8 @@ fn counts_by_package_match_verbose_class() {
     );
     for row in &section.table.rows {
         assert_eq!(
-            Some(&row[1].parse::<usize>().expect("count")),
-            expected.get(&row[0])
+            Some(&(row[1].as_count().expect("count") as usize)),
+            expected.get(row[0].as_text().expect("a package"))
         );
     }
     // The whole table is in the JSON; the terminal shows the top rows.
@@ -489,15 +501,16 @@ fn labels_name_the_file_and_the_entry_inside_it() {
 fn a_row_names_three_sources_and_counts_the_rest() {
     let sources: Vec<(String, usize)> = (0..14).map(|i| (format!("j{i}.jar"), 100 - i)).collect();
     let rest: usize = sources[3..].iter().map(|s| s.1).sum();
+    let cell = |s: &[(String, usize)]| text(&sources_cell(s));
     assert_eq!(
-        sources_cell(&sources),
+        cell(&sources),
         format!("j0.jar 100, j1.jar 99, j2.jar 98, +11 more sources: {rest} classes")
     );
     assert_eq!(
-        sources_cell(&sources[..4]),
+        cell(&sources[..4]),
         "j0.jar 100, j1.jar 99, j2.jar 98, +1 more source: 97 classes"
     );
-    assert_eq!(sources_cell(&sources[..2]), "j0.jar 100, j1.jar 99");
+    assert_eq!(cell(&sources[..2]), "j0.jar 100, j1.jar 99");
 }
 
 /// A source of 1,000 characters (a deep path, a long jar name) in the section of
@@ -521,7 +534,7 @@ fn a_long_source_fits_the_terminal() {
     ));
     let section = Summary::new(&log, 0, 0).section(None);
     // The outer jar, the name's start and its end (version), the middle elided.
-    let cell = &section.table.rows[0][2];
+    let cell = text(&section.table.rows[0][2]);
     let label = cell.strip_suffix(" 2, app.jar 1").expect("two sources");
     assert!(
         label.starts_with("app.jar!…/nnn")
@@ -715,7 +728,7 @@ fn spring_boot_classes_are_labelled_by_their_nested_source() {
             .iter()
             .any(|(k, v)| k.starts_with(&format!("  {name}!"))
                 && k.ends_with(top.as_str())
-                && *v == n.to_string()),
+                && *v == Value::count(*n)),
         "{top} {n}: {:?}",
         run.section.facts
     );
@@ -866,9 +879,9 @@ fn a_javaagent_premain_is_its_own_phase() {
         .map(|(_, n)| n)
         .sum();
     assert_eq!(from_agent_jar, 4);
-    let classes = |s: &Span| -> usize { s.args[0].1.parse().expect("count") };
+    let classes = |s: &Span| s.args[0].1.as_count().expect("count") as usize;
     assert!(classes(&agent) >= from_agent_jar, "{agent:?}");
-    let total: usize = run.section.facts[0].1.parse().expect("classes");
+    let total = run.section.facts[0].1.as_count().expect("classes") as usize;
     assert_eq!(classes(&vm) + classes(&agent) + classes(&app), total);
     let fact = |k: &str| {
         run.section
@@ -878,7 +891,7 @@ fn a_javaagent_premain_is_its_own_phase() {
             .map(|(_, v)| v.clone())
     };
     assert!(
-        fact("Create VM").is_some_and(|v| v.contains("of which agent premain")),
+        fact("Create VM").is_some_and(|v| text(&v).contains("of which agent premain")),
         "{:?}",
         run.section.facts
     );

@@ -6,7 +6,7 @@
 //! with a TSC rate calibrated here against CLOCK_MONOTONIC.
 
 use super::{Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{ms_cell, Section, Table};
+use crate::sample::section::{Section, Table, Value};
 use anyhow::Result;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -120,10 +120,11 @@ fn parse(text: &str) -> Vec<LoaderReport> {
 
 fn section(reports: Vec<LoaderReport>, final_exe: Option<&str>, tsc_per_ns: Option<f64>) -> Section {
     let time = |cycles: Option<u64>| match (cycles, tsc_per_ns) {
-        (Some(c), Some(r)) if r > 0.0 => ms_cell((c as f64 / r) as u64),
-        (Some(c), _) => format!("{c} cycles"),
-        (None, _) => "-".into(),
+        (Some(c), Some(r)) if r > 0.0 => Value::Ns((c as f64 / r) as u64),
+        (Some(c), _) => Value::parts([Value::Count(c), " cycles".into()]),
+        (None, _) => Value::from("-"),
     };
+    let count = |n: Option<u64>| n.map_or(Value::from("-"), Value::Count);
     let mut sec = Section {
         source: "native".into(),
         title: "Dynamic loader (LD_DEBUG=statistics)".into(),
@@ -136,19 +137,13 @@ fn section(reports: Vec<LoaderReport>, final_exe: Option<&str>, tsc_per_ns: Opti
     if let Some(m) = main {
         let bind = crate::elf::binds_now(Path::new(final_exe.unwrap_or(&m.program)));
         sec.facts = vec![
-            ("program".into(), m.program.clone()),
-            ("libraries loaded".into(), m.libraries.len().to_string()),
+            ("program".into(), m.program.clone().into()),
+            ("libraries loaded".into(), Value::count(m.libraries.len())),
             ("loader total".into(), time(m.total_cycles)),
             ("relocation".into(), time(m.reloc_cycles)),
             ("loading objects".into(), time(m.load_cycles)),
-            (
-                "relocations".into(),
-                m.relocations.map_or("-".into(), |n| n.to_string()),
-            ),
-            (
-                "relative relocations".into(),
-                m.relative_relocations.map_or("-".into(), |n| n.to_string()),
-            ),
+            ("relocations".into(), count(m.relocations)),
+            ("relative relocations".into(), count(m.relative_relocations)),
             (
                 "BIND_NOW".into(),
                 match bind {
@@ -173,12 +168,12 @@ fn section(reports: Vec<LoaderReport>, final_exe: Option<&str>, tsc_per_ns: Opti
         .iter()
         .map(|r| {
             vec![
-                r.program.clone(),
-                r.pid.to_string(),
-                r.libraries.len().to_string(),
+                r.program.clone().into(),
+                r.pid.to_string().into(),
+                Value::count(r.libraries.len()),
                 time(r.total_cycles),
                 time(r.reloc_cycles),
-                r.relocations.map_or("-".into(), |n| n.to_string()),
+                count(r.relocations),
             ]
         })
         .collect();
@@ -195,10 +190,9 @@ fn section(reports: Vec<LoaderReport>, final_exe: Option<&str>, tsc_per_ns: Opti
         );
     }
     match tsc_per_ns {
-        Some(r) => sec.notes.push(format!(
-            "ld.so counts cycles with rdtsc; converted at {:.3} GHz (TSC calibrated against CLOCK_MONOTONIC)",
-            r
-        )),
+        Some(r) => sec.notes.push(Value::Text(format!(
+            "ld.so counts cycles with rdtsc; converted at {r:.3} GHz (TSC calibrated against CLOCK_MONOTONIC)"
+        ))),
         None => sec
             .notes
             .push("ld.so's times are in cycles (no TSC calibration on this architecture)".into()),
@@ -302,11 +296,14 @@ mod tests {
         let sec = Native.collect(&got).expect("collect");
         let fact = |k: &str| sec.facts.iter().find(|f| f.0 == k).map(|f| f.1.clone());
         assert!(
-            fact("program").is_some_and(|p| p.ends_with("sh")),
+            fact("program").is_some_and(|p| p.as_text().is_some_and(|p| p.ends_with("sh"))),
             "{:?}",
             sec.facts
         );
-        let libs: usize = fact("libraries loaded").and_then(|n| n.parse().ok()).unwrap_or(0);
+        let libs = match fact("libraries loaded") {
+            Some(Value::Count(n)) => n,
+            _ => 0,
+        };
         assert!(libs >= 1, "sh loads at least libc: {:?}", sec.facts);
         assert!(fact("BIND_NOW").is_some());
     }

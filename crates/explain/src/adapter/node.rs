@@ -13,7 +13,7 @@
 //! so that a server killed after ready has already written what it loaded.
 
 use super::{append_option, Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{ms_cell, Section, Span, Table};
+use crate::sample::section::{Section, Span, Table, Value};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -278,10 +278,13 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
                     builtin) bypasses Module._load; only require() and CommonJS files imported from \
                     ESM are recorded";
     if p.loads.is_empty() {
-        section.notes.push(format!(
-            "no requires recorded: the entry may be an ES module, or NODE_OPTIONS was not honoured \
+        section.notes.push(
+            format!(
+                "no requires recorded: the entry may be an ES module, or NODE_OPTIONS was not honoured \
              (node started with a flag that ignores it). {esm_note}"
-        ));
+            )
+            .into(),
+        );
         return section;
     }
     let loads = &p.loads;
@@ -308,39 +311,42 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
 
     section
         .facts
-        .push(("modules loaded".to_string(), first_loads.len().to_string()));
+        .push(("modules loaded".to_string(), Value::count(first_loads.len())));
     section.facts.push((
         "builtin / files".to_string(),
-        format!("{builtin} / {}", first_loads.len() - builtin),
+        Value::parts([
+            Value::count(builtin),
+            " / ".into(),
+            Value::count(first_loads.len() - builtin),
+        ]),
     ));
     section.facts.push((
         "require calls (incl. cache hits)".to_string(),
-        loads.iter().filter(|l| !l.rec.main).count().to_string(),
+        Value::count(loads.iter().filter(|l| !l.rec.main).count()),
     ));
     section
         .facts
-        .push(("top-level requires".to_string(), ms_cell(top_total)));
+        .push(("top-level requires".to_string(), Value::Ns(top_total)));
     if let Some(m) = main {
         section.facts.push((
             "main module (synchronous top level)".to_string(),
-            ms_cell(m.cumulative),
+            Value::Ns(m.cumulative),
         ));
     }
     let mut by_self: Vec<&&Load> = first_loads.iter().collect();
     by_self.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.rec.id.cmp(&b.rec.id)));
-    let largest: Vec<String> = by_self
+    let largest = by_self
         .iter()
         .take(3)
-        .map(|l| format!("{} {}", l.rec.request, ms_cell(l.self_ns)))
-        .collect();
+        .map(|l| (l.rec.request.clone(), Value::Ns(l.self_ns)));
     section
         .facts
-        .push(("largest self time".to_string(), largest.join(", ")));
+        .push(("largest self time".to_string(), Value::list(largest)));
     let failed = loads.iter().filter(|l| !l.rec.ok).count();
     if failed > 0 {
         section
             .facts
-            .push(("failed requires".to_string(), failed.to_string()));
+            .push(("failed requires".to_string(), Value::count(failed)));
     }
     if ready_ns > 0 {
         let ready_abs = t0.saturating_add(ready_ns);
@@ -351,17 +357,17 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
         if late > 0 {
             section
                 .facts
-                .push(("loads finished after ready".to_string(), late.to_string()));
+                .push(("loads finished after ready".to_string(), Value::count(late)));
         }
     }
 
     let mut table = Table::new(&["package", "modules", "self", "cumulative"]);
     for (pkg, g) in grouped(&p) {
         table.rows.push(vec![
-            pkg,
-            g.modules.to_string(),
-            ms_cell(g.self_ns),
-            ms_cell(g.cumulative_ns),
+            pkg.into(),
+            Value::count(g.modules),
+            Value::Ns(g.self_ns),
+            Value::Ns(g.cumulative_ns),
         ]);
     }
     table.truncate(TABLE_ROWS);
@@ -369,47 +375,52 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
 
     section.spans = spans(&p, t0);
     if loads.iter().any(|l| l.start < t0) {
-        section.notes.push(
-            "some loads are stamped before time zero: the clocks disagree, spans are clipped".to_string(),
-        );
+        section
+            .notes
+            .push("some loads are stamped before time zero: the clocks disagree, spans are clipped".into());
     }
 
     section.notes.push(
         "a module counts once, at its first load; later require() calls of a cached module are \
          cache hits, kept in the times but not drawn"
-            .to_string(),
+            .into(),
     );
     section.notes.push(
         "the recorder resolves each request once more (Module._load then hits the path cache): \
          its cost is inside each load's time"
-            .to_string(),
+            .into(),
     );
     if main.is_none_or(|m| m.rec.file.as_deref().is_some_and(|f| f.ends_with(".mjs"))) {
-        section.notes.push(esm_note.to_string());
+        section.notes.push(esm_note.into());
     }
     if p.orphans > 0 {
-        section.notes.push(format!(
-            "{} loads ran inside a require that never finished (the process ended inside it): \
+        section.notes.push(
+            format!(
+                "{} loads ran inside a require that never finished (the process ended inside it): \
              they are shown as roots",
-            p.orphans
-        ));
+                p.orphans
+            )
+            .into(),
+        );
     }
     if p.other_pids > 0 {
-        section.notes.push(format!(
-            "{} other node processes also recorded; only the first is shown",
-            p.other_pids
-        ));
+        section.notes.push(
+            format!(
+                "{} other node processes also recorded; only the first is shown",
+                p.other_pids
+            )
+            .into(),
+        );
     }
     if p.malformed > 0 {
-        section.notes.push(format!(
-            "{} record lines did not parse and were skipped",
-            p.malformed
-        ));
+        section
+            .notes
+            .push(format!("{} record lines did not parse and were skipped", p.malformed).into());
     }
     section.notes.push(
         "only the main thread of the first node process is recorded: the preload removes its \
          variable, so worker threads and child processes (which copy the environment) do not record"
-            .to_string(),
+            .into(),
     );
     section
 }
@@ -424,13 +435,13 @@ fn spans(p: &Parsed, t0: u64) -> Vec<Span> {
         if load.rec.cached {
             continue;
         }
-        let mut args = vec![("package".to_string(), load.package.clone())];
+        let mut args = vec![("package".to_string(), Value::Text(load.package.clone()))];
         if let Some(file) = &load.rec.file {
-            args.push(("file".to_string(), file.clone()));
+            args.push(("file".to_string(), Value::Text(file.clone())));
         }
-        args.push(("self".to_string(), ms_cell(load.self_ns)));
+        args.push(("self".to_string(), Value::Ns(load.self_ns)));
         if !load.rec.ok {
-            args.push(("error".to_string(), "threw".to_string()));
+            args.push(("error".to_string(), "threw".into()));
         }
         spans.push(Span {
             name: if load.rec.main {
@@ -541,11 +552,11 @@ mod tests {
         (n, ns)
     }
 
-    fn row<'a>(s: &'a Section, pkg: &str) -> &'a [String] {
+    fn row<'a>(s: &'a Section, pkg: &str) -> &'a [Value] {
         s.table
             .rows
             .iter()
-            .find(|r| r[0] == pkg)
+            .find(|r| r[0].as_text() == Some(pkg))
             .unwrap_or_else(|| panic!("no {pkg} row in {:?}", s.table.rows))
     }
 
@@ -647,27 +658,38 @@ mod tests {
             .facts
             .iter()
             .find(|f| f.0 == "code-cache hits (V8)")
-            .map(|f| f.1.as_str());
-        assert!(
-            v8.is_some_and(|v| v.starts_with(&format!("{hits} in {} (", ms_cell(hits_ns)))),
+            .map(|f| f.1.clone());
+        // "N in T (S)": the count and the time agree with the grep.
+        let Some(Value::Parts(parts)) = &v8 else {
+            panic!("{v8:?}")
+        };
+        assert_eq!(
+            (&parts[0], &parts[2]),
+            (&Value::count(hits), &Value::Ns(hits_ns)),
             "{v8:?} vs {hits} lines, {hits_ns} ns"
         );
         assert!(
-            s.notes.iter().any(|n| n.contains("NODE_OPTIONS")),
+            s.notes
+                .iter()
+                .filter_map(Value::as_text)
+                .any(|n| n.contains("NODE_OPTIONS")),
             "{:?}",
             s.notes
         );
         let fact = |k: &str| s.facts.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         // http, fs, path, zlib + beta, alpha, lib.js (alpha's second require is a cache hit).
-        assert_eq!(fact("modules loaded").as_deref(), Some("7"), "{:?}", s.facts);
-        assert_eq!(fact("builtin / files").as_deref(), Some("4 / 3"));
-        assert_eq!(fact("failed requires").as_deref(), Some("1"));
+        assert_eq!(fact("modules loaded"), Some(Value::Count(7)), "{:?}", s.facts);
+        assert_eq!(
+            fact("builtin / files"),
+            Some(Value::parts([Value::Count(4), " / ".into(), Value::Count(3)]))
+        );
+        assert_eq!(fact("failed requires"), Some(Value::Count(1)));
         assert!(fact("main module (synchronous top level)").is_some());
-        assert_eq!(row(&s, "alpha")[1], "1", "alpha counts once");
-        assert_eq!(row(&s, "beta")[1], "1");
-        assert_eq!(row(&s, "(app)")[1], "1");
+        assert_eq!(row(&s, "alpha")[1], Value::Count(1), "alpha counts once");
+        assert_eq!(row(&s, "beta")[1], Value::Count(1));
+        assert_eq!(row(&s, "(app)")[1], Value::Count(1));
         for pkg in ["node:http", "node:fs", "node:path", "node:zlib"] {
-            assert_eq!(row(&s, pkg)[1], "1", "{pkg}");
+            assert_eq!(row(&s, pkg)[1], Value::Count(1), "{pkg}");
         }
 
         assert_nested(&s.spans);
@@ -748,22 +770,24 @@ mod tests {
         let (hits, _) = grep_code_cache_hits(&raw);
         assert!(hits > 0, "{raw}");
         assert!(
-            s.facts
-                .iter()
-                .any(|f| f.0 == "code-cache hits (V8)" && f.1.starts_with(&format!("{hits} in "))),
+            s.facts.iter().any(|f| f.0 == "code-cache hits (V8)"
+                && matches!(&f.1, Value::Parts(p) if p[0] == Value::count(hits))),
             "{:?}",
             s.facts
         );
-        assert_eq!(row(&s, "beta")[1], "1");
-        assert_eq!(row(&s, "alpha")[1], "1");
-        assert_eq!(row(&s, "node:http")[1], "1");
+        assert_eq!(row(&s, "beta")[1], Value::Count(1));
+        assert_eq!(row(&s, "alpha")[1], Value::Count(1));
+        assert_eq!(row(&s, "node:http")[1], Value::Count(1));
         assert!(
             s.spans[0].name.starts_with("main "),
             "the main module finished before listening"
         );
         assert_nested(&s.spans);
         assert!(
-            !s.notes.iter().any(|n| n.contains("did not parse")),
+            !s.notes
+                .iter()
+                .filter_map(Value::as_text)
+                .any(|n| n.contains("did not parse")),
             "{:?}",
             s.notes
         );
@@ -773,6 +797,10 @@ mod tests {
     fn no_records_says_why() {
         let s = section("", 0, 0);
         assert!(s.spans.is_empty() && s.table.rows.is_empty());
-        assert!(s.notes[0].contains("ES modules"), "{:?}", s.notes);
+        assert!(
+            s.notes[0].as_text().is_some_and(|n| n.contains("ES modules")),
+            "{:?}",
+            s.notes
+        );
     }
 }

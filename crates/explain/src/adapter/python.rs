@@ -13,7 +13,7 @@
 //! microseconds of the interpreter's monotonic clock; there are no instants.
 
 use super::{Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{ms_cell, Section, Span, Table};
+use crate::sample::section::{Section, Span, Table, Value};
 use anyhow::{Context, Result};
 use regex::Regex;
 use std::collections::HashMap;
@@ -90,7 +90,7 @@ impl Adapter for Python {
             let pth = pth_files(trace);
             if !pth.is_empty() {
                 sec.facts
-                    .push((".pth files read (traced run)".into(), pth.join(", ")));
+                    .push((".pth files read (traced run)".into(), pth.join(", ").into()));
                 attribute_pth(&mut sec, &tree, trace);
             }
         }
@@ -228,18 +228,20 @@ fn attribute_pth(sec: &mut Section, tree: &ImportTree, trace: &crate::trace::Tra
         let names: Vec<&str> = list.iter().map(|c| c.name.as_str()).collect();
         sec.facts.push((
             format!("  imports from {pth}"),
-            format!("{} ({})", ms_cell(total * 1000), names.join(", ")),
+            Value::parts([Value::Ns(total * 1000), format!(" ({})", names.join(", ")).into()]),
         ));
     }
     if !unknown.is_empty() {
-        sec.facts
-            .push(("  imports under site, .pth not known".into(), unknown.join(", ")));
+        sec.facts.push((
+            "  imports under site, .pth not known".into(),
+            unknown.join(", ").into(),
+        ));
     }
     for span in sec.spans.iter_mut().filter(|s| s.depth == 1) {
         let top = span.name.split('.').next().unwrap_or(&span.name);
         if let Some((_, pth)) = found.iter().find(|(m, _)| *m == top) {
             if foreign.iter().any(|c| c.name == span.name) {
-                span.args.push(("pth".into(), pth.clone()));
+                span.args.push(("pth".into(), pth.clone().into()));
             }
         }
     }
@@ -378,7 +380,7 @@ fn section(tree: &ImportTree) -> Section {
         section.notes.push(
             "no importtime lines: Python older than 3.7, or PYTHON* variables ignored (-E, -I), \
              or the program is not the Python interpreter"
-                .to_string(),
+                .into(),
         );
         return section;
     }
@@ -387,13 +389,13 @@ fn section(tree: &ImportTree) -> Section {
     let top_total: u64 = tree.roots.iter().map(|&i| imports[i].cumulative_us).sum();
     section
         .facts
-        .push(("imports".to_string(), imports.len().to_string()));
+        .push(("imports".to_string(), Value::count(imports.len())));
     section
         .facts
-        .push(("packages".to_string(), groups.len().to_string()));
+        .push(("packages".to_string(), Value::count(groups.len())));
     section
         .facts
-        .push(("top-level imports".to_string(), ms_cell(top_total * 1000)));
+        .push(("top-level imports".to_string(), Value::Ns(top_total * 1000)));
 
     // Interpreter start-up imports (encodings, io, zipimport…) print before
     // `site`, so everything before it is the interpreter's own cost.
@@ -401,34 +403,34 @@ fn section(tree: &ImportTree) -> Section {
     match site {
         Some(pos) => {
             let before: u64 = tree.roots[..pos].iter().map(|&i| imports[i].cumulative_us).sum();
-            section
-                .facts
-                .push(("interpreter start-up imports".to_string(), ms_cell(before * 1000)));
+            section.facts.push((
+                "interpreter start-up imports".to_string(),
+                Value::Ns(before * 1000),
+            ));
             site_facts(&mut section, imports, tree.roots[pos]);
         }
         None => section
             .notes
-            .push("no `site` import: run with -S (or -I without site), so no .pth cost".to_string()),
+            .push("no `site` import: run with -S (or -I without site), so no .pth cost".into()),
     }
 
     let mut by_self: Vec<&Import> = imports.iter().collect();
     by_self.sort_by(|a, b| b.self_us.cmp(&a.self_us).then_with(|| a.name.cmp(&b.name)));
-    let top: Vec<String> = by_self
+    let top = by_self
         .iter()
         .take(3)
-        .map(|m| format!("{} {}", m.name, ms_cell(m.self_us * 1000)))
-        .collect();
+        .map(|m| (m.name.clone(), Value::Ns(m.self_us * 1000)));
     section
         .facts
-        .push(("largest self time".to_string(), top.join(", ")));
+        .push(("largest self time".to_string(), Value::list(top)));
 
     let mut table = Table::new(&["package", "modules", "self", "cumulative"]);
     for (pkg, g) in &groups {
         table.rows.push(vec![
-            pkg.to_string(),
-            g.modules.to_string(),
-            ms_cell(g.self_us * 1000),
-            ms_cell(g.cumulative_us * 1000),
+            pkg.to_string().into(),
+            Value::count(g.modules),
+            Value::Ns(g.self_us * 1000),
+            Value::Ns(g.cumulative_us * 1000),
         ]);
     }
     table.truncate(TABLE_ROWS);
@@ -440,23 +442,28 @@ fn section(tree: &ImportTree) -> Section {
     }
     let repeated = seen.values().filter(|&&n| n > 1).count();
     if repeated > 0 {
-        section.notes.push(format!(
-            "{repeated} module names appear more than once: Python also prints imports that \
+        section.notes.push(
+            format!(
+                "{repeated} module names appear more than once: Python also prints imports that \
              failed (e.g. optional modules probed with try/except), each attempt counts"
-        ));
+            )
+            .into(),
+        );
     }
     if tree.malformed > 0 {
-        section.notes.push(format!(
-            "{} claimed lines did not parse and were skipped",
-            tree.malformed
-        ));
+        section
+            .notes
+            .push(format!("{} claimed lines did not parse and were skipped", tree.malformed).into());
     }
     if tree.headers > 1 {
-        section.notes.push(format!(
-            "{} Python processes wrote import times to the same stream (PYTHONPROFILEIMPORTTIME \
+        section.notes.push(
+            format!(
+                "{} Python processes wrote import times to the same stream (PYTHONPROFILEIMPORTTIME \
              is inherited); their imports are mixed here and no timeline is drawn",
-            tree.headers
-        ));
+                tree.headers
+            )
+            .into(),
+        );
     } else {
         section.spans = lower_bound_spans(tree);
         section.notes.push(
@@ -464,13 +471,13 @@ fn section(tree: &ImportTree) -> Section {
              top-level import placed end to end from spawn (they run one after another on the \
              main thread) and children end to end inside their parent. Real starts are later by \
              exec, interpreter start-up and the code run between imports"
-                .to_string(),
+                .into(),
         );
     }
     section.notes.push(
         "PYTHONPROFILEIMPORTTIME is on from interpreter start, so the imports before `site` \
          (the interpreter's own) are included; imports done by other threads would be mixed in"
-            .to_string(),
+            .into(),
     );
     section
 }
@@ -480,11 +487,12 @@ fn site_facts(section: &mut Section, imports: &[Import], site: usize) {
     let site = &imports[site];
     section.facts.push((
         "site (incl. .pth files)".to_string(),
-        format!(
-            "{} ({} self)",
-            ms_cell(site.cumulative_us * 1000),
-            ms_cell(site.self_us * 1000)
-        ),
+        Value::parts([
+            Value::Ns(site.cumulative_us * 1000),
+            " (".into(),
+            Value::Ns(site.self_us * 1000),
+            " self)".into(),
+        ]),
     ));
     let mut children: Vec<&Import> = site.children.iter().map(|&c| &imports[c]).collect();
     let foreign: u64 = children
@@ -494,23 +502,27 @@ fn site_facts(section: &mut Section, imports: &[Import], site: usize) {
         .sum();
     children.sort_by_key(|c| std::cmp::Reverse(c.cumulative_us));
     if !children.is_empty() {
-        let top: Vec<String> = children
+        let top = children
             .iter()
             .take(4)
-            .map(|c| format!("{} {}", c.name, ms_cell(c.cumulative_us * 1000)))
-            .collect();
-        section.facts.push(("site imported".to_string(), top.join(", ")));
+            .map(|c| (c.name.clone(), Value::Ns(c.cumulative_us * 1000)));
+        section
+            .facts
+            .push(("site imported".to_string(), Value::list(top)));
     }
     section.facts.push((
         "imports from .pth files (under site)".to_string(),
-        ms_cell(foreign * 1000),
+        Value::Ns(foreign * 1000),
     ));
-    section.notes.push(format!(
-        "imports directly under `site` other than {} come from `import` lines in .pth files \
+    section.notes.push(
+        format!(
+            "imports directly under `site` other than {} come from `import` lines in .pth files \
          (importtime does not say which file: the traced run's opens do); the rest of the .pth \
          work is in site's self time",
-        SITE_OWN[..4].join(", ")
-    ));
+            SITE_OWN[..4].join(", ")
+        )
+        .into(),
+    );
 }
 
 /// Sound only for one interpreter: imports on the main thread are sequential,
@@ -535,8 +547,8 @@ fn lower_bound_spans(tree: &ImportTree) -> Vec<Span> {
             dur_ns: m.cumulative_us * 1000,
             depth,
             args: vec![
-                ("package".to_string(), package(&m.name).to_string()),
-                ("self".to_string(), ms_cell(m.self_us * 1000)),
+                ("package".to_string(), package(&m.name).into()),
+                ("self".to_string(), Value::Ns(m.self_us * 1000)),
             ],
         });
         let mut child_at = start;
@@ -669,19 +681,25 @@ import time:       400 |       1200 | json
 
         let s = section(&tree);
         let fact = |k: &str| s.facts.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        assert_eq!(fact("imports").as_deref(), Some("13"));
+        assert_eq!(fact("imports"), Some(Value::Count(13)));
         // 930 + 1629 + 6300 + 1200 µs
-        assert_eq!(fact("top-level imports").as_deref(), Some("10.1 ms"));
+        assert_eq!(fact("top-level imports"), Some(Value::Ns(10_059_000)));
         assert_eq!(
-            fact("imports from .pth files (under site)").as_deref(),
-            Some("5.00 ms")
+            fact("imports from .pth files (under site)"),
+            Some(Value::Ns(5_000_000))
         );
-        assert!(fact("largest self time").is_some_and(|v| v.starts_with("certifi")));
+        assert!(fact("largest self time")
+            .is_some_and(|v| matches!(v, Value::Parts(p) if p[0] == "certifi ".into())));
         // json (json + json.decoder, not counted twice): cumulative 1.2 ms.
-        let json = s.table.rows.iter().find(|r| r[0] == "json").expect("json row");
-        assert_eq!(json[1], "2");
-        assert_eq!(json[3], "1.20 ms");
-        assert_eq!(s.table.rows[0][0], "site");
+        let json = s
+            .table
+            .rows
+            .iter()
+            .find(|r| r[0] == "json".into())
+            .expect("json row");
+        assert_eq!(json[1], Value::Count(2));
+        assert_eq!(json[3], Value::Ns(1_200_000));
+        assert_eq!(s.table.rows[0][0], "site".into());
 
         // Spans: roots end to end from 0, children inside their parent.
         let span = |n: &str| s.spans.iter().find(|x| x.name == n).expect("span present");
@@ -743,7 +761,7 @@ import time:       400 |       1200 | json
             })
             .expect("collect");
         let fact = |k: &str| s.facts.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        assert_eq!(fact("imports"), Some(data_lines.to_string()));
+        assert_eq!(fact("imports"), Some(Value::count(data_lines)));
         assert!(data_lines > 20, "{data_lines} imports");
         assert!(fact("site (incl. .pth files)").is_some(), "{:?}", s.facts);
 
@@ -764,7 +782,7 @@ import time:       400 |       1200 | json
             assert!(pair[0].1.cumulative_us >= pair[1].1.cumulative_us, "{pair:?}");
         }
         let all = section(&tree);
-        let shown: Vec<&str> = all.table.rows.iter().map(|r| r[0].as_str()).collect();
+        let shown: Vec<&str> = all.table.rows.iter().filter_map(|r| r[0].as_text()).collect();
         let expected: Vec<&str> = groups.iter().take(shown.len()).map(|(p, _)| p.as_str()).collect();
         assert_eq!(shown, expected, "the table keeps the grouped order");
         assert_eq!(all.table.rows.len() + all.table.omitted, groups.len());
@@ -916,7 +934,10 @@ import time:       400 |       1200 | json
             let fact = s.facts.iter().find(|f| f.0 == key).map(|f| f.1.clone());
             assert_eq!(
                 fact,
-                Some(format!("{} ({})", ms_cell(total * 1000), mods.join(", "))),
+                Some(Value::parts([
+                    Value::Ns(total * 1000),
+                    format!(" ({})", mods.join(", ")).into()
+                ])),
                 "{:?}",
                 s.facts
             );
@@ -936,8 +957,7 @@ import time:       400 |       1200 | json
             .find(|sp| sp.name == "pthmod_b")
             .expect("pthmod_b span");
         assert!(
-            span.args
-                .contains(&("pth".to_string(), "b_second.pth".to_string())),
+            span.args.contains(&("pth".to_string(), "b_second.pth".into())),
             "{span:?}"
         );
     }

@@ -16,7 +16,7 @@
 //! from `DENO_V8_FLAGS`; Node refuses it in `NODE_OPTIONS`, so its preload sets
 //! it with `v8.setFlagsFromString` and sees only what comes after the preload.
 
-use crate::sample::section::{ms_cell, Section, Table};
+use crate::sample::section::{Section, Table, Value};
 use anyhow::{Context, Result};
 use regex::Regex;
 
@@ -120,8 +120,16 @@ pub fn parse<'a>(lines: impl IntoIterator<Item = &'a str>) -> Report {
     r
 }
 
-fn kb(bytes: u64) -> String {
-    format!("{:.1} KB", bytes as f64 / 1024.0)
+/// "3 in 1.2 ms (45.0 KiB)".
+fn tally(t: &Tally) -> Value {
+    Value::parts([
+        Value::count(t.count),
+        " in ".into(),
+        Value::Ns(t.ns),
+        " (".into(),
+        Value::Bytes(t.bytes),
+        ")".into(),
+    ])
 }
 
 /// The report as facts (headline) and a table (each kind), added to `s`.
@@ -130,30 +138,26 @@ fn kb(bytes: u64) -> String {
 pub fn add_to(s: &mut Section, r: &Report, snapshot_seen: bool) {
     let snap = r.snapshot_total();
     if snap.count > 0 {
-        let parts: Vec<String> = r
-            .snapshot
-            .iter()
-            .map(|(p, t)| format!("{p} {}", ms_cell(t.ns)))
-            .collect();
-        s.facts.push((
-            "snapshot deserialization (V8)".into(),
-            format!("{} ({}; {})", ms_cell(snap.ns), parts.join(", "), kb(snap.bytes)),
-        ));
+        // "4.50 ms (isolate 1.20 ms, context #2 3.30 ms; 45.0 KiB)"
+        let parts = Value::list(r.snapshot.iter().map(|(p, t)| (p.clone(), Value::Ns(t.ns))));
+        let v = Value::parts([
+            Value::Ns(snap.ns),
+            " (".into(),
+            parts,
+            "; ".into(),
+            Value::Bytes(snap.bytes),
+            ")".into(),
+        ]);
+        s.facts.push(("snapshot deserialization (V8)".into(), v));
     }
     if let Some(c) = &r.checksum {
-        s.facts.push(("snapshot checksum (V8)".into(), ms_cell(c.ns)));
+        s.facts.push(("snapshot checksum (V8)".into(), Value::Ns(c.ns)));
     }
     let hits = &r.code_cache_hits;
-    s.facts.push((
-        "code-cache hits (V8)".into(),
-        format!("{} in {} ({})", hits.count, ms_cell(hits.ns), kb(hits.bytes)),
-    ));
+    s.facts.push(("code-cache hits (V8)".into(), tally(hits)));
     if r.code_cache_writes.count > 0 {
         let w = &r.code_cache_writes;
-        s.facts.push((
-            "code caches written (V8)".into(),
-            format!("{} in {} ({})", w.count, ms_cell(w.ns), kb(w.bytes)),
-        ));
+        s.facts.push(("code caches written (V8)".into(), tally(w)));
     }
     if !snapshot_seen {
         s.notes.push(
@@ -172,10 +176,16 @@ pub fn add_to(s: &mut Section, r: &Report, snapshot_seen: bool) {
 
 /// The report as its own table: one row per kind, largest time first.
 pub fn table(r: &Report) -> Table {
-    let mut rows: Vec<(u64, Vec<String>)> = Vec::new();
+    let mut rows: Vec<(u64, String, Vec<Value>)> = Vec::new();
     let mut row = |what: String, t: &Tally| {
         if t.count > 0 {
-            rows.push((t.ns, vec![what, t.count.to_string(), kb(t.bytes), ms_cell(t.ns)]));
+            let cells = vec![
+                what.clone().into(),
+                Value::count(t.count),
+                Value::Bytes(t.bytes),
+                Value::Ns(t.ns),
+            ];
+            rows.push((t.ns, what, cells));
         }
     };
     for (p, t) in &r.snapshot {
@@ -186,9 +196,9 @@ pub fn table(r: &Report) -> Table {
     }
     row("code-cache hits".into(), &r.code_cache_hits);
     row("code caches written".into(), &r.code_cache_writes);
-    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1[0].cmp(&b.1[0])));
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let mut table = Table::new(&["V8 (de)serialization", "count", "size", "time"]);
-    table.rows = rows.into_iter().map(|(_, r)| r).collect();
+    table.rows = rows.into_iter().map(|(_, _, r)| r).collect();
     table
 }
 
@@ -254,10 +264,20 @@ hello from the app
             .facts
             .iter()
             .any(|f| f.0.starts_with("snapshot deserialization")));
-        assert!(s.notes.iter().any(|n| n.contains("NODE_OPTIONS")));
+        assert!(s
+            .notes
+            .iter()
+            .filter_map(Value::as_text)
+            .any(|n| n.contains("NODE_OPTIONS")));
         let mut s = Section::default();
         add_to(&mut s, &parse(DENO.lines()), true);
-        assert!(s.facts[0].1.starts_with(&ms_cell(4_503_000)), "{:?}", s.facts);
-        assert_eq!(table(&parse(DENO.lines())).rows[0][0], "snapshot: context #2");
+        let Value::Parts(parts) = &s.facts[0].1 else {
+            panic!("{:?}", s.facts)
+        };
+        assert_eq!(parts[0], Value::Ns(4_503_000), "{:?}", s.facts);
+        assert_eq!(
+            table(&parse(DENO.lines())).rows[0][0],
+            "snapshot: context #2".into()
+        );
     }
 }

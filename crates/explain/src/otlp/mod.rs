@@ -15,13 +15,14 @@
 //! sends every signal here, and an exporter whose requests fail retries with
 //! backoff, which would stretch the target's shutdown and so the measurement.
 //!
-//! Three parts: `receiver` serves and keeps what arrives within [`Limits`],
-//! `decode` turns a request body (protobuf or OTLP/JSON, compressed or not)
-//! into spans, `section` turns the spans into the run's [`Section`].
+//! Four parts: `receiver` serves and keeps what arrives in `kept` (within its
+//! limits), `decode` turns a request body (protobuf or OTLP/JSON, compressed or
+//! not) into spans, `section` turns what was kept into the run's [`Section`].
 //!
 //! [`Section`]: crate::sample::Section
 
 mod decode;
+mod kept;
 mod receiver;
 mod section;
 

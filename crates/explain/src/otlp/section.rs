@@ -3,8 +3,8 @@
 //! order, the largest spans in a table, and notes on whatever was lost.
 
 use super::decode::Got;
-use super::receiver::Received;
-use crate::sample::section::{ms_cell, Section, Span, Table};
+use super::kept::Received;
+use crate::sample::section::{Section, Span, Table, Value};
 use crate::sample::{Mark, MarkSource};
 use std::collections::{BTreeSet, HashMap};
 
@@ -35,14 +35,17 @@ fn hex(id: &[u8]) -> String {
 }
 
 pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
-    let mut notes = Vec::new();
-    let drift = (clock.offset_end - clock.offset_start).abs();
-    notes.push(format!(
+    let mut notes: Vec<Value> = Vec::new();
+    let drift = (clock.offset_end - clock.offset_start).unsigned_abs();
+    notes.push(Value::parts([
         "span times are wall clock (CLOCK_REALTIME), moved onto the run's monotonic clock with an offset \
-         sampled before and after the run (they differ by {}); the alignment is as good as the two clocks' \
-         agreement (NTP slewing during the run, ms-level at worst, is ignored)",
-        ms_cell(drift.min(u64::MAX as i128) as u64)
-    ));
+         sampled before and after the run (they differ by "
+            .into(),
+        Value::Ns(u64::try_from(drift).unwrap_or(u64::MAX)),
+        "); the alignment is as good as the two clocks' agreement (NTP slewing during the run, ms-level at \
+         worst, is ignored)"
+            .into(),
+    ]));
 
     // Keep the first copy of a span sent twice (an exporter retrying a batch whose
     // response it lost).
@@ -65,10 +68,7 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         .collect();
     drop(seen);
     if spans.len() < total {
-        notes.push(format!(
-            "{} spans arrived twice and are counted once",
-            total - spans.len()
-        ));
+        notes.push(format!("{} spans arrived twice and are counted once", total - spans.len()).into());
     }
 
     let traces = spans
@@ -86,10 +86,13 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
 
     let (order, orphans) = tree_order(&spans);
     if orphans > 0 {
-        notes.push(format!(
-            "{orphans} spans name a parent that never arrived (another process's, or not yet exported) \
+        notes.push(
+            format!(
+                "{orphans} spans name a parent that never arrived (another process's, or not yet exported) \
              and are shown as roots"
-        ));
+            )
+            .into(),
+        );
     }
 
     let mut clamped = 0usize;
@@ -117,12 +120,13 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         };
         let name = std::mem::take(&mut g.name);
         let mut args = Vec::with_capacity(3 + g.args.len());
-        args.push(("service".to_string(), std::mem::take(&mut g.service)));
+        args.push(("service".to_string(), Value::Text(std::mem::take(&mut g.service))));
         if !g.scope.is_empty() {
-            args.push(("scope".into(), std::mem::take(&mut g.scope)));
+            args.push(("scope".into(), Value::Text(std::mem::take(&mut g.scope))));
         }
-        args.push(("trace".into(), hex(&g.trace_id)));
-        args.append(&mut g.args);
+        args.push(("trace".into(), Value::Text(hex(&g.trace_id))));
+        // An attribute's unit is the sender's to know: its value stays text.
+        args.extend(g.args.drain(..).map(|(k, v)| (k, Value::Text(v))));
         for (event, at) in std::mem::take(&mut g.events) {
             marks.push(Mark::new(
                 format!("{name}: {event}"),
@@ -143,15 +147,16 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
     let span_count = spans.len();
     drop(spans);
     if clamped > 0 {
-        notes.push(format!(
-            "{clamped} spans start before the spawn by the clocks' reckoning (clock skew, or a \
+        notes.push(
+            format!(
+                "{clamped} spans start before the spawn by the clocks' reckoning (clock skew, or a \
              start time the program set itself) and are drawn from 0, keeping their length"
-        ));
+            )
+            .into(),
+        );
     }
     if inverted > 0 {
-        notes.push(format!(
-            "{inverted} spans end before they start and are shown with no duration"
-        ));
+        notes.push(format!("{inverted} spans end before they start and are shown with no duration").into());
     }
     marks.sort_by_key(|m| m.t_ns);
 
@@ -164,10 +169,10 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         .map(|&(dur_ns, k)| {
             let s = &out_spans[k];
             vec![
-                s.name.clone(),
+                Value::Text(s.name.clone()),
                 s.args[0].1.clone(),
-                ms_cell(dur_ns),
-                ms_cell(s.start_ns),
+                Value::Ns(dur_ns),
+                Value::AtNs(s.start_ns),
             ]
         })
         .collect();
@@ -185,42 +190,51 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
             "no spans arrived: the program exported none over OTLP/HTTP (no exporter configured, a \
              gRPC-only exporter, or spans still buffered when it was stopped: batch processors \
              export every few seconds and at shutdown)"
-                .to_string(),
+                .into(),
         );
     }
     if refused > 0 {
-        notes.push(format!(
-            "{} export requests were refused: {}",
-            refused,
-            refusals.join("; ")
-        ));
+        notes.push(
+            format!(
+                "{} export requests were refused: {}",
+                refused,
+                refusals.join("; ")
+            )
+            .into(),
+        );
     }
     if dropped > 0 {
-        notes.push(format!(
-            "{} spans were dropped: the receiver keeps at most {} spans and {} MiB of them per run \
+        notes.push(
+            format!(
+                "{} spans were dropped: the receiver keeps at most {} spans and {} MiB of them per run \
              (the first that arrived are shown)",
-            dropped,
-            limits.spans,
-            limits.bytes >> 20
-        ));
+                dropped,
+                limits.spans,
+                limits.bytes >> 20
+            )
+            .into(),
+        );
     }
     if other_signals > 0 {
-        notes.push(format!(
-            "{} metrics/logs export requests were accepted and not read",
-            other_signals
-        ));
+        notes.push(
+            format!(
+                "{} metrics/logs export requests were accepted and not read",
+                other_signals
+            )
+            .into(),
+        );
     }
 
     Section {
         source: "otlp".into(),
         title: "OpenTelemetry spans (OTLP/HTTP)".into(),
         facts: vec![
-            ("spans".into(), span_count.to_string()),
-            ("traces".into(), traces.to_string()),
-            ("services".into(), services_cell),
-            ("requests".into(), requests.to_string()),
-            ("encoding".into(), encodings_cell),
-            ("dropped".into(), dropped.to_string()),
+            ("spans".into(), Value::count(span_count)),
+            ("traces".into(), Value::count(traces)),
+            ("services".into(), Value::Text(services_cell)),
+            ("requests".into(), Value::count(requests)),
+            ("encoding".into(), Value::Text(encodings_cell)),
+            ("dropped".into(), Value::count(dropped)),
         ],
         table,
         spans: out_spans,

@@ -6,6 +6,7 @@ use super::section;
 use super::svg::{self, chart, n, Scale};
 use crate::format::ms;
 use crate::sample::Section;
+use crate::value;
 pub use coldstart_explain::Explanation;
 use maud::{html, Markup};
 
@@ -171,7 +172,7 @@ pub fn waterfall(id: &str, x: &Explanation) -> Markup {
                 rect x=(n(xs.at(t(a)))) y=(n(y + 3.0)) width=(n((xs.at(t(a + p.dur_ns)) - xs.at(t(a))).max(1.0)))
                     height=(n(LANE - 6.0)) fill=(svg::colour(k + 2)) fill-opacity="0.8" tabindex="0" data-source=(s.source)
                     data-tip=(format!("{}: {} at {} ({}){}{moved}", s.source, p.name, ms(t(a)), ms(t(p.dur_ns)),
-                        p.args.iter().map(|(k, v)| format!("\n{k}: {v}")).collect::<String>())) {}
+                        p.args.iter().map(|(k, v)| format!("\n{k}: {}", value::text(v))).collect::<String>())) {}
             }
             @for m in &s.marks {
                 path d=(format!("M{} {}v{}", n(xs.at(t(off + m.t_ns))), n(row_y(first) + 1.0), n(LANE - 2.0))) stroke="#1b1f24" stroke-width="2" tabindex="0"
@@ -312,16 +313,16 @@ pub fn sources(id: &str, x: &Explanation) -> Markup {
         @for s in &x.sources {
             h4 { (s.title) }
             @if !s.facts.is_empty() {
-                dl.facts { @for (k, v) in &s.facts { dt { (k) } dd { (v) } } }
+                dl.facts { @for (k, v) in &s.facts { dt { (k) } dd { (value::text(v)) } } }
             }
             @if !s.table.rows.is_empty() {
                 table {
                     caption { (s.title) @if s.table.omitted > 0 { " (" (s.table.omitted) " more rows not shown)" } }
                     thead { tr { @for c in &s.table.columns { th scope="col" { (c) } } } }
-                    tbody { @for r in &s.table.rows { tr { @for c in r { td { (c) } } } } }
+                    tbody { @for r in &s.table.rows { tr { @for c in r { td { (value::text(c)) } } } } }
                 }
             }
-            @if !s.notes.is_empty() { ul { @for note in &s.notes { li.note { (note) } } } }
+            @if !s.notes.is_empty() { ul { @for note in &s.notes { li.note { (value::text(note)) } } } }
         }
     };
     section(id, "sources", "Inside the runtime: sections", body)
