@@ -452,6 +452,7 @@ fn crates_depend_in_one_direction() {
                 "coldstart-core",
                 "coldstart-explain",
                 "coldstart-tune",
+                "coldstart-lambda",
                 "coldstart-stats",
             ],
         ),
