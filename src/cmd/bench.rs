@@ -123,21 +123,20 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             }
         }
     };
-    let request_url = match &args.request_url {
-        Some(u) => Some(url::Url::parse(u).map_err(|e| anyhow!("bad --request-url '{u}': {e}"))?),
-        None => None,
-    };
-    if requests > 0 && request_url.is_none() {
-        if let Some(v) = run_specs
-            .iter()
-            .position(|s| !matches!(s.readiness, Readiness::Http { .. }))
-        {
-            bail!(
-                "--requests needs a URL for variant '{}': use http readiness or give --request-url http://127.0.0.1:PORT/",
-                variants[v].name
-            );
-        }
+    let opts = RunOptions::new(timeout)
+        .requests(requests, args.request_url.as_deref())?
+        .poll_interval(Duration::from_micros(poll_interval as u64))
+        .grace(grace)
+        .output(args.common.output_lines, args.conditions.show_output);
+    if let Some(v) = run_specs.iter().position(|s| opts.lacks_url(&s.readiness)) {
+        bail!(
+            "--requests needs a URL for variant '{}': use http readiness or give --request-url http://127.0.0.1:PORT/",
+            variants[v].name
+        );
     }
+    let opts = opts
+        .marks(&args.marks)?
+        .exit_policy(ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?);
     let plan = Plan {
         variants,
         warmup,
@@ -145,22 +144,6 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
         stop,
         keep_going: args.common.keep_going,
         seed: args.common.seed(),
-    };
-    let opts = RunOptions {
-        timeout,
-        poll_interval: Duration::from_micros(poll_interval as u64),
-        requests,
-        request_url,
-        grace,
-        tail_lines: args.common.output_lines,
-        log_marks: args
-            .marks
-            .iter()
-            .map(|m| coldstart::marks::parse_log_mark(m))
-            .collect::<Result<_>>()?,
-        claims: Vec::new(),
-        exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
-        show_output: args.conditions.show_output,
     };
     let conditions = conditions(args, hooks, shell)?;
     Ok((

@@ -79,13 +79,8 @@ pub fn calibrate(opts: &RunOptions, rounds: usize) -> Result<Calibration> {
         cwd: None,
         limits: Default::default(),
     };
-    let opts = RunOptions {
-        log_marks: Vec::new(),
-        claims: Vec::new(),
-        requests: 0,
-        request_url: None,
-        ..opts.clone()
-    };
+    // Coldstart's own binary is the target here: the command's requests and marks are not for it.
+    let opts = opts.bare();
     let id = |round| RunId {
         variant: 0,
         round,

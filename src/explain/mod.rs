@@ -11,6 +11,7 @@ pub mod estimate;
 pub mod headline;
 pub mod otlp;
 pub mod requests;
+pub mod session;
 
 use crate::experiment::ExperimentResult;
 use crate::run::{RunId, RunOptions};
