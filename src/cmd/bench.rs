@@ -134,9 +134,10 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             variants[v].name
         );
     }
-    let opts = opts
-        .marks(&args.marks)?
-        .exit_policy(ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?);
+    let opts = opts.marks(&args.marks)?.exit_policy(ExitPolicy::from_flags(
+        args.ignore_failure,
+        args.success_exit_codes.as_deref(),
+    )?);
     let plan = Plan {
         variants,
         warmup,

@@ -5,9 +5,9 @@
 use crate::cli::ExplainArgs;
 use anyhow::{bail, Context, Result};
 use coldstart::config;
+use coldstart::experiment::ExperimentResult;
 use coldstart::explain::adapter;
 use coldstart::explain::session::{self, BuildSpec, Explained, Options, Outcome};
-use coldstart::experiment::ExperimentResult;
 use coldstart::out;
 use coldstart::report::{self, export::Exports, json::Settings};
 use coldstart::run::RunOptions;
@@ -104,9 +104,10 @@ fn options(args: &ExplainArgs) -> Result<(Options, Exports)> {
     if builds.iter().any(|b| run.lacks_url(&b.readiness)) {
         bail!("--requests needs a URL: use http readiness or give --request-url http://127.0.0.1:PORT/");
     }
-    let run = run
-        .marks(&args.marks)?
-        .exit_policy(ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?);
+    let run = run.marks(&args.marks)?.exit_policy(ExitPolicy::from_flags(
+        args.ignore_failure,
+        args.success_exit_codes.as_deref(),
+    )?);
     check_profile(args, &builds)?;
     // An unknown adapter name is refused now, not after the first runs.
     adapter::select(&args.adapter, None)?;

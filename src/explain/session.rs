@@ -96,7 +96,10 @@ pub fn run<R: Recorded>(
         None
     };
     let builds = builds(opts, sink.as_ref());
-    say(opts, "coldstart explain: calibrating the tracer's cost per stop on this machine…");
+    say(
+        opts,
+        "coldstart explain: calibrating the tracer's cost per stop on this machine…",
+    );
     let calibration = match estimate::calibrate(&opts.run, estimate::CALIBRATION_ROUNDS) {
         Ok(c) => c,
         // Ctrl-C during the calibration: nothing measured yet.
@@ -484,7 +487,8 @@ impl Arms<'_> {
     }
 
     fn choose(&mut self, b: usize, trace: &crate::trace::Trace) -> Result<()> {
-        let mut chosen = super::choose_adapters_for(&self.opts.adapter, trace, &self.builds[b].spec.readiness)?;
+        let mut chosen =
+            super::choose_adapters_for(&self.opts.adapter, trace, &self.builds[b].spec.readiness)?;
         let settings = adapter::Options {
             class_depth: self.opts.class_depth,
         };

@@ -9,6 +9,7 @@
 pub mod catalogue;
 pub mod plan;
 pub mod report;
+pub mod session;
 pub mod show;
 pub mod stored;
 
