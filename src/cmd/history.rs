@@ -1,6 +1,7 @@
 //! The commands over stored experiments: history, show, compare, gate.
 
-use crate::cli::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
+use super::stored::{explanation, open};
+use crate::cli::{CompareArgs, GateArgs, HistoryArgs, ShowArgs};
 use anyhow::{bail, Context, Result};
 use coldstart::analysis::{analyze, analyze_sweep};
 use coldstart::config;
@@ -12,17 +13,6 @@ use coldstart::report::{self, json::Settings};
 use coldstart::stats::{self, Design, Ratio};
 use coldstart::store::reference::{Reference, Selector};
 use coldstart::store::{Filter, Store, Stored};
-
-pub(crate) fn open(args: &StoreArgs) -> Result<Store> {
-    let root = config::project_root();
-    let cfg = config::load(&root)?;
-    let spec = config::store_spec(args.store.as_deref(), cfg.as_ref(), &root);
-    if !spec.contains("://") && !std::path::Path::new(spec.strip_prefix("sqlite:").unwrap_or(&spec)).exists()
-    {
-        bail!("no store at {spec}: run `coldstart bench` first, or point --store / COLDSTART_STORE at one");
-    }
-    Store::open(&spec)
-}
 
 pub fn history(args: &HistoryArgs) -> Result<i32> {
     let mut store = open(&args.store)?;
@@ -89,7 +79,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         }
     }
     exports.write_experiment(&stored.result, &analysis, &settings)?;
-    exports.write_html(&crate::cmd::report::single(
+    exports.write_html(&super::stored::single(
         &stored,
         &settings,
         &analysis,
@@ -149,17 +139,6 @@ fn explanation_ab(store: &mut Store, id: i64) -> Result<Option<(serde_json::Valu
     }
     text += &report::explain_ab::render(&att);
     Ok(Some((doc, text)))
-}
-
-/// The stored explanation of experiment `id`, if it is a `coldstart explain`.
-pub(crate) fn explanation(store: &mut Store, id: i64) -> Result<Option<Explanation>> {
-    store
-        .explanation(id)?
-        .map(|json| {
-            serde_json::from_str(&json)
-                .with_context(|| format!("experiment {id}: its stored explanation is unreadable"))
-        })
-        .transpose()
 }
 
 /// Two explains' overheads (traced ÷ untraced, adapted ÷ untraced), each with
@@ -441,7 +420,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         report::write_export(p, markdown.as_bytes())?;
     }
     if let Some(p) = &args.export_html {
-        let html = crate::cmd::report::comparison(&b, &c, &shown);
+        let html = super::stored::comparison(&b, &c, &shown);
         report::write_export(p, html.as_bytes())?;
     }
     if let Some(p) = &args.export_json {
@@ -567,7 +546,7 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
     if let Some(p) = &args.export_html {
         report::write_export(
             p,
-            crate::cmd::report::gate(&b, &c, &rows, args.noise.noise)?.as_bytes(),
+            super::stored::gate(&b, &c, &rows, args.noise.noise)?.as_bytes(),
         )?;
     }
     out!("{md}")?;
