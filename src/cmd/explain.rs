@@ -13,12 +13,13 @@ use coldstart::report::{self, export::Exports, json::Settings};
 use coldstart::run::RunOptions;
 use coldstart::sample::ExitPolicy;
 use coldstart::session::{Measured, Outputs};
+use coldstart::store::Store;
 use coldstart::target::{parse_env, Readiness, Target};
 
 pub fn run(args: &ExplainArgs) -> Result<i32> {
-    let (opts, exports) = options(args)?;
+    let (opts, exports, store) = options(args)?;
     let outputs = Outputs {
-        store: opts.store.clone(),
+        store,
         quiet: args.quiet,
         noise: coldstart::stats::DEFAULT_NOISE,
         // The experiment's own formats are `show`'s; explain writes its explanation.
@@ -31,6 +32,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
             m,
             settings,
             store_error,
+            store: outputs.store.clone(),
         })
     })?;
     match outcome {
@@ -69,6 +71,8 @@ struct Recorded {
     m: Measured,
     settings: Settings,
     store_error: Option<anyhow::Error>,
+    /// Where the runs went (when stored).
+    store: Option<String>,
 }
 
 impl session::Recorded for Recorded {
@@ -76,13 +80,19 @@ impl session::Recorded for Recorded {
         &mut self.m.result
     }
 
-    fn stored_as(&self) -> Option<&(i64, String)> {
-        self.m.stored_as.as_ref()
+    fn add_explanation(&mut self, json: &str) -> Result<()> {
+        let (Some((id, location)), Some(spec)) = (&self.m.stored_as, &self.store) else {
+            return Ok(());
+        };
+        Store::open(spec)
+            .and_then(|mut s| s.add_explanation(*id, json))
+            .with_context(|| format!("the runs are stored as experiment {id} in {location}"))
     }
 }
 
-/// The arguments checked, in the order their mistakes are reported.
-fn options(args: &ExplainArgs) -> Result<(Options, Exports)> {
+/// The arguments checked, in the order their mistakes are reported; the store
+/// the runs go to.
+fn options(args: &ExplainArgs) -> Result<(Options, Exports, Option<String>)> {
     let builds = builds(args)?;
     let exports = Exports {
         json: args.export_json.clone(),
@@ -126,9 +136,10 @@ fn options(args: &ExplainArgs) -> Result<(Options, Exports)> {
         adapter: args.adapter.clone(),
         class_depth: args.class_depth.map(|d| d as usize),
         quiet: args.quiet,
-        store: (!args.no_store).then(|| config::store_spec(args.store.store.as_deref(), cfg.as_ref(), &root)),
     };
-    Ok((opts, exports))
+    let store =
+        (!args.no_store).then(|| config::store_spec(args.store.store.as_deref(), cfg.as_ref(), &root));
+    Ok((opts, exports, store))
 }
 
 /// `--profile` refused now, not after the first runs, where it cannot work.

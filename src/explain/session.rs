@@ -13,7 +13,6 @@ use crate::launch::signals;
 use crate::out;
 use crate::run::{run_once, run_profiled, run_traced, RunId, RunOptions};
 use crate::sample::{Outcome as RunOutcome, Sample};
-use crate::store::Store;
 use crate::target::{Readiness, Target};
 use anyhow::{Context, Result};
 
@@ -43,15 +42,14 @@ pub struct Options {
     pub adapter: String,
     pub class_depth: Option<usize>,
     pub quiet: bool,
-    /// Where the caller records the runs: the explanation is stored beside them.
-    pub store: Option<String>,
 }
 
-/// The experiment as the caller recorded it: what explain reads back.
+/// The experiment as the caller recorded it: what explain reads back, and
+/// where its explanation goes.
 pub trait Recorded {
     fn result(&mut self) -> &mut ExperimentResult;
-    /// (experiment id, store location) when stored.
-    fn stored_as(&self) -> Option<&(i64, String)>;
+    /// Keep the explanation (`json`) beside the runs, where they were kept.
+    fn add_explanation(&mut self, json: &str) -> Result<()>;
 }
 
 /// How an explain ended.
@@ -273,11 +271,7 @@ fn explained<R: Recorded>(
     result.samples = rejoin(shares, per_build);
     let names: Vec<&str> = builds.iter().map(|b| b.spec.name.as_str()).collect();
     let (json, attribution) = document(&names, &untraced, &explanations)?;
-    if let (Some((id, location)), Some(spec)) = (recorded.stored_as(), &opts.store) {
-        Store::open(spec)
-            .and_then(|mut s| s.add_explanation(*id, &json))
-            .with_context(|| format!("the runs are stored as experiment {id} in {location}"))?;
-    }
+    recorded.add_explanation(&json)?;
     Ok(Outcome::Explained(Explained {
         recorded,
         explanations,
