@@ -286,74 +286,7 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
     }
     let loads = &p.loads;
     let main = loads.iter().find(|l| l.rec.main);
-    let first_loads: Vec<&Load> = loads
-        .iter()
-        .filter(|l| l.rec.ok && !l.rec.cached && !l.rec.main)
-        .collect();
-    let builtin = first_loads.iter().filter(|l| l.rec.builtin).count();
-    let top: Vec<usize> = match main {
-        Some(m) => m
-            .children
-            .iter()
-            .copied()
-            .chain(p.roots.iter().copied())
-            .collect(),
-        None => p.roots.clone(),
-    };
-    let top_total: u64 = top
-        .iter()
-        .filter(|&&i| !loads[i].rec.main)
-        .map(|&i| loads[i].cumulative)
-        .sum();
-
-    section
-        .facts
-        .push(("modules loaded".to_string(), first_loads.len().to_string()));
-    section.facts.push((
-        "builtin / files".to_string(),
-        format!("{builtin} / {}", first_loads.len() - builtin),
-    ));
-    section.facts.push((
-        "require calls (incl. cache hits)".to_string(),
-        loads.iter().filter(|l| !l.rec.main).count().to_string(),
-    ));
-    section
-        .facts
-        .push(("top-level requires".to_string(), ms_cell(top_total)));
-    if let Some(m) = main {
-        section.facts.push((
-            "main module (synchronous top level)".to_string(),
-            ms_cell(m.cumulative),
-        ));
-    }
-    let mut by_self: Vec<&&Load> = first_loads.iter().collect();
-    by_self.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.rec.id.cmp(&b.rec.id)));
-    let largest: Vec<String> = by_self
-        .iter()
-        .take(3)
-        .map(|l| format!("{} {}", l.rec.request, ms_cell(l.self_ns)))
-        .collect();
-    section
-        .facts
-        .push(("largest self time".to_string(), largest.join(", ")));
-    let failed = loads.iter().filter(|l| !l.rec.ok).count();
-    if failed > 0 {
-        section
-            .facts
-            .push(("failed requires".to_string(), failed.to_string()));
-    }
-    if ready_ns > 0 {
-        let ready_abs = t0.saturating_add(ready_ns);
-        let late = loads
-            .iter()
-            .filter(|l| !l.rec.cached && l.start.saturating_add(l.cumulative) > ready_abs)
-            .count();
-        if late > 0 {
-            section
-                .facts
-                .push(("loads finished after ready".to_string(), late.to_string()));
-        }
-    }
+    section.facts = facts(&p, t0, ready_ns);
 
     let mut table = Table::new(&["package", "modules", "self", "cumulative"]);
     for (pkg, g) in grouped(&p) {
@@ -412,6 +345,74 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
             .to_string(),
     );
     section
+}
+
+/// The section's facts: modules loaded, require calls, the top level's and
+/// the main module's time, the largest self times, what failed or came late.
+fn facts(p: &Parsed, t0: u64, ready_ns: u64) -> Vec<(String, String)> {
+    let mut facts = Vec::new();
+    let loads = &p.loads;
+    let main = loads.iter().find(|l| l.rec.main);
+    let first_loads: Vec<&Load> = loads
+        .iter()
+        .filter(|l| l.rec.ok && !l.rec.cached && !l.rec.main)
+        .collect();
+    let builtin = first_loads.iter().filter(|l| l.rec.builtin).count();
+    let top: Vec<usize> = match main {
+        Some(m) => m
+            .children
+            .iter()
+            .copied()
+            .chain(p.roots.iter().copied())
+            .collect(),
+        None => p.roots.clone(),
+    };
+    let top_total: u64 = top
+        .iter()
+        .filter(|&&i| !loads[i].rec.main)
+        .map(|&i| loads[i].cumulative)
+        .sum();
+
+    facts.push(("modules loaded".to_string(), first_loads.len().to_string()));
+    facts.push((
+        "builtin / files".to_string(),
+        format!("{builtin} / {}", first_loads.len() - builtin),
+    ));
+    facts.push((
+        "require calls (incl. cache hits)".to_string(),
+        loads.iter().filter(|l| !l.rec.main).count().to_string(),
+    ));
+    facts.push(("top-level requires".to_string(), ms_cell(top_total)));
+    if let Some(m) = main {
+        facts.push((
+            "main module (synchronous top level)".to_string(),
+            ms_cell(m.cumulative),
+        ));
+    }
+    let mut by_self: Vec<&&Load> = first_loads.iter().collect();
+    by_self.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.rec.id.cmp(&b.rec.id)));
+    let largest: Vec<String> = by_self
+        .iter()
+        .take(3)
+        .map(|l| format!("{} {}", l.rec.request, ms_cell(l.self_ns)))
+        .collect();
+    facts.push(("largest self time".to_string(), largest.join(", ")));
+    let failed = loads.iter().filter(|l| !l.rec.ok).count();
+    if failed > 0 {
+        facts.push(("failed requires".to_string(), failed.to_string()));
+    }
+    if ready_ns > 0 {
+        let ready_abs = t0.saturating_add(ready_ns);
+        let late = loads
+            .iter()
+            .filter(|l| !l.rec.cached && l.start.saturating_add(l.cumulative) > ready_abs)
+            .count();
+        if late > 0 {
+            facts.push(("loads finished after ready".to_string(), late.to_string()));
+        }
+    }
+
+    facts
 }
 
 /// First loads (and failed ones) in pre-order, depth from the tree. Cache hits
