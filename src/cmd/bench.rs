@@ -68,18 +68,8 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
         // Shared limits are merged in already (sweep::expand), values substituted.
         let limits = spec.args.limits.parse_over(&Default::default())?;
         let target = Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?.with_limits(limits);
-        // A hook that cannot start is refused now, not after every run.
         if let Some(h) = hooks.last() {
-            for (flag, line) in [
-                ("--setup", &h.setup),
-                ("--prepare", &h.prepare),
-                ("--conclude", &h.conclude),
-                ("--cleanup", &h.cleanup),
-            ] {
-                if let Some(line) = line {
-                    hooks::check(flag, line, &shell, &target)?;
-                }
-            }
+            check_hooks(h, &shell, &target)?;
         }
         let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
         // `--name`, else the command as written (placeholders included), + the values.
@@ -94,35 +84,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
         run_specs.push(spec);
     }
     sweep.default_along(specs.len());
-    let stop = match &args.target_ci {
-        None => StopRule::Fixed { runs },
-        Some(t) => {
-            let (target, relative) = bounds::target_ci(t)?;
-            bounds::runs("--max-runs", args.max_runs, 2)?;
-            if args.min_runs < 2 || args.min_runs > args.max_runs {
-                bail!(
-                    "--min-runs must be at least 2 and at most --max-runs ({})",
-                    args.max_runs
-                );
-            }
-            if CiOf::from(args.target_ci_of) == CiOf::Shift {
-                // In a sweep, a point has a baseline only where another variant runs at its values.
-                if !(0..variants.len()).any(|i| baseline_of(&variants, i).is_some()) {
-                    bail!("--target-ci-of shift needs a second variant to compare with the baseline");
-                }
-                if Order::from(args.order) == Order::Sequential {
-                    bail!("--target-ci-of shift needs interleaved runs: drop --order sequential");
-                }
-            }
-            StopRule::Adaptive {
-                min_runs: args.min_runs,
-                max_runs: args.max_runs,
-                target,
-                relative,
-                of: args.target_ci_of.into(),
-            }
-        }
-    };
+    let stop = stop_rule(args, runs, &variants)?;
     let opts = RunOptions::new(timeout)
         .requests(requests, args.request_url.as_deref())?
         .poll_interval(Duration::from_micros(poll_interval as u64))
@@ -156,6 +118,54 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
         },
         sweep,
     ))
+}
+
+/// Fixed runs, or with --target-ci runs until the interval is that narrow.
+fn stop_rule(args: &BenchArgs, runs: usize, variants: &[Variant]) -> Result<StopRule> {
+    Ok(match &args.target_ci {
+        None => StopRule::Fixed { runs },
+        Some(t) => {
+            let (target, relative) = bounds::target_ci(t)?;
+            bounds::runs("--max-runs", args.max_runs, 2)?;
+            if args.min_runs < 2 || args.min_runs > args.max_runs {
+                bail!(
+                    "--min-runs must be at least 2 and at most --max-runs ({})",
+                    args.max_runs
+                );
+            }
+            if CiOf::from(args.target_ci_of) == CiOf::Shift {
+                // In a sweep, a point has a baseline only where another variant runs at its values.
+                if !(0..variants.len()).any(|i| baseline_of(&variants, i).is_some()) {
+                    bail!("--target-ci-of shift needs a second variant to compare with the baseline");
+                }
+                if Order::from(args.order) == Order::Sequential {
+                    bail!("--target-ci-of shift needs interleaved runs: drop --order sequential");
+                }
+            }
+            StopRule::Adaptive {
+                min_runs: args.min_runs,
+                max_runs: args.max_runs,
+                target,
+                relative,
+                of: args.target_ci_of.into(),
+            }
+        }
+    })
+}
+
+/// A hook that cannot start is refused now, not after every run.
+fn check_hooks(h: &Hooks, shell: &[String], target: &Target) -> Result<()> {
+    for (flag, line) in [
+        ("--setup", &h.setup),
+        ("--prepare", &h.prepare),
+        ("--conclude", &h.conclude),
+        ("--cleanup", &h.cleanup),
+    ] {
+        if let Some(line) = line {
+            hooks::check(flag, line, shell, target)?;
+        }
+    }
+    Ok(())
 }
 
 /// Hooks per variant, page cache, shell and output (see run::conditions).
