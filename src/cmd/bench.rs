@@ -135,7 +135,7 @@ fn stop_rule(args: &BenchArgs, runs: usize, variants: &[Variant]) -> Result<Stop
             }
             if CiOf::from(args.target_ci_of) == CiOf::Shift {
                 // In a sweep, a point has a baseline only where another variant runs at its values.
-                if !(0..variants.len()).any(|i| baseline_of(&variants, i).is_some()) {
+                if !(0..variants.len()).any(|i| baseline_of(variants, i).is_some()) {
                     bail!("--target-ci-of shift needs a second variant to compare with the baseline");
                 }
                 if Order::from(args.order) == Order::Sequential {
