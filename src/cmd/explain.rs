@@ -62,7 +62,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
             out::errln!("coldstart: the explain stopped: {arm} run failed, as shown above{hint}{stored}");
             Ok(1)
         }
-        Outcome::Explained(explained) => finish(args, &exports, explained),
+        Outcome::Explained(explained) => finish(args, &exports, *explained),
     }
 }
 

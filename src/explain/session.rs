@@ -64,7 +64,8 @@ pub enum Outcome<R> {
         /// The plain program did start, and the failed run had the adapters' switches on.
         adapters_suspect: bool,
     },
-    Explained(Explained<R>),
+    /// Boxed: an explanation is large beside the other outcomes.
+    Explained(Box<Explained<R>>),
 }
 
 pub struct Explained<R> {
@@ -272,12 +273,12 @@ fn explained<R: Recorded>(
     let names: Vec<&str> = builds.iter().map(|b| b.spec.name.as_str()).collect();
     let (json, attribution) = document(&names, &untraced, &explanations)?;
     recorded.add_explanation(&json)?;
-    Ok(Outcome::Explained(Explained {
+    Ok(Outcome::Explained(Box::new(Explained {
         recorded,
         explanations,
         attribution,
         json,
-    }))
+    })))
 }
 
 /// One build's explanation from its arms' runs.
