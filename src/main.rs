@@ -10,8 +10,8 @@ mod testkit;
 
 // The library crates' modules under their own names: the commands read `crate::run::…`.
 use coldstart_core::{
-    analysis, bounds, clock, config, experiment, launch, limits, marks, out, probe, profile, run, sample,
-    stats, store, target, trace, Lab,
+    analysis, bounds, clock, config, experiment, launch, limits, out, probe, profile, run, sample, stats,
+    store, target, Lab,
 };
 use coldstart_explain as explain;
 use coldstart_lambda as lambda;

@@ -68,18 +68,8 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
         // Shared limits are merged in already (sweep::expand), values substituted.
         let limits = spec.args.limits.parse_over(&Default::default())?;
         let target = Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?.with_limits(limits);
-        // A hook that cannot start is refused now, not after every run.
         if let Some(h) = hooks.last() {
-            for (flag, line) in [
-                ("--setup", &h.setup),
-                ("--prepare", &h.prepare),
-                ("--conclude", &h.conclude),
-                ("--cleanup", &h.cleanup),
-            ] {
-                if let Some(line) = line {
-                    hooks::check(flag, line, &shell, &target)?;
-                }
-            }
+            check_hooks(h, &shell, &target)?;
         }
         let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
         // `--name`, else the command as written (placeholders included), + the values.
@@ -94,7 +84,45 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
         run_specs.push(spec);
     }
     sweep.default_along(specs.len());
-    let stop = match &args.target_ci {
+    let stop = stop_rule(args, runs, &variants)?;
+    let opts = RunOptions::new(timeout)
+        .requests(requests, args.request_url.as_deref())?
+        .poll_interval(Duration::from_micros(poll_interval as u64))
+        .grace(grace)
+        .output(args.common.output_lines, args.conditions.show_output);
+    if let Some(v) = run_specs.iter().position(|s| opts.lacks_url(&s.readiness)) {
+        bail!(
+            "--requests needs a URL for variant '{}': use http readiness or give --request-url http://127.0.0.1:PORT/",
+            variants[v].name
+        );
+    }
+    let opts = opts.marks(&args.marks)?.exit_policy(ExitPolicy::from_flags(
+        args.ignore_failure,
+        args.success_exit_codes.as_deref(),
+    )?);
+    let plan = Plan {
+        variants,
+        warmup,
+        order: args.order.into(),
+        stop,
+        keep_going: args.common.keep_going,
+        seed: args.common.seed(),
+    };
+    let conditions = conditions(args, hooks, shell)?;
+    Ok((
+        plan,
+        Plain {
+            specs: run_specs,
+            opts,
+            conditions,
+        },
+        sweep,
+    ))
+}
+
+/// Fixed runs, or with --target-ci runs until the interval is that narrow.
+fn stop_rule(args: &BenchArgs, runs: usize, variants: &[Variant]) -> Result<StopRule> {
+    Ok(match &args.target_ci {
         None => StopRule::Fixed { runs },
         Some(t) => {
             let (target, relative) = bounds::target_ci(t)?;
@@ -107,7 +135,7 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             }
             if CiOf::from(args.target_ci_of) == CiOf::Shift {
                 // In a sweep, a point has a baseline only where another variant runs at its values.
-                if !(0..variants.len()).any(|i| baseline_of(&variants, i).is_some()) {
+                if !(0..variants.len()).any(|i| baseline_of(variants, i).is_some()) {
                     bail!("--target-ci-of shift needs a second variant to compare with the baseline");
                 }
                 if Order::from(args.order) == Order::Sequential {
@@ -122,56 +150,22 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
                 of: args.target_ci_of.into(),
             }
         }
-    };
-    let request_url = match &args.request_url {
-        Some(u) => Some(url::Url::parse(u).map_err(|e| anyhow!("bad --request-url '{u}': {e}"))?),
-        None => None,
-    };
-    if requests > 0 && request_url.is_none() {
-        if let Some(v) = run_specs
-            .iter()
-            .position(|s| !matches!(s.readiness, Readiness::Http { .. }))
-        {
-            bail!(
-                "--requests needs a URL for variant '{}': use http readiness or give --request-url http://127.0.0.1:PORT/",
-                variants[v].name
-            );
+    })
+}
+
+/// A hook that cannot start is refused now, not after every run.
+fn check_hooks(h: &Hooks, shell: &[String], target: &Target) -> Result<()> {
+    for (flag, line) in [
+        ("--setup", &h.setup),
+        ("--prepare", &h.prepare),
+        ("--conclude", &h.conclude),
+        ("--cleanup", &h.cleanup),
+    ] {
+        if let Some(line) = line {
+            hooks::check(flag, line, shell, target)?;
         }
     }
-    let plan = Plan {
-        variants,
-        warmup,
-        order: args.order.into(),
-        stop,
-        keep_going: args.common.keep_going,
-        seed: args.common.seed(),
-    };
-    let opts = RunOptions {
-        timeout,
-        poll_interval: Duration::from_micros(poll_interval as u64),
-        requests,
-        request_url,
-        grace,
-        tail_lines: args.common.output_lines,
-        log_marks: args
-            .marks
-            .iter()
-            .map(|m| crate::marks::parse_log_mark(m))
-            .collect::<Result<_>>()?,
-        claims: Vec::new(),
-        exit_policy: ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?,
-        show_output: args.conditions.show_output,
-    };
-    let conditions = conditions(args, hooks, shell)?;
-    Ok((
-        plan,
-        Plain {
-            specs: run_specs,
-            opts,
-            conditions,
-        },
-        sweep,
-    ))
+    Ok(())
 }
 
 /// Hooks per variant, page cache, shell and output (see run::conditions).

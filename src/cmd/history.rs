@@ -1,10 +1,11 @@
 //! The commands over stored experiments: history, show, compare, gate.
 
+use super::stored::{explanation, open};
 use crate::analysis::{analyze, analyze_sweep};
 use crate::config;
 use crate::experiment::ExperimentResult;
 use crate::explain::{self, Explanation, ADAPTED, ARMS, TRACED, UNTRACED};
-use crate::flags::{CompareArgs, GateArgs, HistoryArgs, ShowArgs, StoreArgs};
+use crate::flags::{CompareArgs, GateArgs, HistoryArgs, ShowArgs};
 use crate::gate::{self, Limits, Regression, Side, Status};
 use crate::out::{out, outln};
 use crate::report::{self, json::Settings};
@@ -12,17 +13,6 @@ use crate::stats::{self, Design, Ratio};
 use crate::store::reference::{Reference, Selector};
 use crate::store::{Filter, Store, Stored};
 use anyhow::{bail, Context, Result};
-
-pub(crate) fn open(args: &StoreArgs) -> Result<Store> {
-    let root = config::project_root();
-    let cfg = config::load(&root)?;
-    let spec = config::store_spec(args.store.as_deref(), cfg.as_ref(), &root);
-    if !spec.contains("://") && !std::path::Path::new(spec.strip_prefix("sqlite:").unwrap_or(&spec)).exists()
-    {
-        bail!("no store at {spec}: run `coldstart bench` first, or point --store / COLDSTART_STORE at one");
-    }
-    Store::open(&spec)
-}
 
 pub fn history(args: &HistoryArgs) -> Result<i32> {
     let mut store = open(&args.store)?;
@@ -89,7 +79,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         }
     }
     exports.write_experiment(&stored.result, &analysis, &settings)?;
-    exports.write_html(&crate::cmd::report::single(
+    exports.write_html(&super::stored::single(
         &stored,
         &settings,
         &analysis,
@@ -131,11 +121,10 @@ fn explanation_ab(store: &mut Store, id: i64) -> Result<Option<(serde_json::Valu
     };
     let doc: serde_json::Value = serde_json::from_str(&json)
         .with_context(|| format!("experiment {id}: its stored explanation is unreadable"))?;
-    // /1 documents read into the current type (its new fields have defaults);
-    // /2 ones' sections hold their values as text.
+    // /1 documents read into the /2 type (its new fields have defaults).
     if !matches!(
         doc["schema"].as_str(),
-        Some("coldstart.explain-ab/1" | "coldstart.explain-ab/2" | explain::attribution::SCHEMA)
+        Some("coldstart.explain-ab/1" | explain::attribution::SCHEMA)
     ) {
         return Ok(None);
     }
@@ -151,17 +140,6 @@ fn explanation_ab(store: &mut Store, id: i64) -> Result<Option<(serde_json::Valu
     }
     text += &report::explain_ab::render(&att);
     Ok(Some((doc, text)))
-}
-
-/// The stored explanation of experiment `id`, if it is a `coldstart explain`.
-pub(crate) fn explanation(store: &mut Store, id: i64) -> Result<Option<Explanation>> {
-    store
-        .explanation(id)?
-        .map(|json| {
-            serde_json::from_str(&json)
-                .with_context(|| format!("experiment {id}: its stored explanation is unreadable"))
-        })
-        .transpose()
 }
 
 /// Two explains' overheads (traced ÷ untraced, adapted ÷ untraced), each with
@@ -447,7 +425,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         report::write_export(p, markdown.as_bytes())?;
     }
     if let Some(p) = &args.export.export_html {
-        let html = crate::cmd::report::comparison(&b, &c, &shown);
+        let html = super::stored::comparison(&b, &c, &shown);
         report::write_export(p, html.as_bytes())?;
     }
     if let Some(p) = &args.export.export_json {
@@ -573,7 +551,7 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
     if let Some(p) = &args.export.export_html {
         report::write_export(
             p,
-            crate::cmd::report::gate(&b, &c, &rows, args.noise.noise)?.as_bytes(),
+            super::stored::gate(&b, &c, &rows, args.noise.noise)?.as_bytes(),
         )?;
     }
     out!("{md}")?;

@@ -246,6 +246,64 @@ fn check_save_response(p: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// `--event FILE`: a JSON document Lambda would take in a synchronous invoke
+/// (none: `{}`).
+fn read_event(event: Option<&std::path::Path>) -> Result<Vec<u8>> {
+    Ok(match event {
+        Some(p) => {
+            let bytes = std::fs::read(p).with_context(|| format!("reading --event {}", p.display()))?;
+            let max = crate::lambda::runtime_api::MAX_EVENT;
+            if bytes.len() > max {
+                bail!(
+                    "--event {}: {} bytes is too large for a synchronous invoke (Lambda's limit is {max} bytes); pass a smaller event, or a reference to the data (an S3 key)",
+                    p.display(),
+                    bytes.len()
+                );
+            }
+            serde_json::from_slice::<serde_json::Value>(&bytes).with_context(|| {
+                format!(
+                    "--event {} is not JSON: Lambda events are JSON documents",
+                    p.display()
+                )
+            })?;
+            bytes
+        }
+        None => b"{}".to_vec(),
+    })
+}
+
+/// The limits the runs will have, and which interpreter each managed runtime
+/// found on PATH (once each).
+fn announce(opts: &Options, configs: &[Point]) {
+    let limits = match &opts.cgroups {
+        Some(c) => format!(
+            "cgroup {}: memory limit and CPU = memory/1769 vCPU{}",
+            c.version(),
+            match opts.init_boost {
+                Some(b) => format!(
+                    ", on-demand init at least {} vCPU for up to {} s",
+                    b.vcpus,
+                    b.seconds.as_secs_f64()
+                ),
+                None => ", init too (--no-init-boost)".into(),
+            }
+        ),
+        None => "no cgroup: no memory or CPU limit".into(),
+    };
+    // Which interpreter each managed runtime found on PATH, once each.
+    let mut chosen: Vec<&str> = Vec::new();
+    for note in configs
+        .iter()
+        .filter_map(|(_, _, c)| c.interpreter_note.as_deref())
+    {
+        if !chosen.contains(&note) {
+            chosen.push(note);
+        }
+    }
+    let chosen: String = chosen.iter().map(|n| format!("; {n}")).collect();
+    crate::out::errln!("coldstart lambda: {} variant(s), {limits}{chosen}", configs.len());
+}
+
 pub fn run(args: &LambdaArgs) -> Result<i32> {
     crate::bounds::runs("--runs", args.runs, 1)?;
     crate::bounds::runs("--warmup", args.warmup, 0)?;
@@ -271,27 +329,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     args.common.export.check_dirs()?;
     let configs = variants(args)?;
     let sweep = memory_sweep(&configs, args.compare_along.as_deref())?;
-    let event = match &args.event {
-        Some(p) => {
-            let bytes = std::fs::read(p).with_context(|| format!("reading --event {}", p.display()))?;
-            let max = crate::lambda::runtime_api::MAX_EVENT;
-            if bytes.len() > max {
-                bail!(
-                    "--event {}: {} bytes is too large for a synchronous invoke (Lambda's limit is {max} bytes); pass a smaller event, or a reference to the data (an S3 key)",
-                    p.display(),
-                    bytes.len()
-                );
-            }
-            serde_json::from_slice::<serde_json::Value>(&bytes).with_context(|| {
-                format!(
-                    "--event {} is not JSON: Lambda events are JSON documents",
-                    p.display()
-                )
-            })?;
-            bytes
-        }
-        None => b"{}".to_vec(),
-    };
+    let event = read_event(args.event.as_deref())?;
     let cgroups = if args.no_cgroup || configs.iter().all(|(_, _, c)| c.bare) {
         None
     } else {
@@ -348,33 +386,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         .build()
         .context("starting the async runtime for the Lambda APIs")?;
     if !args.common.quiet {
-        let limits = match &opts.cgroups {
-            Some(c) => format!(
-                "cgroup {}: memory limit and CPU = memory/1769 vCPU{}",
-                c.version(),
-                match opts.init_boost {
-                    Some(b) => format!(
-                        ", on-demand init at least {} vCPU for up to {} s",
-                        b.vcpus,
-                        b.seconds.as_secs_f64()
-                    ),
-                    None => ", init too (--no-init-boost)".into(),
-                }
-            ),
-            None => "no cgroup: no memory or CPU limit".into(),
-        };
-        // Which interpreter each managed runtime found on PATH, once each.
-        let mut chosen: Vec<&str> = Vec::new();
-        for note in configs
-            .iter()
-            .filter_map(|(_, _, c)| c.interpreter_note.as_deref())
-        {
-            if !chosen.contains(&note) {
-                chosen.push(note);
-            }
-        }
-        let chosen: String = chosen.iter().map(|n| format!("; {n}")).collect();
-        crate::out::errln!("coldstart lambda: {} variant(s), {limits}{chosen}", configs.len());
+        announce(&opts, &configs);
     }
     let root = config::project_root();
     let cfg = config::load(&root)?;

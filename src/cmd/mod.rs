@@ -1,5 +1,7 @@
 //! One module per command. Only these (and main.rs) know the command line
-//! (`crate::flags`); everything they call is the `coldstart` library.
+//! (`crate::flags`); everything they call is the `coldstart` library. A command
+//! does not borrow another's parts (demo runs bench whole): what several share
+//! (`stored`, `sweep`) is a module of its own.
 
 pub mod bench;
 #[cfg(test)]
@@ -12,5 +14,6 @@ pub mod history;
 pub mod lambda;
 pub mod report;
 pub mod shell;
+pub mod stored;
 pub mod sweep;
 pub mod tune;

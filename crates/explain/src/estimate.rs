@@ -79,13 +79,8 @@ pub fn calibrate(opts: &RunOptions, rounds: usize) -> Result<Calibration> {
         cwd: None,
         limits: Default::default(),
     };
-    let opts = RunOptions {
-        log_marks: Vec::new(),
-        claims: Vec::new(),
-        requests: 0,
-        request_url: None,
-        ..opts.clone()
-    };
+    // Coldstart's own binary is the target here: the command's requests and marks are not for it.
+    let opts = opts.bare();
     let id = |round| RunId {
         variant: 0,
         round,
@@ -483,43 +478,15 @@ pub fn estimate(
     let scale = residual_scale(&runs, untraced_ms);
     let scale_ci = scale_ci(&runs, untraced_ms);
     let traced_median = median(&runs.iter().map(|r| r.traced_ms).collect::<Vec<_>>()).unwrap_or(ready_ms);
-    // The range of a median over the runs, from the runs at both ends of the scale's interval.
-    let range_of = |values: &dyn Fn(f64) -> Vec<f64>| {
-        let (k_lo, k_hi) = scale_ci?;
-        // Too few runs for the median's own interval: the scale's alone.
-        let ci = |k: f64| {
-            let mut v = values(k);
-            v.sort_by(f64::total_cmp);
-            crate::stats::median_ci(&v, super::CONFIDENCE).or_else(|| {
-                let m = median(&v)?;
-                Some((m, m))
-            })
-        };
-        Some((ci(k_hi)?.0, ci(k_lo)?.1))
-    };
+    let range_of = |values: &dyn Fn(f64) -> Vec<f64>| median_range(scale_ci, values);
     let total_range_ms = range_of(&|k| runs.iter().map(|r| r.at(k)).collect());
     let total_at_scale = median(&runs.iter().map(|r| r.at(scale)).collect::<Vec<_>>()).unwrap_or(0.0);
-    let mut noise = Vec::new();
-    match (untraced_median_ms, scale_ci) {
-        (None, _) => noise.push(Noise::NoUntracedRuns),
-        (Some(_), None) => noise.push(Noise::TooFewRuns),
-        (Some(u), Some((k_lo, _))) if k_lo <= 0.0 => noise.push(Noise::OverheadInsideNoise {
-            traced_ms: traced_median,
-            untraced_ms: u,
-        }),
-        _ => {}
-    }
-    if cal.spread_pct > MAX_SPREAD_PCT {
-        noise.push(Noise::WideCalibration {
-            spread_pct: cal.spread_pct,
-        });
-    }
-    if let Some((lo, hi)) = total_range_ms.filter(|_| noise.is_empty()) {
-        let margin_pct = (hi - lo) / 2.0 / total_at_scale.max(f64::MIN_POSITIVE) * 100.0;
-        if margin_pct > MAX_MARGIN_PCT {
-            noise.push(Noise::WideMargin { margin_pct });
-        }
-    }
+    let noise = noise(
+        untraced_median_ms.map(|u| (traced_median, u)),
+        scale_ci,
+        cal,
+        total_range_ms.map(|r| (r, total_at_scale)),
+    );
     let reliable = noise.is_empty();
     // Not reliable: every figure stays traced (scale 0), with no range.
     let k = if reliable { scale } else { 0.0 };
@@ -603,6 +570,57 @@ pub fn estimate(
         scaled_cost_ms: k * cost_ns / 1e6,
         runs,
     }
+}
+
+/// The range of a median over the runs (`values` at a scale), from the runs at
+/// both ends of the scale's interval.
+fn median_range(scale_ci: Option<(f64, f64)>, values: &dyn Fn(f64) -> Vec<f64>) -> Option<(f64, f64)> {
+    let (k_lo, k_hi) = scale_ci?;
+    // Too few runs for the median's own interval: the scale's alone.
+    let ci = |k: f64| {
+        let mut v = values(k);
+        v.sort_by(f64::total_cmp);
+        crate::stats::median_ci(&v, super::CONFIDENCE).or_else(|| {
+            let m = median(&v)?;
+            Some((m, m))
+        })
+    };
+    Some((ci(k_hi)?.0, ci(k_lo)?.1))
+}
+
+/// Why the estimates are too noisy to show, if they are. `medians`: (traced,
+/// untraced), when there are untraced runs; `total`: the estimated total's
+/// range and its value at the fitted scale.
+fn noise(
+    medians: Option<(f64, f64)>,
+    scale_ci: Option<(f64, f64)>,
+    cal: &Calibration,
+    total: Option<((f64, f64), f64)>,
+) -> Vec<Noise> {
+    let mut noise = Vec::new();
+    match (medians, scale_ci) {
+        (None, _) => noise.push(Noise::NoUntracedRuns),
+        (Some(_), None) => noise.push(Noise::TooFewRuns),
+        (Some((traced_ms, untraced_ms)), Some((k_lo, _))) if k_lo <= 0.0 => {
+            noise.push(Noise::OverheadInsideNoise {
+                traced_ms,
+                untraced_ms,
+            })
+        }
+        _ => {}
+    }
+    if cal.spread_pct > MAX_SPREAD_PCT {
+        noise.push(Noise::WideCalibration {
+            spread_pct: cal.spread_pct,
+        });
+    }
+    if let Some(((lo, hi), total_at_scale)) = total.filter(|_| noise.is_empty()) {
+        let margin_pct = (hi - lo) / 2.0 / total_at_scale.max(f64::MIN_POSITIVE) * 100.0;
+        if margin_pct > MAX_MARGIN_PCT {
+            noise.push(Noise::WideMargin { margin_pct });
+        }
+    }
+    noise
 }
 
 /// The calibrated estimates (scale 1) of every measured traced run of an

@@ -144,34 +144,16 @@ pub fn build(e: &Explanation) -> Headline {
         .as_ref()
         .map(|t| off_cpu(t, tl, e.estimate.as_ref()))
         .unwrap_or_default();
-    let traced_total = e.ready_ms;
-    // An estimate's share is of the untraced run: the untraced arm's median
-    // (the estimated total equals it when the estimates are reliable).
-    let est_total = e
-        .untraced_ms
-        .as_ref()
-        .map(|s| s.p50)
-        .or(est.map(|x| x.total_ms))
-        .filter(|t| *t > 0.0);
-    let share = |f: Figure| {
-        let of = if f.estimated {
-            est_total
-        } else {
-            Some(traced_total).filter(|t| *t > 0.0)
-        };
-        (of, of.map(|o| f.ms / o * 100.0))
-    };
-    let item = |kind, what: String, f: Figure, section: &str| {
-        let (of_ms, share_pct) = share(f);
-        Item {
-            kind,
-            what,
-            ms: f.ms,
-            estimated: f.estimated,
-            of_ms,
-            share_pct,
-            section: section.to_string(),
-        }
+    let of = Totals {
+        traced: Some(e.ready_ms).filter(|t| *t > 0.0),
+        // An estimate's share is of the untraced run: the untraced arm's median
+        // (the estimated total equals it when the estimates are reliable).
+        untraced: e
+            .untraced_ms
+            .as_ref()
+            .map(|s| s.p50)
+            .or(est.map(|x| x.total_ms))
+            .filter(|t| *t > 0.0),
     };
     let phase_est = |name: &str| est.and_then(|x| x.phases.iter().find(|p| p.name == name));
     let mut items = Vec::new();
@@ -179,81 +161,108 @@ pub fn build(e: &Explanation) -> Headline {
         let f = figure(p.dur_ns as f64 / 1e6, phase_est(&p.name));
         match p.name.as_str() {
             "exec-chain" if tl.exec_chain.len() > 1 => {
-                items.push(item(Kind::ExecChain, chain(tl), f, "exec chain"))
+                items.push(of.item(Kind::ExecChain, chain(tl), f, "exec chain"))
             }
             "exec-chain" => {}
             "init" => {
-                let mut inside = Vec::new();
-                if let Some(o) = off_cpu.iter().find(|o| o.phase == "init") {
-                    let f = figure(
-                        o.off_cpu_ms,
-                        o.estimate_ms
-                            .map(|ms| Estimated {
-                                name: "off CPU".into(),
-                                traced_ms: o.off_cpu_ms,
-                                estimate_ms: ms,
-                                stops: o.stops,
-                                cost_ms: o.off_cpu_ms - ms,
-                                // Between the estimate (the tracer's busy time
-                                // taken out) and the traced figure.
-                                range_ms: Some((ms, o.off_cpu_ms)),
-                            })
-                            .as_ref(),
-                    );
-                    if f.ms >= 1.0 && f.ms >= p.dur_ns as f64 / 1e6 * MIN_OFF_CPU_PCT / 100.0 {
-                        inside.push(item(
-                            Kind::OffCpu,
-                            "time off CPU in init (sleep, poll, read, a lock…: waiting, not computing)"
-                                .into(),
-                            f,
-                            "off CPU",
-                        ));
-                    }
-                }
-                for sec in &e.sources {
-                    if let Some(ms) = runtime_ms(sec) {
-                        let mut it = item(
-                            Kind::Runtime,
-                            sec.title.split(" (").next().unwrap_or(&sec.title).to_string(),
-                            Figure { ms, estimated: false },
-                            &sec.title,
-                        );
-                        // Measured in the adapted run: its share is of that run.
-                        it.of_ms = e.adapted_ms.as_ref().map(|s| s.p50).filter(|t| *t > 0.0);
-                        it.share_pct = it.of_ms.map(|o| ms / o * 100.0);
-                        inside.push(it);
-                    }
-                }
-                for c in tl.connects.iter().filter(|c| c.during_init) {
-                    if let Some(l) = c.latency_ns {
-                        let addr = c.addr.as_ref().map_or_else(|| "?".to_string(), |a| a.to_string());
-                        inside.push(item(
-                            Kind::Connect,
-                            format!("connect to {addr} during init"),
-                            figure(l as f64 / 1e6, None),
-                            "network connects",
-                        ));
-                    }
-                }
+                let inside = inside_init(e, &off_cpu, p.dur_ns as f64 / 1e6, &of);
                 if inside.is_empty() {
-                    items.push(item(Kind::Phase, "init".into(), f, "waterfall"));
+                    items.push(of.item(Kind::Phase, "init".into(), f, "waterfall"));
                 } else {
                     let taken: f64 = inside.iter().map(|i| i.ms).sum();
                     let rest = Figure {
                         ms: (f.ms - taken).max(0.0),
                         estimated: f.estimated,
                     };
-                    items.push(item(Kind::InitRest, "init, the rest".into(), rest, "waterfall"));
+                    items.push(of.item(Kind::InitRest, "init, the rest".into(), rest, "waterfall"));
                     items.extend(inside);
                 }
             }
-            name => items.push(item(Kind::Phase, name.to_string(), f, "waterfall")),
+            name => items.push(of.item(Kind::Phase, name.to_string(), f, "waterfall")),
         }
     }
     items.retain(|i| i.ms > 0.0 && i.share_pct.is_none_or(|s| s >= MIN_SHARE_PCT));
     items.sort_by(|a, b| b.ms.total_cmp(&a.ms));
     items.truncate(MAX_ITEMS);
     Headline { items, off_cpu }
+}
+
+/// What a figure's share is of: the traced run, or for an estimate the untraced one.
+struct Totals {
+    traced: Option<f64>,
+    untraced: Option<f64>,
+}
+
+impl Totals {
+    fn item(&self, kind: Kind, what: String, f: Figure, section: &str) -> Item {
+        let of_ms = if f.estimated { self.untraced } else { self.traced };
+        Item {
+            kind,
+            what,
+            ms: f.ms,
+            estimated: f.estimated,
+            of_ms,
+            share_pct: of_ms.map(|o| f.ms / o * 100.0),
+            section: section.to_string(),
+        }
+    }
+}
+
+/// What init (`init_ms` long, traced) is made of, as far as it is known: time
+/// off CPU, the runtime's own sections, connects made during it.
+fn inside_init(e: &Explanation, off_cpu: &[OffCpu], init_ms: f64, of: &Totals) -> Vec<Item> {
+    let mut inside = Vec::new();
+    if let Some(o) = off_cpu.iter().find(|o| o.phase == "init") {
+        let f = figure(
+            o.off_cpu_ms,
+            o.estimate_ms
+                .map(|ms| Estimated {
+                    name: "off CPU".into(),
+                    traced_ms: o.off_cpu_ms,
+                    estimate_ms: ms,
+                    stops: o.stops,
+                    cost_ms: o.off_cpu_ms - ms,
+                    // Between the estimate (the tracer's busy time
+                    // taken out) and the traced figure.
+                    range_ms: Some((ms, o.off_cpu_ms)),
+                })
+                .as_ref(),
+        );
+        if f.ms >= 1.0 && f.ms >= init_ms * MIN_OFF_CPU_PCT / 100.0 {
+            inside.push(of.item(
+                Kind::OffCpu,
+                "time off CPU in init (sleep, poll, read, a lock…: waiting, not computing)".into(),
+                f,
+                "off CPU",
+            ));
+        }
+    }
+    for sec in &e.sources {
+        if let Some(ms) = runtime_ms(sec) {
+            let mut it = of.item(
+                Kind::Runtime,
+                sec.title.split(" (").next().unwrap_or(&sec.title).to_string(),
+                Figure { ms, estimated: false },
+                &sec.title,
+            );
+            // Measured in the adapted run: its share is of that run.
+            it.of_ms = e.adapted_ms.as_ref().map(|s| s.p50).filter(|t| *t > 0.0);
+            it.share_pct = it.of_ms.map(|o| ms / o * 100.0);
+            inside.push(it);
+        }
+    }
+    for c in e.timeline.connects.iter().filter(|c| c.during_init) {
+        if let Some(l) = c.latency_ns {
+            let addr = c.addr.as_ref().map_or_else(|| "?".to_string(), |a| a.to_string());
+            inside.push(of.item(
+                Kind::Connect,
+                format!("connect to {addr} during init"),
+                figure(l as f64 / 1e6, None),
+                "network connects",
+            ));
+        }
+    }
+    inside
 }
 
 /// `the exec chain to server.py (python3 → pyenv → pyenv-exec)`: the steps

@@ -5,9 +5,11 @@
 //! the overheads (traced ÷ untraced, adapted ÷ untraced) with 95 % CIs.
 
 // The core's modules under their own names, so paths read `crate::run::…` here too.
-use coldstart_core::{clock, elf, experiment, out, probe, profile, run, sample, stats, target, trace};
 #[cfg(test)]
-use coldstart_core::{launch, Lab};
+use coldstart_core::Lab;
+use coldstart_core::{
+    clock, elf, experiment, launch, out, probe, profile, run, sample, stats, target, trace,
+};
 #[cfg(test)]
 #[path = "../../core/src/testkit.rs"]
 mod testkit;
@@ -19,6 +21,7 @@ pub mod estimate;
 pub mod headline;
 pub mod otlp;
 pub mod requests;
+pub mod session;
 pub mod timeline;
 
 use crate::experiment::ExperimentResult;

@@ -194,21 +194,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         (Some(sb), Some(after)) => Some(boost::Timer::start(sb.cpu_quota(), after, cfg.memory_mb)),
         _ => None,
     };
-    let function = &e.env.function;
-    e.logs
-        .line(&report::init_start(&opts.region, &cfg.runtime_version));
-    e.bus.emit(
-        "platform.initStart",
-        json!({
-            "initializationType": "on-demand",
-            "phase": phase,
-            "runtimeVersion": cfg.runtime_version,
-            "functionName": function.name,
-            "functionVersion": function.version,
-            "instanceId": e.instance_id,
-            "instanceMaxMemory": cfg.memory_mb * 1024 * 1024,
-        }),
-    );
+    init_start(e, cfg, opts);
     let mut setup_error = None;
     for (_, prep) in pending.extensions {
         match start(e, prep) {
@@ -250,34 +236,8 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         }
     }
     if runtime_started {
-        let rt_ready = s
-            .wait_until(deadline(e), |s| init_broken(s) || s.runtime_ready_ns.is_some())
-            .await
-            && s.lock().runtime_ready_ns.is_some()
-            && !init_broken(&s.lock());
-        if rt_ready {
-            e.bus.emit(
-                "platform.initRuntimeDone",
-                json!({"initializationType": "on-demand", "phase": phase, "status": "success"}),
-            );
-            s.update(|s| s.registration_open = false);
-            let all_ready = s
-                .wait_until(deadline(e), |s| {
-                    init_broken(s) || s.extensions.iter().all(|e| e.ready_ns.is_some())
-                })
-                .await
-                && !init_broken(&s.lock());
-            if all_ready {
-                let st = s.lock();
-                let end = st
-                    .extensions
-                    .iter()
-                    .filter_map(|e| e.ready_ns)
-                    .chain(st.runtime_ready_ns)
-                    .max()
-                    .unwrap_or(e.t0);
-                init = Ok(end.saturating_sub(e.t0));
-            }
+        if let Some(ns) = ready(e, deadline(e)).await {
+            init = Ok(ns);
         }
     }
     e.bus.close();
@@ -301,23 +261,88 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         return Err(err);
     }
     // platform.extension per extension, then initReport.
-    for x in s.lock().extensions.iter() {
-        let mut events = Vec::new();
-        if x.invoke {
-            events.push("INVOKE");
-        }
-        if x.shutdown {
-            events.push("SHUTDOWN");
-        }
-        e.bus.emit(
-            "platform.extension",
-            json!({"name": x.name, "state": if x.ready_ns.is_some() { "Ready" } else { "Registered" }, "events": events}),
-        );
-    }
+    extension_events(e);
     let init_ms = match &init {
         Ok(ns) => *ns as f64 / 1e6,
         Err(_) => now_ns().min(deadline(e)).saturating_sub(e.t0) as f64 / 1e6,
     };
+    init_report(e, &init, init_ms, interrupted);
+    let usage = e
+        .procs
+        .first()
+        .map(|p| usage::snapshot(&tree::members(p.pid)))
+        .unwrap_or_default();
+    Ok(Init {
+        result: init,
+        ms: init_ms,
+        exit_status,
+        interrupted,
+        marks,
+        usage,
+    })
+}
+
+/// INIT_START in the log, and `platform.initStart`.
+fn init_start(e: &Environment, cfg: &Config, opts: &Options) {
+    let phase = e.phase;
+    let function = &e.env.function;
+    e.logs
+        .line(&report::init_start(&opts.region, &cfg.runtime_version));
+    e.bus.emit(
+        "platform.initStart",
+        json!({
+            "initializationType": "on-demand",
+            "phase": phase,
+            "runtimeVersion": cfg.runtime_version,
+            "functionName": function.name,
+            "functionVersion": function.version,
+            "instanceId": e.instance_id,
+            "instanceMaxMemory": cfg.memory_mb * 1024 * 1024,
+        }),
+    );
+}
+
+/// Once the runtime started: its /next (`platform.initRuntimeDone`), then every
+/// extension's; how long init took (None: it broke, or `deadline` came first).
+async fn ready(e: &Environment, deadline: u64) -> Option<u64> {
+    let s = &e.env.shared;
+    let phase = e.phase;
+    let rt_ready = s
+        .wait_until(deadline, |s| init_broken(s) || s.runtime_ready_ns.is_some())
+        .await
+        && s.lock().runtime_ready_ns.is_some()
+        && !init_broken(&s.lock());
+    if rt_ready {
+        e.bus.emit(
+            "platform.initRuntimeDone",
+            json!({"initializationType": "on-demand", "phase": phase, "status": "success"}),
+        );
+        s.update(|s| s.registration_open = false);
+        let all_ready = s
+            .wait_until(deadline, |s| {
+                init_broken(s) || s.extensions.iter().all(|e| e.ready_ns.is_some())
+            })
+            .await
+            && !init_broken(&s.lock());
+        if all_ready {
+            let st = s.lock();
+            let end = st
+                .extensions
+                .iter()
+                .filter_map(|e| e.ready_ns)
+                .chain(st.runtime_ready_ns)
+                .max()
+                .unwrap_or(e.t0);
+            return Some(end.saturating_sub(e.t0));
+        }
+    }
+    None
+}
+
+/// INIT_REPORT and `platform.initRuntimeDone` of a failed init, and
+/// `platform.initReport` (none of them when Ctrl-C ended it).
+fn init_report(e: &Environment, init: &std::result::Result<u64, Failure>, init_ms: f64, interrupted: bool) {
+    let phase = e.phase;
     let mut init_report = json!({
         "initializationType": "on-demand",
         "phase": phase,
@@ -325,7 +350,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     });
     // An interrupt is ours, not the function's: its processes dying of it is no
     // error of theirs (Lambda has no such init to report).
-    if let (Err(f), false) = (&init, interrupted) {
+    if let (Err(f), false) = (init, interrupted) {
         init_report["status"] = f.status.clone().into();
         if let Some(t) = &f.error_type {
             init_report["errorType"] = t.clone().into();
@@ -344,19 +369,23 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     if !interrupted {
         e.bus.emit("platform.initReport", init_report);
     }
-    let usage = e
-        .procs
-        .first()
-        .map(|p| usage::snapshot(&tree::members(p.pid)))
-        .unwrap_or_default();
-    Ok(Init {
-        result: init,
-        ms: init_ms,
-        exit_status,
-        interrupted,
-        marks,
-        usage,
-    })
+}
+
+/// `platform.extension` for each extension: registered, or ready, and its events.
+fn extension_events(e: &Environment) {
+    for x in e.env.shared.lock().extensions.iter() {
+        let mut events = Vec::new();
+        if x.invoke {
+            events.push("INVOKE");
+        }
+        if x.shutdown {
+            events.push("SHUTDOWN");
+        }
+        e.bus.emit(
+            "platform.extension",
+            json!({"name": x.name, "state": if x.ready_ns.is_some() { "Ready" } else { "Registered" }, "events": events}),
+        );
+    }
 }
 
 /// Start a prepared process (after T0; it enters the sandbox before its exec).

@@ -33,13 +33,150 @@ pub(super) enum Which {
 
 /// One invoke of the event.
 pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Which) -> Invoked {
-    let s = &e.env.shared;
     let (bus, logs) = (&e.bus, &e.logs);
     // As on Lambda, an invoke starts when the runtime asks for it: what a runtime
     // does after posting the previous response (before its /next) belongs to no
     // invoke's Duration. A runtime that never asks gets the event after the
     // function timeout, and that invoke times out.
     runtime_asks(e, opts.function_timeout).await;
+    let Sent {
+        request_id,
+        t_inv,
+        inv_deadline,
+    } = send(e, opts);
+    let (result, delivered, mut failure) = runtime_result(e, &request_id, inv_deadline).await;
+    // A timed-out invoke ends at its deadline, as Lambda's REPORT shows it (the
+    // wait's wake-up may come later on a busy machine).
+    let runtime_done = result.as_ref().map_or(now_ns().min(inv_deadline), |r| r.at_ns);
+    let produced = result.as_ref().map_or(0, |r| r.body.len());
+    let latency_ms = delivered.map_or(0.0, |d| (d.saturating_sub(t_inv)) as f64 / 1e6);
+    bus.emit(
+        "platform.runtimeDone",
+        with_error_type(failure.as_ref(), json!({
+            "requestId": request_id,
+            "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
+            "metrics": {"durationMs": round2(runtime_done.saturating_sub(t_inv) as f64 / 1e6), "producedBytes": produced},
+            "spans": [
+                {"name": "responseLatency", "start": telemetry::iso8601_now(), "durationMs": round2(latency_ms)},
+                {"name": "responseDuration", "start": telemetry::iso8601_now(), "durationMs": 0.0},
+            ],
+        })),
+    );
+    if let (Some(r), Some(path), None) = (&result, &opts.save_response, &failure) {
+        if let Err(e) = std::fs::write(path, &r.body) {
+            logs.line(&format!(
+                "coldstart: cannot save the response to {}: {e}",
+                path.display()
+            ));
+        }
+    }
+    // Extensions subscribed to INVOKE are done when they call /next again.
+    let mut t_end = runtime_done;
+    if failure.is_none() {
+        match extensions_done(e, t_inv, inv_deadline, runtime_done).await {
+            Ok(t) => t_end = t,
+            Err((t, f)) => {
+                t_end = t;
+                failure = Some(f);
+            }
+        }
+    }
+    let duration_ms = (t_end - t_inv) as f64 / 1e6;
+    let max_bytes = max_memory_bytes(e);
+    let max_mb = report::mb(max_bytes);
+    // A suppressed init (phase invoke) is part of the invoke's duration.
+    let (duration_ms, init_ms) = match which {
+        Which::Cold(i) => (duration_ms, Some(i)),
+        Which::AfterSuppressedInit => ((t_end - e.t0) as f64 / 1e6, None),
+        Which::Warm => (duration_ms, None),
+    };
+    // Output the processes left without a newline belongs to this invoke.
+    for p in &e.procs {
+        p.flush_output().await;
+    }
+    let billed = close(
+        e,
+        opts,
+        &report::ReportLine {
+            request_id: &request_id,
+            duration_ms,
+            memory_mb: cfg.memory_mb,
+            max_memory_used_mb: max_mb,
+            init_ms,
+            failure: failure.as_ref(),
+        },
+    );
+    Invoked {
+        ns: t_end - t_inv,
+        failure,
+        metrics: vec![
+            ("invoke_ms", duration_ms),
+            ("post_runtime_ms", t_end.saturating_sub(runtime_done) as f64 / 1e6),
+            ("max_memory_mb", max_mb as f64),
+            ("billed_ms", billed as f64),
+        ],
+    }
+}
+
+/// The invoke's end in the log and in telemetry: the error lines of a failed
+/// one, END, `platform.end`, REPORT and `platform.report`; its billed ms.
+fn close(e: &Environment, opts: &Options, line: &report::ReportLine) -> u64 {
+    let s = &e.env.shared;
+    let (bus, logs) = (&e.bus, &e.logs);
+    let (request_id, failure) = (line.request_id, line.failure);
+    let (duration_ms, init_ms, max_mb) = (line.duration_ms, line.init_ms, line.max_memory_used_mb);
+    if let Some(f) = failure {
+        let exit = s.lock().exited(&Role::Runtime).map(|x| x.status.clone());
+        for l in report::invoke_error(
+            request_id,
+            f,
+            exit.as_ref(),
+            opts.function_timeout.as_secs_f64(),
+            &telemetry::iso8601_now(),
+        ) {
+            logs.line(&l);
+        }
+    }
+    logs.line(&report::end(request_id));
+    // Only Logs API subscribers get platform.end (the Telemetry API has none).
+    bus.emit("platform.end", json!({"requestId": request_id}));
+    logs.line(&report::report(line));
+    let billed = report::billed_ms(duration_ms, init_ms);
+    let mut metrics = json!({
+        "durationMs": round2(duration_ms),
+        "billedDurationMs": billed,
+        "memorySizeMB": line.memory_mb,
+        "maxMemoryUsedMB": max_mb,
+    });
+    if let Some(i) = init_ms {
+        metrics["initDurationMs"] = round2(i).into();
+    }
+    bus.emit(
+        "platform.report",
+        with_error_type(
+            failure,
+            json!({
+                "requestId": request_id,
+                "status": failure.map_or("success", |f| f.status.as_str()),
+                "metrics": metrics,
+            }),
+        ),
+    );
+    billed
+}
+
+/// The event sent: START in the log, `platform.start`, INVOKE to the
+/// extensions that asked for it, and the event queued for the runtime's /next.
+struct Sent {
+    request_id: String,
+    /// When the invoke started (ns), and its deadline.
+    t_inv: u64,
+    inv_deadline: u64,
+}
+
+fn send(e: &Environment, opts: &Options) -> Sent {
+    let s = &e.env.shared;
+    let (bus, logs) = (&e.bus, &e.logs);
     let request_id = state::uuid();
     let epoch_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -81,6 +218,21 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
             result: None,
         });
     });
+    Sent {
+        request_id,
+        t_inv,
+        inv_deadline,
+    }
+}
+
+/// The runtime's response or error for `request_id` (None: it exited, or the
+/// deadline came first), when the runtime took the event, and the failure it is.
+async fn runtime_result(
+    e: &Environment,
+    request_id: &str,
+    inv_deadline: u64,
+) -> (Option<state::InvokeResult>, Option<u64>, Option<Failure>) {
+    let s = &e.env.shared;
     let runtime_gone = |st: &State| st.exited(&Role::Runtime).is_some();
     s.wait_until(inv_deadline, |st| {
         // `current` may still be the previous (warm) invoke's until the runtime's
@@ -128,78 +280,64 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
             f.error_type = Some("Runtime.OutOfMemory".into());
         }
     }
-    // A timed-out invoke ends at its deadline, as Lambda's REPORT shows it (the
-    // wait's wake-up may come later on a busy machine).
-    let runtime_done = result.as_ref().map_or(now_ns().min(inv_deadline), |r| r.at_ns);
-    let produced = result.as_ref().map_or(0, |r| r.body.len());
-    let latency_ms = delivered.map_or(0.0, |d| (d.saturating_sub(t_inv)) as f64 / 1e6);
-    bus.emit(
-        "platform.runtimeDone",
-        with_error_type(failure.as_ref(), json!({
-            "requestId": request_id,
-            "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
-            "metrics": {"durationMs": round2(runtime_done.saturating_sub(t_inv) as f64 / 1e6), "producedBytes": produced},
-            "spans": [
-                {"name": "responseLatency", "start": telemetry::iso8601_now(), "durationMs": round2(latency_ms)},
-                {"name": "responseDuration", "start": telemetry::iso8601_now(), "durationMs": 0.0},
-            ],
-        })),
-    );
-    if let (Some(r), Some(path), None) = (&result, &opts.save_response, &failure) {
-        if let Err(e) = std::fs::write(path, &r.body) {
-            logs.line(&format!(
-                "coldstart: cannot save the response to {}: {e}",
-                path.display()
-            ));
-        }
-    }
-    // Extensions subscribed to INVOKE are done when they call /next again.
-    let mut t_end = runtime_done;
-    if failure.is_none() {
-        let done = s
-            .wait_until(inv_deadline, |st| {
-                st.interrupted
-                    || st
-                        .extensions
-                        .iter()
-                        .filter(|e| e.invoke)
-                        .all(|e| e.waiting && e.last_next_ns.is_some_and(|n| n >= t_inv))
-                    || st.exits.iter().any(|x| matches!(x.role, Role::Extension(_)))
-            })
-            .await;
-        let st = s.lock();
-        let all_done = st
+    (result, delivered, failure)
+}
+
+/// When the extensions subscribed to INVOKE were done (each called /next again
+/// after the invoke started), or when and how they failed it: the deadline
+/// came, or one exited.
+async fn extensions_done(
+    e: &Environment,
+    t_inv: u64,
+    inv_deadline: u64,
+    runtime_done: u64,
+) -> Result<u64, (u64, Failure)> {
+    let s = &e.env.shared;
+    let done = s
+        .wait_until(inv_deadline, |st| {
+            st.interrupted
+                || st
+                    .extensions
+                    .iter()
+                    .filter(|e| e.invoke)
+                    .all(|e| e.waiting && e.last_next_ns.is_some_and(|n| n >= t_inv))
+                || st.exits.iter().any(|x| matches!(x.role, Role::Extension(_)))
+        })
+        .await;
+    let st = s.lock();
+    let all_done = st
+        .extensions
+        .iter()
+        .filter(|e| e.invoke)
+        .all(|e| e.waiting && e.last_next_ns.is_some_and(|n| n >= t_inv));
+    if done && all_done {
+        return Ok(st
             .extensions
             .iter()
             .filter(|e| e.invoke)
-            .all(|e| e.waiting && e.last_next_ns.is_some_and(|n| n >= t_inv));
-        if done && all_done {
-            t_end = st
-                .extensions
-                .iter()
-                .filter(|e| e.invoke)
-                .filter_map(|e| e.last_next_ns)
-                .chain([runtime_done])
-                .max()
-                .unwrap_or(runtime_done);
-        } else {
-            t_end = now_ns().min(inv_deadline);
-            failure = Some(if now_ns() >= inv_deadline {
-                Failure {
-                    status: "timeout".into(),
-                    error_type: Some("Sandbox.Timedout".into()),
-                }
-            } else {
-                Failure {
-                    status: "error".into(),
-                    error_type: Some("Extension.Crash".into()),
-                }
-            });
-        }
+            .filter_map(|e| e.last_next_ns)
+            .chain([runtime_done])
+            .max()
+            .unwrap_or(runtime_done));
     }
-    let duration_ms = (t_end - t_inv) as f64 / 1e6;
-    let max_bytes = e
-        .sandbox
+    let t_end = now_ns().min(inv_deadline);
+    let failure = if now_ns() >= inv_deadline {
+        Failure {
+            status: "timeout".into(),
+            error_type: Some("Sandbox.Timedout".into()),
+        }
+    } else {
+        Failure {
+            status: "error".into(),
+            error_type: Some("Extension.Crash".into()),
+        }
+    };
+    Err((t_end, failure))
+}
+
+/// Max Memory Used: the sandbox's peak, else the process tree's peak RSS.
+fn max_memory_bytes(e: &Environment) -> u64 {
+    e.sandbox
         .as_ref()
         .and_then(|sb| sb.max_memory_bytes())
         .unwrap_or_else(|| {
@@ -209,72 +347,7 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
                 .map(|p| usage::snapshot(&tree::members(p.pid)))
                 .unwrap_or_default();
             u.peak_rss_kb.unwrap_or(0) * 1024
-        });
-    let max_mb = report::mb(max_bytes);
-    // A suppressed init (phase invoke) is part of the invoke's duration.
-    let (duration_ms, init_ms) = match which {
-        Which::Cold(i) => (duration_ms, Some(i)),
-        Which::AfterSuppressedInit => ((t_end - e.t0) as f64 / 1e6, None),
-        Which::Warm => (duration_ms, None),
-    };
-    // Output the processes left without a newline belongs to this invoke.
-    for p in &e.procs {
-        p.flush_output().await;
-    }
-    if let Some(f) = &failure {
-        let exit = s.lock().exited(&Role::Runtime).map(|x| x.status.clone());
-        for l in report::invoke_error(
-            &request_id,
-            f,
-            exit.as_ref(),
-            opts.function_timeout.as_secs_f64(),
-            &telemetry::iso8601_now(),
-        ) {
-            logs.line(&l);
-        }
-    }
-    logs.line(&report::end(&request_id));
-    // Only Logs API subscribers get platform.end (the Telemetry API has none).
-    bus.emit("platform.end", json!({"requestId": request_id}));
-    logs.line(&report::report(&report::ReportLine {
-        request_id: &request_id,
-        duration_ms,
-        memory_mb: cfg.memory_mb,
-        max_memory_used_mb: max_mb,
-        init_ms,
-        failure: failure.as_ref(),
-    }));
-    let billed = report::billed_ms(duration_ms, init_ms);
-    let mut metrics = json!({
-        "durationMs": round2(duration_ms),
-        "billedDurationMs": billed,
-        "memorySizeMB": cfg.memory_mb,
-        "maxMemoryUsedMB": max_mb,
-    });
-    if let Some(i) = init_ms {
-        metrics["initDurationMs"] = round2(i).into();
-    }
-    bus.emit(
-        "platform.report",
-        with_error_type(
-            failure.as_ref(),
-            json!({
-                "requestId": request_id,
-                "status": failure.as_ref().map_or("success", |f| f.status.as_str()),
-                "metrics": metrics,
-            }),
-        ),
-    );
-    Invoked {
-        ns: t_end - t_inv,
-        failure,
-        metrics: vec![
-            ("invoke_ms", duration_ms),
-            ("post_runtime_ms", t_end.saturating_sub(runtime_done) as f64 / 1e6),
-            ("max_memory_mb", max_mb as f64),
-            ("billed_ms", billed as f64),
-        ],
-    }
+        })
 }
 
 /// After an environment's last invoke, how long the runtime may take to call /next

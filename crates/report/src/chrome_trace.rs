@@ -48,62 +48,255 @@ fn basename(p: &str) -> &str {
 
 /// Build the trace document.
 pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section]) -> Value {
-    let t0 = trace.t0_ns;
-    let us = |ns: u64| ns.saturating_sub(t0) as f64 / 1000.0;
-    let end = (t0 + timeline.end_ns).max(trace.end_ns);
-
-    // Track key (pid, tid) -> events; BTreeMap for a stable output order.
-    let mut tracks: BTreeMap<(i64, i64), Vec<ChromeEvent>> = BTreeMap::new();
-    let mut meta: Vec<ChromeEvent> = Vec::new();
-    let instant = |name: String, cat: &'static str, ts: u64, pid: i64, tid: i64, args: Value| ChromeEvent {
-        name,
-        ph: "i",
-        cat,
-        ts: Some(us(ts)),
-        dur: None,
-        pid,
-        tid,
-        s: Some("t"),
-        args,
+    let mut doc = Doc {
+        t0: trace.t0_ns,
+        tracks: BTreeMap::new(),
+        meta: Vec::new(),
     };
-    let complete =
-        |name: String, cat: &'static str, start: u64, stop: u64, pid: i64, tid: i64, args: Value| {
-            ChromeEvent {
-                name,
-                ph: "X",
-                cat,
-                ts: Some(us(start)),
-                dur: Some(stop.saturating_sub(start) as f64 / 1000.0),
-                pid,
-                tid,
-                s: None,
-                args,
-            }
+    doc.tasks(trace, timeline);
+    for e in &trace.events {
+        let (pid, tid) = (e.pid as i64, e.tid as i64);
+        let Some((name, cat, dur_ns, args)) = shown(&e.event) else {
+            continue;
         };
-    let metadata = |name: &str, pid: i64, tid: i64, value: String| ChromeEvent {
-        name: name.to_string(),
-        ph: "M",
-        cat: "",
-        ts: None,
-        dur: None,
-        pid,
-        tid,
-        s: None,
-        args: json!({ "name": value }),
-    };
-
-    // Lifetimes of every task: first sight (clone or own event) to exit.
-    struct Life {
-        pid: i32,
-        start: u64,
-        exit: Option<u64>,
+        let ev = match dur_ns {
+            Some(d) => doc.complete(name, cat, e.ts_ns, e.ts_ns + d, pid, tid, args),
+            None => doc.instant(name, cat, e.ts_ns, pid, tid, args),
+        };
+        doc.tracks.entry((pid, tid)).or_default().push(ev);
     }
+    doc.phases(timeline);
+    doc.sections(sections);
+    doc.finish(trace.root_pid)
+}
+
+/// The document as it is built: events by track (pid, tid), and the tracks'
+/// names. Times are absolute CLOCK_MONOTONIC ns until written.
+struct Doc {
+    t0: u64,
+    /// Track key (pid, tid) -> events; BTreeMap for a stable output order.
+    tracks: BTreeMap<(i64, i64), Vec<ChromeEvent>>,
+    meta: Vec<ChromeEvent>,
+}
+
+/// Lifetime of a task: first sight (clone or own event) to exit.
+struct Life {
+    pid: i32,
+    start: u64,
+    exit: Option<u64>,
+}
+
+impl Doc {
+    fn us(&self, ns: u64) -> f64 {
+        ns.saturating_sub(self.t0) as f64 / 1000.0
+    }
+
+    fn instant(
+        &self,
+        name: String,
+        cat: &'static str,
+        ts: u64,
+        pid: i64,
+        tid: i64,
+        args: Value,
+    ) -> ChromeEvent {
+        ChromeEvent {
+            name,
+            ph: "i",
+            cat,
+            ts: Some(self.us(ts)),
+            dur: None,
+            pid,
+            tid,
+            s: Some("t"),
+            args,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn complete(
+        &self,
+        name: String,
+        cat: &'static str,
+        start: u64,
+        stop: u64,
+        pid: i64,
+        tid: i64,
+        args: Value,
+    ) -> ChromeEvent {
+        ChromeEvent {
+            name,
+            ph: "X",
+            cat,
+            ts: Some(self.us(start)),
+            dur: Some(stop.saturating_sub(start) as f64 / 1000.0),
+            pid,
+            tid,
+            s: None,
+            args,
+        }
+    }
+
+    /// A track's (or its process's) name.
+    fn name(&mut self, what: &str, pid: i64, tid: i64, value: String) {
+        self.meta.push(ChromeEvent {
+            name: what.to_string(),
+            ph: "M",
+            cat: "",
+            ts: None,
+            dur: None,
+            pid,
+            tid,
+            s: None,
+            args: json!({ "name": value }),
+        });
+    }
+
+    /// One track per task, named, with a lifetime event. Tracks are named after
+    /// what each process ran (its script, else its program) with its argv, and
+    /// threads after the names they gave themselves.
+    fn tasks(&mut self, trace: &Trace, timeline: &Timeline) {
+        let end = (self.t0 + timeline.end_ns).max(trace.end_ns);
+        let procs: BTreeMap<i32, &crate::timeline::ProcessInfo> =
+            timeline.processes.iter().map(|p| (p.pid, p)).collect();
+        let thread_name = |tid: i32| trace.task_names.get(&tid).cloned();
+        for (&tid, life) in &lives(trace) {
+            let (pid, tid64) = (life.pid as i64, tid as i64);
+            let proc_info = procs.get(&life.pid);
+            let label = proc_info.map_or_else(|| format!("pid {}", life.pid), |p| p.label());
+            if tid == life.pid {
+                let role = proc_info
+                    .map(|p| p.role.as_str())
+                    .filter(|r| !r.is_empty())
+                    .map(|r| format!(", {r}"))
+                    .unwrap_or_default();
+                let argv = proc_info.map(|p| p.argv.join(" ")).unwrap_or_default();
+                let argv: String = argv.chars().take(160).collect();
+                self.name(
+                    "process_name",
+                    pid,
+                    tid64,
+                    format!("{label} ({}{role}) {argv}", life.pid)
+                        .trim_end()
+                        .to_string(),
+                );
+                self.name("thread_name", pid, tid64, format!("{label} main"));
+            } else {
+                let name =
+                    thread_name(tid).map_or_else(|| format!("thread {tid}"), |n| format!("{n} ({tid})"));
+                self.name("thread_name", pid, tid64, name);
+            }
+            let name = if tid == life.pid {
+                label
+            } else {
+                thread_name(tid).unwrap_or_else(|| format!("thread {tid}"))
+            };
+            let stop = life.exit.unwrap_or(end).max(life.start);
+            let ev = self.complete(name, "lifetime", life.start, stop, pid, tid64, Value::Null);
+            self.tracks.entry((pid, tid64)).or_default().push(ev);
+        }
+    }
+
+    /// The timeline's phases and marks, on the synthetic phases track.
+    fn phases(&mut self, timeline: &Timeline) {
+        let t0 = self.t0;
+        self.name("process_name", PHASES_PID, PHASES_PID, "coldstart phases".into());
+        self.name("thread_name", PHASES_PID, PHASES_PID, "phases".into());
+        let mut track = Vec::new();
+        for p in &timeline.phases {
+            track.push(self.complete(
+                p.name.clone(),
+                "phase",
+                t0 + p.start_ns,
+                t0 + p.end_ns,
+                PHASES_PID,
+                PHASES_PID,
+                Value::Null,
+            ));
+        }
+        for m in &timeline.marks {
+            let args = if m.detail.is_empty() {
+                Value::Null
+            } else {
+                json!({ "detail": m.detail })
+            };
+            track.push(self.instant(m.name.clone(), "mark", t0 + m.t_ns, PHASES_PID, PHASES_PID, args));
+        }
+        self.tracks
+            .entry((PHASES_PID, PHASES_PID))
+            .or_default()
+            .extend(track);
+    }
+
+    /// Sources inside the runtime (imports, classes, inits, checkpoints, spans):
+    /// one track each. Their times count from their own run's spawn, which is
+    /// placed at this trace's time zero.
+    fn sections(&mut self, sections: &[Section]) {
+        let t0 = self.t0;
+        for (i, sec) in sections.iter().enumerate() {
+            let pid = PHASES_PID + 1 + i as i64;
+            self.name("process_name", pid, pid, format!("coldstart {}", sec.title));
+            self.name("thread_name", pid, pid, sec.source.clone());
+            let mut track = Vec::new();
+            for sp in &sec.spans {
+                let args: serde_json::Map<String, Value> =
+                    std::iter::once(("depth".to_string(), json!(sp.depth)))
+                        .chain(
+                            sp.args
+                                .iter()
+                                .map(|(k, v)| (k.clone(), json!(super::value::text(v)))),
+                        )
+                        .collect();
+                track.push(self.complete(
+                    sp.name.clone(),
+                    "source",
+                    t0 + sp.start_ns,
+                    t0 + sp.start_ns + sp.dur_ns,
+                    pid,
+                    pid,
+                    Value::Object(args),
+                ));
+            }
+            for m in &sec.marks {
+                track.push(self.instant(m.name.clone(), "source", t0 + m.t_ns, pid, pid, Value::Null));
+            }
+            self.tracks.entry((pid, pid)).or_default().extend(track);
+        }
+    }
+
+    /// The names first, then each track's events in time order.
+    fn finish(self, root_pid: i32) -> Value {
+        let mut out = self.meta;
+        for (_, mut evs) in self.tracks {
+            // Stable sort; at equal ts a longer X event first so nesting is explicit.
+            evs.sort_by(|a, b| {
+                let ka = (a.ts.unwrap_or(0.0), -(a.dur.unwrap_or(0.0)));
+                let kb = (b.ts.unwrap_or(0.0), -(b.dur.unwrap_or(0.0)));
+                ka.partial_cmp(&kb).unwrap_or(std::cmp::Ordering::Equal)
+            });
+            out.extend(evs);
+        }
+        json!({
+            "traceEvents": out,
+            "displayTimeUnit": "ms",
+            "otherData": {
+                "tool": "coldstart",
+                "clock": "CLOCK_MONOTONIC",
+                "t0_ns": self.t0,
+                "root_pid": root_pid,
+            },
+        })
+    }
+}
+
+/// Every task's lifetime, the root's from time zero.
+fn lives(trace: &Trace) -> BTreeMap<i32, Life> {
     let mut lives: BTreeMap<i32, Life> = BTreeMap::new();
     lives.insert(
         trace.root_pid,
         Life {
             pid: trace.root_pid,
-            start: t0,
+            start: trace.t0_ns,
             exit: None,
         },
     );
@@ -128,264 +321,82 @@ pub fn to_chrome_trace(trace: &Trace, timeline: &Timeline, sections: &[Section])
             _ => {}
         }
     }
-    // Tracks named after what each process ran (its script, else its program)
-    // with its argv, and threads after the names they gave themselves.
-    let procs: BTreeMap<i32, &crate::timeline::ProcessInfo> =
-        timeline.processes.iter().map(|p| (p.pid, p)).collect();
-    let thread_name = |tid: i32| trace.task_names.get(&tid).cloned();
-    for (&tid, life) in &lives {
-        let (pid, tid64) = (life.pid as i64, tid as i64);
-        let proc_info = procs.get(&life.pid);
-        let label = proc_info.map_or_else(|| format!("pid {}", life.pid), |p| p.label());
-        if tid == life.pid {
-            let role = proc_info
-                .map(|p| p.role.as_str())
-                .filter(|r| !r.is_empty())
-                .map(|r| format!(", {r}"))
-                .unwrap_or_default();
-            let argv = proc_info.map(|p| p.argv.join(" ")).unwrap_or_default();
-            let argv: String = argv.chars().take(160).collect();
-            meta.push(metadata(
-                "process_name",
-                pid,
-                tid64,
-                format!("{label} ({}{role}) {argv}", life.pid)
-                    .trim_end()
-                    .to_string(),
-            ));
-            meta.push(metadata("thread_name", pid, tid64, format!("{label} main")));
-        } else {
-            let name = thread_name(tid).map_or_else(|| format!("thread {tid}"), |n| format!("{n} ({tid})"));
-            meta.push(metadata("thread_name", pid, tid64, name));
-        }
-        let name = if tid == life.pid {
-            label
-        } else {
-            thread_name(tid).unwrap_or_else(|| format!("thread {tid}"))
-        };
-        tracks.entry((pid, tid64)).or_default().push(complete(
-            name,
-            "lifetime",
-            life.start,
-            life.exit.unwrap_or(end).max(life.start),
-            pid,
-            tid64,
-            Value::Null,
-        ));
-    }
+    lives
+}
 
-    for e in &trace.events {
-        let (pid, tid) = (e.pid as i64, e.tid as i64);
-        let ev = match &e.event {
-            Event::Exec { path, exe, argv0, .. } => instant(
-                format!("exec {}", basename(path)),
-                "exec",
-                e.ts_ns,
-                pid,
-                tid,
-                json!({ "path": path, "exe": exe, "argv0": argv0 }),
-            ),
-            Event::ExecFailed { path, errno } => instant(
-                format!("exec failed {}", basename(path)),
-                "exec",
-                e.ts_ns,
-                pid,
-                tid,
-                json!({ "path": path, "errno": errno }),
-            ),
-            Event::Open { path, ok, errno, .. } => instant(
-                format!("open {}", basename(path)),
-                "open",
-                e.ts_ns,
-                pid,
-                tid,
-                json!({ "path": path, "ok": ok, "errno": errno }),
-            ),
-            Event::MmapExec { path } => instant(
-                format!("map {}", basename(path)),
-                "mmap",
-                e.ts_ns,
-                pid,
-                tid,
-                json!({ "path": path }),
-            ),
-            Event::Connect {
-                fd,
-                addr,
-                ok,
-                errno,
-                dur_ns,
-            } => complete(
-                format!(
-                    "connect {}",
-                    addr.as_ref().map(|a| a.to_string()).unwrap_or_default()
-                ),
-                "net",
-                e.ts_ns,
-                e.ts_ns + dur_ns,
-                pid,
-                tid,
-                json!({ "fd": fd, "ok": ok, "errno": errno }),
-            ),
-            Event::Bind { fd, addr, ok, .. } => instant(
-                format!(
-                    "bind {}",
-                    addr.as_ref().map(|a| a.to_string()).unwrap_or_default()
-                ),
-                "net",
-                e.ts_ns,
-                pid,
-                tid,
-                json!({ "fd": fd, "ok": ok }),
-            ),
-            Event::Listen { fd, addr } => instant(
-                format!(
-                    "listen {}",
-                    addr.as_ref().map(|a| a.to_string()).unwrap_or_default()
-                ),
-                "net",
-                e.ts_ns,
-                pid,
-                tid,
-                json!({ "fd": fd }),
-            ),
-            Event::Wait { child, dur_ns } => complete(
-                format!("wait {child}"),
-                "process",
-                e.ts_ns,
-                e.ts_ns + dur_ns,
-                pid,
-                tid,
-                json!({ "child": child }),
-            ),
-            Event::Accept { listen_fd, fd } => instant(
-                "accept".into(),
-                "net",
-                e.ts_ns,
-                pid,
-                tid,
-                json!({ "listen_fd": listen_fd, "fd": fd }),
-            ),
-            Event::FirstWrite { fd, role } => instant(
-                "first write".into(),
-                "net",
-                e.ts_ns,
-                pid,
-                tid,
-                json!({ "fd": fd, "role": role }),
-            ),
-            Event::Clone { child, thread } => instant(
-                if *thread { "thread".into() } else { "fork".into() },
-                "process",
-                e.ts_ns,
-                pid,
-                tid,
-                json!({ "child": child }),
-            ),
-            Event::Exit { .. } => continue, // the end of the lifetime event
-        };
-        tracks.entry((pid, tid)).or_default().push(ev);
-    }
-
-    // Phases and marks.
-    meta.push(metadata(
-        "process_name",
-        PHASES_PID,
-        PHASES_PID,
-        "coldstart phases".into(),
-    ));
-    meta.push(metadata("thread_name", PHASES_PID, PHASES_PID, "phases".into()));
-    let phase_track = tracks.entry((PHASES_PID, PHASES_PID)).or_default();
-    for p in &timeline.phases {
-        phase_track.push(complete(
-            p.name.clone(),
-            "phase",
-            t0 + p.start_ns,
-            t0 + p.end_ns,
-            PHASES_PID,
-            PHASES_PID,
-            Value::Null,
-        ));
-    }
-    for m in &timeline.marks {
-        let args = if m.detail.is_empty() {
-            Value::Null
-        } else {
-            json!({ "detail": m.detail })
-        };
-        phase_track.push(instant(
-            m.name.clone(),
-            "mark",
-            t0 + m.t_ns,
-            PHASES_PID,
-            PHASES_PID,
-            args,
-        ));
-    }
-
-    // Sources inside the runtime (imports, classes, inits, checkpoints, spans):
-    // one track each. Their times count from their own run's spawn, which is
-    // placed at this trace's time zero.
-    for (i, sec) in sections.iter().enumerate() {
-        let pid = PHASES_PID + 1 + i as i64;
-        meta.push(metadata(
-            "process_name",
-            pid,
-            pid,
-            format!("coldstart {}", sec.title),
-        ));
-        meta.push(metadata("thread_name", pid, pid, sec.source.clone()));
-        let track = tracks.entry((pid, pid)).or_default();
-        for sp in &sec.spans {
-            let args: serde_json::Map<String, Value> =
-                std::iter::once(("depth".to_string(), json!(sp.depth)))
-                    .chain(
-                        sp.args
-                            .iter()
-                            .map(|(k, v)| (k.clone(), json!(super::value::text(v)))),
-                    )
-                    .collect();
-            track.push(complete(
-                sp.name.clone(),
-                "source",
-                t0 + sp.start_ns,
-                t0 + sp.start_ns + sp.dur_ns,
-                pid,
-                pid,
-                Value::Object(args),
-            ));
-        }
-        for m in &sec.marks {
-            track.push(instant(
-                m.name.clone(),
-                "source",
-                t0 + m.t_ns,
-                pid,
-                pid,
-                Value::Null,
-            ));
-        }
-    }
-
-    let mut out = meta;
-    for (_, mut evs) in tracks {
-        // Stable sort; at equal ts a longer X event first so nesting is explicit.
-        evs.sort_by(|a, b| {
-            let ka = (a.ts.unwrap_or(0.0), -(a.dur.unwrap_or(0.0)));
-            let kb = (b.ts.unwrap_or(0.0), -(b.dur.unwrap_or(0.0)));
-            ka.partial_cmp(&kb).unwrap_or(std::cmp::Ordering::Equal)
-        });
-        out.extend(evs);
-    }
-    json!({
-        "traceEvents": out,
-        "displayTimeUnit": "ms",
-        "otherData": {
-            "tool": "coldstart",
-            "clock": "CLOCK_MONOTONIC",
-            "t0_ns": t0,
-            "root_pid": trace.root_pid,
-        },
+/// How a trace event shows: its name, category, duration (a complete event;
+/// None: an instant) and args. None for an exit: the end of the lifetime event.
+fn shown(event: &Event) -> Option<(String, &'static str, Option<u64>, Value)> {
+    let at = |addr: &Option<crate::trace::SockAddr>| addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
+    Some(match event {
+        Event::Exec { path, exe, argv0, .. } => (
+            format!("exec {}", basename(path)),
+            "exec",
+            None,
+            json!({ "path": path, "exe": exe, "argv0": argv0 }),
+        ),
+        Event::ExecFailed { path, errno } => (
+            format!("exec failed {}", basename(path)),
+            "exec",
+            None,
+            json!({ "path": path, "errno": errno }),
+        ),
+        Event::Open { path, ok, errno, .. } => (
+            format!("open {}", basename(path)),
+            "open",
+            None,
+            json!({ "path": path, "ok": ok, "errno": errno }),
+        ),
+        Event::MmapExec { path } => (
+            format!("map {}", basename(path)),
+            "mmap",
+            None,
+            json!({ "path": path }),
+        ),
+        Event::Connect {
+            fd,
+            addr,
+            ok,
+            errno,
+            dur_ns,
+        } => (
+            format!("connect {}", at(addr)),
+            "net",
+            Some(*dur_ns),
+            json!({ "fd": fd, "ok": ok, "errno": errno }),
+        ),
+        Event::Bind { fd, addr, ok, .. } => (
+            format!("bind {}", at(addr)),
+            "net",
+            None,
+            json!({ "fd": fd, "ok": ok }),
+        ),
+        Event::Listen { fd, addr } => (format!("listen {}", at(addr)), "net", None, json!({ "fd": fd })),
+        Event::Wait { child, dur_ns } => (
+            format!("wait {child}"),
+            "process",
+            Some(*dur_ns),
+            json!({ "child": child }),
+        ),
+        Event::Accept { listen_fd, fd } => (
+            "accept".into(),
+            "net",
+            None,
+            json!({ "listen_fd": listen_fd, "fd": fd }),
+        ),
+        Event::FirstWrite { fd, role } => (
+            "first write".into(),
+            "net",
+            None,
+            json!({ "fd": fd, "role": role }),
+        ),
+        Event::Clone { child, thread } => (
+            if *thread { "thread".into() } else { "fork".into() },
+            "process",
+            None,
+            json!({ "child": child }),
+        ),
+        Event::Exit { .. } => return None,
     })
 }
 

@@ -18,6 +18,47 @@ pub fn render(e: &Explanation) -> String {
     // The conclusion first: at most three costs to act on.
     let mut out = super::headline::top(e);
     out += &format!("coldstart explain: {}  (ready = {})\n", e.command, e.readiness);
+    out += &overheads(e);
+    // Unreliable estimates are not shown at all (the headline says why).
+    let est = e.estimate.as_ref().filter(|x| x.reliable);
+    out += &waterfall(e, est);
+    out += &blame(tl, est);
+    out.push_str(&exec_chain(tl, est));
+    out.push_str(&groups("files opened, by kind", &tl.opens_by_kind, 8));
+    if let Some(x) = est.filter(|x| !x.opens_by_kind.is_empty()) {
+        out.push_str(&super::estimate::spans(&x.opens_by_kind, 8));
+    }
+    out.push_str(&groups(
+        "files opened, by package or directory",
+        &tl.opens_by_package,
+        10,
+    ));
+    out += &network(tl);
+    out.push_str(&super::explain_procs::render(tl));
+    out.push_str(&super::headline::off_cpu_of(e));
+    let c = &tl.counts;
+    out.push_str(&format!(
+        "\nprocesses {}, threads started {}, execs {}, opens {} ({} failed), libraries mapped {}, connects {}\n",
+        c.processes, c.threads, c.execs, c.opens, c.opens_failed, c.libraries_mapped, c.connects
+    ));
+    if !e.sources.is_empty() {
+        out.push_str(
+            "\n── inside the runtime: the adapted run nearest its median (times from its spawn) ──\n",
+        );
+    }
+    for sec in &e.sources {
+        out.push_str(&section(sec));
+    }
+    if let Some(p) = &e.profile {
+        out.push_str(&crate::profile::render::terminal(p));
+    }
+    super::width::fit(&out)
+}
+
+/// What the instruments cost: the tracer's, the adapters' and the profiler's
+/// overheads, the untraced estimate's headline, and the warnings.
+fn overheads(e: &Explanation) -> String {
+    let mut out = String::new();
     match (&e.untraced_ms, &e.traced_ms, e.overhead) {
         (Some(u), Some(t), Some(o)) => out.push_str(&format!(
             "untraced p50 {} (n={}) · traced p50 {} (n={}) · tracer overhead {}\n",
@@ -68,6 +109,17 @@ pub fn render(e: &Explanation) -> String {
     for w in &e.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
+    out
+}
+
+/// A phase's ≈ untraced column (empty without a reliable estimate).
+fn phase_est(est: Option<&Estimate>, name: &str) -> String {
+    super::estimate::untraced(est.and_then(|x| x.phases.iter().find(|p| p.name == name)))
+}
+
+/// The phases of the traced run shown, as bars on one time axis.
+fn waterfall(e: &Explanation, est: Option<&Estimate>) -> String {
+    let tl = &e.timeline;
     let end = tl
         .phases
         .iter()
@@ -76,10 +128,10 @@ pub fn render(e: &Explanation) -> String {
         .unwrap_or(0)
         .max((e.ready_ms * 1e6) as u64);
     let span = end.max(1) as f64;
-    out.push_str(&format!(
+    let mut out = format!(
         "\nwaterfall (the traced run nearest the median, ready at {})\n",
         ms(e.ready_ms)
-    ));
+    );
     let name_w = tl
         .phases
         .iter()
@@ -88,10 +140,6 @@ pub fn render(e: &Explanation) -> String {
         .unwrap_or(4);
     // The bar shrinks to fit the terminal (the rest of the line takes 40 + name_w).
     let bar_w = super::width::columns().map_or(WIDTH, |c| c.saturating_sub(40 + name_w).clamp(10, WIDTH));
-    // Unreliable estimates are not shown at all (the headline says why).
-    let est = e.estimate.as_ref().filter(|x| x.reliable);
-    let phase_est =
-        |name: &str| super::estimate::untraced(est.and_then(|x| x.phases.iter().find(|p| p.name == name)));
     if est.is_some() {
         out.push_str(&format!(
             "  {:name_w$}  {:WIDTH$}  {:>21}  {:>9}  ≈ untraced (median of the runs)\n",
@@ -118,16 +166,19 @@ pub fn render(e: &Explanation) -> String {
             dur(p.start_ns),
             dur(p.end_ns),
             dur(p.dur_ns),
-            phase_est(&p.name)
+            phase_est(est, &p.name)
         ));
     }
+    out
+}
 
-    // Blame: phases, each program of the exec chain, connects by latency; largest
-    // first. (Open groups are listed below by count: their spans overlap everything.)
+/// Blame: phases, each program of the exec chain, connects by latency; largest
+/// first. (Open groups are listed below by count: their spans overlap everything.)
+fn blame(tl: &Timeline, est: Option<&Estimate>) -> String {
     let mut blame: Vec<(u64, String)> = tl
         .phases
         .iter()
-        .map(|p| (p.dur_ns, format!("phase {}{}", p.name, phase_est(&p.name))))
+        .map(|p| (p.dur_ns, format!("phase {}{}", p.name, phase_est(est, &p.name))))
         .collect();
     for p in tl.processes.iter().filter(|p| p.blocked_ns > 0) {
         blame.push((
@@ -151,44 +202,39 @@ pub fn render(e: &Explanation) -> String {
     }
     for c in &tl.connects {
         if let Some(l) = c.latency_ns {
-            let addr = c
-                .addr
-                .as_ref()
-                .map(|a| a.to_string())
-                .unwrap_or_else(|| "?".into());
             blame.push((
                 l,
-                format!("connect {addr}{}", if c.ok { "" } else { " (failed)" }),
+                format!(
+                    "connect {}{}",
+                    address(&c.addr),
+                    if c.ok { "" } else { " (failed)" }
+                ),
             ));
         }
     }
     blame.sort_by_key(|b| std::cmp::Reverse(b.0));
-    out.push_str("\nblame (largest first, traced; phases tile the run, the rest overlap them)\n");
+    let mut out =
+        String::from("\nblame (largest first, traced; phases tile the run, the rest overlap them)\n");
     for (ns, what) in blame.iter().filter(|(ns, _)| *ns > 0).take(12) {
         out.push_str(&format!("  {:>9}  {what}\n", dur(*ns)));
     }
+    out
+}
 
-    out.push_str(&exec_chain(tl, est));
-    out.push_str(&groups("files opened, by kind", &tl.opens_by_kind, 8));
-    if let Some(x) = est.filter(|x| !x.opens_by_kind.is_empty()) {
-        out.push_str(&super::estimate::spans(&x.opens_by_kind, 8));
-    }
-    out.push_str(&groups(
-        "files opened, by package or directory",
-        &tl.opens_by_package,
-        10,
-    ));
+fn address(addr: &Option<crate::trace::SockAddr>) -> String {
+    addr.as_ref().map(|a| a.to_string()).unwrap_or_else(|| "?".into())
+}
+
+/// The connects (when, to where, how it went, how long) and the listens.
+fn network(tl: &Timeline) -> String {
+    let mut out = String::new();
     if !tl.connects.is_empty() {
         out.push_str("\nnetwork connects\n");
         for c in &tl.connects {
-            let addr = c
-                .addr
-                .as_ref()
-                .map(|a| a.to_string())
-                .unwrap_or_else(|| "?".into());
             out.push_str(&format!(
-                "  {:>9}  {addr}  {}  {}{}\n",
+                "  {:>9}  {}  {}  {}{}\n",
                 dur(c.t_ns),
+                address(&c.addr),
                 if c.ok {
                     "ok".to_string()
                 } else {
@@ -200,32 +246,14 @@ pub fn render(e: &Explanation) -> String {
         }
     }
     for l in &tl.listens {
-        let addr = l
-            .addr
-            .as_ref()
-            .map(|a| a.to_string())
-            .unwrap_or_else(|| "?".into());
-        out.push_str(&format!("\nlisten {addr} at {} (pid {})\n", dur(l.t_ns), l.pid));
+        out.push_str(&format!(
+            "\nlisten {} at {} (pid {})\n",
+            address(&l.addr),
+            dur(l.t_ns),
+            l.pid
+        ));
     }
-    out.push_str(&super::explain_procs::render(tl));
-    out.push_str(&super::headline::off_cpu_of(e));
-    let c = &tl.counts;
-    out.push_str(&format!(
-        "\nprocesses {}, threads started {}, execs {}, opens {} ({} failed), libraries mapped {}, connects {}\n",
-        c.processes, c.threads, c.execs, c.opens, c.opens_failed, c.libraries_mapped, c.connects
-    ));
-    if !e.sources.is_empty() {
-        out.push_str(
-            "\n── inside the runtime: the adapted run nearest its median (times from its spawn) ──\n",
-        );
-    }
-    for sec in &e.sources {
-        out.push_str(&section(sec));
-    }
-    if let Some(p) = &e.profile {
-        out.push_str(&crate::profile::render::terminal(p));
-    }
-    super::width::fit(&out)
+    out
 }
 
 /// The exec chain: each step as the waterfall shows a phase (start → end,

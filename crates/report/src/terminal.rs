@@ -9,6 +9,25 @@ use crate::stats::Summary;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
 pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
+    let mut out = summaries(analysis);
+    out += &deltas(analysis);
+    if let Some(w) = result.load.as_ref().and_then(|l| l.warning()) {
+        out.push_str(&format!("  {w}\n"));
+    }
+    out.push_str(&limits(result));
+    out.push('\n');
+    out += &sweep(analysis);
+    out.push_str(&resources(analysis));
+    out.push_str(&marks(analysis));
+    out += &metrics(analysis);
+    if result.stopped != Some(crate::experiment::StopReason::Completed) {
+        out.push_str(&format!("stopped: {}\n", result.stopped_label()));
+    }
+    super::width::fit(&out)
+}
+
+/// The table of ready times, one row per variant.
+fn summaries(analysis: &Analysis) -> String {
     let mut out = String::new();
     let mut t = table();
     t.set_header([
@@ -61,6 +80,13 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     {
         out.push_str("  * tail quantile from too few runs to be reliable (p90 needs ≥ 10, p99 ≥ 100)\n");
     }
+    out
+}
+
+/// Each variant against its baseline: the Δ line, the same in words, and what
+/// the runs could detect.
+fn deltas(analysis: &Analysis) -> String {
+    let mut out = String::new();
     let first = analysis.variants.first().map(|v| v.name.as_str()).unwrap_or("");
     for v in analysis.variants.iter().skip(1) {
         if let Some(c) = &v.vs_baseline {
@@ -86,11 +112,12 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
             }
         }
     }
-    if let Some(w) = result.load.as_ref().and_then(|l| l.warning()) {
-        out.push_str(&format!("  {w}\n"));
-    }
-    out.push_str(&limits(result));
-    out.push('\n');
+    out
+}
+
+/// A sweep's p50 per value and the best values (nothing without a sweep).
+fn sweep(analysis: &Analysis) -> String {
+    let mut out = String::new();
     if let Some(rows) = super::sweep::cells(analysis) {
         let mut t = table();
         let mut rows = rows.into_iter();
@@ -111,8 +138,12 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
         }
         out.push('\n');
     }
-    out.push_str(&resources(analysis));
-    out.push_str(&marks(analysis));
+    out
+}
+
+/// OOM kills the runs survived, the runs' own metrics and captured values.
+fn metrics(analysis: &Analysis) -> String {
+    let mut out = String::new();
     for v in &analysis.variants {
         // Successful runs with OOM kills: only -i/--ignore-failure lets them succeed.
         if let Some(s) = v.metrics.get(OOM_KILLS_METRIC) {
@@ -146,10 +177,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
             ));
         }
     }
-    if result.stopped != Some(crate::experiment::StopReason::Completed) {
-        out.push_str(&format!("stopped: {}\n", result.stopped_label()));
-    }
-    super::width::fit(&out)
+    out
 }
 
 /// "fails 7 of 20 runs (baseline 0 of 20: …); " before a variant's speed verdict, or

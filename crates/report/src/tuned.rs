@@ -2,7 +2,7 @@
 //! (crates/tune holds the rows, their statuses and the recommended set).
 
 use crate::format::{detectable_line, ms, signed_ms};
-use crate::tune::report::{Row, Status, Tuned};
+use crate::tune::report::{Rejected, Row, Status, Tuned};
 
 pub fn icon(s: &Status) -> &'static str {
     match s {
@@ -176,7 +176,7 @@ pub fn recommended_line(t: &Tuned) -> String {
                 rec.ids.join(" + "),
                 rec.command
             );
-            if let Some(n) = &rec.note {
+            if let Some(n) = rec.rejected.as_ref().map(rejected) {
                 s.push_str(&format!("  note: {n}\n"));
             }
             for line in &rec.train {
@@ -286,6 +286,15 @@ pub fn markdown(t: &Tuned) -> String {
         ));
     }
     out
+}
+
+/// Why the recommended set is smaller than the winners.
+pub fn rejected(r: &Rejected) -> String {
+    format!(
+        "{} together: {}; the best single one is recommended",
+        r.ids.join(" + "),
+        effect(&r.row)
+    )
 }
 
 #[cfg(test)]
@@ -502,7 +511,7 @@ mod tests {
                 command: "java -XX:SharedArchiveFile=app.jsa -jar app.jar".into(),
                 env: vec![],
                 train: vec!["java -XX:ArchiveClassesAtExit=app.jsa -jar app.jar".into()],
-                note: None,
+                rejected: None,
                 row: None,
             }),
             experiments: vec![],

@@ -7,7 +7,7 @@
 //! session machinery bench uses); `report` turns the comparisons into the table.
 
 // The core's modules under their own names, so paths read `crate::run::…` here too.
-use coldstart_core::{analysis, run, sample, stats, target, trace};
+use coldstart_core::{analysis, experiment, launch, out, run, sample, stats, target, trace};
 use coldstart_explain as explain;
 #[cfg(test)]
 #[path = "../../core/src/testkit.rs"]
@@ -16,6 +16,7 @@ mod testkit;
 pub mod catalogue;
 pub mod plan;
 pub mod report;
+pub mod session;
 pub mod show;
 pub mod stored;
 

@@ -185,10 +185,18 @@ pub struct Recommended {
     pub env: Vec<String>,
     /// Training runs to do once before (for archives and caches), as shell lines.
     pub train: Vec<String>,
-    /// Why the set is smaller than the winners (their combination broke or did not help).
-    pub note: Option<String>,
+    /// The winners' combination when it was measured and did not help: why the set is
+    /// smaller than the winners (the best single one is recommended instead).
+    pub rejected: Option<Rejected>,
     /// Its own measured effect (a second, short experiment when it has more than one member).
     pub row: Option<Row>,
+}
+
+/// A combination of winners that was measured and not recommended.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rejected {
+    pub ids: Vec<String>,
+    pub row: Row,
 }
 
 /// The schema of tune's `--export-json` (docs/json-schema.md lists its changes):

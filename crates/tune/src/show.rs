@@ -41,7 +41,7 @@ pub fn recommendation(
         command: command_line(combined, base, work),
         env: added_env(combined, base, work),
         train: Vec::new(),
-        note: None,
+        rejected: None,
         row: row.map(|r| shown(r, work)),
     }
 }

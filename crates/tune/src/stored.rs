@@ -100,7 +100,7 @@ pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned>
             command: row.apply.clone(),
             env: Vec::new(),
             train: Vec::new(),
-            note: None,
+            rejected: None,
             row: Some(row.clone()),
         }),
         _ => None,

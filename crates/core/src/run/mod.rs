@@ -59,6 +59,86 @@ pub struct RunOptions {
     pub show_output: bool,
 }
 
+/// The one way to build [`RunOptions`]: [`RunOptions::new`], then what a
+/// command changes. Every command's runs share the same defaults this way.
+impl RunOptions {
+    /// A run that waits for ready and stops: probe every 200 µs, 2 s of grace,
+    /// a 10-line failure tail, exit 0 a success, no requests, marks or claims.
+    pub fn new(timeout: Duration) -> RunOptions {
+        RunOptions {
+            timeout,
+            poll_interval: Duration::from_micros(200),
+            requests: 0,
+            request_url: None,
+            grace: Duration::from_secs(2),
+            tail_lines: 10,
+            log_marks: Vec::new(),
+            claims: Vec::new(),
+            exit_policy: crate::sample::ExitPolicy::default(),
+            show_output: false,
+        }
+    }
+
+    /// `--requests N [--request-url URL]`: without a URL the GETs go to the
+    /// http readiness URL (see [`RunOptions::lacks_url`]).
+    pub fn requests(mut self, requests: usize, url: Option<&str>) -> Result<RunOptions> {
+        self.request_url = url
+            .map(|u| url::Url::parse(u).map_err(|e| anyhow::anyhow!("bad --request-url '{u}': {e}")))
+            .transpose()?;
+        self.requests = requests;
+        Ok(self)
+    }
+
+    /// `--mark NAME=REGEX`, each.
+    pub fn marks(mut self, marks: &[String]) -> Result<RunOptions> {
+        self.log_marks = marks
+            .iter()
+            .map(|m| crate::marks::parse_log_mark(m))
+            .collect::<Result<_>>()?;
+        Ok(self)
+    }
+
+    pub fn exit_policy(mut self, policy: crate::sample::ExitPolicy) -> RunOptions {
+        self.exit_policy = policy;
+        self
+    }
+
+    pub fn poll_interval(mut self, every: Duration) -> RunOptions {
+        self.poll_interval = every;
+        self
+    }
+
+    pub fn grace(mut self, grace: Duration) -> RunOptions {
+        self.grace = grace;
+        self
+    }
+
+    /// `--output-lines` and `--show-output`.
+    pub fn output(mut self, tail_lines: usize, show: bool) -> RunOptions {
+        self.tail_lines = tail_lines;
+        self.show_output = show;
+        self
+    }
+
+    /// The same timing and stop, without what belongs to the command's own
+    /// target (requests, marks, claims): for runs of another program.
+    pub fn bare(&self) -> RunOptions {
+        RunOptions {
+            requests: 0,
+            request_url: None,
+            log_marks: Vec::new(),
+            claims: Vec::new(),
+            ..self.clone()
+        }
+    }
+
+    /// Requests are asked for but have nowhere to go: no `--request-url` and
+    /// a readiness other than http.
+    pub fn lacks_url(&self, readiness: &Readiness) -> bool {
+        self.requests > 0 && self.request_url.is_none() && !matches!(readiness, Readiness::Http { .. })
+    }
+}
+
 pub use crate::sample::RunId;
 
 /// What a variant of plain runs is: a target and when it counts as ready.

@@ -150,40 +150,7 @@ fn app_file_modules(text: &str) -> Option<usize> {
 /// against what each application ships, the code path's misses, and the span
 /// of code loading; of one VM (`pid`) or of the whole tree.
 fn section(trace: &Trace, pid: Option<i32>) -> Section {
-    let mut vms: BTreeMap<i32, Vm> = BTreeMap::new();
-    for e in trace.events.iter().filter(|e| pid.is_none_or(|p| e.pid == p)) {
-        let Event::Open { path, ok, .. } = &e.event else {
-            continue;
-        };
-        if !path.ends_with(".beam") {
-            continue;
-        }
-        let at = e.ts_ns.saturating_sub(trace.t0_ns);
-        let vm = vms.entry(e.pid).or_default();
-        vm.first_ns = Some(vm.first_ns.map_or(at, |f| f.min(at)));
-        vm.last_ns = vm.last_ns.max(at);
-        let path = Path::new(path);
-        if !ok {
-            // The code server trying each directory of the code path in turn.
-            vm.failed += 1;
-            let dir = path.parent().map(|d| d.display().to_string()).unwrap_or_default();
-            *vm.failed_dirs.entry(dir).or_default() += 1;
-            continue;
-        }
-        let (name, ebin) = app_of(path);
-        let module = path
-            .file_stem()
-            .map(|m| m.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let a = vm.apps.entry(name).or_insert(App {
-            first_ns: at,
-            ..App::default()
-        });
-        a.loaded.insert(module);
-        a.ebin = a.ebin.take().or(ebin);
-        a.first_ns = a.first_ns.min(at);
-        a.last_ns = a.last_ns.max(at);
-    }
+    let mut vms = code_loads(trace, pid);
     vms.retain(|_, vm| vm.loaded() > 0 || vm.failed > 0);
     // The VM that loaded the most comes first: the node the user asked about,
     // ahead of helper VMs (a boot script's `erl -eval`, say).
@@ -304,7 +271,60 @@ fn section(trace: &Trace, pid: Option<i32>) -> Section {
     facts.insert(0, ("modules loaded".into(), Value::count(total_loaded)));
     // Every row in the JSON; the terminal shows the largest.
     table.show_first(TABLE_ROWS);
-    let mut notes = vec![
+    Section {
+        source: "beam".into(),
+        title: "BEAM modules loaded vs shipped, per VM (from the tracer's .beam opens)".into(),
+        facts,
+        table,
+        spans,
+        marks: Vec::new(),
+        notes: notes(total_loaded),
+    }
+}
+
+/// Each emulator process's `.beam` opens (of one VM, `pid`, or of every one):
+/// by application, with the code path's misses.
+fn code_loads(trace: &Trace, pid: Option<i32>) -> BTreeMap<i32, Vm> {
+    let mut vms: BTreeMap<i32, Vm> = BTreeMap::new();
+    for e in trace.events.iter().filter(|e| pid.is_none_or(|p| e.pid == p)) {
+        let Event::Open { path, ok, .. } = &e.event else {
+            continue;
+        };
+        if !path.ends_with(".beam") {
+            continue;
+        }
+        let at = e.ts_ns.saturating_sub(trace.t0_ns);
+        let vm = vms.entry(e.pid).or_default();
+        vm.first_ns = Some(vm.first_ns.map_or(at, |f| f.min(at)));
+        vm.last_ns = vm.last_ns.max(at);
+        let path = Path::new(path);
+        if !ok {
+            // The code server trying each directory of the code path in turn.
+            vm.failed += 1;
+            let dir = path.parent().map(|d| d.display().to_string()).unwrap_or_default();
+            *vm.failed_dirs.entry(dir).or_default() += 1;
+            continue;
+        }
+        let (name, ebin) = app_of(path);
+        let module = path
+            .file_stem()
+            .map(|m| m.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let a = vm.apps.entry(name).or_insert(App {
+            first_ns: at,
+            ..App::default()
+        });
+        a.loaded.insert(module);
+        a.ebin = a.ebin.take().or(ebin);
+        a.first_ns = a.first_ns.min(at);
+        a.last_ns = a.last_ns.max(at);
+    }
+    vms
+}
+
+/// What the section's figures are, and are not.
+fn notes(total_loaded: usize) -> Vec<Value> {
+    let mut notes: Vec<Value> = vec![
         "modules preloaded into the emulator (erlang, init, prim_file, …) open no file and are not counted"
             .into(),
         "shipped = the .beam files in the application's ebin directory now (else its .app file's modules)"
@@ -320,15 +340,7 @@ fn section(trace: &Trace, pid: Option<i32>) -> Section {
         notes
             .push("no .beam file was opened: a release may load modules from an archive or boot file".into());
     }
-    Section {
-        source: "beam".into(),
-        title: "BEAM modules loaded vs shipped, per VM (from the tracer's .beam opens)".into(),
-        facts,
-        table,
-        spans,
-        marks: Vec::new(),
-        notes,
-    }
+    notes
 }
 
 #[cfg(test)]

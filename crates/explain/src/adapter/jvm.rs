@@ -643,16 +643,7 @@ impl<'a> Summary<'a> {
                 Value::parts([Value::count(d), " parts (--class-depth)".into()]),
             ));
         }
-        s.table = Table::new(&["package", "classes", "sources", "first load", "span"]);
-        for r in self.packages(depth) {
-            s.table.rows.push(vec![
-                r.package.into(),
-                Value::count(r.classes),
-                sources_cell(&r.sources),
-                Value::AtNs(r.first_ns),
-                Value::Ns(r.last_ns.saturating_sub(r.first_ns)),
-            ]);
-        }
+        s.table = self.package_table(depth);
         // Every package stays in the JSON; the terminal shows the top ones.
         s.table.show_first(TABLE_ROWS);
 
@@ -693,17 +684,40 @@ impl<'a> Summary<'a> {
             ));
         }
 
-        s.notes.push(
+        s.notes = self.notes(agent.as_ref());
+        s
+    }
+
+    /// One row per package (rolled up to `depth` parts): its classes, their
+    /// sources, the first load and the span to the last.
+    fn package_table(&self, depth: Option<usize>) -> Table {
+        let mut table = Table::new(&["package", "classes", "sources", "first load", "span"]);
+        for r in self.packages(depth) {
+            table.rows.push(vec![
+                r.package.into(),
+                Value::count(r.classes),
+                sources_cell(&r.sources),
+                Value::AtNs(r.first_ns),
+                Value::Ns(r.last_ns.saturating_sub(r.first_ns)),
+            ]);
+        }
+        table
+    }
+
+    /// What the section cannot see, and how its times are placed.
+    fn notes(&self, agent: Option<&Span>) -> Vec<Value> {
+        let mut notes: Vec<Value> = Vec::new();
+        notes.push(
             "Classes are counted when the JVM defines them; the time to load, link and initialise \
              each one is not measured."
                 .into(),
         );
-        s.notes.push(
+        notes.push(
             "Generated classes (lambdas, LambdaForms, dynamic proxies, reflection accessors, classes \
              defined without a code source) are counted apart from where they came from."
                 .into(),
         );
-        s.notes.push(if self.aligned {
+        notes.push(if self.aligned {
             "Times are on the run's clock (the JVM's CLOCK_MONOTONIC timestamps); the launcher's work \
              before the JVM starts is the gap before \"JVM start after spawn\"."
                 .into()
@@ -713,7 +727,7 @@ impl<'a> Summary<'a> {
                 .into()
         });
         if let Some(a) = agent {
-            s.notes.push(
+            notes.push(
                 format!(
                     "The JVM runs a -javaagent's premain inside Create VM, before main: {} is that time, \
                  from the JVM's first java.lang.instrument class (the agent's start) to Create VM \
@@ -726,10 +740,9 @@ impl<'a> Summary<'a> {
             );
         }
         if self.log.phases.is_empty() {
-            s.notes
-                .push("The JVM logged no startuptime phases (no \"Create VM\" time).".into());
+            notes.push("The JVM logged no startuptime phases (no \"Create VM\" time).".into());
         }
-        s
+        notes
     }
 
     /// Where java.lang.instrument agents (`-javaagent`, also from

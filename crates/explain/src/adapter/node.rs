@@ -267,26 +267,10 @@ fn grouped(p: &Parsed) -> Vec<(String, Group)> {
     rows
 }
 
-fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
-    let p = parse(text);
-    let mut section = Section {
-        source: "node".to_string(),
-        title: "Node requires (Module._load preload)".to_string(),
-        ..Section::default()
-    };
-    let esm_note = "ES modules are not seen: `import` (an .mjs entry, \"type\": \"module\", import of a \
-                    builtin) bypasses Module._load; only require() and CommonJS files imported from \
-                    ESM are recorded";
-    if p.loads.is_empty() {
-        section.notes.push(
-            format!(
-                "no requires recorded: the entry may be an ES module, or NODE_OPTIONS was not honoured \
-             (node started with a flag that ignores it). {esm_note}"
-            )
-            .into(),
-        );
-        return section;
-    }
+/// The section's headline facts: modules, requires, the top level and main, the
+/// largest self times, failures and loads that finished after ready.
+fn facts(p: &Parsed, t0: u64, ready_ns: u64) -> Vec<(String, Value)> {
+    let mut facts = Vec::new();
     let loads = &p.loads;
     let main = loads.iter().find(|l| l.rec.main);
     let first_loads: Vec<&Load> = loads
@@ -309,10 +293,8 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
         .map(|&i| loads[i].cumulative)
         .sum();
 
-    section
-        .facts
-        .push(("modules loaded".to_string(), Value::count(first_loads.len())));
-    section.facts.push((
+    facts.push(("modules loaded".to_string(), Value::count(first_loads.len())));
+    facts.push((
         "builtin / files".to_string(),
         Value::parts([
             Value::count(builtin),
@@ -320,15 +302,13 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
             Value::count(first_loads.len() - builtin),
         ]),
     ));
-    section.facts.push((
+    facts.push((
         "require calls (incl. cache hits)".to_string(),
         Value::count(loads.iter().filter(|l| !l.rec.main).count()),
     ));
-    section
-        .facts
-        .push(("top-level requires".to_string(), Value::Ns(top_total)));
+    facts.push(("top-level requires".to_string(), Value::Ns(top_total)));
     if let Some(m) = main {
-        section.facts.push((
+        facts.push((
             "main module (synchronous top level)".to_string(),
             Value::Ns(m.cumulative),
         ));
@@ -339,14 +319,10 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
         .iter()
         .take(3)
         .map(|l| (l.rec.request.clone(), Value::Ns(l.self_ns)));
-    section
-        .facts
-        .push(("largest self time".to_string(), Value::list(largest)));
+    facts.push(("largest self time".to_string(), Value::list(largest)));
     let failed = loads.iter().filter(|l| !l.rec.ok).count();
     if failed > 0 {
-        section
-            .facts
-            .push(("failed requires".to_string(), Value::count(failed)));
+        facts.push(("failed requires".to_string(), Value::count(failed)));
     }
     if ready_ns > 0 {
         let ready_abs = t0.saturating_add(ready_ns);
@@ -355,11 +331,35 @@ fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
             .filter(|l| !l.rec.cached && l.start.saturating_add(l.cumulative) > ready_abs)
             .count();
         if late > 0 {
-            section
-                .facts
-                .push(("loads finished after ready".to_string(), Value::count(late)));
+            facts.push(("loads finished after ready".to_string(), Value::count(late)));
         }
     }
+    facts
+}
+
+fn section(text: &str, t0: u64, ready_ns: u64) -> Section {
+    let p = parse(text);
+    let mut section = Section {
+        source: "node".to_string(),
+        title: "Node requires (Module._load preload)".to_string(),
+        ..Section::default()
+    };
+    let esm_note = "ES modules are not seen: `import` (an .mjs entry, \"type\": \"module\", import of a \
+                    builtin) bypasses Module._load; only require() and CommonJS files imported from \
+                    ESM are recorded";
+    if p.loads.is_empty() {
+        section.notes.push(
+            format!(
+                "no requires recorded: the entry may be an ES module, or NODE_OPTIONS was not honoured \
+             (node started with a flag that ignores it). {esm_note}"
+            )
+            .into(),
+        );
+        return section;
+    }
+    let loads = &p.loads;
+    let main = loads.iter().find(|l| l.rec.main);
+    section.facts = facts(&p, t0, ready_ns);
 
     let mut table = Table::new(&["package", "modules", "self", "cumulative"]);
     for (pkg, g) in grouped(&p) {

@@ -60,16 +60,7 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         dropped,
         ..
     } = received;
-    let total = all.len();
-    let mut seen = std::collections::HashSet::new();
-    let mut spans: Vec<Got> = all
-        .into_iter()
-        .filter(|g| g.span_id.is_empty() || seen.insert((g.trace_id.clone(), g.span_id.clone())))
-        .collect();
-    drop(seen);
-    if spans.len() < total {
-        notes.push(format!("{} spans arrived twice and are counted once", total - spans.len()).into());
-    }
+    let spans = once_each(all, &mut notes);
 
     let traces = spans
         .iter()
@@ -95,89 +86,9 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
         );
     }
 
-    let mut clamped = 0usize;
-    let mut inverted = 0usize;
-    let mut out_spans = Vec::with_capacity(spans.len());
-    let mut marks = Vec::new();
-    // (duration, index in out_spans): the table's rows are made for the largest only.
-    let mut by_dur: Vec<(u64, usize)> = Vec::with_capacity(spans.len());
-    for (i, depth) in order {
-        // Each span is visited once: its strings move into the section rather than
-        // being copied, so the received spans and the section are never both whole
-        // in memory (a run may send 100,000 spans).
-        let g = &mut spans[i];
-        let start = clock.since_t0(g.start_unix_ns);
-        let end = clock.since_t0(g.end_unix_ns);
-        if end < start {
-            inverted += 1;
-        }
-        let dur_ns = (end - start).clamp(0, u64::MAX as i128) as u64;
-        let start_ns = if start < 0 {
-            clamped += 1;
-            0
-        } else {
-            start.min(u64::MAX as i128) as u64
-        };
-        let name = std::mem::take(&mut g.name);
-        let mut args = Vec::with_capacity(3 + g.args.len());
-        args.push(("service".to_string(), Value::Text(std::mem::take(&mut g.service))));
-        if !g.scope.is_empty() {
-            args.push(("scope".into(), Value::Text(std::mem::take(&mut g.scope))));
-        }
-        args.push(("trace".into(), Value::Text(hex(&g.trace_id))));
-        // An attribute's unit is the sender's to know: its value stays text.
-        args.extend(g.args.drain(..).map(|(k, v)| (k, Value::Text(v))));
-        for (event, at) in std::mem::take(&mut g.events) {
-            marks.push(Mark::new(
-                format!("{name}: {event}"),
-                MarkSource::Otlp,
-                clock.since_t0(at).clamp(0, u64::MAX as i128) as u64,
-            ));
-        }
-        *g = Got::default();
-        by_dur.push((dur_ns, out_spans.len()));
-        out_spans.push(Span {
-            name,
-            start_ns,
-            dur_ns,
-            depth,
-            args,
-        });
-    }
     let span_count = spans.len();
-    drop(spans);
-    if clamped > 0 {
-        notes.push(
-            format!(
-                "{clamped} spans start before the spawn by the clocks' reckoning (clock skew, or a \
-             start time the program set itself) and are drawn from 0, keeping their length"
-            )
-            .into(),
-        );
-    }
-    if inverted > 0 {
-        notes.push(format!("{inverted} spans end before they start and are shown with no duration").into());
-    }
-    marks.sort_by_key(|m| m.t_ns);
-
-    // Largest first; ties in tree order (the sort is stable).
-    by_dur.sort_by_key(|r| std::cmp::Reverse(r.0));
-    let mut table = Table::new(&["span", "service", "duration", "start"]);
-    table.rows = by_dur
-        .iter()
-        .take(TABLE_ROWS)
-        .map(|&(dur_ns, k)| {
-            let s = &out_spans[k];
-            vec![
-                Value::Text(s.name.clone()),
-                s.args[0].1.clone(),
-                Value::Ns(dur_ns),
-                Value::AtNs(s.start_ns),
-            ]
-        })
-        .collect();
-    table.omitted += by_dur.len().saturating_sub(TABLE_ROWS);
-    drop(by_dur);
+    let placed = place(spans, order, clock, &mut notes);
+    let table = largest(&placed.spans, placed.by_dur);
 
     let encodings_cell = if encodings.is_empty() {
         "none".to_string()
@@ -237,10 +148,129 @@ pub(super) fn build_section(received: Received, clock: &Clock) -> Section {
             ("dropped".into(), Value::count(dropped)),
         ],
         table,
-        spans: out_spans,
-        marks,
+        spans: placed.spans,
+        marks: placed.marks,
         notes,
     }
+}
+
+/// The spans with a first copy each: an exporter retrying a batch whose response it
+/// lost sends them twice.
+fn once_each(all: Vec<Got>, notes: &mut Vec<Value>) -> Vec<Got> {
+    let total = all.len();
+    let mut seen = std::collections::HashSet::new();
+    let spans: Vec<Got> = all
+        .into_iter()
+        .filter(|g| g.span_id.is_empty() || seen.insert((g.trace_id.clone(), g.span_id.clone())))
+        .collect();
+    drop(seen);
+    if spans.len() < total {
+        notes.push(format!("{} spans arrived twice and are counted once", total - spans.len()).into());
+    }
+
+    spans
+}
+
+/// The spans on the run's clock, in tree order, with their events as marks.
+struct Placed {
+    spans: Vec<Span>,
+    marks: Vec<Mark>,
+    /// (duration, index in `spans`): the table's rows are made for the largest only.
+    by_dur: Vec<(u64, usize)>,
+}
+
+fn place(mut spans: Vec<Got>, order: Vec<(usize, usize)>, clock: &Clock, notes: &mut Vec<Value>) -> Placed {
+    let mut clamped = 0usize;
+    let mut inverted = 0usize;
+    let mut out_spans = Vec::with_capacity(spans.len());
+    let mut marks = Vec::new();
+    // (duration, index in out_spans): the table's rows are made for the largest only.
+    let mut by_dur: Vec<(u64, usize)> = Vec::with_capacity(spans.len());
+    for (i, depth) in order {
+        // Each span is visited once: its strings move into the section rather than
+        // being copied, so the received spans and the section are never both whole
+        // in memory (a run may send 100,000 spans).
+        let g = &mut spans[i];
+        let start = clock.since_t0(g.start_unix_ns);
+        let end = clock.since_t0(g.end_unix_ns);
+        if end < start {
+            inverted += 1;
+        }
+        let dur_ns = (end - start).clamp(0, u64::MAX as i128) as u64;
+        let start_ns = if start < 0 {
+            clamped += 1;
+            0
+        } else {
+            start.min(u64::MAX as i128) as u64
+        };
+        let name = std::mem::take(&mut g.name);
+        let mut args = Vec::with_capacity(3 + g.args.len());
+        args.push(("service".to_string(), Value::Text(std::mem::take(&mut g.service))));
+        if !g.scope.is_empty() {
+            args.push(("scope".into(), Value::Text(std::mem::take(&mut g.scope))));
+        }
+        args.push(("trace".into(), Value::Text(hex(&g.trace_id))));
+        // An attribute's unit is the sender's to know: its value stays text.
+        args.extend(g.args.drain(..).map(|(k, v)| (k, Value::Text(v))));
+        for (event, at) in std::mem::take(&mut g.events) {
+            marks.push(Mark::new(
+                format!("{name}: {event}"),
+                MarkSource::Otlp,
+                clock.since_t0(at).clamp(0, u64::MAX as i128) as u64,
+            ));
+        }
+        *g = Got::default();
+        by_dur.push((dur_ns, out_spans.len()));
+        out_spans.push(Span {
+            name,
+            start_ns,
+            dur_ns,
+            depth,
+            args,
+        });
+    }
+    drop(spans);
+    if clamped > 0 {
+        notes.push(
+            format!(
+                "{clamped} spans start before the spawn by the clocks' reckoning (clock skew, or a \
+             start time the program set itself) and are drawn from 0, keeping their length"
+            )
+            .into(),
+        );
+    }
+    if inverted > 0 {
+        notes.push(format!("{inverted} spans end before they start and are shown with no duration").into());
+    }
+    marks.sort_by_key(|m| m.t_ns);
+
+    Placed {
+        spans: out_spans,
+        marks,
+        by_dur,
+    }
+}
+
+/// The largest spans first (ties in tree order), the rest counted as omitted.
+fn largest(out_spans: &[Span], mut by_dur: Vec<(u64, usize)>) -> Table {
+    by_dur.sort_by_key(|r| std::cmp::Reverse(r.0));
+    let mut table = Table::new(&["span", "service", "duration", "start"]);
+    table.rows = by_dur
+        .iter()
+        .take(TABLE_ROWS)
+        .map(|&(dur_ns, k)| {
+            let s = &out_spans[k];
+            vec![
+                Value::Text(s.name.clone()),
+                s.args[0].1.clone(),
+                Value::Ns(dur_ns),
+                Value::AtNs(s.start_ns),
+            ]
+        })
+        .collect();
+    table.omitted += by_dur.len().saturating_sub(TABLE_ROWS);
+
+    table
 }
 
 /// Depth-first order of the span forest: (index, depth), every parent before its

@@ -209,144 +209,23 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
     let cand_summary = summary(&cand.ready_ms);
     let mb = summary(&base.ready_ms).map(|s| s.p50);
     let mc = cand_summary.as_ref().map(|s| s.p50);
-    let mut fails = Vec::new();
-    let mut warns = Vec::new();
-    let mut notes = Vec::new();
-
+    let mut f = Findings::default();
     for (side, s) in [("baseline", base), ("candidate", cand)] {
-        check_side(side, s, &mut fails, &mut notes);
+        check_side(side, s, &mut f.fails, &mut f.notes);
     }
-
-    // A failure rate above the baseline's is a regression in its own right (a flaky
-    // build must not pass on the speed of its surviving runs). "Above" is decided by
-    // Fisher's exact test, one-sided, at 5 %: with run counts this small a plain
-    // comparison of rates would fail 1 of 20 vs 0 of 20 (p = 0.5, no evidence) and a
-    // rule of "any failure fails" would make the gate itself flaky. A failure that is
-    // not significant still warns: it is seen, and more runs decide it.
-    // --max-failures accepts up to N (or P %) failed runs whatever the test says.
-    let (cf, ct) = (cand.failed_runs, cand.runs + cand.failed_runs);
-    let (bf, bt) = (base.failed_runs, base.runs + base.failed_runs);
-    if let Some(line) = failure_line(cf, ct, bf, bt) {
-        let line = format!("the candidate {line}");
-        match limits.max_failures {
-            Some(a) if a.allows(cf, ct) => {
-                notes.push(format!("{line}; accepted by --max-failures {}", a.describe()))
-            }
-            allowance => {
-                let beyond = allowance
-                    .map(|a| format!(", beyond --max-failures {}", a.describe()))
-                    .unwrap_or_default();
-                if failure_p(cf, ct, bf, bt) < FAILURE_ALPHA {
-                    fails.push(format!(
-                        "{line}{beyond}: a failure rate above the baseline's fails the gate; fix the failures, \
-                         or accept them with --max-failures {cf}"
-                    ));
-                } else {
-                    warns.push(format!(
-                        "{line}{beyond}: not evidence of a higher failure rate than the baseline's yet; \
-                         rerun with more runs to decide, or accept them with --max-failures {cf}"
-                    ));
-                }
-            }
-        }
+    check_failures(base, cand, &limits, &mut f);
+    check_max(&limits, cand_summary.as_ref(), &mut f.fails, &mut f.warns);
+    if let Some(b) = mb {
+        check_regression(&limits, b, &comparison, design, (base.runs, cand.runs), &mut f);
     }
-
-    check_max(&limits, cand_summary.as_ref(), &mut fails, &mut warns);
-
-    if let (Some(limit), Some(b)) = (limits.max_regression, mb) {
-        let limit_ms = limit.ms(b);
-        let shown = |x: f64| {
-            format!(
-                "{} ({})",
-                crate::format::signed_ms(x),
-                crate::format::signed_percent(x / b)
-            )
-        };
-        match (&comparison.shift, design.supports_verdict()) {
-            (Some(s), true) => match s.ci {
-                Some((lo, hi)) => {
-                    let slower = comparison.verdict == Verdict::Slower;
-                    if slower && lo > limit_ms {
-                        fails.push(format!(
-                            "slower by {} with the whole 95% CI ({} to {}) beyond the {} limit",
-                            shown(s.estimate),
-                            shown(lo),
-                            shown(hi),
-                            limit.describe()
-                        ));
-                    } else if s.estimate > limit_ms {
-                        // Not a fail, and it must say so: the estimate is beyond the limit.
-                        warns.push(format!(
-                            "passed only because the evidence is not conclusive: the shift {} is beyond the {} limit, \
-                             but its 95% CI ({} to {}) reaches below it; rerun with more runs to decide",
-                            shown(s.estimate),
-                            limit.describe(),
-                            shown(lo),
-                            shown(hi)
-                        ));
-                    } else if hi > limit_ms && s.estimate > limit_ms * (1.0 - limits.margin) {
-                        warns.push(format!(
-                            "the shift {} is within {} of the {} limit",
-                            shown(s.estimate),
-                            percent(limits.margin),
-                            limit.describe()
-                        ));
-                    } else if let Some(w) = limits.warn {
-                        if slower && s.estimate > w.ms(b) {
-                            warns.push(format!(
-                                "slower by {}, beyond the {} warning level",
-                                shown(s.estimate),
-                                w.describe()
-                            ));
-                        }
-                    }
-                }
-                None => fails.push(format!(
-                    "too few runs for a 95% CI (baseline {}, candidate {})",
-                    base.runs, cand.runs
-                )),
-            },
-            (Some(s), false) => {
-                // Separate invocations: no interval can be given, so the estimate decides,
-                // and the limit must be wider than the drift between invocations.
-                notes.push(
-                    "separate invocations: decided on the shift estimate; no significance claim (the limit must exceed \
-                     run-to-run drift between invocations; measuring both in one interleaved bench gives a CI)"
-                        .into(),
-                );
-                if s.estimate > limit_ms {
-                    fails.push(format!(
-                        "slower by {}, beyond the {} limit",
-                        shown(s.estimate),
-                        limit.describe()
-                    ));
-                } else if s.estimate > limit_ms * (1.0 - limits.margin) {
-                    warns.push(format!(
-                        "the shift {} is within {} of the {} limit",
-                        shown(s.estimate),
-                        percent(limits.margin),
-                        limit.describe()
-                    ));
-                } else if let Some(w) = limits.warn.filter(|w| s.estimate > w.ms(b)) {
-                    warns.push(format!(
-                        "slower by {}, beyond the {} warning level",
-                        shown(s.estimate),
-                        w.describe()
-                    ));
-                }
-            }
-            (None, _) => {}
-        }
-    }
-
-    let status = if !fails.is_empty() {
+    let status = if !f.fails.is_empty() {
         Status::Fail
-    } else if !warns.is_empty() {
+    } else if !f.warns.is_empty() {
         Status::Warn
     } else {
         Status::Pass
     };
-    let reasons = fails.into_iter().chain(warns).chain(notes).collect();
+    let reasons = f.fails.into_iter().chain(f.warns).chain(f.notes).collect();
     GateRow {
         target: target.to_string(),
         baseline_p50_ms: mb,
@@ -357,6 +236,145 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
         comparison,
         status,
         reasons,
+    }
+}
+
+/// What a row's checks found; its reasons are these, worst first.
+#[derive(Default)]
+struct Findings {
+    fails: Vec<String>,
+    warns: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// A failure rate above the baseline's is a regression in its own right (a flaky
+/// build must not pass on the speed of its surviving runs). "Above" is decided by
+/// Fisher's exact test, one-sided, at 5 %: with run counts this small a plain
+/// comparison of rates would fail 1 of 20 vs 0 of 20 (p = 0.5, no evidence) and a
+/// rule of "any failure fails" would make the gate itself flaky. A failure that is
+/// not significant still warns: it is seen, and more runs decide it.
+/// --max-failures accepts up to N (or P %) failed runs whatever the test says.
+fn check_failures(base: &Side, cand: &Side, limits: &Limits, f: &mut Findings) {
+    let (cf, ct) = (cand.failed_runs, cand.runs + cand.failed_runs);
+    let (bf, bt) = (base.failed_runs, base.runs + base.failed_runs);
+    let Some(line) = failure_line(cf, ct, bf, bt) else {
+        return;
+    };
+    let line = format!("the candidate {line}");
+    match limits.max_failures {
+        Some(a) if a.allows(cf, ct) => f
+            .notes
+            .push(format!("{line}; accepted by --max-failures {}", a.describe())),
+        allowance => {
+            let beyond = allowance
+                .map(|a| format!(", beyond --max-failures {}", a.describe()))
+                .unwrap_or_default();
+            if failure_p(cf, ct, bf, bt) < FAILURE_ALPHA {
+                f.fails.push(format!(
+                    "{line}{beyond}: a failure rate above the baseline's fails the gate; fix the failures, \
+                     or accept them with --max-failures {cf}"
+                ));
+            } else {
+                f.warns.push(format!(
+                    "{line}{beyond}: not evidence of a higher failure rate than the baseline's yet; \
+                     rerun with more runs to decide, or accept them with --max-failures {cf}"
+                ));
+            }
+        }
+    }
+}
+
+/// --max-regression: the shift of ready against its limit (`b`: the baseline
+/// median), decided on the 95 % CI in one interleaved experiment and on the
+/// estimate across invocations. `runs`: (baseline, candidate).
+fn check_regression(
+    limits: &Limits,
+    b: f64,
+    comparison: &Comparison,
+    design: Design,
+    runs: (usize, usize),
+    f: &mut Findings,
+) {
+    let (Some(limit), Some(s)) = (limits.max_regression, &comparison.shift) else {
+        return;
+    };
+    let limit_ms = limit.ms(b);
+    let shown = |x: f64| {
+        format!(
+            "{} ({})",
+            crate::format::signed_ms(x),
+            crate::format::signed_percent(x / b)
+        )
+    };
+    let near = || {
+        format!(
+            "the shift {} is within {} of the {} limit",
+            shown(s.estimate),
+            percent(limits.margin),
+            limit.describe()
+        )
+    };
+    if !design.supports_verdict() {
+        // Separate invocations: no interval can be given, so the estimate decides,
+        // and the limit must be wider than the drift between invocations.
+        f.notes.push(
+            "separate invocations: decided on the shift estimate; no significance claim (the limit must exceed \
+             run-to-run drift between invocations; measuring both in one interleaved bench gives a CI)"
+                .into(),
+        );
+        if s.estimate > limit_ms {
+            f.fails.push(format!(
+                "slower by {}, beyond the {} limit",
+                shown(s.estimate),
+                limit.describe()
+            ));
+        } else if s.estimate > limit_ms * (1.0 - limits.margin) {
+            f.warns.push(near());
+        } else if let Some(w) = limits.warn.filter(|w| s.estimate > w.ms(b)) {
+            f.warns.push(format!(
+                "slower by {}, beyond the {} warning level",
+                shown(s.estimate),
+                w.describe()
+            ));
+        }
+        return;
+    }
+    let Some((lo, hi)) = s.ci else {
+        f.fails.push(format!(
+            "too few runs for a 95% CI (baseline {}, candidate {})",
+            runs.0, runs.1
+        ));
+        return;
+    };
+    let slower = comparison.verdict == Verdict::Slower;
+    if slower && lo > limit_ms {
+        f.fails.push(format!(
+            "slower by {} with the whole 95% CI ({} to {}) beyond the {} limit",
+            shown(s.estimate),
+            shown(lo),
+            shown(hi),
+            limit.describe()
+        ));
+    } else if s.estimate > limit_ms {
+        // Not a fail, and it must say so: the estimate is beyond the limit.
+        f.warns.push(format!(
+            "passed only because the evidence is not conclusive: the shift {} is beyond the {} limit, \
+             but its 95% CI ({} to {}) reaches below it; rerun with more runs to decide",
+            shown(s.estimate),
+            limit.describe(),
+            shown(lo),
+            shown(hi)
+        ));
+    } else if hi > limit_ms && s.estimate > limit_ms * (1.0 - limits.margin) {
+        f.warns.push(near());
+    } else if let Some(w) = limits.warn {
+        if slower && s.estimate > w.ms(b) {
+            f.warns.push(format!(
+                "slower by {}, beyond the {} warning level",
+                shown(s.estimate),
+                w.describe()
+            ));
+        }
     }
 }
 

@@ -104,6 +104,62 @@ pub fn headline(id: &str, x: &Explanation) -> Markup {
 
 pub fn waterfall(id: &str, x: &Explanation) -> Markup {
     let tl = &x.timeline;
+    let (plot, axis_y) = waterfall_plot(x);
+    let desc = format!(
+        "The traced run nearest the traced median (ready at {}): phases on top, one lane per process \
+         (bar: alive; red ticks: the tracer's marks such as exec, listen), then one lane per source inside \
+         the runtime with its longest spans and its marks; the dashed line is ready.",
+        ms(x.ready_ms)
+    );
+    let body = html! {
+        p { code { (x.command) } " — ready = " (x.readiness) }
+        @if let Some(o) = x.overhead {
+            p { "Tracer overhead (traced ÷ untraced): " (crate::explain::overhead(o, x.overhead_ci)) }
+        }
+        @if let Some(o) = x.adapter_overhead {
+            p { "Adapters' overhead (adapted ÷ untraced): " (crate::explain::overhead(o, x.adapter_overhead_ci)) }
+        }
+        @if let Some(est) = x.estimate.as_ref().filter(|e| !e.reliable) {
+            div.note.estimates {
+                @for line in crate::estimate::not_shown(est) { p { (line) } }
+            }
+        }
+        figure {
+            (chart(&format!("{id}-wf"), axis_y + 40.0, "Waterfall of the traced run", &desc, plot))
+            figcaption { (desc) }
+        }
+        @if tl.processes.len() > MAX_PROCESSES { p.note { "The first " (MAX_PROCESSES) " of " (tl.processes.len()) " processes are drawn." } }
+        table.phases {
+            caption { "Phases (traced, and ≈ untraced where explain estimated them)" }
+            thead { tr { th scope="col" { "phase" } th.num scope="col" { "start" } th.num scope="col" { "duration" } th.num scope="col" { "≈ untraced" } } }
+            tbody { @for p in &tl.phases { tr {
+                th scope="row" { (p.name) } td.num { (ms(t(p.start_ns))) } td.num { (ms(t(p.dur_ns))) }
+                td.num { (est_cell(x.estimate.as_ref().and_then(|e| e.phases.iter().find(|q| q.name == p.name)))) }
+            } } }
+        }
+        @if !tl.exec_chain.is_empty() {
+            table {
+                caption { "Exec chain (shims and wrappers before the final program)" }
+                thead { tr { th scope="col" { "program" } th.num scope="col" { "from" } th.num scope="col" { "for" } th.num scope="col" { "≈ untraced" } } }
+                tbody { @for (i, s) in tl.exec_chain.iter().enumerate() { tr {
+                    th scope="row" { code { (s.label()) } }
+                    td.num { (ms(t(s.start_ns))) }
+                    td.num { (s.end_ns.map(|e| ms(t(e - s.start_ns))).unwrap_or_else(|| "final".into())) }
+                    td.num { (if s.end_ns.is_some() { est_cell(x.estimate.as_ref().and_then(|e| e.exec_chain.get(i))) } else { "—".into() }) }
+                } } }
+            }
+        }
+        (blame(x))
+        (off_cpu(x))
+        @if !x.warnings.is_empty() { ul { @for w in &x.warnings { li.note { (w) } } } }
+    };
+    section(id, "waterfall", "Where the time went: waterfall", body)
+}
+
+/// The waterfall's drawing: phases, one lane per process with the tracer's
+/// marks, one lane per source inside the runtime; and where its time axis is.
+fn waterfall_plot(x: &Explanation) -> (Markup, f64) {
+    let tl = &x.timeline;
     let sources: Vec<(&Section, u64)> = x
         .sources
         .iter()
@@ -181,55 +237,7 @@ pub fn waterfall(id: &str, x: &Explanation) -> Markup {
         }
         line.zero x1=(n(xs.at(x.ready_ms))) x2=(n(xs.at(x.ready_ms))) y1="2" y2=(n(axis_y)) data-tip=(format!("ready at {}", ms(x.ready_ms))) {}
     };
-    let desc = format!(
-        "The traced run nearest the traced median (ready at {}): phases on top, one lane per process \
-         (bar: alive; red ticks: the tracer's marks such as exec, listen), then one lane per source inside \
-         the runtime with its longest spans and its marks; the dashed line is ready.",
-        ms(x.ready_ms)
-    );
-    let body = html! {
-        p { code { (x.command) } " — ready = " (x.readiness) }
-        @if let Some(o) = x.overhead {
-            p { "Tracer overhead (traced ÷ untraced): " (crate::explain::overhead(o, x.overhead_ci)) }
-        }
-        @if let Some(o) = x.adapter_overhead {
-            p { "Adapters' overhead (adapted ÷ untraced): " (crate::explain::overhead(o, x.adapter_overhead_ci)) }
-        }
-        @if let Some(est) = x.estimate.as_ref().filter(|e| !e.reliable) {
-            div.note.estimates {
-                @for line in crate::estimate::not_shown(est) { p { (line) } }
-            }
-        }
-        figure {
-            (chart(&format!("{id}-wf"), axis_y + 40.0, "Waterfall of the traced run", &desc, plot))
-            figcaption { (desc) }
-        }
-        @if tl.processes.len() > MAX_PROCESSES { p.note { "The first " (MAX_PROCESSES) " of " (tl.processes.len()) " processes are drawn." } }
-        table.phases {
-            caption { "Phases (traced, and ≈ untraced where explain estimated them)" }
-            thead { tr { th scope="col" { "phase" } th.num scope="col" { "start" } th.num scope="col" { "duration" } th.num scope="col" { "≈ untraced" } } }
-            tbody { @for p in &tl.phases { tr {
-                th scope="row" { (p.name) } td.num { (ms(t(p.start_ns))) } td.num { (ms(t(p.dur_ns))) }
-                td.num { (est_cell(x.estimate.as_ref().and_then(|e| e.phases.iter().find(|q| q.name == p.name)))) }
-            } } }
-        }
-        @if !tl.exec_chain.is_empty() {
-            table {
-                caption { "Exec chain (shims and wrappers before the final program)" }
-                thead { tr { th scope="col" { "program" } th.num scope="col" { "from" } th.num scope="col" { "for" } th.num scope="col" { "≈ untraced" } } }
-                tbody { @for (i, s) in tl.exec_chain.iter().enumerate() { tr {
-                    th scope="row" { code { (s.label()) } }
-                    td.num { (ms(t(s.start_ns))) }
-                    td.num { (s.end_ns.map(|e| ms(t(e - s.start_ns))).unwrap_or_else(|| "final".into())) }
-                    td.num { (if s.end_ns.is_some() { est_cell(x.estimate.as_ref().and_then(|e| e.exec_chain.get(i))) } else { "—".into() }) }
-                } } }
-            }
-        }
-        (blame(x))
-        (off_cpu(x))
-        @if !x.warnings.is_empty() { ul { @for w in &x.warnings { li.note { (w) } } } }
-    };
-    section(id, "waterfall", "Where the time went: waterfall", body)
+    (plot, axis_y)
 }
 
 /// The blame list: phases, exec chain steps, helpers on the critical path and

@@ -99,24 +99,7 @@ impl Tracer {
                 options: a[3],
             }),
             libc::SYS_write | libc::SYS_writev | libc::SYS_sendto | libc::SYS_sendmsg => {
-                let fd = a[0] as i32;
-                let role = self.procs.get_mut(&tgid).and_then(|p| {
-                    if p.accepted.remove(&fd) {
-                        Some(SocketRole::Accepted)
-                    } else if p.connecting.remove(&fd) {
-                        Some(SocketRole::Connected)
-                    } else {
-                        None
-                    }
-                });
-                if let Some(role) = role {
-                    self.emit(now, tid, Event::FirstWrite { fd, role });
-                    if role == SocketRole::Accepted {
-                        self.shared.update(|s| {
-                            s.status.first_response.get_or_insert(now);
-                        });
-                    }
-                }
+                self.on_write(tid, tgid, a[0] as i32, now);
                 None
             }
             _ => None,
@@ -173,6 +156,66 @@ impl Tracer {
             Pending::Connect { addr, .. } | Pending::Bind { addr, .. } => *addr = sockaddr,
             _ => {}
         }
+    }
+
+    /// The first write on a socket accepted or connected in progress: the
+    /// first response (accepted) or request (connected) on it.
+    fn on_write(&mut self, tid: i32, tgid: i32, fd: i32, now: u64) {
+        let role = self.procs.get_mut(&tgid).and_then(|p| {
+            if p.accepted.remove(&fd) {
+                Some(SocketRole::Accepted)
+            } else if p.connecting.remove(&fd) {
+                Some(SocketRole::Connected)
+            } else {
+                None
+            }
+        });
+        if let Some(role) = role {
+            self.emit(now, tid, Event::FirstWrite { fd, role });
+            if role == SocketRole::Accepted {
+                self.shared.update(|s| {
+                    s.status.first_response.get_or_insert(now);
+                });
+            }
+        }
+    }
+
+    /// A successful listen: its address, the port in the shared status. True
+    /// when the tracee was resumed here (before the slow lookup).
+    fn on_listen(&mut self, tid: i32, tgid: i32, fd: i32, start: u64) -> bool {
+        let mut resumed = false;
+        // The socket's own name has the real port even if it was bound
+        // to 0. Asked while the tracee is still stopped, so `fd` is
+        // still this socket; that lookup takes microseconds.
+        let inode = procfs::socket_inode(tid, fd);
+        let mut addr = inode.and_then(|ino| procfs::socket_name(tgid, fd, ino));
+        if addr.is_none() {
+            // Fallback: the /proc/net tables take milliseconds to read
+            // (the kernel walks its whole TCP hash), which held a Go
+            // server stopped between listen and accept for ~5-10 ms.
+            // Let the tracee go first; the inode names the socket even
+            // if the fd number is reused meanwhile.
+            self.resume(tid, 0);
+            resumed = true;
+            addr = inode
+                .and_then(|ino| procfs::socket_local_addr(tid, ino))
+                .or_else(|| self.procs.get(&tgid).and_then(|p| p.bound.get(&fd).cloned()));
+        }
+        self.emit(
+            start,
+            tid,
+            Event::Listen {
+                fd,
+                addr: addr.clone(),
+            },
+        );
+        self.shared.update(|s| {
+            if let Some(SockAddr::Inet { port, .. }) = &addr {
+                s.status.listen_ports.push(*port);
+            }
+            s.status.first_listen.get_or_insert((start, addr));
+        });
+        resumed
     }
 
     fn path_arg(&self, tid: i32, dirfd: i32, addr: u64) -> String {
@@ -256,39 +299,7 @@ impl Tracer {
                 }
                 self.emit(start, tid, Event::Bind { fd, addr, ok, errno });
             }
-            Pending::Listen { fd } if ok => {
-                // The socket's own name has the real port even if it was bound
-                // to 0. Asked while the tracee is still stopped, so `fd` is
-                // still this socket; that lookup takes microseconds.
-                let inode = procfs::socket_inode(tid, fd);
-                let mut addr = inode.and_then(|ino| procfs::socket_name(tgid, fd, ino));
-                if addr.is_none() {
-                    // Fallback: the /proc/net tables take milliseconds to read
-                    // (the kernel walks its whole TCP hash), which held a Go
-                    // server stopped between listen and accept for ~5-10 ms.
-                    // Let the tracee go first; the inode names the socket even
-                    // if the fd number is reused meanwhile.
-                    self.resume(tid, 0);
-                    resumed = true;
-                    addr = inode
-                        .and_then(|ino| procfs::socket_local_addr(tid, ino))
-                        .or_else(|| self.procs.get(&tgid).and_then(|p| p.bound.get(&fd).cloned()));
-                }
-                self.emit(
-                    start,
-                    tid,
-                    Event::Listen {
-                        fd,
-                        addr: addr.clone(),
-                    },
-                );
-                self.shared.update(|s| {
-                    if let Some(SockAddr::Inet { port, .. }) = &addr {
-                        s.status.listen_ports.push(*port);
-                    }
-                    s.status.first_listen.get_or_insert((start, addr));
-                });
-            }
+            Pending::Listen { fd } if ok => resumed = self.on_listen(tid, tgid, fd, start),
             Pending::Listen { .. } => {}
             Pending::Wait {
                 waitid,

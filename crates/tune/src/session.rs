@@ -1,0 +1,595 @@
+//! One `coldstart tune` from checked options to its table: the runtime (named,
+//! or detected from one traced run) and its catalogue ([`find`]); then one
+//! timed baseline run for the estimate, each candidate set up and checked
+//! (untimed), all measured against the baseline in one interleaved experiment,
+//! and the combination of the winners in a second short one ([`run`]). How the
+//! experiments are shown and recorded is the caller's (`record`), and so are the
+//! exports and the printed table.
+
+use super::catalogue::{self, Candidate, Catalogue};
+use super::plan::{self, Change, Prepared};
+use super::report::{self, Recommended, Row, Status, Tuned};
+use super::show::{command_line, recommendation, shown};
+use super::stored::{StoredCandidate, StoredRow, TuneSettings, PREFIX};
+use super::Runtime;
+use crate::analysis::Analysis;
+use crate::experiment::{CiOf, ExperimentResult, Order, Plan, Runner, StopReason, StopRule};
+use crate::launch::signals;
+use crate::out;
+use crate::run::conditions::{Conditions, Settings};
+use crate::run::{run_once, Plain, RunId, RunOptions, Spec};
+use crate::target::Target;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What a tune does, checked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The unchanged program and when it is ready.
+    pub base: Spec,
+    pub run: RunOptions,
+    /// `--runtime`: named instead of detected.
+    pub runtime: Option<String>,
+    /// The user's catalogue files, over the built-in one (later ones win).
+    pub catalogues: Vec<PathBuf>,
+    pub only: Vec<String>,
+    pub skip: Vec<String>,
+    pub min_runs: usize,
+    pub max_runs: usize,
+    pub warmup: usize,
+    /// Seconds the measuring may take.
+    pub budget: f64,
+    /// `--target-ci`: (value, relative).
+    pub target_ci: (f64, bool),
+    pub seed: u64,
+    /// The noise threshold of the verdicts (a fraction of the baseline median).
+    pub noise: f64,
+    pub quiet: bool,
+}
+
+/// The runtime and its catalogue.
+pub struct Found {
+    pub runtime: Runtime,
+    pub catalogue: Catalogue,
+}
+
+impl Found {
+    /// The candidates `--only` and `--skip` leave.
+    pub fn chosen(&self, opts: &Options) -> Result<Vec<&Candidate>> {
+        catalogue::select(&self.catalogue, &opts.only, &opts.skip)
+    }
+}
+
+/// An experiment as the caller recorded it: what tune reads back.
+pub trait Recorded {
+    fn result(&self) -> &ExperimentResult;
+    fn analysis(&mut self) -> &mut Analysis;
+    /// The experiment's id when stored.
+    fn stored_id(&self) -> Option<i64>;
+}
+
+/// The table, and the experiments behind it (the candidates', then the
+/// recommended set's).
+pub struct Outcome<R> {
+    pub tuned: Tuned,
+    pub experiments: Vec<R>,
+}
+
+/// The runtime (named, or from one traced run of the baseline) and its catalogue.
+pub fn find(opts: &Options) -> Result<Found> {
+    let target = &opts.base.target;
+    let mut rt = match &opts.runtime {
+        Some(name) => {
+            if !catalogue::runtimes().contains(name) {
+                bail!(
+                    "unknown --runtime {name}: use one of {}",
+                    catalogue::runtimes().join(", ")
+                );
+            }
+            Runtime {
+                name: name.clone(),
+                exe: target.program.clone(),
+                version: None,
+                shim: None,
+            }
+        }
+        None => {
+            if !opts.quiet {
+                out::errln!(
+                    "tune: one traced run of {} to find its runtime…",
+                    target.display_command()
+                );
+            }
+            super::detect(target, &opts.base.readiness, &opts.run)?
+        }
+    };
+    let mut cat = catalogue::load(&rt.name, &opts.catalogues)?;
+    // The shim the traced run went through is a candidate of its own, first: the
+    // resolved command, exactly as the service process finally exec'd it (a team's
+    // candidate of the same id wins).
+    if let Some(shim) = &rt.shim {
+        if !cat.file.candidates.iter().any(|c| c.id == super::BYPASS_SHIM) {
+            cat.file.candidates.insert(0, super::bypass(shim));
+        }
+    }
+    rt.version = super::version(&rt, &cat.file);
+    Ok(Found {
+        runtime: rt,
+        catalogue: cat,
+    })
+}
+
+/// What records one experiment: its plan, what it keeps of the tune, its runner.
+pub type Record<'a, R> = dyn FnMut(&Plan, TuneSettings, &mut dyn Runner) -> Result<R> + 'a;
+
+/// Measure the `chosen` candidates of `found` against the baseline, then the
+/// winners together: the table.
+pub fn run<R: Recorded>(
+    opts: &Options,
+    found: &Found,
+    chosen: &[&Candidate],
+    record: &mut Record<R>,
+) -> Result<Outcome<R>> {
+    // Every candidate's artefacts (archives, caches) live here and go with it.
+    let work = tempfile::Builder::new()
+        .prefix("coldstart-tune-")
+        .tempdir()
+        .context("creating tune's work directory")?;
+    // One plain run of the baseline: the cost of a run, for the estimate.
+    let started = Instant::now();
+    let first = run_once(&opts.base.target, &opts.base.readiness, &opts.run, untimed())?;
+    let run_cost = started.elapsed().as_secs_f64();
+    if !first.ok() {
+        bail!(
+            "the unchanged program must start before anything is tuned:\n{}",
+            crate::sample::describe_failure(&opts.base.target.display_command(), &first)
+        );
+    }
+    let rt = &found.runtime;
+    let ctx = Ctx {
+        opts,
+        file: &found.catalogue.file,
+        work: work.path(),
+        run_cost,
+        stored: TuneSettings {
+            runtime: rt.name.clone(),
+            version: rt.version.clone(),
+            executable: rt.exe.display().to_string(),
+            ..TuneSettings::default()
+        },
+    };
+    estimate(&ctx, rt, chosen);
+    let mut screened = screen(&ctx, rt, chosen)?;
+    let mut experiments: Vec<R> = Vec::new();
+    let mut baseline = Baseline {
+        ready_ms: first.ready_ns.map(|ns| ns as f64 / 1e6),
+        first_request_ms: first.requests_ns.first().map(|ns| *ns as f64 / 1e6),
+    };
+    let measured_variants = screened.ready.len() + 1;
+    if !screened.ready.is_empty() && !screened.interrupted {
+        let m = ctx.candidates(chosen, &mut screened, &mut baseline, record)?;
+        experiments.push(m);
+    }
+    screened.rows.sort_by_key(|(i, _)| *i);
+    let rows: Vec<Row> = screened.rows.into_iter().map(|(_, r)| r).collect();
+    let mut interrupted = screened.interrupted;
+    let recommended = recommend(
+        &ctx,
+        chosen,
+        &screened.ready,
+        &rows,
+        &mut experiments,
+        &mut interrupted,
+        record,
+    )?;
+    let tuned = Tuned {
+        runtime: rt.name.clone(),
+        executable: rt.exe.display().to_string(),
+        version: rt.version.clone(),
+        baseline: opts.base.target.display_command(),
+        baseline_ready_ms: baseline.ready_ms,
+        baseline_first_request_ms: baseline.first_request_ms,
+        noise: opts.noise,
+        rows: rows.into_iter().map(|r| shown(r, work.path())).collect(),
+        recommended,
+        experiments: experiments.iter().filter_map(|m| m.stored_id()).collect(),
+        interrupted,
+        pace: Some(report::Pace {
+            round_s: run_cost * measured_variants as f64,
+            warmup: opts.warmup,
+            budget_s: opts.budget,
+        }),
+    };
+    drop(ctx);
+    work.close().context("removing tune's work directory")?;
+    Ok(Outcome { tuned, experiments })
+}
+
+/// The baseline's medians: from the first experiment, else its one timed run.
+struct Baseline {
+    ready_ms: Option<f64>,
+    first_request_ms: Option<f64>,
+}
+
+/// What a tune run shares between its phases.
+struct Ctx<'a> {
+    opts: &'a Options,
+    file: &'a catalogue::File,
+    /// Every candidate's private directory is under this one.
+    work: &'a Path,
+    /// Seconds one baseline run took, start to stop: the unit of every estimate.
+    run_cost: f64,
+    /// What each experiment's settings keep of the runtime (the candidates are added per experiment).
+    stored: TuneSettings,
+}
+
+impl Ctx<'_> {
+    fn say(&self, line: String) {
+        if !self.opts.quiet {
+            out::errln!("{line}");
+        }
+    }
+
+    fn stop(&self, max_runs: usize) -> StopRule {
+        StopRule::Adaptive {
+            min_runs: self.opts.min_runs.min(max_runs),
+            max_runs,
+            target: self.opts.target_ci.0,
+            relative: self.opts.target_ci.1,
+            of: CiOf::Shift,
+        }
+    }
+
+    /// The baseline and these candidates (id, target) in one interleaved experiment.
+    fn measure<R: Recorded>(
+        &self,
+        candidates: &[(String, Target)],
+        rounds: usize,
+        seed: u64,
+        stored: TuneSettings,
+        record: &mut Record<R>,
+    ) -> Result<R> {
+        let mut specs = vec![self.opts.base.clone()];
+        let mut names = vec!["baseline".to_string()];
+        for (id, t) in candidates {
+            specs.push(Spec {
+                target: t.clone(),
+                readiness: self.opts.base.readiness.clone(),
+            });
+            names.push(format!("{PREFIX}{id}"));
+        }
+        experiment(self, &specs, &names, self.stop(rounds), seed, stored, record)
+    }
+
+    /// The candidates that passed their check, measured against the baseline:
+    /// their rows, and the baseline's medians from this experiment.
+    fn candidates<R: Recorded>(
+        &self,
+        chosen: &[&Candidate],
+        screened: &mut Screened,
+        baseline: &mut Baseline,
+        record: &mut Record<R>,
+    ) -> Result<R> {
+        let rounds = rounds_for(self.opts, self.run_cost, screened.ready.len() + 1);
+        let candidates: Vec<(String, Target)> = screened
+            .ready
+            .iter()
+            .map(|r| (chosen[r.index].id.clone(), r.target.clone()))
+            .collect();
+        let stored = TuneSettings {
+            candidates: screened
+                .ready
+                .iter()
+                .map(|r| {
+                    let c = chosen[r.index];
+                    // A team's candidate without an apply text: its command line says it.
+                    let apply = match shown(Row::unmeasured(c, Status::NoVerdict), self.work).apply {
+                        a if a.is_empty() => command_line(&r.target, &self.opts.base.target, self.work),
+                        a => a,
+                    };
+                    StoredCandidate::of(c, apply)
+                })
+                .collect(),
+            unmeasured: screened
+                .rows
+                .iter()
+                .map(|(_, r)| {
+                    let r = shown(r.clone(), self.work);
+                    StoredRow {
+                        id: r.id,
+                        title: r.title,
+                        status: r.status,
+                    }
+                })
+                .collect(),
+            ..self.stored.clone()
+        };
+        let mut m = self.measure(&candidates, rounds, self.opts.seed, stored, record)?;
+        screened.interrupted |= m.result().stopped == Some(StopReason::Interrupted);
+        let analysis = m.analysis();
+        let base = &analysis.variants[0];
+        baseline.ready_ms = base.ready_ms.as_ref().map(|s| s.p50).or(baseline.ready_ms);
+        baseline.first_request_ms = base
+            .first_request_ms
+            .as_ref()
+            .map(|s| s.p50)
+            .or(baseline.first_request_ms);
+        for (k, r) in screened.ready.iter().enumerate() {
+            let v = &analysis.variants[k + 1];
+            let row = if v.ok_runs + v.failed_runs == 0 {
+                Row::unmeasured(chosen[r.index], Status::NotMeasured)
+            } else {
+                Row::measured(chosen[r.index], v, base)
+            };
+            screened.rows.push((r.index, row));
+        }
+        Ok(m)
+    }
+}
+
+/// The bound printed up front, from the one timed baseline run.
+fn estimate(ctx: &Ctx, rt: &Runtime, chosen: &[&Candidate]) {
+    let measurable: Vec<&&Candidate> = chosen
+        .iter()
+        .filter(|c| c.unavailable(rt.version.as_deref()).is_none())
+        .collect();
+    let setups: f64 = measurable
+        .iter()
+        .map(|c| if c.train.is_some() { 2.0 } else { 1.0 })
+        .sum();
+    let variants = measurable.len() + 1;
+    let rounds = rounds_for(ctx.opts, ctx.run_cost, variants) + ctx.opts.warmup;
+    ctx.say(format!(
+        "tune: {} {}· {} candidates, {} to measure · one run ≈ {:.1} s · set-up ≈ {:.0} s, then at most {} rounds × {} variants ≈ {:.0} s (--budget {:.0} s)",
+        rt.name,
+        rt.version.as_deref().map(|v| format!("{v} ")).unwrap_or_default(),
+        chosen.len(),
+        measurable.len(),
+        ctx.run_cost,
+        setups * ctx.run_cost,
+        rounds,
+        variants,
+        rounds as f64 * variants as f64 * ctx.run_cost,
+        ctx.opts.budget
+    ));
+}
+
+/// A candidate that passed its set-up and check run.
+struct ReadyCandidate {
+    index: usize,
+    target: Target,
+}
+
+struct Screened {
+    /// Rows decided without measuring (unavailable, broken, not applicable), by catalogue index.
+    rows: Vec<(usize, Row)>,
+    ready: Vec<ReadyCandidate>,
+    interrupted: bool,
+}
+
+/// Each candidate's set-up and check run, in catalogue order (untimed).
+fn screen(ctx: &Ctx, rt: &Runtime, chosen: &[&Candidate]) -> Result<Screened> {
+    let mut out = Screened {
+        rows: Vec::new(),
+        ready: Vec::new(),
+        interrupted: false,
+    };
+    for (i, c) in chosen.iter().enumerate() {
+        if let Some(why) = c.unavailable(rt.version.as_deref()) {
+            out.rows
+                .push((i, Row::unmeasured(c, Status::Unavailable { why })));
+            continue;
+        }
+        if out.interrupted || signals::interrupted() {
+            out.interrupted = true;
+            out.rows.push((i, Row::unmeasured(c, Status::NotMeasured)));
+            continue;
+        }
+        let dir = plan::work_dir(ctx.work, &c.id)?;
+        let t = match plan::apply(&ctx.opts.base.target, ctx.file, &Change::of(c, &dir)) {
+            Ok(t) => t,
+            Err(e) => {
+                let why = format!("{e:#}");
+                out.rows
+                    .push((i, Row::unmeasured(c, Status::NotApplicable { why })));
+                continue;
+            }
+        };
+        ctx.say(format!("tune: setting up and checking {} ({})…", c.id, c.title));
+        let prepared = plan::prepare(c, &dir, &ctx.opts.base, ctx.file, &ctx.opts.run, &t)?;
+        if signals::interrupted() {
+            out.interrupted = true;
+            out.rows.push((i, Row::unmeasured(c, Status::NotMeasured)));
+            continue;
+        }
+        match prepared {
+            Prepared::Ready(target) => out.ready.push(ReadyCandidate { index: i, target }),
+            Prepared::Broken(why) => out.rows.push((i, Row::unmeasured(c, Status::Broken { why }))),
+            Prepared::NotApplicable(why) => out
+                .rows
+                .push((i, Row::unmeasured(c, Status::NotApplicable { why }))),
+        }
+    }
+    Ok(out)
+}
+
+/// The significant winners together (best first, conflicts left out), checked and
+/// measured against the baseline in a second, short experiment; when that
+/// combination breaks or is not itself faster, the best single winner.
+fn recommend<R: Recorded>(
+    ctx: &Ctx,
+    chosen: &[&Candidate],
+    ready: &[ReadyCandidate],
+    rows: &[Row],
+    experiments: &mut Vec<R>,
+    interrupted: &mut bool,
+    record: &mut Record<R>,
+) -> Result<Option<Recommended>> {
+    let mut winners: Vec<(&Candidate, PathBuf, f64)> = ready
+        .iter()
+        .filter_map(|r| {
+            let c = chosen[r.index];
+            let row = rows.iter().find(|row| row.id == c.id)?;
+            (row.status == Status::Faster).then(|| (c, ctx.work.join(&c.id), row.shift_ms.unwrap_or(0.0)))
+        })
+        .collect();
+    if winners.is_empty() {
+        return Ok(None);
+    }
+    winners.sort_by(|a, b| a.2.total_cmp(&b.2));
+    let pairs: Vec<(&Candidate, PathBuf)> = winners.iter().map(|(c, d, _)| (*c, d.clone())).collect();
+    let (mut members, change) = plan::combine(&pairs);
+    let target = &ctx.opts.base.target;
+    let mut combined = plan::apply(target, ctx.file, &change)?;
+    let mut ids: Vec<String> = members.iter().map(|c| c.id.clone()).collect();
+    let mut rejected = None;
+    let mut row = rows.iter().find(|r| r.id == ids[0]).cloned();
+    if members.len() > 1 && !*interrupted {
+        ctx.say(format!("tune: measuring the combination {}…", ids.join(" + ")));
+        let combo_row = combination(ctx, &ids, &combined, experiments, interrupted, record)?;
+        if combo_row.status == Status::Faster {
+            row = Some(combo_row);
+        } else {
+            // Not recommended: the best single winner is, and the note says why.
+            let best = members[0];
+            rejected = Some(report::Rejected {
+                ids: ids.clone(),
+                row: shown(combo_row, ctx.work),
+            });
+            members = vec![best];
+            ids = vec![best.id.clone()];
+            combined = plan::apply(target, ctx.file, &Change::of(best, &ctx.work.join(&best.id)))?;
+        }
+    } else if members.len() > 1 {
+        row = None;
+    }
+    let train = members
+        .iter()
+        .filter_map(|c| {
+            plan::trainee(c, &ctx.work.join(&c.id), target, ctx.file)
+                .ok()
+                .flatten()
+        })
+        .map(|t| command_line(&t, target, ctx.work))
+        .collect();
+    let mut rec = recommendation(ids, &combined, target, ctx.work, row);
+    rec.train = train;
+    rec.rejected = rejected;
+    Ok(Some(rec))
+}
+
+/// The winners together (`combined`), checked, then measured against the
+/// baseline in a short experiment of their own: its row.
+fn combination<R: Recorded>(
+    ctx: &Ctx,
+    ids: &[String],
+    combined: &Target,
+    experiments: &mut Vec<R>,
+    interrupted: &mut bool,
+    record: &mut Record<R>,
+) -> Result<Row> {
+    let combo = Candidate {
+        id: ids.join("+"),
+        title: "recommended set".into(),
+        ..Candidate::default()
+    };
+    Ok(
+        match plan::check(combined, &ctx.opts.base.readiness, &ctx.opts.run)? {
+            Prepared::Ready(_) => {
+                let opts = ctx.opts;
+                let rounds =
+                    rounds_for(opts, ctx.run_cost, 2).min(opts.max_runs.div_ceil(2).max(opts.min_runs));
+                let stored = TuneSettings {
+                    candidates: vec![StoredCandidate::of(
+                        &combo,
+                        command_line(combined, &opts.base.target, ctx.work),
+                    )],
+                    recommended_set: true,
+                    ..ctx.stored.clone()
+                };
+                let mut m = ctx.measure(
+                    &[(combo.id.clone(), combined.clone())],
+                    rounds,
+                    opts.seed ^ 1,
+                    stored,
+                    record,
+                )?;
+                *interrupted |= m.result().stopped == Some(StopReason::Interrupted);
+                let analysis = m.analysis();
+                let row = Row::measured(&combo, &analysis.variants[1], &analysis.variants[0]);
+                experiments.push(m);
+                row
+            }
+            Prepared::Broken(why) | Prepared::NotApplicable(why) => {
+                Row::unmeasured(&combo, Status::Broken { why })
+            }
+        },
+    )
+}
+
+fn untimed() -> RunId {
+    RunId {
+        variant: 0,
+        round: 0,
+        warmup: true,
+    }
+}
+
+/// Runs per variant the budget allows (each round runs every variant once), within the flags.
+fn rounds_for(opts: &Options, run_cost: f64, variants: usize) -> usize {
+    let per_round = (run_cost * variants as f64).max(1e-3);
+    let affordable = (opts.budget / per_round).floor() as usize;
+    affordable.saturating_sub(opts.warmup).clamp(2, opts.max_runs)
+}
+
+/// One interleaved experiment, recorded run by run by `record`.
+fn experiment<R: Recorded>(
+    ctx: &Ctx,
+    specs: &[Spec],
+    names: &[String],
+    stop: StopRule,
+    seed: u64,
+    tune: TuneSettings,
+    record: &mut Record<R>,
+) -> Result<R> {
+    let plan = Plan {
+        variants: specs
+            .iter()
+            .zip(names)
+            .map(|(s, n)| s.variant(n.clone()))
+            .collect(),
+        warmup: ctx.opts.warmup,
+        order: Order::Shuffled,
+        stop,
+        // A failed run marks its candidate broken; the others go on.
+        keep_going: true,
+        seed,
+    };
+    let mut runner = Plain {
+        specs: specs.to_vec(),
+        opts: ctx.opts.run.clone(),
+        conditions: Conditions::new(Settings {
+            quiet: ctx.opts.quiet,
+            ..Settings::default()
+        }),
+    };
+    let recorded = record(&plan, tune, &mut runner);
+    runner.finish()?;
+    let mut m = recorded?;
+    // The run Ctrl-C cut short is no failure of its candidate.
+    let cut: Vec<usize> = m
+        .result()
+        .samples
+        .iter()
+        .filter(|s| !s.warmup && s.outcome == crate::sample::Outcome::Interrupted)
+        .map(|s| s.variant)
+        .collect();
+    let analysis = m.analysis();
+    for v in cut {
+        if let Some(v) = analysis.variants.get_mut(v) {
+            v.failed_runs = v.failed_runs.saturating_sub(1);
+        }
+    }
+    Ok(m)
+}
