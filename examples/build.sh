@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Build the coldstart example targets (and bench/spawn_loop) into OUT_DIR.
 #
-#   examples/build.sh [OUT_DIR]        default: <repo>/target/examples
+#   examples/build.sh [OUT_DIR [PART...]]   default: <repo>/target/examples, every part
 #
+# PART is one of c, go, java, rust, lambda: `coldstart demo` builds only the
+# servers it runs (go java rust), since the Lambda clients alone take minutes
+# on a fresh clone; the tests (tests/common) and CI build every part.
 # Idempotent and quick: an artifact is rebuilt only when a source is newer.
 # A language whose toolchain is missing is skipped with a message on stderr
 # (exit status stays 0 so partial setups work); one summary line per language.
@@ -11,6 +14,15 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/target/examples}"
+shift $(( $# > 0 ? 1 : 0 ))
+PARTS=("$@")
+[[ ${#PARTS[@]} -gt 0 ]] || PARTS=(c go java rust lambda)
+for part in "${PARTS[@]}"; do
+  case "$part" in
+    c|go|java|rust|lambda) ;;
+    *) echo "build.sh: unknown part '$part' (expected c, go, java, rust or lambda)" >&2; exit 2 ;;
+  esac
+done
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
 EX="$ROOT/examples"
@@ -137,7 +149,8 @@ check_interp() {
   if have "$2"; then record "$1" "ok: no build needed ($3)"; else skip "$1" "$2"; fi
 }
 
-for step in build_c build_go build_java build_rust build_lambda; do
+for part in "${PARTS[@]}"; do
+  step="build_$part"
   if ! "$step"; then
     FAILED=1
     record "${step#build_}" "FAILED"
