@@ -187,7 +187,10 @@ fn a_candidate_that_cannot_be_told_apart_is_inconclusive_not_no_gain() {
     assert_eq!(kind(&doc, "nothing"), "inconclusive", "{doc:#}\n{out}");
     assert_eq!(doc["schema"], "coldstart.tune/3");
     // The power line is numbers (shift ms, relative), not the sentence the terminal prints.
-    assert!(r["detectable"]["relative"].as_f64().is_some_and(|d| d > 0.1), "{doc:#}");
+    assert!(
+        r["detectable"]["relative"].as_f64().is_some_and(|d| d > 0.1),
+        "{doc:#}"
+    );
     // Its interval holds a large gain, which is why it cannot be ❌.
     assert!(r["relative_ci"][0].as_f64().unwrap() < -0.1, "{doc:#}");
     assert!(r["status"]["could_detect"].as_f64().unwrap() > 0.1, "{doc:#}");

@@ -202,41 +202,11 @@ fn section(trace: &Trace, pid: Option<i32>) -> Section {
             ]);
         }
         total_loaded += vm.loaded();
-        let mut line = vec![
-            Value::count(loaded_of_shipped),
-            " of ".into(),
-            Value::count(shipped_total),
-            " shipped".into(),
-        ];
-        if loaded_of_shipped < vm.loaded() {
-            line.extend([
-                " (+".into(),
-                Value::count(vm.loaded() - loaded_of_shipped),
-                " from unlisted dirs)".into(),
-            ]);
-        }
-        if !by_app.is_empty() {
-            line.extend([": ".into(), Value::list(by_app)]);
-        }
-        facts.push((format!("pid {pid}: modules loaded"), Value::Parts(line)));
-        let dirs = vm.failed_dirs.len();
-        let worst = vm
-            .failed_dirs
-            .iter()
-            .max_by_key(|(d, n)| (**n, std::cmp::Reverse(d.to_string())))
-            .map(|(d, n)| vec![format!("; most in {d} (").into(), Value::count(*n), ")".into()])
-            .unwrap_or_default();
-        let mut lookups = vec![
-            Value::count(vm.failed),
-            " in ".into(),
-            Value::count(dirs),
-            " directories".into(),
-        ];
-        lookups.extend(worst);
         facts.push((
-            format!("pid {pid}: failed code-path lookups"),
-            Value::Parts(lookups),
+            format!("pid {pid}: modules loaded"),
+            loaded_line(vm, loaded_of_shipped, shipped_total, by_app),
         ));
+        facts.push((format!("pid {pid}: failed code-path lookups"), lookups(vm)));
         if let Some(first) = vm.first_ns {
             let window = vm.last_ns - first;
             facts.push((
@@ -280,6 +250,51 @@ fn section(trace: &Trace, pid: Option<i32>) -> Section {
         marks: Vec::new(),
         notes: notes(total_loaded),
     }
+}
+
+/// "40 of 60 shipped (+2 from unlisted dirs): kernel 40/60, stdlib …" for one VM.
+fn loaded_line(
+    vm: &Vm,
+    loaded_of_shipped: usize,
+    shipped_total: usize,
+    by_app: Vec<(String, Value)>,
+) -> Value {
+    let mut line = vec![
+        Value::count(loaded_of_shipped),
+        " of ".into(),
+        Value::count(shipped_total),
+        " shipped".into(),
+    ];
+    if loaded_of_shipped < vm.loaded() {
+        line.extend([
+            " (+".into(),
+            Value::count(vm.loaded() - loaded_of_shipped),
+            " from unlisted dirs)".into(),
+        ]);
+    }
+    if !by_app.is_empty() {
+        line.extend([": ".into(), Value::list(by_app)]);
+    }
+    Value::Parts(line)
+}
+
+/// The code path's misses of one VM, and the directory with the most.
+fn lookups(vm: &Vm) -> Value {
+    let dirs = vm.failed_dirs.len();
+    let worst = vm
+        .failed_dirs
+        .iter()
+        .max_by_key(|(d, n)| (**n, std::cmp::Reverse(d.to_string())))
+        .map(|(d, n)| vec![format!("; most in {d} (").into(), Value::count(*n), ")".into()])
+        .unwrap_or_default();
+    let mut lookups = vec![
+        Value::count(vm.failed),
+        " in ".into(),
+        Value::count(dirs),
+        " directories".into(),
+    ];
+    lookups.extend(worst);
+    Value::Parts(lookups)
 }
 
 /// Each emulator process's `.beam` opens (of one VM, `pid`, or of every one):
