@@ -1,7 +1,7 @@
 //! `bench`'s flags → the schedule: plans come from real `bench` argument lists
 //! (the CLI grammar and bench::plan) and run with a mock runner, so these follow
 //! the flags users type. The scheduler's own behaviour, on plans built directly,
-//! is tested in src/experiment/schedule_tests.rs.
+//! is tested in crates/core/src/experiment/schedule_tests.rs.
 
 use crate::experiment::*;
 use crate::sample::RunId;
