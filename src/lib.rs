@@ -42,7 +42,7 @@ pub use coldstart_stats as stats;
 pub mod store;
 pub mod target;
 #[cfg(test)]
-mod testkit;
+use coldstart_testkit as testkit;
 pub mod timeline;
 pub mod tune;
 /// The syscall tracer: its own crate (crates/trace).

@@ -4,8 +4,7 @@
 mod cli;
 mod cmd;
 #[cfg(test)]
-#[path = "testkit.rs"]
-mod testkit;
+use coldstart_testkit as testkit;
 
 use clap::Parser;
 use coldstart::Lab;

@@ -1,8 +1,7 @@
 //! Nothing left behind: daemons, worker processes, and Ctrl-C / SIGTERM of
 //! coldstart itself mid-run. Processes are found by a marker in their environment.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -12,9 +11,8 @@ fn double_forking_daemon_is_reaped() {
     let daemon = example("daemon");
     let dir = tempfile::tempdir().unwrap();
     let ready = dir.path().join("daemon.ready");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "3",
         "--warmup",
@@ -27,7 +25,9 @@ fn double_forking_daemon_is_reaped() {
         &format!("file:{}", ready.display()),
         "--",
         &daemon,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         processes_with(&m).is_empty(),
@@ -40,9 +40,8 @@ fn double_forking_daemon_is_reaped() {
 fn daemon_with_exit_readiness_is_reaped() {
     // The parent exits at once (ready = exit); the grandchild lives on until we kill it.
     let m = marker("daemon-exit");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "3",
         "--warmup",
@@ -51,7 +50,9 @@ fn daemon_with_exit_readiness_is_reaped() {
         &m,
         "--",
         &example("daemon"),
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         processes_with(&m).is_empty(),
@@ -65,9 +66,8 @@ fn workers_and_threads_are_counted_then_killed() {
     let m = marker("forker");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "2",
         "--warmup",
@@ -80,7 +80,9 @@ fn workers_and_threads_are_counted_then_killed() {
         json.to_str().unwrap(),
         "--",
         &example("forker"),
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     for s in doc["samples"].as_array().unwrap() {
@@ -99,7 +101,8 @@ fn interrupt_mid_run(signal: i32, tag: &str) {
     let m = marker(tag);
     let port = free_port();
     let child = coldstart()
-        .args(["bench", "-q", "--runs", "5", "--timeout", "60", "--env", &m])
+        .args(["bench", "--runs", "5", "--timeout", "60", "--env", &m])
+        .quiet()
         .args([
             "--ready",
             &format!("tcp:{port}"),
@@ -110,8 +113,7 @@ fn interrupt_mid_run(signal: i32, tag: &str) {
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let start = Instant::now();
     while processes_with(&m).len() < 3 {
         assert!(start.elapsed() < Duration::from_secs(20), "target never started");
@@ -166,10 +168,13 @@ enum Stop {
 /// cgroup). Without one a SIGKILLed coldstart cannot reach setsid'd descendants
 /// (documented); those tests skip, loudly, unless COLDSTART_REQUIRE_CGROUP=1.
 fn cgroups_available(test: &str) -> bool {
-    let o = run(&["bench", "--no-store", "-q", "-r", "1", "-w", "0", "--", "true"]);
+    let o = cs(&["bench", "-r", "1", "-w", "0", "--", "true"])
+        .quiet()
+        .no_store()
+        .run();
     let missing = stderr(&o).contains("no per-run cgroup");
     if missing {
-        common::testkit::skip(
+        crate::common::testkit::skip(
             "CGROUP",
             &format!(
                 "{test}: no per-run cgroup here (not root, no delegation): {}",
@@ -206,19 +211,17 @@ fn daemon_and_workers() -> [String; 3] {
 /// stop coldstart, and check that nothing marked survives (waiting for the
 /// watchdog, which acts once coldstart is gone). Returns coldstart's status.
 fn stop_mid_run(
-    args: &[&str],
+    cmd: &mut Cs,
     env: &[(&str, &str)],
     m: &str,
     expect: usize,
     stop: Stop,
 ) -> std::process::ExitStatus {
-    let mut child = coldstart()
-        .args(args)
+    let mut child = cmd
         .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let started = wait_until(Duration::from_secs(30), || processes_with(m).len() >= expect);
     if !started {
         child.kill().ok();
@@ -264,20 +267,10 @@ fn bench_stopped(stop: Stop, tag: &str, env: &[(&str, &str)]) -> std::process::E
     let dir = tempfile::tempdir().unwrap();
     let never = format!("file:{}", dir.path().join("never").display());
     let target = daemon_and_workers();
-    let mut args = vec![
-        "bench",
-        "--no-store",
-        "-q",
-        "-r",
-        "5",
-        "--timeout",
-        "60",
-        "--env",
-        &m,
-    ];
+    let mut args = vec!["bench", "-r", "5", "--timeout", "60", "--env", &m];
     args.extend(["--ready", &never, "--"]);
     args.extend(target.iter().map(String::as_str));
-    stop_mid_run(&args, env, &m, 5, stop)
+    stop_mid_run(cs(&args).quiet().no_store(), env, &m, 5, stop)
 }
 
 const TRIALS: usize = 5;
@@ -354,8 +347,6 @@ fn without_cgroups_signals_and_sigkill_still_clean_up() {
     let forker = example("forker");
     let args = [
         "bench",
-        "--no-store",
-        "-q",
         "-r",
         "5",
         "--timeout",
@@ -367,7 +358,13 @@ fn without_cgroups_signals_and_sigkill_still_clean_up() {
         "--",
         &forker,
     ];
-    stop_mid_run(&args, &none, &m, 4, Stop::Signal(libc::SIGKILL));
+    stop_mid_run(
+        cs(&args).quiet().no_store(),
+        &none,
+        &m,
+        4,
+        Stop::Signal(libc::SIGKILL),
+    );
 }
 
 /// explain's tracer forks its own tracee: SIGKILL of coldstart mid-trace, and a
@@ -385,7 +382,6 @@ fn explain_sigkill_and_ctrl_c_with_a_daemon() {
         let m = marker(tag);
         let args = [
             "explain",
-            "-q",
             "--adapter",
             "none",
             "--no-otlp",
@@ -402,12 +398,11 @@ fn explain_sigkill_and_ctrl_c_with_a_daemon() {
             "-c",
             &script,
         ];
-        let mut child = coldstart()
-            .args(args)
+        let mut child = cs(args)
+            .quiet()
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .spawn();
         // The traced run: its daemon is a tracee (TracerPid set).
         let traced = wait_until(Duration::from_secs(30), || {
             processes_with(&m).iter().any(|p| {
@@ -456,15 +451,13 @@ fn lambda_sigkill_leaves_nothing() {
     let ext = dir.path().join("extensions");
     std::fs::create_dir_all(&ext).unwrap();
     std::fs::copy(
-        root().join("examples/lambda/python/raw_extension.py"),
+        repo().join("examples/lambda/python/raw_extension.py"),
         ext.join("py-raw"),
     )
     .unwrap();
-    let runtime = root().join("examples/lambda/python/raw_runtime.py");
+    let runtime = repo().join("examples/lambda/python/raw_runtime.py");
     let args = [
         "lambda",
-        "-q",
-        "--no-store",
         "--runs",
         "3",
         "--init-timeout",
@@ -478,7 +471,13 @@ fn lambda_sigkill_leaves_nothing() {
         "--env",
         "CS_RT_MODE=hang",
     ];
-    stop_mid_run(&args, &[], &m, 2, Stop::Signal(libc::SIGKILL));
+    stop_mid_run(
+        cs(&args).quiet().no_store(),
+        &[],
+        &m,
+        2,
+        Stop::Signal(libc::SIGKILL),
+    );
 }
 
 /// A parent cgroup left by a coldstart that died together with its watchdog
@@ -525,7 +524,10 @@ fn stale_run_cgroups_are_removed_at_next_start() {
             && std::fs::write(run_dir.join("cgroup.procs"), victim.id().to_string()).is_ok()
     });
     assert!(placed, "could not place the victim in {}", run_dir.display());
-    let o = run(&["bench", "--no-store", "-q", "-r", "1", "-w", "0", "--", "true"]);
+    let o = cs(&["bench", "-r", "1", "-w", "0", "--", "true"])
+        .quiet()
+        .no_store()
+        .run();
     assert!(o.status.success(), "{}", stderr(&o));
     // The victim is our child: once killed it is a zombie until reaped here.
     let killed = wait_until(Duration::from_secs(10), || {
@@ -560,22 +562,14 @@ fn the_cgroup_placement_is_not_in_the_measured_time() {
         // Interleaved with a server that idles 50 ms first: after idle CPUs the grace
         // period is slow (back-to-back fast runs alone often do not show it).
         let o = c
-            .args([
-                "bench",
-                "-q",
-                "--no-store",
-                "-r",
-                "10",
-                "--ready",
-                &ready,
-                "--export-json",
-            ])
+            .args(["bench", "-r", "10", "--ready", &ready, "--export-json"])
             .arg(&json)
             .args(["--name", "fast", "--", &server, "--port", &port])
             .args(["--name", "idle-first", "--env", "COLDSTART_EXAMPLE_DELAY_MS=50"])
             .args(["--", &server, "--port", &port])
-            .output()
-            .unwrap();
+            .quiet()
+            .no_store()
+            .run();
         assert!(o.status.success(), "{}", stderr(&o));
         let mut ns = ready_ns(&json_file(&json), 0);
         ns.sort();
@@ -612,13 +606,8 @@ fn identity(pid: i32) -> Option<(i32, String)> {
 /// the marker) and every cgroup it is in, SIGKILL coldstart, and assert that
 /// none of those processes and none of those cgroups is left (waiting, bounded,
 /// for the watchdog, which acts once coldstart is gone).
-fn sigkill_leaves_no_process_and_no_cgroup(args: &[&str], m: &str, ready: &std::path::Path, also: &[&str]) {
-    let mut child = coldstart()
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+fn sigkill_leaves_no_process_and_no_cgroup(cmd: &mut Cs, m: &str, ready: &std::path::Path, also: &[&str]) {
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn();
     let files = || {
         std::iter::once("runtime")
             .chain(also.iter().copied())
@@ -713,7 +702,7 @@ fn lambda_sigkill_mid_init_leaves_no_process_and_no_cgroup() {
     std::fs::create_dir_all(&ready).unwrap();
     std::fs::create_dir_all(&ext).unwrap();
     std::fs::copy(
-        root().join("examples/lambda/python/raw_extension.py"),
+        repo().join("examples/lambda/python/raw_extension.py"),
         ext.join("py-raw"),
     )
     .unwrap();
@@ -721,8 +710,6 @@ fn lambda_sigkill_mid_init_leaves_no_process_and_no_cgroup() {
     let ready_env = format!("CS_READY_DIR={}", ready.display());
     let args = [
         "lambda",
-        "-q",
-        "--no-store",
         "--runs",
         "1",
         "--init-timeout",
@@ -737,7 +724,7 @@ fn lambda_sigkill_mid_init_leaves_no_process_and_no_cgroup() {
         &ready_env,
     ];
     // py-raw writes its ready file right before its first /event/next.
-    sigkill_leaves_no_process_and_no_cgroup(&args, &m, &ready, &["py-raw"]);
+    sigkill_leaves_no_process_and_no_cgroup(cs(&args).quiet().no_store(), &m, &ready, &["py-raw"]);
 }
 
 /// The same for bench and explain (traced) runs with limits: their cgroups in
@@ -755,9 +742,12 @@ fn limited_bench_and_explain_sigkill_leave_no_process_and_no_cgroup() {
         let runtime = hanging_runtime_with_a_daemon(dir.path());
         let ready_env = format!("CS_READY_DIR={}", ready.display());
         let never = format!("file:{}", dir.path().join("never").display());
-        let mut args = vec![command, "-q", "-r", "1", "--timeout", "120"];
+        let mut args = vec![command, "-r", "1", "--timeout", "120"];
+        let mut cmd = coldstart();
+        cmd.quiet();
         if command == "bench" {
-            args.extend(["--no-store", "-w", "0"]);
+            cmd.no_store();
+            args.extend(["-w", "0"]);
         } else {
             args.extend(["--adapter", "none", "--no-otlp"]);
         }
@@ -775,7 +765,7 @@ fn limited_bench_and_explain_sigkill_leave_no_process_and_no_cgroup() {
             "--",
             runtime.to_str().unwrap(),
         ]);
-        sigkill_leaves_no_process_and_no_cgroup(&args, &m, &ready, &[]);
+        sigkill_leaves_no_process_and_no_cgroup(cmd.args(&args), &m, &ready, &[]);
     }
 }
 
@@ -849,7 +839,10 @@ fn stale_v1_sandbox_cgroups_are_removed_at_next_start() {
             && std::fs::write(sandbox.join("cgroup.procs"), victim.id().to_string()).is_ok()
     });
     assert!(placed, "could not place the victim in {}", sandbox.display());
-    let o = run(&["bench", "--no-store", "-q", "-r", "1", "-w", "0", "--", "true"]);
+    let o = cs(&["bench", "-r", "1", "-w", "0", "--", "true"])
+        .quiet()
+        .no_store()
+        .run();
     assert!(o.status.success(), "{}", stderr(&o));
     // The victim is our child: once killed it is a zombie until reaped here.
     let killed = wait_until(Duration::from_secs(10), || {

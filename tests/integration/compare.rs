@@ -1,16 +1,14 @@
 //! A known injected difference must be found: 150 ms vs 50 ms of init delay.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn injected_delay_is_slower_by_about_the_delay() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let sleeper = example("sleeper");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "12",
         "--export-json",
@@ -27,7 +25,9 @@ fn injected_delay_is_slower_by_about_the_delay() {
         "COLDSTART_EXAMPLE_DELAY_MS=150",
         "--",
         &sleeper,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     let cmp = &doc["variants"][1]["stats"]["vs_baseline"];
@@ -60,9 +60,8 @@ fn interleaved_order_is_shuffled_per_round_and_sequential_is_not() {
     let noop = example("noop");
     let order = |mode: &str| {
         let json = dir.path().join(format!("{mode}.json"));
-        let o = run(&[
+        let o = cs(&[
             "bench",
-            "-q",
             "--runs",
             "12",
             "--warmup",
@@ -85,7 +84,9 @@ fn interleaved_order_is_shuffled_per_round_and_sequential_is_not() {
             "c",
             "--",
             &noop,
-        ]);
+        ])
+        .quiet()
+        .run();
         assert!(o.status.success(), "{}", stderr(&o));
         let doc = json_file(&json);
         doc["samples"]
@@ -123,9 +124,8 @@ fn adaptive_stop_respects_min_and_max() {
     // (this VM is shared) cannot widen it (at 8 runs it is the whole range).
     let noop = example("noop");
     let sleeper = example("sleeper");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--env",
         "COLDSTART_EXAMPLE_DELAY_MS=20",
         "--target-ci",
@@ -138,14 +138,15 @@ fn adaptive_stop_respects_min_and_max() {
         json.to_str().unwrap(),
         "--",
         &sleeper,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     assert_eq!(ready_ns(&doc, 0).len(), 12);
     assert_eq!(doc["stopped"], "target-ci");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--target-ci",
         "0.000001ms",
         "--min-runs",
@@ -156,7 +157,9 @@ fn adaptive_stop_respects_min_and_max() {
         json.to_str().unwrap(),
         "--",
         &noop,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     assert_eq!(ready_ns(&doc, 0).len(), 9);

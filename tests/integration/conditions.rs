@@ -2,8 +2,7 @@
 //! `--drop-caches`), hooks (`--setup`, `--prepare`, `--conclude`, `--cleanup`),
 //! command strings through a shell, and the hyperfine flags users bring along.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -40,24 +39,14 @@ fn big_file(tag: &str) -> Big {
     Big(path)
 }
 
-fn bench_json(dir: &Path, args: &[&str]) -> (std::process::Output, serde_json::Value) {
+fn bench_json(dir: &Path, args: &[&str]) -> (Out, serde_json::Value) {
     let json = dir.join("r.json");
     std::fs::remove_file(&json).ok();
-    let mut all = vec![
-        "bench",
-        "-q",
-        "--no-store",
-        "--export-json",
-        json.to_str().unwrap(),
-    ];
-    all.extend(args);
-    let o = run(&all);
-    assert!(
-        o.status.success(),
-        "coldstart {all:?}: {}{}",
-        stdout(&o),
-        stderr(&o)
-    );
+    let o = cs(["bench", "--export-json", json.to_str().unwrap()])
+        .args(args)
+        .quiet()
+        .no_store()
+        .ok();
     (o, json_file(&json))
 }
 
@@ -148,8 +137,6 @@ fn drop_caches_needs_root_and_empties_the_cache_with_it() {
     let input = format!("if={}", big.0.display());
     let args = [
         "bench",
-        "-q",
-        "--no-store",
         "--runs",
         "1",
         "--warmup",
@@ -173,7 +160,7 @@ fn drop_caches_needs_root_and_empties_the_cache_with_it() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     };
     if !writable {
-        refused(run(&args));
+        refused(cs(&args).quiet().no_store().run().into());
         return;
     }
     // As root, the refusal is still checked: the same command as nobody.
@@ -181,7 +168,7 @@ fn drop_caches_needs_root_and_empties_the_cache_with_it() {
         let o = std::process::Command::new(setpriv)
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(env!("CARGO_BIN_EXE_coldstart"))
-            .args(args)
+            .args(cs(&args).quiet().no_store().argv())
             .env("COLDSTART_STORE", dir.path().join("nobody.db"))
             .current_dir(std::env::temp_dir())
             .output()
@@ -190,9 +177,9 @@ fn drop_caches_needs_root_and_empties_the_cache_with_it() {
     }
     let json = dir.path().join("d.json");
     let mut with_export: Vec<&str> = args.to_vec();
-    with_export.splice(3..3, ["--export-json", json.to_str().unwrap()]);
+    with_export.splice(1..1, ["--export-json", json.to_str().unwrap()]);
     // The file was just written and synced: resident until the drop.
-    let o = run(&with_export);
+    let o = cs(&with_export).quiet().no_store().run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     let mib = metric(&doc, "uncached_mib")[0].expect("uncached_mib with --drop-caches");
@@ -211,13 +198,9 @@ fn hyperfine_invocations_work_as_typed() {
         &["bench", "--prepare", "true", "sleep 0.01"][..],
         &["bench", "--show-output", "--", "echo", "hi"][..],
     ] {
-        let mut all = vec![args[0], "--runs", "2", "--warmup", "1", "--no-store"];
+        let mut all = vec![args[0], "--runs", "2", "--warmup", "1"];
         all.extend(&args[1..]);
-        let o = coldstart()
-            .args(&all)
-            .current_dir(dir.path())
-            .output()
-            .expect("spawn");
+        let o = cs(&all).no_store().current_dir(dir.path()).run();
         let (out, err) = (stdout(&o), stderr(&o));
         assert!(o.status.success(), "{all:?}: {out}{err}");
         assert!(!err.contains("tip:") && !err.contains("-- -N"), "{all:?}: {err}");
@@ -240,10 +223,8 @@ fn hyperfine_invocations_work_as_typed() {
 #[test]
 fn show_output_also_when_a_probe_reads_the_output() {
     // log readiness needs pipes: what is read is copied to our stdout/stderr.
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
-        "--no-store",
         "-r",
         "2",
         "-w",
@@ -255,7 +236,10 @@ fn show_output_also_when_a_probe_reads_the_output() {
         "sh",
         "-c",
         "echo to-err >&2; echo up; sleep 0.2",
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stdout(&o).lines().filter(|l| *l == "up").count(),
@@ -269,16 +253,10 @@ fn show_output_also_when_a_probe_reads_the_output() {
         "{}",
         stderr(&o)
     );
-    let o = run(&[
-        "bench",
-        "-q",
-        "--no-store",
-        "--show-output",
-        "--export-json",
-        "-",
-        "--",
-        "true",
-    ]);
+    let o = cs(&["bench", "--show-output", "--export-json", "-", "--", "true"])
+        .quiet()
+        .no_store()
+        .run();
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("--show-output writes the target's output to stdout"),
@@ -321,18 +299,10 @@ fn prepare_resets_state_a_target_needs_fresh() {
     std::fs::create_dir(dir.path().join("data")).unwrap();
     let cwd = dir.path().to_str().unwrap();
     // Without a reset, the second run fails.
-    let o = run(&[
-        "bench",
-        "-q",
-        "--no-store",
-        "-r",
-        "3",
-        "-w",
-        "0",
-        "--cwd",
-        cwd,
-        target,
-    ]);
+    let o = cs(&["bench", "-r", "3", "-w", "0", "--cwd", cwd, target])
+        .quiet()
+        .no_store()
+        .run();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("data dir not empty"), "{}", stderr(&o));
     // One --prepare makes every run start fresh.
@@ -356,10 +326,8 @@ fn prepare_resets_state_a_target_needs_fresh() {
 #[test]
 fn a_failed_prepare_fails_its_run_with_its_output() {
     let dir = tempfile::tempdir().unwrap();
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
-        "--no-store",
         "-r",
         "2",
         "-w",
@@ -370,7 +338,10 @@ fn a_failed_prepare_fails_its_run_with_its_output() {
         "echo no database >&2; exit 4",
         "--",
         "true",
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .run();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -464,9 +435,8 @@ fn hooks_run_once_per_variant_or_once_per_run() {
         (2, 2),
         "{text}"
     );
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "--no-store",
         "--prepare",
         "true",
         "--prepare",
@@ -475,7 +445,9 @@ fn hooks_run_once_per_variant_or_once_per_run() {
         "true",
         "true",
         "true ",
-    ]);
+    ])
+    .no_store()
+    .run();
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("--prepare is given 3 times for 2 variants"),

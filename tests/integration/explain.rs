@@ -1,16 +1,15 @@
 //! `coldstart explain` end to end on real programs: the pyenv shim's exec chain,
 //! a Go HTTP server (listen, first request), a forking target, the Chrome trace.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::collections::HashMap;
 
 fn explain(args: &[&str]) -> (serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("e.json");
-    let mut all = vec!["explain", "-q", "--export-json", json.to_str().unwrap()];
+    let mut all = vec!["explain", "--export-json", json.to_str().unwrap()];
     all.extend_from_slice(args);
-    let o = run(&all);
+    let o = cs(&all).quiet().run();
     assert!(o.status.success(), "{}", stderr(&o));
     (json_file(&json), stdout(&o))
 }
@@ -165,9 +164,8 @@ fn forking_target_is_followed_and_cleaned_up() {
 
 #[test]
 fn bench_explain_adds_one_traced_run_per_variant() {
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "2",
         "--explain",
@@ -179,7 +177,9 @@ fn bench_explain_adds_one_traced_run_per_variant() {
         "b",
         "--",
         &example("sleeper"),
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -212,7 +212,7 @@ fn adapted_runs_give_native_loader_and_checkpoint_sections() {
          coldstart_checkpoint(\"db-connected\"); return 0;}\n",
     )
     .unwrap();
-    let sdk = root().join("sdk/c");
+    let sdk = repo().join("sdk/c");
     let exe = dir.path().join("app");
     let ok = std::process::Command::new(gcc)
         .arg("-Wl,-z,now")
@@ -294,7 +294,7 @@ fn adapted_runs_give_native_loader_and_checkpoint_sections() {
 
 #[test]
 fn unknown_adapter_is_refused_before_any_run() {
-    let o = run(&[
+    let o = cs(&[
         "explain",
         "--adapter",
         "cobol",
@@ -302,7 +302,8 @@ fn unknown_adapter_is_refused_before_any_run() {
         "exit",
         "--",
         "/bin/true",
-    ]);
+    ])
+    .run();
     assert!(!o.status.success());
     let err = stderr(&o);
     assert!(
@@ -316,7 +317,7 @@ fn unknown_adapter_is_refused_before_any_run() {
 /// `--mark` never sees them, and the imports section has them all.
 #[test]
 fn python_importtime_lines_never_reach_the_log_probe_or_marks() {
-    let py = real_python();
+    let py = python_exe();
     let script = "import sys, json, email.parser\nprint('READY', file=sys.stderr, flush=True)\n";
     let (doc, out) = explain(&[
         "--runs",
@@ -357,7 +358,7 @@ fn python_importtime_lines_never_reach_the_log_probe_or_marks() {
 /// by the environment: explain's OTLP receiver gets its spans, nested.
 #[test]
 fn opentelemetry_spans_become_a_nested_section() {
-    let sdk = root().join("target/otel/python");
+    let sdk = repo().join("target/otel/python");
     if !sdk.join("opentelemetry").exists() {
         testkit::skip(
             "OTEL",
@@ -365,7 +366,7 @@ fn opentelemetry_spans_become_a_nested_section() {
         );
         return;
     }
-    let script = root().join("tests/fixtures/otel-python/nested_spans.py");
+    let script = repo().join("tests/fixtures/otel-python/nested_spans.py");
     let pythonpath = format!("PYTHONPATH={}", sdk.display());
     let (doc, out) = explain(&[
         "--runs",
@@ -377,7 +378,7 @@ fn opentelemetry_spans_become_a_nested_section() {
         "-e",
         &pythonpath,
         "--",
-        &real_python(),
+        &python_exe(),
         script.to_str().unwrap(),
     ]);
     let sources = doc["sources"].as_array().unwrap();
@@ -427,7 +428,7 @@ fn rust_and_node_servers_get_their_adapters() {
     }
     let port = free_port().to_string();
     let url = format!("http://127.0.0.1:{port}/health");
-    let server = root().join("examples/node/server.js");
+    let server = repo().join("examples/node/server.js");
     let (doc, _) = explain(&[
         "--runs",
         "1",

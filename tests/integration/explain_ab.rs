@@ -5,8 +5,7 @@
 //! the data file as opened by A only; `compare` on two stored explains must
 //! attribute the same way.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -78,7 +77,6 @@ fn explain_ab(a: &Path, b: &Path, data: &Path, port: u16, extra: &[&str]) -> (se
     let port = port.to_string();
     let mut args = vec![
         "explain",
-        "-q",
         "--adapter",
         "none",
         "--no-otlp",
@@ -103,7 +101,7 @@ fn explain_ab(a: &Path, b: &Path, data: &Path, port: u16, extra: &[&str]) -> (se
         b.to_str().unwrap(),
         &port,
     ]);
-    let o = run(&args);
+    let o = cs(&args).quiet().run();
     assert!(o.status.success(), "{}", stderr(&o));
     (json_file(&json), stdout(&o))
 }
@@ -187,14 +185,15 @@ fn the_parse_at_start_is_attributed_to_init_and_its_file_named_also_by_compare()
     );
     // `show` prints the stored A vs B as it printed, and exports its document.
     let shown = dir.path().join("shown.json");
-    let o = run(&[
+    let o = cs(&[
         "show",
         "--store",
         &store,
         "1",
         "--export-json",
         shown.to_str().unwrap(),
-    ]);
+    ])
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains(" faster than parse"), "{}", stdout(&o));
     assert_eq!(json_file(&shown)["attribution"], doc["attribution"]);
@@ -217,7 +216,6 @@ fn compare_on_two_stored_explains_attributes_the_same_way(
         let port = port.to_string();
         let mut all = vec![
             "explain",
-            "-q",
             "--adapter",
             "none",
             "--no-otlp",
@@ -233,13 +231,13 @@ fn compare_on_two_stored_explains_attributes_the_same_way(
         all.push(program);
         all.push(&port);
         all.extend_from_slice(args);
-        let o = run(&all);
+        let o = cs(&all).quiet().run();
         assert!(o.status.success(), "{}", stderr(&o));
     };
     one(a, &[data.to_str().unwrap()]);
     one(b, &[]);
     let json = dir.path().join("cmp.json");
-    let o = run(&[
+    let o = cs(&[
         "compare",
         "--store",
         store,
@@ -247,7 +245,8 @@ fn compare_on_two_stored_explains_attributes_the_same_way(
         "3",
         "--export-json",
         json.to_str().unwrap(),
-    ]);
+    ])
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     let att = &doc["attribution"];
@@ -286,10 +285,8 @@ fn requests_after_ready_are_phases_with_estimates() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let url = format!("http://127.0.0.1:{port}/");
-    let o = run(&[
+    let o = cs(&[
         "explain",
-        "-q",
-        "--no-store",
         "--adapter",
         "none",
         "--no-otlp",
@@ -304,7 +301,10 @@ fn requests_after_ready_are_phases_with_estimates() {
         "--",
         b.to_str().unwrap(),
         &port.to_string(),
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     let phases = doc["timeline"]["phases"].as_array().unwrap();
@@ -344,8 +344,6 @@ fn explain_same_binary(
     let bin = bin.to_str().unwrap();
     let mut args = vec![
         "explain",
-        "-q",
-        "--no-store",
         "--adapter",
         "none",
         "--no-otlp",
@@ -368,7 +366,7 @@ fn explain_same_binary(
     args.extend(["--", bin]);
     args.extend(port_flag);
     args.push(&port);
-    let o = run(&args);
+    let o = cs(&args).quiet().no_store().run();
     assert!(o.status.success(), "{}", stderr(&o));
     (json_file(&json), stdout(&o))
 }

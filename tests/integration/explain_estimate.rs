@@ -9,8 +9,7 @@
 //!   untraced median (else it says why), the calibrated model's own error
 //!   printed beside it.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -24,8 +23,6 @@ fn explain_out(args: &[&str]) -> (serde_json::Value, String) {
     let json = dir.path().join("e.json");
     let mut all = vec![
         "explain",
-        "-q",
-        "--no-store",
         "--adapter",
         "none",
         "--no-otlp",
@@ -33,7 +30,7 @@ fn explain_out(args: &[&str]) -> (serde_json::Value, String) {
         json.to_str().unwrap(),
     ];
     all.extend_from_slice(args);
-    let o = run(&all);
+    let o = cs(&all).quiet().no_store().run();
     assert!(o.status.success(), "{}", stderr(&o));
     (json_file(&json), stdout(&o))
 }

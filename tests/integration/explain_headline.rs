@@ -8,8 +8,7 @@
 //! * The Python shim: the headline names the exec chain with its share of the
 //!   untraced total.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 
@@ -18,21 +17,14 @@ use std::path::Path;
 fn explain(env: &[(&str, &str)], args: &[&str]) -> (Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("e.json");
-    let mut all = vec![
-        "explain",
-        "--no-store",
-        "--runs",
-        "5",
-        "--export-json",
-        json.to_str().unwrap(),
-    ];
+    let mut all = vec!["explain", "--runs", "5", "--export-json", json.to_str().unwrap()];
     all.extend_from_slice(args);
     let mut c = coldstart();
-    c.args(&all).current_dir(dir.path());
+    c.args(&all).no_store().current_dir(dir.path());
     for (k, v) in env {
         c.env(k, v);
     }
-    let o = c.output().expect("spawn coldstart");
+    let o = c.run();
     assert!(o.status.success(), "{}", stderr(&o));
     (json_file(&json), stdout(&o))
 }
@@ -88,7 +80,7 @@ fn assert_off_cpu(e: &Value, out: &str, sleep_ms: f64) {
 #[test]
 fn a_python_servers_sleep_before_listen_is_named_as_time_off_cpu_in_init() {
     let Some(python) = testkit::python() else { return };
-    let server = root().join("examples/python/server.py");
+    let server = repo().join("examples/python/server.py");
     let run = |delay: &str| {
         let port = free_port().to_string();
         let url = format!("http://127.0.0.1:{port}/health");

@@ -4,8 +4,7 @@
 //! gives it, in batches as an SDK sends them), five runs of each arm. coldstart's peak resident memory stays bounded
 //! however many runs there are.
 
-mod common;
-use common::*;
+use crate::common::*;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -87,14 +86,9 @@ fn request(batch: usize, n: usize) -> Vec<u8> {
 /// Run `coldstart ARGS` and return its output and its peak resident memory (kB):
 /// wait4's ru_maxrss, which covers coldstart and every descendant it reaped (the
 /// targets are small), so it bounds coldstart's own peak from above.
-fn run_measured(args: &[&str], stdout_to: &Path) -> (std::process::ExitStatus, i64) {
+fn run_measured(cmd: &mut Cs, stdout_to: &Path) -> (std::process::ExitStatus, i64) {
     let out = std::fs::File::create(stdout_to).unwrap();
-    let child = coldstart()
-        .args(args)
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .spawn()
-        .unwrap();
+    let child = cmd.stdout(out.try_clone().unwrap()).stderr(out).spawn();
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
@@ -128,10 +122,8 @@ for f in "$1"/*.pb; do
 done | "$0" -sS --fail-early -K -"#;
     let (json, log) = (dir.path().join("e.json"), dir.path().join("out.txt"));
     let (status, peak_kb) = run_measured(
-        &[
+        cs(&[
             "explain",
-            "-q",
-            "--no-store",
             "--runs",
             "5",
             "--adapter",
@@ -146,7 +138,9 @@ done | "$0" -sS --fail-early -K -"#;
             script,
             curl.to_str().unwrap(),
             bodies.to_str().unwrap(),
-        ],
+        ])
+        .quiet()
+        .no_store(),
         &log,
     );
     let output = std::fs::read_to_string(&log).unwrap_or_default();

@@ -3,8 +3,7 @@
 //! lanes of their own. A start script whose helper listens first, an Erlang
 //! node whose epmd listens first, a `#!/usr/bin/env bash` shim chain.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -14,7 +13,6 @@ fn explain(args: &[&str], env: &[(&str, &str)]) -> (Value, String, Value) {
     let chrome = dir.path().join("t.json");
     let mut all: Vec<String> = vec![
         "explain".into(),
-        "-q".into(),
         "--runs".into(),
         "1".into(),
         "--export-json".into(),
@@ -28,7 +26,7 @@ fn explain(args: &[&str], env: &[(&str, &str)]) -> (Value, String, Value) {
     }
     all.extend(args.iter().map(|a| a.to_string()));
     let refs: Vec<&str> = all.iter().map(String::as_str).collect();
-    let o = run(&refs);
+    let o = cs(&refs).quiet().run();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     (json_file(&json), stdout(&o), json_file(&chrome))
 }

@@ -3,8 +3,7 @@
 //! prints the report again, `compare` pairs two explains arm by arm and sets
 //! their overheads (with CIs) side by side.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn store_in(dir: &tempfile::TempDir) -> String {
     dir.path().join("explain.db").display().to_string()
@@ -19,7 +18,7 @@ fn explain(store: &str, extra: &[&str]) -> (String, String) {
     ];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--", &sleeper]);
-    let o = run(&args);
+    let o = cs(&args).run();
     assert!(o.status.success(), "{}", stderr(&o));
     (stdout(&o), stderr(&o))
 }
@@ -83,7 +82,7 @@ fn explain_is_stored_listed_and_shown_again() {
         assert!(o > 1.0, "tracing a run does not make it faster: {o}");
 
         // History lists it as an explain with its three arms, every run stored.
-        let o = run(&["history", "--store", &store, "--json"]);
+        let o = cs(&["history", "--store", &store, "--json"]).run();
         assert!(o.status.success(), "{}", stderr(&o));
         let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(listed[0]["id"], 1);
@@ -94,11 +93,11 @@ fn explain_is_stored_listed_and_shown_again() {
         );
         assert_eq!(listed[0]["runs"], 15, "5 measured runs of each arm: {listed}");
         assert_eq!(listed[0]["stopped"], "completed");
-        let o = run(&["history", "--store", &store]);
+        let o = cs(&["history", "--store", &store]).run();
         assert!(stdout(&o).contains("1 (explain)"), "{}", stdout(&o));
 
         // Every run, warmups included: 2 warmup rounds + 5 rounds of 3 arms.
-        let o = run(&["show", "1", "--store", &store, "--export-csv", "-"]);
+        let o = cs(&["show", "1", "--store", &store, "--export-csv", "-"]).run();
         assert!(o.status.success(), "{}", stderr(&o));
         let csv = stdout(&o);
         let rows = csv.lines().skip(1).count();
@@ -106,14 +105,15 @@ fn explain_is_stored_listed_and_shown_again() {
 
         // show re-exports the explanation the run exported (not bench's schema).
         let again = dir.path().join("again.json");
-        let o = run(&[
+        let o = cs(&[
             "show",
             "1",
             "--store",
             &store,
             "--export-json",
             again.to_str().unwrap(),
-        ]);
+        ])
+        .run();
         assert!(o.status.success(), "{}", stderr(&o));
         let again = json_file(&again);
         assert_eq!(again["schema"], doc["schema"]);
@@ -121,7 +121,7 @@ fn explain_is_stored_listed_and_shown_again() {
         assert_eq!(again["overhead_ci"], doc["overhead_ci"]);
 
         // show prints the explanation exactly as the run did.
-        let o = run(&["show", "latest", "--store", &store]);
+        let o = cs(&["show", "latest", "--store", &store]).run();
         assert!(o.status.success(), "{}", stderr(&o));
         let shown = stdout(&o);
         let (first, rest) = shown.split_once('\n').unwrap();
@@ -140,7 +140,7 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
     let store = store_in(&dir);
     let (first, _) = explain(&store, &["-q"]);
     let (second, _) = explain(&store, &["-q", "--adapter", "none"]);
-    let o = run(&["compare", "1", "2", "--store", &store]);
+    let o = cs(&["compare", "1", "2", "--store", &store]).run();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     for arm in ["untraced", "traced", "adapted"] {
@@ -170,7 +170,7 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
 
     // The JSON export carries the overheads too.
     let json = dir.path().join("c.json");
-    let o = run(&[
+    let o = cs(&[
         "compare",
         "1",
         "2",
@@ -178,7 +178,8 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
         &store,
         "--export-json",
         json.to_str().unwrap(),
-    ]);
+    ])
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     assert_eq!(doc["pairs"].as_array().unwrap().len(), 3, "{doc}");
@@ -190,12 +191,12 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
 
     // The Markdown export carries them as well; the same command gets no note.
     assert!(!out.contains("ran different commands"), "{out}");
-    let o = run(&["compare", "1", "2", "--store", &store, "--export-markdown", "-"]);
+    let o = cs(&["compare", "1", "2", "--store", &store, "--export-markdown", "-"]).run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("tracer overhead:"), "{}", stdout(&o));
 
     // A gate over two explains judges the program (untraced), not the tracer.
-    let o = run(&[
+    let o = cs(&[
         "gate",
         "--store",
         &store,
@@ -205,7 +206,8 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
         "2",
         "--max",
         "60s",
-    ]);
+    ])
+    .run();
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     let md = stdout(&o);
     assert!(md.contains("untraced"), "{md}");
@@ -213,11 +215,13 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
 
     // Two explains of different programs: compared, but said so.
     let noop = example("noop");
-    let o = run(&[
-        "explain", "-q", "--store", &store, "--runs", "4", "--ready", "exit", "--", &noop,
-    ]);
+    let o = cs(&[
+        "explain", "--store", &store, "--runs", "4", "--ready", "exit", "--", &noop,
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = run(&["compare", "1", "3", "--store", &store]);
+    let o = cs(&["compare", "1", "3", "--store", &store]).run();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -241,11 +245,11 @@ fn an_explain_that_stopped_early_is_still_listed_as_an_explain() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(&dir);
     // `false` fails its first run: the explain stops (exit 1) with no explanation.
-    let o = run(&[
-        "explain", "-q", "--store", &store, "--ready", "exit", "--", "false",
-    ]);
+    let o = cs(&["explain", "--store", &store, "--ready", "exit", "--", "false"])
+        .quiet()
+        .run();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let o = run(&["history", "--store", &store, "--json"]);
+    let o = cs(&["history", "--store", &store, "--json"]).run();
     assert!(o.status.success(), "{}", stderr(&o));
     let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(listed[0]["kind"], "explain", "{listed}");

@@ -9,8 +9,7 @@
 //! Without chromium on PATH the tests skip visibly; COLDSTART_REQUIRE_CHROMIUM=1
 //! turns that into a failure.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
@@ -310,20 +309,9 @@ fn chromium() -> Option<PathBuf> {
 
 /// Where screenshots go: target/html-report/ (a CI artifact).
 fn shots() -> PathBuf {
-    let d = root().join("target/html-report");
+    let d = repo().join("target/html-report");
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = run(args);
-    assert!(
-        o.status.success(),
-        "coldstart {args:?}\n{}\n{}",
-        stdout(&o),
-        stderr(&o)
-    );
-    stdout(&o)
 }
 
 fn set(xs: &[&str]) -> BTreeSet<String> {
@@ -361,12 +349,12 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store.db").display().to_string();
     let path = |f: &str| dir.path().join(f);
-    let py = real_python();
+    let py = python_exe();
 
     // bench A/B, twice (the second gives each target a history of two), the
     // second exported by bench itself.
     let ab = |export: &[&str]| {
-        let mut a = vec!["bench", "-q", "--store", &store, "--runs", "12"];
+        let mut a = vec!["bench", "--store", &store, "--runs", "12"];
         a.extend_from_slice(export);
         a.extend([
             "--name",
@@ -382,16 +370,15 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
             "-c",
             "import json",
         ]);
-        ok(&a);
+        cs(&a).quiet().ok();
     };
     ab(&[]);
     let bench_html = path("bench.html");
     ab(&["--export-html", bench_html.to_str().unwrap()]);
     // explain on a small target: the Python adapter gives the sections.
     let explain_html = path("explain.html");
-    ok(&[
+    cs(&[
         "explain",
-        "-q",
         "--store",
         &store,
         "--runs",
@@ -404,19 +391,20 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         &py,
         "-c",
         "import json",
-    ]);
+    ])
+    .quiet()
+    .ok();
     // lambda: the stdlib-only runtime and extension, two memory sizes (a sweep).
     let ext = path("extensions");
     std::fs::create_dir(&ext).unwrap();
     std::fs::copy(
-        root().join("examples/lambda/python/raw_extension.py"),
+        repo().join("examples/lambda/python/raw_extension.py"),
         ext.join("py-ext"),
     )
     .unwrap();
     let lambda_html = path("lambda.html");
-    ok(&[
+    cs(&[
         "lambda",
-        "-q",
         "--store",
         &store,
         "--no-cgroup",
@@ -427,7 +415,7 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         "--memory",
         "256,512",
         "--runtime",
-        root()
+        repo()
             .join("examples/lambda/python/raw_runtime.py")
             .to_str()
             .unwrap(),
@@ -435,22 +423,24 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         ext.to_str().unwrap(),
         "--export-html",
         lambda_html.to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .ok();
     // `report` over the store: the A/B (with history) and everything at once.
     let report_html = path("report.html");
-    ok(&[
+    cs(&[
         "report",
-        "-q",
         "--store",
         &store,
         "2",
         "-o",
         report_html.to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .ok();
     let all_html = path("all.html");
-    ok(&[
+    cs(&[
         "report",
-        "-q",
         "--store",
         &store,
         "1",
@@ -459,11 +449,13 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         "4",
         "-o",
         all_html.to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .ok();
 
     // compare and gate over two variants of the A/B.
     let compare_html = path("compare.html");
-    ok(&[
+    cs(&[
         "compare",
         "--store",
         &store,
@@ -471,9 +463,10 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         "2:json",
         "--export-html",
         compare_html.to_str().unwrap(),
-    ]);
+    ])
+    .ok();
     let gate_html = path("gate.html");
-    let o = run(&[
+    let o = cs(&[
         "gate",
         "--store",
         &store,
@@ -485,7 +478,8 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
         "60s",
         "--export-html",
         gate_html.to_str().unwrap(),
-    ]);
+    ])
+    .run();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
 
     let mut b = Browser::start(&chromium);
@@ -556,10 +550,8 @@ fn the_explain_page_leads_with_the_headline_and_draws_lanes_where_they_ran() {
         .unwrap_or_else(|| testkit::shim_chain(&real));
     let dir = tempfile::tempdir().unwrap();
     let (page, json) = (dir.path().join("explain.html"), dir.path().join("explain.json"));
-    ok(&[
+    cs(&[
         "explain",
-        "-q",
-        "--no-store",
         "--runs",
         "3",
         "--ready",
@@ -572,7 +564,10 @@ fn the_explain_page_leads_with_the_headline_and_draws_lanes_where_they_ran() {
         shim.to_str().unwrap(),
         "-c",
         "import json",
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .ok();
     let e = json_file(&json);
     let items: Vec<String> = e["headline"]["items"]
         .as_array()
@@ -709,9 +704,8 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
 
     // A sweep: sleep 10, 20, 30 ms.
     let sweep_html = path("sweep.html");
-    ok(&[
+    cs(&[
         "bench",
-        "-q",
         "--store",
         &store,
         "--runs",
@@ -726,7 +720,9 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
         "sh",
         "-c",
         "sleep 0.0{n}",
-    ]);
+    ])
+    .quiet()
+    .ok();
 
     // tune on a native program: two winners, one candidate that breaks it.
     let sleeper = testkit::c_example("sleeper", &[]).expect("gcc is there");
@@ -740,9 +736,8 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
     )
     .unwrap();
     let tune_html = path("tune.html");
-    ok(&[
+    cs(&[
         "tune",
-        "-q",
         "--store",
         &store,
         "--catalogue",
@@ -761,12 +756,13 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
         tune_html.to_str().unwrap(),
         "--",
         sleeper.to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .ok();
     // The same table drawn again from the store (experiments 2 and 3).
     let tune_report = path("tune-report.html");
-    ok(&[
+    cs(&[
         "report",
-        "-q",
         "--store",
         &store,
         "2",
@@ -774,10 +770,12 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
         "--no-history",
         "-o",
         tune_report.to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .ok();
 
     // explain --profile of a program that spends ~80 % of its start in hot_init.
-    let src = root().join("tests/fixtures/profile/hot.c");
+    let src = repo().join("tests/fixtures/profile/hot.c");
     let hot = testkit::built("profile-hot", &[&src], |out| {
         let mut c = Command::new(&gcc);
         c.args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
@@ -786,9 +784,8 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
         c
     });
     let profile_html = path("profile.html");
-    let o = run(&[
+    let o = cs(&[
         "explain",
-        "-q",
         "--store",
         &store,
         "--profile",
@@ -802,7 +799,9 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
         profile_html.to_str().unwrap(),
         "--",
         hot.to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .run();
     let profiled = if !o.status.success() && stderr(&o).contains("refuses perf_event_open") {
         testkit::skip("PERF", &format!("perf_event_open refused: {}", stderr(&o).trim()));
         false
@@ -1014,8 +1013,6 @@ fn an_ab_page_leads_with_the_terminals_verdict_shows_the_env_and_spans_the_data(
         .env_remove("COLUMNS")
         .args([
             "bench",
-            "-q",
-            "--no-store",
             "--runs",
             "12",
             "--ready",
@@ -1037,8 +1034,9 @@ fn an_ab_page_leads_with_the_terminals_verdict_shows_the_env_and_spans_the_data(
             "--",
             sleeper,
         ])
-        .output()
-        .expect("spawn coldstart");
+        .quiet()
+        .no_store()
+        .run();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
     // The terminal's sentence: the line under `Δ sleeper+50ms vs sleeper: …`.
@@ -1117,13 +1115,11 @@ fn sweep_labels_show_each_points_values() {
     let Some(chromium) = chromium() else {
         return;
     };
-    let py = real_python();
+    let py = python_exe();
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("sweep-labels.html");
-    ok(&[
+    cs(&[
         "bench",
-        "-q",
-        "--no-store",
         "--runs",
         "3",
         "--param",
@@ -1136,7 +1132,10 @@ fn sweep_labels_show_each_points_values() {
         &py,
         "-c",
         "import {m}",
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .ok();
     let mut b = Browser::start(&chromium);
     let mut seen = check(
         &mut b,
@@ -1170,8 +1169,8 @@ fn history_joins_only_experiments_that_measure_the_same_thing() {
     let Some(chromium) = chromium() else {
         return;
     };
-    let py = real_python();
-    let server = root().join("examples/python/server.py");
+    let py = python_exe();
+    let server = repo().join("examples/python/server.py");
     let server = server.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store.db").display().to_string();
@@ -1179,21 +1178,15 @@ fn history_joins_only_experiments_that_measure_the_same_thing() {
     let http = format!("http://127.0.0.1:{port}/health");
     let tcp = format!("tcp:{port}");
     for ready in [&["--ready", &http, "--requests", "2"][..], &["--ready", &tcp][..]] {
-        let mut a = vec!["bench", "-q", "--store", &store, "--runs", "3"];
+        let mut a = vec!["bench", "--store", &store, "--runs", "3"];
         a.extend_from_slice(ready);
         a.extend(["--name", "srv", "--", &py, server, "--port", &port]);
-        ok(&a);
+        cs(&a).quiet().ok();
     }
     let page = dir.path().join("history.html");
-    ok(&[
-        "report",
-        "-q",
-        "--store",
-        &store,
-        "2",
-        "-o",
-        page.to_str().unwrap(),
-    ]);
+    cs(&["report", "--store", &store, "2", "-o", page.to_str().unwrap()])
+        .quiet()
+        .ok();
     let mut b = Browser::start(&chromium);
     let mut seen = check(
         &mut b,

@@ -5,14 +5,13 @@
 //! client and the layer's library were loaded from), so the tests check the
 //! sandbox against the processes' own view, not against coldstart's report.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 /// The clients' directory when `sub` (python, node, java) is installed, else a
 /// visible skip (a failure under COLDSTART_REQUIRE_LAMBDA_RIC).
 fn clients(sub: &str) -> Option<PathBuf> {
-    let dir = root().join("target/lambda-ric");
+    let dir = repo().join("target/lambda-ric");
     let marker = match sub {
         "python" => dir.join("python/awslambdaric/__main__.py"),
         "node" => dir.join("node/node_modules/aws-lambda-ric/bin/index.mjs"),
@@ -67,7 +66,7 @@ fn report_lines(log: &Path) -> Vec<String> {
 }
 
 struct Run {
-    out: std::process::Output,
+    out: Out,
     log: String,
     reports: Vec<String>,
     response: Option<serde_json::Value>,
@@ -80,9 +79,8 @@ fn lambda(dir: &Path, clients: &Path, runtime: &str, code: &Path, handler: &str,
     let _ = std::fs::remove_file(&response);
     let _ = std::fs::remove_file(&log);
     let m = marker("lambda-managed");
-    let mut args: Vec<String> = LAMBDA_ONCE
-        .iter()
-        .chain(&[
+    let out = lambda_once()
+        .args([
             "--memory",
             "512",
             "--runtime",
@@ -98,14 +96,9 @@ fn lambda(dir: &Path, clients: &Path, runtime: &str, code: &Path, handler: &str,
             "--env",
             &m,
         ])
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let out = coldstart()
-        .args(&args)
+        .args(extra)
         .env("COLDSTART_LAMBDA_RIC_DIR", clients)
-        .output()
-        .expect("run coldstart");
+        .run();
     assert!(
         processes_with(&m).is_empty(),
         "left behind: {:?}",
@@ -183,7 +176,7 @@ fn python_ric_runs_the_handler_with_the_layers_package() {
     // The layer's extensions/ holds an external extension (as /opt/extensions).
     std::fs::create_dir_all(layer.join("extensions")).expect("mkdir");
     std::fs::copy(
-        root().join("examples/lambda/python/raw_extension.py"),
+        repo().join("examples/lambda/python/raw_extension.py"),
         layer.join("extensions/layer-ext"),
     )
     .expect("copy the extension");
@@ -362,8 +355,7 @@ fn each_variant_runs_its_own_handler() {
     let facts = dir.path().join("facts.jsonl");
     let (code, layer) = (code.to_str().expect("utf-8"), layer.to_str().expect("utf-8"));
     let facts_env = format!("FACTS={}", facts.display());
-    let o = coldstart()
-        .args(LAMBDA_ONCE)
+    let o = lambda_once()
         .args([
             "--runtime",
             "python3.11",
@@ -383,8 +375,7 @@ fn each_variant_runs_its_own_handler() {
             "other.handler",
         ])
         .env("COLDSTART_LAMBDA_RIC_DIR", &clients)
-        .output()
-        .expect("run");
+        .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let app = std::fs::read_to_string(&facts).expect("app.handler ran");
     assert!(app.contains(r#""_HANDLER": "app.handler""#), "{app}");
@@ -467,16 +458,17 @@ fn exec_wrapper_runs_in_front_of_the_runtime() {
     assert!(facts.exists(), "the handler ran behind the wrapper");
 
     // A wrapper that is not there: one line, before any run.
-    let o = run(&[
+    let o = cs(&[
         "lambda",
-        "--no-store",
         "--runtime",
         "python3.11",
         "--code",
         code.to_str().expect("utf-8"),
         "--env",
         "AWS_LAMBDA_EXEC_WRAPPER=/nonexistent/wrapper",
-    ]);
+    ])
+    .no_store()
+    .run();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("does not exist"), "{err}");
@@ -714,7 +706,6 @@ fn the_header_names_the_interpreter_chosen_and_the_one_passed_over() {
     let o = coldstart()
         .args([
             "lambda",
-            "--no-store",
             "--runs",
             "1",
             "--warmup",
@@ -730,10 +721,10 @@ fn the_header_names_the_interpreter_chosen_and_the_one_passed_over() {
             "--env",
             &format!("FACTS={}", dir.path().join("facts.jsonl").display()),
         ])
+        .no_store()
         .env("PATH", &path)
         .env("COLDSTART_LAMBDA_RIC_DIR", &clients)
-        .output()
-        .expect("run");
+        .run();
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     let header = err
@@ -758,13 +749,13 @@ fn managed_runtime_input_errors_name_the_fix() {
             "not a directory",
         ),
     ] {
-        let mut full = vec!["lambda", "--no-store"];
+        let mut full = vec!["lambda"];
         full.extend(args.iter().copied());
         let o = coldstart()
             .args(&full)
+            .no_store()
             .env("COLDSTART_LAMBDA_RIC_DIR", dir.path())
-            .output()
-            .expect("run");
+            .run();
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
@@ -787,12 +778,12 @@ fn managed_runtime_input_errors_name_the_fix() {
     let code = dir.path().join("code");
     std::fs::create_dir_all(&code).expect("mkdir");
     let o = coldstart()
-        .args(["lambda", "--no-store", "--runtime", "nodejs20.x", "--code"])
+        .args(["lambda", "--runtime", "nodejs20.x", "--code"])
+        .no_store()
         .arg(&code)
         .env("COLDSTART_LAMBDA_RIC_DIR", dir.path().join("ric"))
         .env("PATH", path)
-        .output()
-        .expect("run");
+        .run();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(

@@ -25,25 +25,25 @@
 //! the two processes may fall at different instants; here both peak in init
 //! and keep their memory, so the peak of the sum is the sum of the peaks.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 /// Whether `coldstart lambda` can make its cgroups here (a visible skip if not).
 fn sandboxes_available() -> bool {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let runtime = root().join("examples/lambda/python/raw_runtime.py");
-    let o = run(&[
+    let runtime = repo().join("examples/lambda/python/raw_runtime.py");
+    let o = cs(&[
         "lambda",
-        "-q",
-        "--no-store",
         "--runs",
         "1",
         "--runtime",
         runtime.to_str().unwrap(),
         "--log",
         dir.path().join("log").to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .run();
     let missing = stderr(&o).contains("no cgroup with the cpu and memory controllers")
         || stderr(&o).contains("creating cgroup");
     if missing {
@@ -88,21 +88,19 @@ fn measure(rt_mb: u64, ext_mb: Option<u64>) -> (f64, f64) {
 /// [`measure`] with a memory size of `memory_mb` and more `--env` settings.
 fn measure_at(memory_mb: u64, rt_mb: u64, ext_mb: Option<u64>, more: &[String]) -> (f64, f64) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let runtime = root().join("examples/lambda/python/raw_runtime.py");
+    let runtime = repo().join("examples/lambda/python/raw_runtime.py");
     let log = dir.path().join("log");
     let (rt_hwm, ext_hwm) = (dir.path().join("rt.hwm"), dir.path().join("ext.hwm"));
-    let mut args: Vec<String> = LAMBDA_ONCE
-        .iter()
-        .chain(&[
-            "--memory",
-            &memory_mb.to_string(),
-            "--runtime",
-            runtime.to_str().unwrap(),
-            "--log",
-            log.to_str().unwrap(),
-        ])
-        .map(|s| s.to_string())
-        .collect();
+    let mut args: Vec<String> = [
+        "--memory",
+        &memory_mb.to_string(),
+        "--runtime",
+        runtime.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ]
+    .map(|s| s.to_string())
+    .to_vec();
     let env = [
         format!("CS_RT_ALLOC_MB={rt_mb}"),
         format!("CS_RT_HWM_FILE={}", rt_hwm.display()),
@@ -116,14 +114,13 @@ fn measure_at(memory_mb: u64, rt_mb: u64, ext_mb: Option<u64>, more: &[String]) 
         let ext = dir.path().join("extensions");
         std::fs::create_dir_all(&ext).unwrap();
         std::fs::copy(
-            root().join("examples/lambda/python/raw_extension.py"),
+            repo().join("examples/lambda/python/raw_extension.py"),
             ext.join("py-raw"),
         )
         .unwrap();
         args.extend(["--extensions".to_string(), ext.display().to_string()]);
     }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = run(&args);
+    let o = lambda_once().args(&args).run();
     assert!(o.status.success(), "{}", stderr(&o));
     let mut hwm_kb = kb_in(&rt_hwm);
     if ext_mb.is_some() {
@@ -201,12 +198,10 @@ fn lambda_says_one_line_about_cgroups_only_without_them() {
         return;
     }
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let runtime = root().join("examples/lambda/python/raw_runtime.py");
+    let runtime = repo().join("examples/lambda/python/raw_runtime.py");
     let log = dir.path().join("log");
     let base = [
         "lambda",
-        "-q",
-        "--no-store",
         "--runs",
         "1",
         "--warmup",
@@ -216,13 +211,13 @@ fn lambda_says_one_line_about_cgroups_only_without_them() {
         "--log",
         log.to_str().unwrap(),
     ];
-    let o = run(&base);
+    let o = cs(&base).quiet().no_store().run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(lines(&stderr(&o)).is_empty(), "with cgroups: {}", stderr(&o));
     std::fs::remove_file(&log).unwrap();
     let mut args = base.to_vec();
     args.push("--no-cgroup");
-    let o = run(&args);
+    let o = cs(&args).run();
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert_eq!(lines(&err).len(), 1, "with --no-cgroup: {err}");
@@ -243,7 +238,7 @@ fn lambda_without_cgroup_permission_says_one_line() {
         return;
     };
     let home = tempfile::tempdir().unwrap();
-    let runtime = root().join("examples/lambda/python/raw_runtime.py");
+    let runtime = repo().join("examples/lambda/python/raw_runtime.py");
     let o = std::process::Command::new(setpriv)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(env!("CARGO_BIN_EXE_coldstart"))
@@ -270,11 +265,10 @@ fn lambda_without_cgroup_permission_says_one_line() {
 fn over_the_limit(alloc: &str, tag: &str) -> String {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let log = dir.path().join("lambda.log");
-    let runtime = root().join("examples/lambda/python/raw_runtime.py");
+    let runtime = repo().join("examples/lambda/python/raw_runtime.py");
     let m = marker(tag);
-    let o = run(&[
-        &LAMBDA_ONCE[..],
-        &[
+    let o = lambda_once()
+        .args([
             "--memory",
             "128",
             "--runtime",
@@ -285,9 +279,8 @@ fn over_the_limit(alloc: &str, tag: &str) -> String {
             &m,
             "--env",
             alloc,
-        ],
-    ]
-    .concat());
+        ])
+        .run();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(processes_with(&m).is_empty(), "left behind");
     std::fs::read_to_string(&log).unwrap()

@@ -11,8 +11,7 @@
 //! Needs root or user namespaces: otherwise a visible skip (a failure under
 //! COLDSTART_REQUIRE_SANDBOX=1).
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -26,12 +25,12 @@ fn sandbox_available() -> bool {
 }
 
 fn python_client(name: &str) -> PathBuf {
-    root().join("examples/lambda/python").join(name)
+    repo().join("examples/lambda/python").join(name)
 }
 
 /// A fixture directory under target/ (inside the sandbox it must not be under /opt).
 fn fixture_dir() -> tempfile::TempDir {
-    let base = root().join("target/test-fixtures");
+    let base = repo().join("target/test-fixtures");
     std::fs::create_dir_all(&base).unwrap();
     tempfile::tempdir_in(base).unwrap()
 }
@@ -88,16 +87,13 @@ fn holders_of(ns: &str) -> Vec<String> {
 }
 
 /// `coldstart lambda` with the raw Python runtime: (output, sample).
-fn lambda(args: &[&str], marker_env: &str) -> (std::process::Output, Value) {
+fn lambda(args: &[&str], marker_env: &str) -> (Out, Value) {
     let dir = fixture_dir();
     let json = dir.path().join("out.json");
-    let mut all: Vec<String> = LAMBDA_ONCE
-        .iter()
-        .chain(&["--export-json", json.to_str().unwrap(), "--env", marker_env])
-        .map(|s| s.to_string())
-        .collect();
-    all.extend(args.iter().map(|s| s.to_string()));
-    let o = coldstart().args(&all).output().unwrap();
+    let o = lambda_once()
+        .args(["--export-json", json.to_str().unwrap(), "--env", marker_env])
+        .args(args)
+        .run();
     assert!(
         processes_with(marker_env).is_empty(),
         "left behind: {:?}",
@@ -129,7 +125,7 @@ struct SpecRow {
 }
 
 fn spec() -> Vec<SpecRow> {
-    let doc = std::fs::read_to_string(root().join("docs/lambda.md")).unwrap();
+    let doc = std::fs::read_to_string(repo().join("docs/lambda.md")).unwrap();
     let table = doc
         .split("### Records an extension receives")
         .nth(1)
@@ -576,8 +572,6 @@ fn sigkill_of_coldstart_leaves_no_mounts() {
     let mut child = coldstart()
         .args([
             "lambda",
-            "-q",
-            "--no-store",
             "--no-cgroup",
             "--sandbox",
             "--runs",
@@ -595,10 +589,11 @@ fn sigkill_of_coldstart_leaves_no_mounts() {
             "--env",
             &format!("CS_RT_SEE={}", seen_path.display()),
         ])
+        .quiet()
+        .no_store()
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     // The runtime writes the file inside the namespace, then hangs in init.
     let deadline = Instant::now() + Duration::from_secs(60);
     while !seen_path.exists() {
@@ -652,7 +647,7 @@ fn awslambdaric_handler_with_crate_extensions_from_a_layer() {
     let Some(client) = crate_extension() else {
         return;
     };
-    let ric = root().join("target/lambda-ric");
+    let ric = repo().join("target/lambda-ric");
     if testkit::need(
         "LAMBDA_RIC",
         Some(()).filter(|_| ric.join("python/awslambdaric/__main__.py").is_file()),

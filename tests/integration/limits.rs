@@ -5,11 +5,8 @@
 //! the tree's. Needs root or a delegated cgroup: without one these skip under
 //! COLDSTART_REQUIRE_CGROUP, as the cleanup tests do.
 
-mod common;
-
-use common::{coldstart, coldstart_cgroup_dirs, stderr, stdout, testkit};
+use crate::common::{coldstart, coldstart_cgroup_dirs, stderr, stdout, testkit, Out};
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 /// tests/fixtures/limits_target.c, built under the target directory.
 fn target() -> Option<PathBuf> {
@@ -26,14 +23,14 @@ fn target() -> Option<PathBuf> {
 /// not another test's load.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn bench(env: &[(&str, &str)], args: &[&str]) -> Output {
+fn bench(env: &[(&str, &str)], args: &[&str]) -> Out {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let mut c = coldstart();
-    c.args(["bench", "--no-store", "-q"]).args(args);
+    c.args(["bench"]).quiet().no_store().args(args);
     for (k, v) in env {
         c.env(k, v);
     }
-    c.output().expect("spawn coldstart")
+    c.run()
 }
 
 /// Whether limited runs work here; a skip under CGROUP (naming what is
@@ -453,7 +450,7 @@ fn peak_memory_from_the_cgroup_is_the_trees() {
         (0.7..=1.5).contains(&ratio),
         "cgroup peak {peak_mb:.1} MiB vs the tree's VmHWM sum {tree_mb:.1} MiB"
     );
-    let table = common::stdout(&o);
+    let table = crate::common::stdout(&o);
     assert!(table.contains("peak mem (cgroup)"), "{table}");
 }
 
@@ -500,8 +497,6 @@ fn lambda_processes_forked_at_once_are_in_the_sandbox() {
     let o = coldstart()
         .args([
             "lambda",
-            "-q",
-            "--no-store",
             "--runs",
             "5",
             "--warmup",
@@ -510,10 +505,11 @@ fn lambda_processes_forked_at_once_are_in_the_sandbox() {
             "512",
             "--runtime",
         ])
+        .quiet()
+        .no_store()
         .arg(&bootstrap)
         .args(["--env", &format!("CS_RECORDS={}", records.display())])
-        .output()
-        .expect("spawn coldstart");
+        .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let mut seen = 0;
     for e in std::fs::read_dir(&records).expect("records") {

@@ -1,14 +1,13 @@
 //! Marks from inside a run: the Python SDK's checkpoints (from the target and a
 //! child process it starts) and --mark log marks, all on the run's clock.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn sdk_checkpoints_and_log_marks_become_marks() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let sdk = root().join("sdk/python/src").display().to_string();
+    let sdk = repo().join("sdk/python/src").display().to_string();
     let script = "\
 import os, subprocess, sys, time
 from coldstart_checkpoint import checkpoint
@@ -19,10 +18,9 @@ subprocess.run([sys.executable, '-c', 'from coldstart_checkpoint import checkpoi
                pass_fds=[int(os.environ['COLDSTART_FD'])])  # subprocess closes other fds by default
 checkpoint('config-loaded')
 ";
-    let py = real_python();
-    let o = run(&[
+    let py = python_exe();
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "3",
         "--env",
@@ -35,7 +33,9 @@ checkpoint('config-loaded')
         &py,
         "-c",
         script,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     for s in doc["samples"].as_array().unwrap() {
@@ -83,9 +83,8 @@ checkpoint('config-loaded')
 #[test]
 fn targets_without_the_sdk_get_an_fd_they_can_ignore() {
     // The variable names an open, writable descriptor in the target.
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "1",
         "--warmup",
@@ -94,7 +93,9 @@ fn targets_without_the_sdk_get_an_fd_they_can_ignore() {
         "sh",
         "-c",
         "test -w /proc/self/fd/$COLDSTART_FD",
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -131,11 +132,9 @@ fn slow_server_runs(slow: &str, extra: &[&str]) -> serde_json::Value {
     let json = dir.path().join("r.json");
     let port = free_port().to_string();
     let url = format!("http://127.0.0.1:{port}/");
-    let py = real_python();
+    let py = python_exe();
     let mut args = vec![
         "bench",
-        "--no-store",
-        "-q",
         "--runs",
         "3",
         "--warmup",
@@ -149,7 +148,7 @@ fn slow_server_runs(slow: &str, extra: &[&str]) -> serde_json::Value {
     ];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--", &py, "-c", SLOW_SERVER, &port, slow]);
-    let o = run(&args);
+    let o = cs(&args).quiet().no_store().run();
     assert!(o.status.success(), "{}", stderr(&o));
     json_file(&json)
 }

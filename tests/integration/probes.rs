@@ -1,7 +1,6 @@
 //! Each readiness probe against a real target, including the failure paths.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
@@ -14,9 +13,8 @@ fn exit_probe_measures_every_run_and_exports() {
     let csv = dir.path().join("r.csv");
     let md = dir.path().join("r.md");
     let noop = example("noop");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "7",
         "--warmup",
@@ -29,7 +27,9 @@ fn exit_probe_measures_every_run_and_exports() {
         md.to_str().unwrap(),
         "--",
         &noop,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     assert_eq!(doc["schema"], "coldstart.bench/2");
@@ -54,9 +54,8 @@ fn exit_probe_measures_every_run_and_exports() {
 fn tcp_probe_on_a_real_server() {
     let port = free_port().to_string();
     let server = example("rust-server");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "3",
         "--ready",
@@ -65,7 +64,9 @@ fn tcp_probe_on_a_real_server() {
         &server,
         "--port",
         &port,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stdout(&o).contains("shutdown"),
@@ -80,9 +81,8 @@ fn http_probe_and_requests_after_ready() {
     let port = free_port().to_string();
     let server = example("go-server");
     let url = format!("http://127.0.0.1:{port}/health");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "3",
         "--requests",
@@ -95,7 +95,9 @@ fn http_probe_and_requests_after_ready() {
         &server,
         "--port",
         &port,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     for s in doc["samples"].as_array().unwrap() {
@@ -115,9 +117,8 @@ fn http_probe_waits_for_a_2xx() {
     let port = free_port().to_string();
     let server = example("rust-server");
     let url = format!("http://127.0.0.1:{port}/missing");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "1",
         "--warmup",
@@ -130,7 +131,9 @@ fn http_probe_waits_for_a_2xx() {
         &server,
         "--port",
         &port,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("not ready before --timeout"),
@@ -144,10 +147,9 @@ fn log_probe_captures_named_groups() {
     let dir = tmp();
     let json = dir.path().join("r.json");
     let port = free_port().to_string();
-    let script = root().join("examples/node/server.js").display().to_string();
-    let o = run(&[
+    let script = repo().join("examples/node/server.js").display().to_string();
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "3",
         "--ready",
@@ -159,7 +161,9 @@ fn log_probe_captures_named_groups() {
         &script,
         "--port",
         &port,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     for s in doc["samples"].as_array().unwrap() {
@@ -173,9 +177,8 @@ fn file_probe_sees_the_file_and_removes_it_between_runs() {
     let dir = tmp();
     let flag = dir.path().join("ready.flag");
     let script = format!("sleep 0.05; touch {}; sleep 30", flag.display());
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "3",
         "--ready",
@@ -184,7 +187,9 @@ fn file_probe_sees_the_file_and_removes_it_between_runs() {
         "sh",
         "-c",
         &script,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!flag.exists(), "the ready file is removed after each run");
 }
@@ -194,14 +199,15 @@ fn file_that_exists_before_spawn_is_refused() {
     let dir = tmp();
     let flag = dir.path().join("stale.flag");
     std::fs::write(&flag, "").unwrap();
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--ready",
         &format!("file:{}", flag.display()),
         "--",
         "true",
-    ]);
+    ])
+    .quiet()
+    .run();
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("already exists before the spawn"),
@@ -214,9 +220,8 @@ fn file_that_exists_before_spawn_is_refused() {
 fn timeout_fails_with_output_tail_and_leaves_nothing() {
     let m = marker("timeout");
     let port = free_port();
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "2",
         "--warmup",
@@ -231,7 +236,9 @@ fn timeout_fails_with_output_tail_and_leaves_nothing() {
         "sh",
         "-c",
         "echo still booting; sleep 30",
-    ]);
+    ])
+    .quiet()
+    .run();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("not ready before --timeout"), "{err}");
@@ -250,10 +257,8 @@ fn tcp_probe_never_takes_its_own_connection_for_a_listener() {
     // socket "connects" to itself. Polled every microsecond for 4 s (several laps
     // of the range), the run must time out, not become ready.
     let port = free_ephemeral_port();
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "--no-store",
-        "-q",
         "--runs",
         "1",
         "--warmup",
@@ -267,7 +272,10 @@ fn tcp_probe_never_takes_its_own_connection_for_a_listener() {
         "--",
         "sleep",
         "30",
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .run();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "port {port}: {err}");
     assert!(err.contains("not ready before --timeout"), "port {port}: {err}");
@@ -276,9 +284,8 @@ fn tcp_probe_never_takes_its_own_connection_for_a_listener() {
 #[test]
 fn early_exit_is_a_failed_run_with_status() {
     let port = free_port();
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "3",
         "--warmup",
@@ -289,7 +296,9 @@ fn early_exit_is_a_failed_run_with_status() {
         "sh",
         "-c",
         "echo boom >&2; exit 3",
-    ]);
+    ])
+    .quiet()
+    .run();
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
@@ -303,9 +312,8 @@ fn keep_going_runs_every_round_despite_failures() {
     let dir = tmp();
     let json = dir.path().join("r.json");
     let port = free_port();
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "4",
         "--warmup",
@@ -319,7 +327,9 @@ fn keep_going_runs_every_round_despite_failures() {
         "sh",
         "-c",
         "exit 7",
-    ]);
+    ])
+    .quiet()
+    .run();
     assert_eq!(o.status.code(), Some(1), "no successful run is still a failure");
     let doc = json_file(&json);
     assert_eq!(doc["samples"].as_array().unwrap().len(), 4);
@@ -331,9 +341,8 @@ fn port_in_use_is_refused_before_spawn() {
     let port = free_port();
     let _listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
     let m = marker("portinuse");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--env",
         &m,
         "--ready",
@@ -341,7 +350,9 @@ fn port_in_use_is_refused_before_spawn() {
         "--",
         "sleep",
         "30",
-    ]);
+    ])
+    .quiet()
+    .run();
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
@@ -381,7 +392,7 @@ fn bad_input_gets_one_clear_line() {
         ),
     ];
     for (args, expected) in cases {
-        let o = run(args);
+        let o = cs(*args).run();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
         assert!(err.contains(expected), "{args:?}: expected {expected:?} in {err}");
@@ -394,7 +405,7 @@ fn bad_input_gets_one_clear_line() {
 
 #[test]
 fn help_teaches_the_grammar() {
-    let o = run(&["bench", "--help"]);
+    let o = cs(&["bench", "--help"]).run();
     assert!(o.status.success());
     let out = stdout(&o);
     for needle in ["READINESS", "log:REGEX", "--name", "Hodges-Lehmann", "--warmup"] {
@@ -410,9 +421,8 @@ fn listen_probe_uses_the_preload_shim_instant() {
     let json = dir.path().join("r.json");
     let marks = dir.path().join("marks.txt");
     let port = free_port().to_string();
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "3",
         "--warmup",
@@ -425,7 +435,9 @@ fn listen_probe_uses_the_preload_shim_instant() {
         &example("lagprobe"),
         &port,
         marks.to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let doc = json_file(&json);
     let truth: Vec<u64> = std::fs::read_to_string(&marks)
@@ -455,9 +467,8 @@ fn listen_probe_uses_the_preload_shim_instant() {
 fn listen_probe_falls_back_to_the_tracer_for_go() {
     // Go makes raw syscalls, so LD_PRELOAD never sees its listen.
     let port = free_port().to_string();
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "2",
         "--ready",
@@ -466,6 +477,8 @@ fn listen_probe_falls_back_to_the_tracer_for_go() {
         &example("go-server"),
         "--port",
         &port,
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
 }

@@ -4,8 +4,7 @@
 //! overhead. Skipped (visibly) where perf_event_open is refused; COLDSTART_REQUIRE_PERF=1
 //! makes that a failure.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -25,8 +24,6 @@ fn profile(runs: &str, ready: &str, command: &[&str]) -> Option<Profiled> {
     let (json, folded, svg, speedscope) = (p("e.json"), p("f.txt"), p("f.svg"), p("s.json"));
     let mut args = vec![
         "explain",
-        "-q",
-        "--no-store",
         "--profile",
         "--runs",
         runs,
@@ -48,7 +45,7 @@ fn profile(runs: &str, ready: &str, command: &[&str]) -> Option<Profiled> {
         "--",
     ];
     args.extend_from_slice(command);
-    let o = run(&args);
+    let o = cs(&args).quiet().no_store().run();
     if !o.status.success() && stderr(&o).contains("refuses perf_event_open") {
         testkit::skip("PERF", &format!("perf_event_open refused: {}", stderr(&o).trim()));
         return None;
@@ -79,7 +76,7 @@ fn share(folded: &str, pred: impl Fn(&str) -> bool) -> (u64, u64) {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures/profile").join(name)
+    repo().join("tests/fixtures/profile").join(name)
 }
 
 #[test]
@@ -320,7 +317,7 @@ fn a_java_server_that_does_not_exit_is_asked_for_its_perf_map_at_ready() {
 
 #[test]
 fn the_profile_exports_need_profile() {
-    let o = run(&["explain", "--export-flamegraph", "x.svg", "--", "true"]);
+    let o = cs(&["explain", "--export-flamegraph", "x.svg", "--", "true"]).run();
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--profile"), "{}", stderr(&o));
 }
@@ -328,10 +325,8 @@ fn the_profile_exports_need_profile() {
 #[test]
 fn a_run_that_fails_only_when_profiled_is_named_as_the_profiled_arm() {
     // PYTHONPERFSUPPORT is set in the profiled arm's environment only.
-    let o = run(&[
+    let o = cs(&[
         "explain",
-        "-q",
-        "--no-store",
         "--profile",
         "--runs",
         "1",
@@ -346,7 +341,10 @@ fn a_run_that_fails_only_when_profiled_is_named_as_the_profiled_arm() {
         "sh",
         "-c",
         "test -z \"$PYTHONPERFSUPPORT\"",
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .run();
     if stderr(&o).contains("refuses perf_event_open") {
         testkit::skip("PERF", &stderr(&o));
         return;
@@ -372,9 +370,8 @@ fn a_stored_explain_shows_its_profile_again() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");
     let db = db.to_str().unwrap();
-    let o = run(&[
+    let o = cs(&[
         "explain",
-        "-q",
         "--profile",
         "--store",
         db,
@@ -389,13 +386,15 @@ fn a_stored_explain_shows_its_profile_again() {
         "exit",
         "--",
         bin.to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .run();
     if stderr(&o).contains("refuses perf_event_open") {
         testkit::skip("PERF", &stderr(&o));
         return;
     }
     assert!(o.status.success(), "{}", stderr(&o));
-    let shown = run(&["show", "--store", db, "latest"]);
+    let shown = cs(&["show", "--store", db, "latest"]).run();
     assert!(shown.status.success(), "{}", stderr(&shown));
     let out = stdout(&shown);
     assert!(
@@ -403,7 +402,7 @@ fn a_stored_explain_shows_its_profile_again() {
         "{out}"
     );
     assert!(out.contains("profiler overhead"), "{out}");
-    let history = stdout(&run(&["history", "--store", db]));
+    let history = stdout(&cs(&["history", "--store", db]).run());
     assert!(
         history.contains("(explain)") && history.contains("profiled"),
         "{history}"
@@ -415,10 +414,8 @@ fn listen_readiness_of_a_go_program_is_refused_with_profile_before_any_run() {
     let Some(server) = testkit::go_server() else {
         return;
     };
-    let o = run(&[
+    let o = cs(&[
         "explain",
-        "-q",
-        "--no-store",
         "--profile",
         "--runs",
         "1",
@@ -428,7 +425,10 @@ fn listen_readiness_of_a_go_program_is_refused_with_profile_before_any_run() {
         server.to_str().unwrap(),
         "--port",
         "0",
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .run();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -479,15 +479,13 @@ fn a_profiled_node_server_leaves_nothing_in_its_directory_nor_a_perf_map_in_tmp(
     let json = out.path().join("e.json");
     let port = free_port().to_string();
     let url = format!("http://127.0.0.1:{port}/health");
-    let server = root().join("examples/node/server.js");
+    let server = repo().join("examples/node/server.js");
     // Each run writes its own pid, which `exec` hands on to node: the oracle
     // for which perf maps the runs could have written.
     let o = coldstart()
         .current_dir(cwd.path())
         .args([
             "explain",
-            "-q",
-            "--no-store",
             "--profile",
             "--runs",
             "2",
@@ -508,8 +506,9 @@ fn a_profiled_node_server_leaves_nothing_in_its_directory_nor_a_perf_map_in_tmp(
             "--port",
             &port,
         ])
-        .output()
-        .unwrap();
+        .quiet()
+        .no_store()
+        .run();
     if !o.status.success() && stderr(&o).contains("refuses perf_event_open") {
         testkit::skip("PERF", &format!("perf_event_open refused: {}", stderr(&o).trim()));
         return;

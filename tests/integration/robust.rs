@@ -1,8 +1,7 @@
 //! Trust at the edges: the git-dirty flag, exports to special paths, a closed
 //! stdout, huge numbers and runaway output (issue 10, items 6, 7, 8, 10, 11).
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -21,16 +20,15 @@ fn bench_dirty_flag(dir: &Path) -> serde_json::Value {
     let o = coldstart()
         .env_remove("COLDSTART_STORE")
         .current_dir(dir)
-        .args(["bench", "-q", "-r", "1", "-w", "0", "--", "true"])
-        .output()
-        .unwrap();
+        .args(["bench", "-r", "1", "-w", "0", "--", "true"])
+        .quiet()
+        .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let o = coldstart()
         .env_remove("COLDSTART_STORE")
         .current_dir(dir)
         .args(["history", "--json", "-n", "1"])
-        .output()
-        .unwrap();
+        .run();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("history JSON");
     v[0]["git_dirty"].clone()
 }
@@ -85,39 +83,30 @@ fn huge_durations_and_counts_are_refused_before_any_run() {
     let ran = dir.path().join("ran");
     let touch = ["--", "touch", ran.to_str().unwrap()];
     let cases: &[(&[&str], &str)] = &[
-        (&["bench", "--no-store", "--timeout", "1e20"], "--timeout"),
-        (&["bench", "--no-store", "--timeout", "18446744070"], "--timeout"),
-        (&["bench", "--no-store", "--timeout", "inf"], "--timeout"),
-        (&["bench", "--no-store", "--grace", "1e20"], "--grace"),
+        (&["bench", "--timeout", "1e20"], "--timeout"),
+        (&["bench", "--timeout", "18446744070"], "--timeout"),
+        (&["bench", "--timeout", "inf"], "--timeout"),
+        (&["bench", "--grace", "1e20"], "--grace"),
+        (&["bench", "--runs", "18446744073709551615"], "--runs"),
+        (&["bench", "--warmup", "18446744073709551615"], "--warmup"),
         (
-            &["bench", "--no-store", "--runs", "18446744073709551615"],
-            "--runs",
-        ),
-        (
-            &["bench", "--no-store", "--warmup", "18446744073709551615"],
-            "--warmup",
-        ),
-        (
-            &["bench", "--no-store", "--poll-interval", "18446744073709551615"],
+            &["bench", "--poll-interval", "18446744073709551615"],
             "--poll-interval",
         ),
         (
-            &[
-                "bench",
-                "--no-store",
-                "--target-ci",
-                "2%",
-                "--max-runs",
-                "18446744073709551615",
-            ],
+            &["bench", "--target-ci", "2%", "--max-runs", "18446744073709551615"],
             "--max-runs",
         ),
-        (&["bench", "--no-store", "--target-ci", "1e300ms"], "--target-ci"),
+        (&["bench", "--target-ci", "1e300ms"], "--target-ci"),
         (&["explain", "--timeout", "1e20"], "--timeout"),
         (&["explain", "--runs", "18446744073709551615"], "--runs"),
     ];
     for (args, flag) in cases {
-        let o = run(&[args, &touch[..]].concat());
+        let mut c = cs(&[args, &touch[..]].concat());
+        if args[0] == "bench" {
+            c.no_store();
+        }
+        let o = c.run();
         refused(&o, flag, &ran);
     }
     for (args, flag) in [
@@ -128,7 +117,10 @@ fn huge_durations_and_counts_are_refused_before_any_run() {
         (["--init-cpus", "1e300"], "--init-cpus"),
         (["--invokes", "18446744073709551615"], "--invokes"),
     ] {
-        let o = run(&[&["lambda", "--no-store", "--runtime", "/bin/true"][..], &args[..]].concat());
+        let o = cs(["lambda", "--runtime", "/bin/true"])
+            .args(args)
+            .no_store()
+            .run();
         refused(&o, flag, &ran);
     }
     std::fs::write(
@@ -141,18 +133,18 @@ fn huge_durations_and_counts_are_refused_before_any_run() {
     .unwrap();
     let o = coldstart()
         .current_dir(dir.path())
-        .args(["bench", "--no-store", "t"])
-        .output()
-        .unwrap();
+        .args(["bench", "t"])
+        .no_store()
+        .run();
     refused(&o, "[targets.t] timeout", &ran);
 }
 
 /// `bench` of `touch RAN` (one run) with extra arguments.
-fn bench_touch(ran: &Path, args: &[&str]) -> std::process::Output {
-    let mut all = vec!["bench", "--no-store", "-q", "-r", "1", "-w", "0"];
+fn bench_touch(ran: &Path, args: &[&str]) -> Out {
+    let mut all = vec!["bench", "-r", "1", "-w", "0"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--", "touch", ran.to_str().unwrap()]);
-    run(&all)
+    cs(&all).quiet().no_store().run()
 }
 
 fn is_json(text: &str) -> bool {
@@ -249,12 +241,13 @@ fn an_export_to_our_own_stdout_is_written_in_place() {
     let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
     let before = inode(&log);
     let o = coldstart()
-        .args(["bench", "--no-store", "-q", "-r", "1", "-w", "0", "--export-json"])
+        .args(["bench", "-r", "1", "-w", "0", "--export-json"])
+        .quiet()
+        .no_store()
         .arg(&log)
         .args(["--", "touch", ran.to_str().unwrap()])
         .stdout(appended)
-        .output()
-        .unwrap();
+        .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(inode(&log), before, "log.txt was replaced, not appended to");
@@ -277,7 +270,10 @@ fn a_hook_that_cannot_start_is_refused_before_any_run() {
     let dir = tempfile::tempdir().unwrap();
     let ran = dir.path().join("ran");
     let target = format!("touch {}", ran.display());
-    let o = run(&["bench", "--no-store", "-q", &target, "-c", "import json"]);
+    let o = cs(&["bench", &target, "-c", "import json"])
+        .quiet()
+        .no_store()
+        .run();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
@@ -288,10 +284,8 @@ fn a_hook_that_cannot_start_is_refused_before_any_run() {
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(!ran.exists(), "no run before the refusal");
     // Builtins, assignments and programs on PATH are fine; -N needs a program.
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "--no-store",
-        "-q",
         "-r",
         "1",
         "-w",
@@ -306,18 +300,15 @@ fn a_hook_that_cannot_start_is_refused_before_any_run() {
         "true",
         "--",
         "true",
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = run(&[
-        "bench",
-        "--no-store",
-        "-q",
-        "-N",
-        "--prepare",
-        "cd /",
-        "--",
-        "true",
-    ]);
+    let o = cs(&["bench", "-N", "--prepare", "cd /", "--", "true"])
+        .quiet()
+        .no_store()
+        .run();
     assert_eq!(
         o.status.code(),
         Some(2),
@@ -333,9 +324,8 @@ fn report_defaults_to_a_file_in_the_current_directory() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let ran = dir.path().join("ran");
-    let o = run(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "-r",
         "2",
         "-w",
@@ -345,13 +335,14 @@ fn report_defaults_to_a_file_in_the_current_directory() {
         "--",
         "touch",
         ran.to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let o = coldstart()
         .args(["report", "--store", store.to_str().unwrap()])
         .current_dir(dir.path())
-        .output()
-        .unwrap();
+        .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let page = dir.path().join("coldstart-report.html");
     assert!(
@@ -372,9 +363,8 @@ fn compare_across_invocations_says_why_no_verdict_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     for _ in 0..2 {
-        let o = run(&[
+        let o = cs(&[
             "bench",
-            "-q",
             "-r",
             "3",
             "-w",
@@ -383,10 +373,12 @@ fn compare_across_invocations_says_why_no_verdict_once() {
             store.to_str().unwrap(),
             "--",
             "true",
-        ]);
+        ])
+        .quiet()
+        .run();
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    let o = run(&["compare", "--store", store.to_str().unwrap(), "1", "2"]);
+    let o = cs(&["compare", "--store", store.to_str().unwrap(), "1", "2"]).run();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert_eq!(out.matches("separate invocations").count(), 1, "{out}");
@@ -424,20 +416,11 @@ fn a_closed_stdout_is_a_quiet_exit_and_exports_come_first() {
     let store = dir.path().join("s.db");
     let json = dir.path().join("r.json");
     let o = coldstart()
-        .args([
-            "bench",
-            "-q",
-            "-r",
-            "2",
-            "-w",
-            "0",
-            "--store",
-            store.to_str().unwrap(),
-        ])
+        .args(["bench", "-r", "2", "-w", "0", "--store", store.to_str().unwrap()])
+        .quiet()
         .args(["--export-json", json.to_str().unwrap(), "--", "true"])
         .stdout(closed_pipe())
-        .output()
-        .unwrap();
+        .run();
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -450,7 +433,6 @@ fn a_closed_stdout_is_a_quiet_exit_and_exports_come_first() {
     let o = coldstart()
         .args([
             "bench",
-            "-q",
             "-r",
             "2",
             "-w",
@@ -460,16 +442,15 @@ fn a_closed_stdout_is_a_quiet_exit_and_exports_come_first() {
             "--",
             "true",
         ])
-        .output()
-        .unwrap();
+        .quiet()
+        .run();
     assert!(o.status.success(), "{}", stderr(&o));
     for args in [&["show", "1"][..], &["history"], &["compare", "1", "2"]] {
         let o = coldstart()
             .args(args)
             .args(["--store", store.to_str().unwrap()])
             .stdout(closed_pipe())
-            .output()
-            .unwrap();
+            .run();
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).is_empty(), "{args:?}: {}", stderr(&o));
     }
@@ -504,22 +485,13 @@ fn runaway_exit_mode_output_is_bounded_and_the_drop_is_said() {
     );
     let never = dir.path().join("never");
     let mut child = coldstart()
-        .args([
-            "bench",
-            "--no-store",
-            "-q",
-            "-r",
-            "1",
-            "-w",
-            "0",
-            "--timeout",
-            "120",
-        ])
+        .args(["bench", "-r", "1", "-w", "0", "--timeout", "120"])
+        .quiet()
+        .no_store()
         .args(["--ready", &format!("file:{}", never.display())])
         .args(["--export-json", json.to_str().unwrap(), "--", "sh", "-c", &script])
         .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     let pid = child.id();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !written.exists() {
@@ -567,8 +539,6 @@ fn export_to_dev_stdout_through_a_pipe_writes_into_the_pipe() {
     let o = coldstart()
         .args([
             "bench",
-            "-q",
-            "--no-store",
             "-r",
             "2",
             "-w",
@@ -578,8 +548,9 @@ fn export_to_dev_stdout_through_a_pipe_writes_into_the_pipe() {
             "--",
             "true",
         ])
-        .output()
-        .unwrap();
+        .quiet()
+        .no_store()
+        .run();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     let end = out.find("spawn →").unwrap_or(out.len());
@@ -595,10 +566,11 @@ fn export_to_dev_stdout_through_a_pipe_writes_into_the_pipe() {
 fn progress_into_a_closed_pipe_is_not_a_panic() {
     // `coldstart bench … 2>&1 | head -1`: stderr's reader is gone too.
     let o = coldstart()
-        .args(["bench", "--no-store", "-r", "30", "-w", "0", "--", "true"])
+        .args(["bench", "-r", "30", "-w", "0", "--", "true"])
+        .no_store()
         .stdout(closed_pipe())
         .stderr(closed_pipe())
-        .status()
-        .unwrap();
+        .run()
+        .status;
     assert_eq!(o.code(), Some(0), "a panic exits 101");
 }

@@ -3,8 +3,7 @@
 //! Every test runs against SQLite and, when COLDSTART_TEST_POSTGRES names a server
 //! (CI starts one), against PostgreSQL too.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -13,7 +12,7 @@ use std::time::{Duration, Instant};
 #[cfg(not(feature = "postgres"))]
 #[test]
 fn postgres_store_without_the_feature_is_one_clear_line() {
-    let o = run(&["history", "--store", "postgres://u:secret@127.0.0.1/db"]);
+    let o = cs(&["history", "--store", "postgres://u:secret@127.0.0.1/db"]).run();
     assert!(!o.status.success());
     let err = stderr(&o);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -39,10 +38,6 @@ fn sleeper_variants(spec: &[(&str, u32)]) -> Vec<String> {
     v
 }
 
-fn run_s(args: &[String]) -> std::process::Output {
-    coldstart().args(args).output().unwrap()
-}
-
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
 }
@@ -62,7 +57,6 @@ fn bench_store_compare_reproduces_bench_verdicts() {
         let bench_json = dir.path().join("bench.json");
         let mut args = s(&[
             "bench",
-            "-q",
             "--runs",
             "8",
             "--store",
@@ -72,13 +66,13 @@ fn bench_store_compare_reproduces_bench_verdicts() {
         ]);
         // A wide gap: the verdict must be "slower" even when the shared VM is loaded.
         args.extend(sleeper_variants(&[("fast", 20), ("slow", 45)]));
-        let o = run_s(&args);
+        let o = cs(&args).quiet().run();
         assert!(o.status.success(), "{store}: {}", stderr(&o));
         let id = stored_id(&o);
         let bench = json_file(&bench_json);
 
         let cmp_json = dir.path().join("cmp.json");
-        let o = run_s(&s(&[
+        let o = cs(&[
             "compare",
             "--store",
             &store,
@@ -86,7 +80,8 @@ fn bench_store_compare_reproduces_bench_verdicts() {
             &format!("{id}:slow"),
             "--export-json",
             cmp_json.to_str().unwrap(),
-        ]));
+        ])
+        .run();
         assert!(o.status.success(), "{store}: {}", stderr(&o));
         let cmp = json_file(&cmp_json);
         let from_bench = &bench["variants"][1]["stats"]["vs_baseline"];
@@ -98,14 +93,15 @@ fn bench_store_compare_reproduces_bench_verdicts() {
         );
 
         let show_json = dir.path().join("show.json");
-        let o = run_s(&s(&[
+        let o = cs(&[
             "show",
             "--store",
             &store,
             "latest",
             "--export-json",
             show_json.to_str().unwrap(),
-        ]));
+        ])
+        .run();
         assert!(o.status.success(), "{store}: {}", stderr(&o));
         let show = json_file(&show_json);
         assert_eq!(
@@ -114,7 +110,7 @@ fn bench_store_compare_reproduces_bench_verdicts() {
         );
         assert_eq!(show["variants"][1]["stats"], bench["variants"][1]["stats"]);
 
-        let o = run_s(&s(&["history", "--store", &store, "--json", "--target", "slow"]));
+        let o = cs(&["history", "--store", &store, "--json", "--target", "slow"]).run();
         let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(listed.as_array().unwrap().len(), 1);
         assert_eq!(listed[0]["runs"], 16);
@@ -127,14 +123,14 @@ fn bench_store_compare_reproduces_bench_verdicts() {
 #[test]
 fn gate_max_alone_needs_no_baseline() {
     for (_dir, store) in stores("gatealone") {
-        let mut args = s(&["bench", "-q", "--runs", "6", "--store", &store]);
+        let mut args = s(&["bench", "--runs", "6", "--store", &store]);
         args.extend(sleeper_variants(&[("slow", 60)]));
-        let o = run_s(&args);
+        let o = cs(&args).quiet().run();
         assert!(o.status.success(), "{store}: {}", stderr(&o));
         let gate = |extra: &[&str]| {
             let mut a = s(&["gate", "--store", &store, "--candidate", "latest:slow"]);
             a.extend(s(extra));
-            run_s(&a)
+            cs(&a).run()
         };
         let o = gate(&["--max", "30s"]);
         assert_eq!(o.status.code(), Some(0), "{store}: {}{}", stdout(&o), stderr(&o));
@@ -156,9 +152,9 @@ fn gate_fails_warns_and_passes_by_threshold() {
     for (_dir, store) in stores("gate") {
         // A real 30 % regression (100 ms vs 130 ms of init) and an A/A pair, interleaved:
         // wide enough to be conclusive on a loaded 2-core machine.
-        let mut args = s(&["bench", "-q", "--runs", "20", "--store", &store]);
+        let mut args = s(&["bench", "--runs", "20", "--store", &store]);
         args.extend(sleeper_variants(&[("base", 100), ("slow", 130), ("same", 100)]));
-        let o = run_s(&args);
+        let o = cs(&args).quiet().run();
         assert!(o.status.success(), "{store}: {}", stderr(&o));
         let gate = |cand: &str, max: &str, warn: Option<&str>| {
             let mut a = s(&[
@@ -175,7 +171,7 @@ fn gate_fails_warns_and_passes_by_threshold() {
             if let Some(w) = warn {
                 a.extend(s(&["--warn", w]));
             }
-            run_s(&a)
+            cs(&a).run()
         };
         let o = gate("latest:slow", "5%", None);
         assert_eq!(o.status.code(), Some(1), "{store}: {}{}", stdout(&o), stderr(&o));
@@ -215,7 +211,6 @@ fn a_flaky_candidate_fails_the_gate_unless_its_failures_are_allowed() {
         let flaky = format!(r#"{work}; [ $((n % 3)) -ne 1 ] || exit 1"#);
         let args = vec![
             "bench".to_string(),
-            "-q".into(),
             "--keep-going".into(),
             "--runs".into(),
             "20".into(),
@@ -242,7 +237,7 @@ fn a_flaky_candidate_fails_the_gate_unless_its_failures_are_allowed() {
             "-c".into(),
             flaky,
         ];
-        let o = run_s(&args);
+        let o = cs(&args).quiet().run();
         // --keep-going with some successful runs: the experiment itself completes.
         let text = stdout(&o);
         assert!(
@@ -266,7 +261,7 @@ fn a_flaky_candidate_fails_the_gate_unless_its_failures_are_allowed() {
                 "latest:flaky",
             ]);
             a.extend(s(extra));
-            run_s(&a)
+            cs(&a).run()
         };
         // A generous speed limit: only the failures can fail it.
         for limit in [&["--max-regression", "500%"][..], &["--max", "1s"][..]] {
@@ -302,7 +297,7 @@ fn a_flaky_candidate_fails_the_gate_unless_its_failures_are_allowed() {
 fn wait_for_runs(store: &str, n: i64) {
     let start = Instant::now();
     loop {
-        let o = run_s(&s(&["history", "--store", store, "--json"]));
+        let o = cs(&["history", "--store", store, "--json"]).run();
         if o.status.success() {
             let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
             if v[0]["runs"].as_i64().unwrap_or(0) >= n {
@@ -324,7 +319,6 @@ fn kill_9_mid_experiment_keeps_every_finished_run() {
         let mut child = coldstart()
             .args([
                 "bench",
-                "-q",
                 "--runs",
                 "2000",
                 "--store",
@@ -334,10 +328,10 @@ fn kill_9_mid_experiment_keeps_every_finished_run() {
                 "--",
                 &sleeper,
             ])
+            .quiet()
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .spawn();
         wait_for_runs(&store, 5);
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
@@ -348,7 +342,7 @@ fn kill_9_mid_experiment_keeps_every_finished_run() {
                 .unwrap();
             assert_eq!(check, "ok");
         }
-        let o = run_s(&s(&["history", "--store", &store, "--json"]));
+        let o = cs(&["history", "--store", &store, "--json"]).run();
         assert!(o.status.success(), "{}", stderr(&o));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert!(v[0]["runs"].as_i64().unwrap() >= 5);
@@ -356,13 +350,13 @@ fn kill_9_mid_experiment_keeps_every_finished_run() {
             v[0]["stopped"].is_null(),
             "a killed experiment is marked incomplete"
         );
-        let o = run_s(&s(&["show", "--store", &store, "latest"]));
+        let o = cs(&["show", "--store", &store, "latest"]).run();
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).contains("stopped: incomplete"), "{}", stdout(&o));
         // The store still takes new experiments.
-        let o = run_s(&s(&[
-            "bench", "-q", "--runs", "2", "--store", &store, "--", &sleeper,
-        ]));
+        let o = cs(&["bench", "--runs", "2", "--store", &store, "--", &sleeper])
+            .quiet()
+            .run();
         assert!(o.status.success(), "{}", stderr(&o));
     }
 }
@@ -373,11 +367,11 @@ fn concurrent_writers_both_succeed() {
         let noop = example("noop");
         let spawn = || {
             coldstart()
-                .args(["bench", "-q", "--runs", "25", "--store", &store, "--", &noop])
+                .args(["bench", "--runs", "25", "--store", &store, "--", &noop])
+                .quiet()
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
-                .unwrap()
         };
         let (a, b) = (spawn(), spawn());
         for child in [a, b] {
@@ -388,7 +382,7 @@ fn concurrent_writers_both_succeed() {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        let o = run_s(&s(&["history", "--store", &store, "--json"]));
+        let o = cs(&["history", "--store", &store, "--json"]).run();
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let runs: Vec<i64> = v
             .as_array()
@@ -420,24 +414,24 @@ fn set_schema_version(store: &str, v: &str) {
 fn newer_schema_is_refused_and_left_unchanged() {
     for (_dir, store) in stores("schema") {
         let noop = example("noop");
-        let o = run_s(&s(&[
-            "bench", "-q", "--runs", "2", "--store", &store, "--", &noop,
-        ]));
+        let o = cs(&["bench", "--runs", "2", "--store", &store, "--", &noop])
+            .quiet()
+            .run();
         assert!(o.status.success(), "{}", stderr(&o));
         set_schema_version(&store, "999");
-        let o = run_s(&s(&[
-            "bench", "-q", "--runs", "2", "--store", &store, "--", &noop,
-        ]));
+        let o = cs(&["bench", "--runs", "2", "--store", &store, "--", &noop])
+            .quiet()
+            .run();
         assert_eq!(o.status.code(), Some(2));
         let err = stderr(&o);
         assert!(
             err.contains("schema version 999") && err.contains("upgrade coldstart"),
             "{err}"
         );
-        let o = run_s(&s(&["history", "--store", &store]));
+        let o = cs(&["history", "--store", &store]).run();
         assert_eq!(o.status.code(), Some(2), "reading is refused too");
         set_schema_version(&store, "1");
-        let o = run_s(&s(&["history", "--store", &store, "--json"]));
+        let o = cs(&["history", "--store", &store, "--json"]).run();
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(
             v.as_array().unwrap().len(),
@@ -462,9 +456,9 @@ fn config_targets_run_by_name_and_store_in_the_project() {
     let o = coldstart()
         .env_remove("COLDSTART_STORE")
         .current_dir(dir.path())
-        .args(["bench", "-q", "quick", "slower"])
-        .output()
-        .unwrap();
+        .args(["bench", "quick", "slower"])
+        .quiet()
+        .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("Δ slower vs quick: slower"), "{out}");
@@ -476,15 +470,13 @@ fn config_targets_run_by_name_and_store_in_the_project() {
         .env_remove("COLDSTART_STORE")
         .current_dir(dir.path())
         .args(["history", "--json"])
-        .output()
-        .unwrap();
+        .run();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["runs"], 8, "runs = 4 from the config, per variant");
     let o = coldstart()
         .current_dir(dir.path())
         .args(["bench", "nosuch"])
-        .output()
-        .unwrap();
+        .run();
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("no target 'nosuch'") && stderr(&o).contains("quick"),

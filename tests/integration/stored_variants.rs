@@ -4,12 +4,11 @@
 //! cannot probe (https:// without the `https` feature) still read. And the
 //! `stopped` column keeps its words: NULL is "incomplete".
 
-mod common;
+use crate::common::*;
 use coldstart::experiment::{StopReason, Variant};
 use coldstart::sample::{Outcome, RunId, Sample};
 use coldstart::store::{meta::Metadata, Store};
 use coldstart::target::Target;
-use common::*;
 
 fn variant(name: &str, readiness: &str) -> Variant {
     Variant {
@@ -101,7 +100,7 @@ fn lambda_and_unprobeable_variants_load_show_and_compare() {
     }
     drop(store);
 
-    let o = run(&["show", "--store", &path, &lambda_id.to_string()]);
+    let o = cs(&["show", "--store", &path, &lambda_id.to_string()]).run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("ready = lambda:init"), "{}", stdout(&o));
     assert!(
@@ -110,7 +109,7 @@ fn lambda_and_unprobeable_variants_load_show_and_compare() {
         stdout(&o)
     );
 
-    let o = run(&["show", "--store", &path, &https_id.to_string()]);
+    let o = cs(&["show", "--store", &path, &https_id.to_string()]).run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stdout(&o).contains("https://127.0.0.1:8443/health"),
@@ -119,12 +118,12 @@ fn lambda_and_unprobeable_variants_load_show_and_compare() {
     );
     assert!(stdout(&o).contains("stopped: target-ci"), "{}", stdout(&o));
 
-    let o = run(&["show", "--store", &path, &killed_id.to_string()]);
+    let o = cs(&["show", "--store", &path, &killed_id.to_string()]).run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("stopped: incomplete"), "{}", stdout(&o));
 
     let cmp_json = dir.path().join("cmp.json");
-    let o = run(&[
+    let o = cs(&[
         "compare",
         "--store",
         &path,
@@ -132,7 +131,8 @@ fn lambda_and_unprobeable_variants_load_show_and_compare() {
         &format!("{lambda_id}:1769MB"),
         "--export-json",
         cmp_json.to_str().unwrap(),
-    ]);
+    ])
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let cmp = json_file(&cmp_json);
     assert_eq!(
@@ -140,7 +140,7 @@ fn lambda_and_unprobeable_variants_load_show_and_compare() {
         "{cmp}"
     );
 
-    let o = run(&["history", "--store", &path, "--json"]);
+    let o = cs(&["history", "--store", &path, "--json"]).run();
     assert!(o.status.success(), "{}", stderr(&o));
     let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let stopped: Vec<&serde_json::Value> = listed.as_array().unwrap().iter().map(|e| &e["stopped"]).collect();

@@ -6,9 +6,7 @@
 //! `latest:c1[heap=96m]` by compare, gate, show and history (SQLite, and
 //! PostgreSQL when COLDSTART_TEST_POSTGRES is set).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::process::Command;
 
 const HEAPS: [&str; 3] = ["64m", "96m", "128m"];
@@ -17,7 +15,7 @@ const HEAPS: [&str; 3] = ["64m", "96m", "128m"];
 fn server_classes() -> Option<String> {
     let javac = testkit::tool("JAVA", "javac")?;
     testkit::tool("JAVA", "java")?;
-    let src = root().join("examples/java/Server.java");
+    let src = repo().join("examples/java/Server.java");
     let dir = testkit::built("sweep-java-server", &[&src], |out| {
         let mut c = Command::new(&javac);
         c.arg("-d").arg(out).arg(&src);
@@ -35,7 +33,7 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
         let json = dir.path().join("sweep.json");
         let csv = dir.path().join("sweep.csv");
         let md = dir.path().join("sweep.md");
-        let o = run(&[
+        let o = cs(&[
             "bench",
             "--store",
             &store,
@@ -78,7 +76,8 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
             "-cp",
             &classes,
             "Server",
-        ]);
+        ])
+        .run();
         let text = stdout(&o);
         assert!(o.status.success(), "{text}\n{}", stderr(&o));
 
@@ -177,23 +176,25 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
         assert!(md_text.contains("| heap | c2 p50 [95% CI] |"), "{md_text}");
 
         // Stored points, by reference.
-        let o = run(&[
+        let o = cs(&[
             "compare",
             "--store",
             &store,
             "latest:c2[heap=96m]",
             "latest:c1[heap=96m]",
-        ]);
+        ])
+        .run();
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).contains("c2[heap=96m]@") && stdout(&o).contains("c1[heap=96m]@"));
         // Every variant at one heap against the same variant at another.
-        let o = run(&[
+        let o = cs(&[
             "compare",
             "--store",
             &store,
             "latest:[heap=64m]",
             "latest:[heap=128m]",
-        ]);
+        ])
+        .run();
         assert!(o.status.success(), "{}", stderr(&o));
         for v in ["c2", "c1"] {
             assert!(
@@ -202,7 +203,7 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
                 stdout(&o)
             );
         }
-        let o = run(&[
+        let o = cs(&[
             "gate",
             "--store",
             &store,
@@ -212,17 +213,18 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
             "latest:c1[heap=128m]",
             "--max",
             "600s",
-        ]);
+        ])
+        .run();
         assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
         assert!(
             stdout(&o).contains("c2[heap=128m] → c1[heap=128m]"),
             "{}",
             stdout(&o)
         );
-        let o = run(&["show", "--store", &store, "latest:[heap=64m]"]);
+        let o = cs(&["show", "--store", &store, "latest:[heap=64m]"]).run();
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(stdout(&o).contains("c1[heap=64m]") && !stdout(&o).contains("heap=96m"));
-        let o = run(&["history", "--store", &store, "--target", "c1[heap=64m]", "--json"]);
+        let o = cs(&["history", "--store", &store, "--target", "c1[heap=64m]", "--json"]).run();
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(&stdout(&o))
                 .unwrap()
@@ -230,13 +232,14 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
                 .map(Vec::len),
             Some(1)
         );
-        let o = run(&[
+        let o = cs(&[
             "compare",
             "--store",
             &store,
             "latest:c1[heap=1g]",
             "latest:c2[heap=64m]",
-        ]);
+        ])
+        .run();
         assert_eq!(o.status.code(), Some(2));
         assert!(
             stderr(&o).contains("no variant 'c1[heap=1g]' (it has: c2[heap=64m]"),
@@ -260,9 +263,9 @@ fn sweep_mistakes_fail_before_any_run() {
             "unknown parameter {hepa}",
         ),
     ] {
-        let mut full = vec!["bench", "--no-store", "--env", &marker];
+        let mut full = vec!["bench", "--env", &marker];
         full.extend(args);
-        let o = run(&full);
+        let o = cs(&full).no_store().run();
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains(says), "{}", stderr(&o));
         assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));

@@ -4,30 +4,21 @@
 //! probe and --name and never wraps an example mid-command; completions and the
 //! man page are generated.
 
-mod common;
-use common::*;
+use crate::common::*;
 
-fn with_columns(cols: &str, args: &[&str]) -> std::process::Output {
-    coldstart()
-        .env("COLUMNS", cols)
-        .args(args)
-        .output()
-        .expect("spawn coldstart")
+fn with_columns(cols: &str, cmd: &mut Cs) -> Out {
+    cmd.env("COLUMNS", cols).run()
 }
 
-fn ok80(args: &[&str]) -> String {
-    let o = with_columns("80", args);
-    assert!(
-        o.status.success(),
-        "coldstart {args:?}\n{}\n{}",
-        stdout(&o),
-        stderr(&o)
-    );
+fn ok80(cmd: &mut Cs) -> String {
+    let o = with_columns("80", cmd);
+    o.assert_ok();
     let text = stdout(&o);
     for line in text.lines() {
         assert!(
             line.chars().count() <= 80,
-            "coldstart {args:?}: a line of {} columns:\n{line}\n\n{text}",
+            "{}: a line of {} columns:\n{line}\n\n{text}",
+            cmd.line(),
             line.chars().count()
         );
     }
@@ -38,10 +29,9 @@ fn ok80(args: &[&str]) -> String {
 fn real_reports_fit_80_columns_and_say_the_verdict_in_words() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db").display().to_string();
-    let py = real_python();
+    let py = python_exe();
     let bench = [
         "bench",
-        "-q",
         "--store",
         &store,
         "--runs",
@@ -59,7 +49,7 @@ fn real_reports_fit_80_columns_and_say_the_verdict_in_words() {
         "-c",
         "import json",
     ];
-    let text = ok80(&bench);
+    let text = ok80(cs(&bench).quiet());
     assert!(text.contains("left out to fit the terminal"), "{text}");
     // Under the Δ line (wrapped or not), the same in words, before the power line.
     let after = &text[text.find("Δ json vs plain").expect("Δ line")..];
@@ -69,27 +59,29 @@ fn real_reports_fit_80_columns_and_say_the_verdict_in_words() {
         flat.contains("json starts ") || flat.contains("no significant difference between json and plain"),
         "{text}"
     );
-    ok80(&[
-        "explain",
-        "-q",
-        "--store",
-        &store,
-        "--runs",
-        "2",
-        "--ready",
-        "exit",
-        "--",
-        &py,
-        "-c",
-        "import json",
-    ]);
-    ok80(&["show", "--store", &store, "1"]);
-    ok80(&["show", "--store", &store, "2"]);
-    ok80(&["compare", "--store", &store, "1:plain", "1:json"]);
-    ok80(&["history", "--store", &store]);
+    ok80(
+        cs(&[
+            "explain",
+            "--store",
+            &store,
+            "--runs",
+            "2",
+            "--ready",
+            "exit",
+            "--",
+            &py,
+            "-c",
+            "import json",
+        ])
+        .quiet(),
+    );
+    ok80(&mut cs(&["show", "--store", &store, "1"]));
+    ok80(&mut cs(&["show", "--store", &store, "2"]));
+    ok80(&mut cs(&["compare", "--store", &store, "1:plain", "1:json"]));
+    ok80(&mut cs(&["history", "--store", &store]));
 
     // A wide terminal keeps every column.
-    let o = with_columns("200", &["show", "--store", &store, "1"]);
+    let o = with_columns("200", &mut cs(&["show", "--store", &store, "1"]));
     let wide = stdout(&o);
     assert!(wide.contains("mean ± sd") && wide.contains("p99"), "{wide}");
     assert!(!wide.contains("left out"), "{wide}");
@@ -97,7 +89,7 @@ fn real_reports_fit_80_columns_and_say_the_verdict_in_words() {
 
 #[test]
 fn help_lists_every_probe_and_name_and_never_wraps_an_example() {
-    let bench = ok80(&["bench", "--help"]);
+    let bench = ok80(&mut cs(&["bench", "--help"]));
     for needle in [
         "listen",
         "https://",
@@ -108,7 +100,7 @@ fn help_lists_every_probe_and_name_and_never_wraps_an_example() {
     ] {
         assert!(bench.contains(needle), "bench --help lacks {needle}");
     }
-    assert!(ok80(&["lambda", "--help"]).contains("--name <NAME>"));
+    assert!(ok80(&mut cs(&["lambda", "--help"])).contains("--name <NAME>"));
     for cmd in [
         "bench",
         "explain",
@@ -121,7 +113,7 @@ fn help_lists_every_probe_and_name_and_never_wraps_an_example() {
         "demo",
         "completions",
     ] {
-        let help = ok80(&[cmd, "--help"]);
+        let help = ok80(&mut cs(&[cmd, "--help"]));
         let Some(at) = help.find("\nEXAMPLES\n") else {
             continue;
         };
@@ -144,7 +136,7 @@ fn completions_and_man_page() {
         ("zsh", "#compdef coldstart"),
         ("fish", "complete -c coldstart"),
     ] {
-        let o = run(&["completions", shell]);
+        let o = cs(&["completions", shell]).run();
         assert!(o.status.success(), "{}", stderr(&o));
         let s = stdout(&o);
         assert!(s.contains(marker), "{shell}: {s}");
@@ -153,7 +145,7 @@ fn completions_and_man_page() {
             "{shell} completes every command and flag"
         );
     }
-    let o = run(&["man"]);
+    let o = cs(&["man"]).run();
     assert!(o.status.success(), "{}", stderr(&o));
     let man = stdout(&o);
     assert!(man.contains(".TH coldstart"), "{man}");
@@ -173,17 +165,17 @@ fn completions_and_man_page() {
         "the main page lists the commands' pages: {refs:?}"
     );
     for name in &refs {
-        let o = run(&["man", name]);
+        let o = cs(&["man", name]).run();
         assert!(o.status.success(), "coldstart man {name}: {}", stderr(&o));
         assert!(
             stdout(&o).contains(&format!(".TH coldstart-{name} 1")),
             "coldstart man {name}"
         );
     }
-    let o = run(&["man", "nope"]);
+    let o = cs(&["man", "nope"]).run();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no command `nope`"), "{}", stderr(&o));
-    let o = run(&["completions", "tcsh"]);
+    let o = cs(&["completions", "tcsh"]).run();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("tcsh"), "{}", stderr(&o));
 }

@@ -1,16 +1,11 @@
 //! No confident wrong answers: a crash is a failed run, not a fast start; designs
 //! that cannot support a verdict give none; the gate refuses what it cannot judge.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 fn s(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| a.to_string()).collect()
-}
-
-fn run_v(args: &[String]) -> std::process::Output {
-    coldstart().args(args).output().expect("spawn coldstart")
 }
 
 fn both(o: &std::process::Output) -> String {
@@ -18,15 +13,15 @@ fn both(o: &std::process::Output) -> String {
 }
 
 /// `bench --keep-going` of two shell variants; returns the output and the JSON export.
-fn bench_sh(dir: &Path, extra: &[&str], a: &str, b: &str) -> (std::process::Output, serde_json::Value) {
+fn bench_sh(dir: &Path, extra: &[&str], a: &str, b: &str) -> (Out, serde_json::Value) {
     let json = dir.join(format!("r{}.json", rand_name()));
-    let mut args = s(&["bench", "-q", "--no-store", "--runs", "4", "--warmup", "0"]);
+    let mut args = s(&["bench", "--runs", "4", "--warmup", "0"]);
     args.extend(s(extra));
     args.extend(s(&["--export-json", json.to_str().unwrap()]));
     args.extend(s(&[
         "--name", "a", "--", "sh", "-c", a, "--name", "b", "--", "sh", "-c", b,
     ]));
-    let o = run_v(&args);
+    let o = cs(&args).quiet().no_store().run();
     let doc = std::fs::read_to_string(&json)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -103,24 +98,17 @@ fn ignore_failure_and_success_exit_codes_opt_in() {
     assert!(stderr(&o).contains("--success-exit-codes"), "{}", stderr(&o));
 }
 
-fn sleeper_bench(
-    extra: &[&str],
-    delays: &[(&str, u32)],
-    store: Option<&str>,
-) -> (std::process::Output, serde_json::Value) {
+fn sleeper_bench(extra: &[&str], delays: &[(&str, u32)], store: Option<&str>) -> (Out, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let mut args = s(&[
-        "bench",
-        "-q",
-        "--runs",
-        "12",
-        "--export-json",
-        json.to_str().unwrap(),
-    ]);
+    let mut c = cs(["bench", "--runs", "12", "--export-json", json.to_str().unwrap()]);
+    c.quiet();
+    let mut args = Vec::new();
     match store {
         Some(st) => args.extend(s(&["--store", st])),
-        None => args.push("--no-store".into()),
+        None => {
+            c.no_store();
+        }
     }
     args.extend(s(extra));
     let sleeper = example("sleeper");
@@ -129,7 +117,7 @@ fn sleeper_bench(
         args.push(format!("COLDSTART_EXAMPLE_DELAY_MS={ms}"));
         args.extend(s(&["--", &sleeper]));
     }
-    let o = run_v(&args);
+    let o = c.args(&args).run();
     let doc = json_file(&json);
     (o, doc)
 }
@@ -179,7 +167,7 @@ fn compare_across_invocations_gives_no_verdict_and_gate_refuses_itself() {
         let (o, _) = sleeper_bench(&[], &[("a", 20)], Some(store));
         assert!(o.status.success(), "{}", both(&o));
     }
-    let o = run_v(&s(&["compare", "--store", store, "latest~1", "latest"]));
+    let o = cs(&["compare", "--store", store, "latest~1", "latest"]).run();
     assert!(o.status.success(), "{}", both(&o));
     let out = stdout(&o);
     assert!(
@@ -202,14 +190,14 @@ fn compare_across_invocations_gives_no_verdict_and_gate_refuses_itself() {
         ]),
         s(&["compare", "--store", store, "latest", "latest"]),
     ] {
-        let o = run_v(&args);
+        let o = cs(&args).run();
         assert_eq!(o.status.code(), Some(2), "{}", both(&o));
         assert!(stderr(&o).contains("the same runs"), "{}", stderr(&o));
     }
 
     // Across invocations a relative limit is refused by default; opted in, the gate
     // decides on the estimate and says so.
-    let o = run_v(&s(&[
+    let o = cs(&[
         "gate",
         "--store",
         store,
@@ -217,10 +205,11 @@ fn compare_across_invocations_gives_no_verdict_and_gate_refuses_itself() {
         "latest~1",
         "--max-regression",
         "50%",
-    ]));
+    ])
+    .run();
     assert_eq!(o.status.code(), Some(2), "{}", both(&o));
     assert!(stderr(&o).contains("cannot be judged"), "{}", stderr(&o));
-    let o = run_v(&s(&[
+    let o = cs(&[
         "gate",
         "--store",
         store,
@@ -229,7 +218,8 @@ fn compare_across_invocations_gives_no_verdict_and_gate_refuses_itself() {
         "--max-regression",
         "50%",
         "--across-invocations",
-    ]));
+    ])
+    .run();
     assert_eq!(o.status.code(), Some(0), "{}", both(&o));
     assert!(
         stdout(&o).contains("separate invocations: decided on the shift estimate"),
@@ -238,30 +228,14 @@ fn compare_across_invocations_gives_no_verdict_and_gate_refuses_itself() {
     );
 
     // Absolute limits: a 20 ms start against 1 ms and 10 s.
-    let o = run_v(&s(&[
-        "gate",
-        "--store",
-        store,
-        "--baseline",
-        "latest~1",
-        "--max",
-        "1ms",
-    ]));
+    let o = cs(&["gate", "--store", store, "--baseline", "latest~1", "--max", "1ms"]).run();
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
     assert!(stdout(&o).contains("exceeds --max 1.00 ms"), "{}", stdout(&o));
-    let o = run_v(&s(&[
-        "gate",
-        "--store",
-        store,
-        "--baseline",
-        "latest~1",
-        "--max",
-        "10s",
-    ]));
+    let o = cs(&["gate", "--store", store, "--baseline", "latest~1", "--max", "10s"]).run();
     assert_eq!(o.status.code(), Some(0), "{}", both(&o));
 
     // No limit at all is bad input, not a silent pass.
-    let o = run_v(&s(&["gate", "--store", store, "--baseline", "latest~1"]));
+    let o = cs(&["gate", "--store", store, "--baseline", "latest~1"]).run();
     assert_eq!(o.status.code(), Some(2), "{}", both(&o));
     assert!(stderr(&o).contains("no limit for target"), "{}", stderr(&o));
 }
@@ -271,9 +245,8 @@ fn gate_fails_on_a_variant_without_successful_runs_and_on_ms_regressions() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let store = store.to_str().unwrap();
-    let o = run_v(&s(&[
+    let o = cs(&[
         "bench",
-        "-q",
         "--runs",
         "6",
         "--warmup",
@@ -293,9 +266,11 @@ fn gate_fails_on_a_variant_without_successful_runs_and_on_ms_regressions() {
         "sh",
         "-c",
         "exit 1",
-    ]));
+    ])
+    .quiet()
+    .run();
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
-    let o = run_v(&s(&[
+    let o = cs(&[
         "gate",
         "--store",
         store,
@@ -305,7 +280,8 @@ fn gate_fails_on_a_variant_without_successful_runs_and_on_ms_regressions() {
         "latest:broken",
         "--max-regression",
         "50%",
-    ]));
+    ])
+    .run();
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
     assert!(stdout(&o).contains("has no successful run"), "{}", stdout(&o));
 
@@ -313,7 +289,7 @@ fn gate_fails_on_a_variant_without_successful_runs_and_on_ms_regressions() {
     let (o, _) = sleeper_bench(&[], &[("base", 20), ("slow", 60)], Some(store));
     assert!(o.status.success(), "{}", both(&o));
     let gate = |limit: &str| {
-        run_v(&s(&[
+        cs(&[
             "gate",
             "--store",
             store,
@@ -323,7 +299,8 @@ fn gate_fails_on_a_variant_without_successful_runs_and_on_ms_regressions() {
             "latest:slow",
             "--max-regression",
             limit,
-        ]))
+        ])
+        .run()
     };
     let o = gate("10ms");
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
@@ -340,17 +317,17 @@ fn gate_says_when_a_side_is_incomplete() {
     let sleeper = example("sleeper");
     let mut child = coldstart()
         .args([
-            "bench", "-q", "--runs", "100", "--warmup", "0", "--store", store, "--name", "sleeper", "--env",
+            "bench", "--runs", "100", "--warmup", "0", "--store", store, "--name", "sleeper", "--env",
         ])
+        .quiet()
         .arg("COLDSTART_EXAMPLE_DELAY_MS=50")
         .args(["--", &sleeper])
         .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     // Wait until two runs are stored, then kill coldstart outright.
     let start = std::time::Instant::now();
     loop {
-        let o = run_v(&s(&["history", "--store", store, "--json"]));
+        let o = cs(&["history", "--store", store, "--json"]).run();
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
         if v[0]["runs"].as_i64().unwrap_or(0) >= 2 {
             break;
@@ -362,15 +339,7 @@ fn gate_says_when_a_side_is_incomplete() {
     child.wait().unwrap();
     let (o, _) = sleeper_bench(&[], &[("sleeper", 50)], Some(store));
     assert!(o.status.success(), "{}", both(&o));
-    let o = run_v(&s(&[
-        "gate",
-        "--store",
-        store,
-        "--baseline",
-        "latest~1",
-        "--max",
-        "10s",
-    ]));
+    let o = cs(&["gate", "--store", store, "--baseline", "latest~1", "--max", "10s"]).run();
     assert_eq!(o.status.code(), Some(1), "{}", both(&o));
     assert!(stdout(&o).contains("is incomplete"), "{}", stdout(&o));
 }
@@ -449,8 +418,7 @@ fn gate_takes_per_target_limits_from_coldstart_toml() {
             .current_dir(dir.path())
             .args(["gate", "--store", store, "--baseline", "latest~1"])
             .args(extra)
-            .output()
-            .unwrap()
+            .run()
     };
     // The file's limit applies: a 20 ms start against max = "1ms".
     let o = gate(&[]);
@@ -519,9 +487,8 @@ fn a_bench_beside_cpu_hogs_warns_that_the_machine_was_busy() {
     let export = dir.path().join("bench.json");
     let o = {
         let _hogs = Hogs::start(cpus + 1);
-        run_v(&s(&[
+        cs(&[
             "bench",
-            "-q",
             "--runs",
             "5",
             "--warmup",
@@ -532,7 +499,9 @@ fn a_bench_beside_cpu_hogs_warns_that_the_machine_was_busy() {
             export.to_str().expect("utf-8 path"),
             "--",
             "true",
-        ]))
+        ])
+        .quiet()
+        .run()
     };
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
@@ -558,14 +527,15 @@ fn a_bench_beside_cpu_hogs_warns_that_the_machine_was_busy() {
 
     // Stored: `show` reads it back into the report and the export.
     let shown = dir.path().join("show.json");
-    let o = run_v(&s(&[
+    let o = cs(&[
         "show",
         "latest",
         "--store",
         store,
         "--export-json",
         shown.to_str().expect("utf-8 path"),
-    ]));
+    ])
+    .run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stdout(&o).contains("warning: the machine was busy during the runs"),

@@ -4,27 +4,25 @@
 //! large by construction (a cold bytecode cache, a jar of many classes, an
 //! injected sleep, a non-zero exit), never about absolute times.
 
-mod common;
-use common::testkit::{self, built, fixtures_dir, tool};
-use common::*;
+use crate::common::testkit::{self, built, fixtures_dir, tool};
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `coldstart tune ARGS` with a JSON export: (output, the JSON).
-fn tune(dir: &Path, args: &[&str]) -> (std::process::Output, serde_json::Value) {
+fn tune(dir: &Path, args: &[&str]) -> (Out, serde_json::Value) {
     let json = dir.join("tune.json");
     std::fs::remove_file(&json).ok();
     let store = dir.join("store.db");
     let mut all = vec![
         "tune",
-        "-q",
         "--store",
         store.to_str().unwrap(),
         "--export-json",
         json.to_str().unwrap(),
     ];
     all.extend(args);
-    let o = run(&all);
+    let o = cs(&all).quiet().run();
     assert!(
         o.status.success(),
         "coldstart {all:?}: {}{}",
@@ -122,7 +120,7 @@ fn native_harmful_is_slower_and_a_failing_candidate_is_broken() {
     assert!(out.contains("recommended set:"), "{out}");
     // Stored, and listed as a tune.
     let store = dir.path().join("store.db");
-    let h = run(&["history", "--store", store.to_str().unwrap()]);
+    let h = cs(&["history", "--store", store.to_str().unwrap()]).run();
     assert!(stdout(&h).contains("(tune)"), "{}{}", stdout(&h), stderr(&h));
     // The work directory (candidate dirs) is gone.
     assert!(
@@ -298,8 +296,6 @@ fn requests_go_to_the_request_url_not_the_warmed_readiness_url() {
     let request_1 = |extra: &[&str]| -> f64 {
         let mut args = vec![
             "explain",
-            "-q",
-            "--no-store",
             "--adapter",
             "none",
             "--no-otlp",
@@ -316,7 +312,7 @@ fn requests_go_to_the_request_url_not_the_warmed_readiness_url() {
         args.extend(["--", python.to_str().unwrap(), server.to_str().unwrap()]);
         let port = port.to_string();
         args.push(&port);
-        let o = run(&args);
+        let o = cs(&args).quiet().no_store().run();
         assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
         let doc = json_file(&json);
         let phase = doc["estimate"]["phases"]
@@ -334,17 +330,10 @@ fn requests_go_to_the_request_url_not_the_warmed_readiness_url() {
     assert!(warmed < 45.0, "explain: {warmed} ms");
 
     // Without http readiness, --requests needs the URL, and says so before any run.
-    let o = run(&[
-        "tune",
-        "-q",
-        "--no-store",
-        "--requests",
-        "1",
-        "--ready",
-        "exit",
-        "--",
-        "true",
-    ]);
+    let o = cs(&["tune", "--requests", "1", "--ready", "exit", "--", "true"])
+        .quiet()
+        .no_store()
+        .run();
     assert!(
         !o.status.success() && stderr(&o).contains("--request-url"),
         "{}",
@@ -515,7 +504,7 @@ fn many_classes_jar() -> Option<PathBuf> {
 }
 
 fn repo_file(rel: &str) -> PathBuf {
-    root().join(rel)
+    repo().join(rel)
 }
 
 #[test]
@@ -602,7 +591,9 @@ fn go_server_tunes_end_to_end() {
 #[test]
 fn node_list_says_why_the_compile_cache_is_unavailable() {
     let Some(node) = tool("NODE", "node") else { return };
-    let o = run(&["tune", "-q", "--list", "--", node.to_str().unwrap(), "-e", "0"]);
+    let o = cs(&["tune", "--list", "--", node.to_str().unwrap(), "-e", "0"])
+        .quiet()
+        .run();
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
     assert!(out.starts_with("node "), "{out}");
@@ -625,7 +616,7 @@ fn node_list_says_why_the_compile_cache_is_unavailable() {
 
 #[test]
 fn bad_input_is_one_line() {
-    let o = run(&[
+    let o = cs(&[
         "tune",
         "--only",
         "nope",
@@ -634,10 +625,11 @@ fn bad_input_is_one_line() {
         "--list",
         "--",
         "true",
-    ]);
+    ])
+    .run();
     assert!(!o.status.success());
     assert!(stderr(&o).contains("no candidate 'nope'"), "{}", stderr(&o));
-    let o = run(&["tune"]);
+    let o = cs(&["tune"]).run();
     assert!(!o.status.success());
     assert!(stderr(&o).contains("no command to tune"), "{}", stderr(&o));
 }
@@ -668,8 +660,7 @@ fn ctrl_c_keeps_what_finished() {
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn coldstart tune");
+        .spawn();
     // Wait for the experiment's progress to pass a few runs, then interrupt.
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
@@ -704,7 +695,7 @@ fn ctrl_c_keeps_what_finished() {
     );
     // An interrupted run is no failure: nothing is reported broken.
     assert!(!out.contains("💥"), "{out}");
-    let h = run(&["history", "--store", store.to_str().unwrap()]);
+    let h = cs(&["history", "--store", store.to_str().unwrap()]).run();
     let listed = stdout(&h);
     assert!(
         listed.contains("(tune)") && listed.contains("interrupted"),
@@ -729,8 +720,7 @@ fn a_team_catalogue_from_coldstart_toml_is_listed() {
     let o = coldstart()
         .current_dir(dir.path())
         .args(["tune", "--list", "--runtime", "native", "--", "true"])
-        .output()
-        .unwrap();
+        .run();
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -745,7 +735,7 @@ fn node_server_tunes_end_to_end() {
     let Some(node) = tool("NODE", "node") else { return };
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let port = free_port();
-    let server = root().join("examples/node/server.js");
+    let server = repo().join("examples/node/server.js");
     let (o, doc) = tune(
         dir.path(),
         &[
@@ -920,7 +910,7 @@ fn winners_that_go_together_are_measured_as_one_set() {
     // `show` draws the stored experiments as tune's table, not bench's.
     let store = dir.path().join("store.db");
     let show = |id: &serde_json::Value| {
-        let o = run(&["show", "--store", store.to_str().unwrap(), &id.to_string()]);
+        let o = cs(&["show", "--store", store.to_str().unwrap(), &id.to_string()]).run();
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o)
     };

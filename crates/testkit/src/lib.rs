@@ -1,6 +1,7 @@
-//! Test support shared by the unit tests (`mod testkit` in main.rs) and the
-//! integration tests (`tests/common`, by path): optional toolchains found on PATH,
-//! fixtures built under the target directory, and the one way a test skips.
+//! Test support for coldstart's crates, a dev-dependency of each: optional
+//! toolchains found on PATH, fixtures built under the target directory, the one
+//! way a test skips, and [`Cs`], a builder for runs of the coldstart binary with
+//! the output's checks (as ripgrep's `TestCommand`).
 //!
 //! A test that needs an optional toolchain asks for it here. When it is missing,
 //! the test says so on the real stderr (libtest captures `eprintln!` of passing
@@ -11,7 +12,11 @@
 //! clients, examples/lambda-ric/setup.sh), CGROUP, CHROMIUM, DENO, PERF (perf_event_open
 //! allowed), MAVEN (mvn, and Maven Central for the Spring Boot fixture), CURL (the OTLP memory test).
 
-#![allow(dead_code)]
+mod cmd;
+mod procs;
+
+pub use cmd::{Cs, Out};
+pub use procs::{coldstart_cgroup_dirs, marker, processes_with};
 
 use std::io::Write;
 use std::os::fd::AsFd;
@@ -121,17 +126,14 @@ pub fn python() -> Option<PathBuf> {
     })
 }
 
-/// A directory for fixtures under the target directory (never a machine path):
-/// `CARGO_TARGET_TMPDIR` for integration tests, else next to the test binary
-/// (target/<profile>/deps/… → target/<profile>/test-fixtures).
+/// A directory for fixtures under the target directory (never a machine path),
+/// next to the test binary: target/<profile>/deps/… → target/<profile>/test-fixtures,
+/// shared by the unit and integration tests of every crate.
 pub fn fixtures_dir() -> PathBuf {
-    let dir = match option_env!("CARGO_TARGET_TMPDIR") {
-        Some(tmp) => PathBuf::from(tmp).join("test-fixtures"),
-        None => std::env::current_exe()
-            .ok()
-            .and_then(|exe| Some(exe.parent()?.parent()?.join("test-fixtures")))
-            .unwrap_or_else(|| std::env::temp_dir().join("coldstart-test-fixtures")),
-    };
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("test-fixtures")))
+        .unwrap_or_else(|| std::env::temp_dir().join("coldstart-test-fixtures"));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
     dir
 }
@@ -171,8 +173,8 @@ pub fn built(name: &str, sources: &[&Path], build: impl FnOnce(&Path) -> Command
     dest
 }
 
-/// The repository root: the nearest directory above the crate's manifest that
-/// holds `.ci/` (the workspace's crates include this file from crates/*).
+/// The repository root: the nearest directory above this crate's manifest that
+/// holds `.ci/`.
 pub fn repo() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest
@@ -266,6 +268,135 @@ fn write_script(path: &Path, text: &str) {
     std::fs::rename(&tmp, path).unwrap_or_else(|e| panic!("renaming into {}: {e}", path.display()));
 }
 
+/// The bundled examples, built once per test process by examples/build.sh into
+/// target/examples.
+pub fn examples() -> PathBuf {
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    let out = repo().join("target/examples");
+    BUILD.call_once(|| {
+        let status = Command::new("bash")
+            .arg(repo().join("examples/build.sh"))
+            .arg(&out)
+            .status()
+            .expect("run examples/build.sh");
+        assert!(status.success(), "examples/build.sh failed");
+    });
+    out
+}
+
+/// One built example (see [`examples`]), as an argument.
+pub fn example(name: &str) -> String {
+    let p = examples().join(name);
+    assert!(p.exists(), "example {} was not built", p.display());
+    p.display().to_string()
+}
+
+/// A child's stdout as text.
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// A child's stderr as text.
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// A free even port inside the ephemeral range: only for tests of the
+/// self-connection a connect there can make (nothing may listen on it).
+pub fn free_ephemeral_port() -> u16 {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .unwrap_or_else(|_| "32768 60999".into());
+    let mut it = range.split_whitespace().filter_map(|n| n.parse::<u16>().ok());
+    let (lo, hi) = (it.next().unwrap_or(32768), it.next().unwrap_or(60999));
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    for _ in 0..1000 {
+        let port = rng.gen_range(lo..=hi) & !1;
+        if port >= lo && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free even port in the ephemeral range {lo}–{hi}")
+}
+
+/// A JSON file, parsed.
+pub fn json_file(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Ready times (ns) of the measured, successful runs of variant `v` in a JSON export.
+pub fn ready_ns(doc: &serde_json::Value, v: u64) -> Vec<u64> {
+    doc["samples"]
+        .as_array()
+        .expect("samples in the export")
+        .iter()
+        .filter(|s| s["variant"] == v && s["warmup"] == false && s["outcome"]["kind"] == "ready")
+        .map(|s| s["ready_ns"].as_u64().expect("ready_ns of a ready run"))
+        .collect()
+}
+
+/// [`real_python`] as an argument, for tests that cannot run without it.
+pub fn python_exe() -> String {
+    real_python()
+        .expect("python3 on PATH (COLDSTART_REQUIRE_PYTHON)")
+        .display()
+        .to_string()
+}
+
+/// A fresh store per backend: a SQLite file, and a new PostgreSQL database when
+/// `binary_has_postgres` (the binary's `postgres` feature) and COLDSTART_TEST_POSTGRES
+/// names a server (else a skip under POSTGRES).
+pub fn stores(tag: &str, binary_has_postgres: bool) -> Vec<(tempfile::TempDir, String)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sqlite = dir.path().join("store.db").display().to_string();
+    let mut out = vec![(dir, sqlite)];
+    out.extend(postgres_store(tag, binary_has_postgres));
+    out
+}
+
+/// A new PostgreSQL database (see [`stores`]), or a skip under POSTGRES.
+pub fn postgres_store(tag: &str, binary_has_postgres: bool) -> Option<(tempfile::TempDir, String)> {
+    if !binary_has_postgres {
+        skip(
+            "POSTGRES",
+            "built without the `postgres` feature: tested against SQLite only",
+        );
+        return None;
+    }
+    match std::env::var("COLDSTART_TEST_POSTGRES") {
+        Ok(admin) if !admin.is_empty() => Some(postgres_database(tag, &admin)),
+        _ => {
+            skip(
+                "POSTGRES",
+                "COLDSTART_TEST_POSTGRES is not set: tested against SQLite only",
+            );
+            None
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_database(tag: &str, admin: &str) -> (tempfile::TempDir, String) {
+    let db = format!("cs_{tag}_{}", std::process::id());
+    let mut client =
+        postgres::Client::connect(admin, postgres::NoTls).expect("connect to COLDSTART_TEST_POSTGRES");
+    client
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
+        .expect("drop the test database");
+    client
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .expect("create the test database");
+    let mut url = url::Url::parse(admin).expect("COLDSTART_TEST_POSTGRES is a URL");
+    url.set_path(&db);
+    (tempfile::tempdir().expect("tempdir"), url.to_string())
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_database(_tag: &str, _admin: &str) -> (tempfile::TempDir, String) {
+    panic!("coldstart-testkit was built without its `postgres` feature: enable it beside the binary's")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,8 +435,7 @@ mod tests {
             return;
         }
         let exe = std::env::current_exe().expect("test binary");
-        // Test names leave out the crate: `testkit::tests::…` here, `common::testkit::…`
-        // when tests/common includes this file.
+        // Test names leave out the crate: `tests::…`.
         let module = module_path!().split_once("::").map_or("", |(_, m)| m);
         let name = format!("{module}::a_skip_under_its_switch_fails");
         let run = |require: &str| {

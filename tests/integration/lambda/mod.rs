@@ -5,8 +5,7 @@
 //! event order, the REPORT line, Init Duration against the extensions' own clocks,
 //! the error paths, and that nothing is left running.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -24,7 +23,7 @@ fn client(name: &str) -> Option<String> {
 }
 
 fn python_client(name: &str) -> PathBuf {
-    root().join("examples/lambda/python").join(name)
+    repo().join("examples/lambda/python").join(name)
 }
 
 /// An extensions directory holding copies (the name an extension registers under
@@ -99,9 +98,8 @@ fn go_runtime_with_two_extensions_init_invoke_shutdown() {
     );
     std::fs::write(&event, r#"{"hello": "lambda"}"#).unwrap();
     let m = marker("lambda-go");
-    let o = run(&[
-        &LAMBDA_ONCE[..],
-        &[
+    let o = lambda_once()
+        .args([
             "--memory",
             "1769",
             "--runtime",
@@ -124,9 +122,8 @@ fn go_runtime_with_two_extensions_init_invoke_shutdown() {
             &format!("CS_TELEMETRY_OUT={}", telemetry.display()),
             "--env",
             &format!("CS_TELEMETRY_PORT={}", free_port()),
-        ],
-    ]
-    .concat());
+        ])
+        .run();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
 
     // The event reached aws-lambda-go's handler and its response came back.
@@ -259,9 +256,8 @@ fn rust_runtime_invoke_and_memory_sweep() {
         dir.path().join("out.json"),
     );
     let m = marker("lambda-rust");
-    let o = run(&[
-        &LAMBDA_ONCE[..],
-        &[
+    let o = lambda_once()
+        .args([
             "--memory",
             "256,1024",
             "--runtime",
@@ -276,9 +272,8 @@ fn rust_runtime_invoke_and_memory_sweep() {
             json.to_str().unwrap(),
             "--env",
             &m,
-        ],
-    ]
-    .concat());
+        ])
+        .run();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let resp: serde_json::Value = serde_json::from_slice(&std::fs::read(&response).unwrap()).unwrap();
     assert_eq!(resp["runtime"], "lambda_runtime");
@@ -367,10 +362,8 @@ fn runtime_and_extension_checkpoints_become_marks() {
     let json = dir.path().join("out.json");
     let m = marker("lambda-checkpoints");
     let rt = python_client("raw_runtime.py");
-    let o = run(&[
+    let o = cs(&[
         "lambda",
-        "-q",
-        "--no-store",
         "--no-cgroup",
         "--runs",
         "1",
@@ -387,8 +380,11 @@ fn runtime_and_extension_checkpoints_become_marks() {
         "--env",
         &format!("CS_READY_DIR={}", ready.display()),
         "--env",
-        &format!("CS_CHECKPOINT_SDK={}", root().join("sdk/python/src").display()),
-    ]);
+        &format!("CS_CHECKPOINT_SDK={}", repo().join("sdk/python/src").display()),
+    ])
+    .quiet()
+    .no_store()
+    .run();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let doc = json_file(&json);
     let sample = &doc["samples"][0];
@@ -474,10 +470,8 @@ fn bare_runtime_checkpoints_become_marks() {
     let json = dir.path().join("out.json");
     let m = marker("lambda-bare-checkpoints");
     let rt = python_client("raw_runtime.py");
-    let o = run(&[
+    let o = cs(&[
         "lambda",
-        "-q",
-        "--no-store",
         "--bare",
         "--runs",
         "1",
@@ -492,8 +486,11 @@ fn bare_runtime_checkpoints_become_marks() {
         "--env",
         &format!("CS_READY_DIR={}", ready.display()),
         "--env",
-        &format!("CS_CHECKPOINT_SDK={}", root().join("sdk/python/src").display()),
-    ]);
+        &format!("CS_CHECKPOINT_SDK={}", repo().join("sdk/python/src").display()),
+    ])
+    .quiet()
+    .no_store()
+    .run();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let doc = json_file(&json);
     let sample = &doc["samples"][0];
@@ -523,15 +520,13 @@ fn failing(
     runtime_mode: &str,
     ext_mode: Option<&str>,
     extra: &[&str],
-) -> (std::process::Output, Vec<String>, serde_json::Value) {
+) -> (Out, Vec<String>, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let (log, json) = (dir.path().join("lambda.log"), dir.path().join("out.json"));
     let m = marker("lambda-fail");
     let rt = python_client("raw_runtime.py");
     let mut args: Vec<String> = [
         "lambda",
-        "-q",
-        "--no-store",
         "--no-cgroup",
         "--runs",
         "1",
@@ -557,7 +552,7 @@ fn failing(
         args.extend(["--env".into(), format!("CS_EXT_MODE={mode}")]);
     }
     args.extend(extra.iter().map(|s| s.to_string()));
-    let o = coldstart().args(&args).output().unwrap();
+    let o = coldstart().args(&args).quiet().no_store().run();
     assert!(
         processes_with(&m).is_empty(),
         "left behind: {:?}",
@@ -725,16 +720,9 @@ fn ctrl_c_during_init_leaves_nothing() {
     let (log, records) = (dir.path().join("lambda.log"), dir.path().join("records.jsonl"));
     let port = free_port().to_string();
     let child = coldstart()
-        .args([
-            "lambda",
-            "-q",
-            "--no-store",
-            "--runs",
-            "3",
-            "--init-timeout",
-            "60",
-            "--runtime",
-        ])
+        .args(["lambda", "--runs", "3", "--init-timeout", "60", "--runtime"])
+        .quiet()
+        .no_store()
         .arg(python_client("raw_runtime.py"))
         .args([
             "--extensions",
@@ -757,8 +745,7 @@ fn ctrl_c_during_init_leaves_nothing() {
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let start = Instant::now();
     // The extension and the hanging runtime both run, and telemetry flows.
     while processes_with(&m).len() < 2 || !records.exists() {
@@ -787,19 +774,16 @@ fn ctrl_c_during_init_leaves_nothing() {
 
 #[test]
 fn bad_input_names_the_fix() {
-    let o = run(&["lambda", "--no-store", "--memory", "64", "--runtime", "/bin/true"]);
+    let o = cs(&["lambda", "--memory", "64", "--runtime", "/bin/true"])
+        .no_store()
+        .run();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("128 to 10240 MB"), "{}", stderr(&o));
-    let o = run(&["lambda", "--no-store"]);
+    let o = cs(&["lambda"]).no_store().run();
     assert!(stderr(&o).contains("--runtime"), "{}", stderr(&o));
-    let o = run(&[
-        "lambda",
-        "--no-store",
-        "--runtime",
-        "/bin/true",
-        "--env",
-        "AWS_REGION=x",
-    ]);
+    let o = cs(&["lambda", "--runtime", "/bin/true", "--env", "AWS_REGION=x"])
+        .no_store()
+        .run();
     assert!(stderr(&o).contains("reserved"), "{}", stderr(&o));
 }
 
@@ -830,9 +814,9 @@ fn input_mistakes_are_named_in_one_line() {
             "error: error:",
         ),
     ] {
-        let mut full = vec!["lambda", "--no-store", "--no-cgroup"];
+        let mut full = vec!["lambda", "--no-cgroup"];
         full.extend(args.iter().copied());
-        let o = run(&full);
+        let o = cs(&full).no_store().run();
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
@@ -844,20 +828,12 @@ fn input_mistakes_are_named_in_one_line() {
 #[test]
 fn save_response_dir_and_timeout_are_checked_up_front() {
     let rt = python_client("raw_runtime.py");
-    let base = [
-        "lambda",
-        "--no-store",
-        "--no-cgroup",
-        "--runs",
-        "1",
-        "--warmup",
-        "0",
-    ];
+    let base = ["lambda", "--no-cgroup", "--runs", "1", "--warmup", "0"];
     let with = |extra: &[&str]| {
         let mut args: Vec<&str> = base.to_vec();
         args.extend(["--runtime", rt.to_str().unwrap()]);
         args.extend(extra);
-        run(&args)
+        cs(&args).no_store().run()
     };
     let o = with(&["--save-response", "/nonexistent-coldstart-dir/r.json"]);
     let err = stderr(&o);
@@ -917,8 +893,6 @@ fn init_boost_flattens_init_but_not_invoke() {
         let m = marker("lambda-boost");
         let mut args = vec![
             "lambda",
-            "-q",
-            "--no-store",
             "--runs",
             "3",
             "--warmup",
@@ -939,7 +913,7 @@ fn init_boost_flattens_init_but_not_invoke() {
             json.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
-        let o = run(&args);
+        let o = cs(&args).quiet().no_store().run();
         assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
         assert!(processes_with(&m).is_empty(), "left behind");
         let doc = json_file(&json);
@@ -1040,16 +1014,17 @@ fn oversized_event_is_refused_up_front() {
     let event = dir.path().join("event.json");
     std::fs::write(&event, format!("\"{}\"", "x".repeat(6 * 1024 * 1024))).unwrap();
     let rt = python_client("raw_runtime.py");
-    let o = run(&[
+    let o = cs(&[
         "lambda",
-        "-q",
-        "--no-store",
         "--no-cgroup",
         "--runtime",
         rt.to_str().unwrap(),
         "--event",
         event.to_str().unwrap(),
-    ]);
+    ])
+    .quiet()
+    .no_store()
+    .run();
     assert!(!o.status.success());
     let err = stderr(&o);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -1345,9 +1320,8 @@ fn extension_ready_is_compared_like_init_duration() {
     let (md, json) = (dir.path().join("ab.md"), dir.path().join("ab.json"));
     let m = marker("lambda-ext-ab");
     let port = format!("CS_TELEMETRY_PORT={}", free_port());
-    let o = run(&[
+    let o = cs(&[
         "lambda",
-        "--no-store",
         "--no-cgroup",
         "--runs",
         "12",
@@ -1371,7 +1345,9 @@ fn extension_ready_is_compared_like_init_duration() {
         "B",
         "--env",
         "CS_EXT_DELAY_MS=100",
-    ]);
+    ])
+    .no_store()
+    .run();
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     assert!(processes_with(&m).is_empty(), "left behind");
     let doc = json_file(&json);
