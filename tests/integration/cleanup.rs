@@ -398,7 +398,7 @@ fn explain_sigkill_and_ctrl_c_with_a_daemon() {
             "-c",
             &script,
         ];
-        let mut child = cs(args)
+        let mut child = cs(&args)
             .quiet()
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -42,7 +42,7 @@ fn big_file(tag: &str) -> Big {
 fn bench_json(dir: &Path, args: &[&str]) -> (Out, serde_json::Value) {
     let json = dir.join("r.json");
     std::fs::remove_file(&json).ok();
-    let o = cs(["bench", "--export-json", json.to_str().unwrap()])
+    let o = cs(&["bench", "--export-json", json.to_str().unwrap()])
         .args(args)
         .quiet()
         .no_store()

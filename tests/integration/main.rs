@@ -47,11 +47,7 @@ mod common {
     }
 
     /// `coldstart ARGS` (the first is the subcommand), to run or configure further.
-    pub fn cs<I, S>(args: I) -> Cs
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    pub fn cs<S: AsRef<OsStr>>(args: &[S]) -> Cs {
         let mut c = coldstart();
         c.args(args);
         c
@@ -60,7 +56,7 @@ mod common {
     /// `coldstart lambda` for one cold start, quietly and without the store: what
     /// the Lambda tests put before their own flags.
     pub fn lambda_once() -> Cs {
-        let mut c = cs(["lambda", "--runs", "1", "--warmup", "0"]);
+        let mut c = cs(&["lambda", "--runs", "1", "--warmup", "0"]);
         c.quiet().no_store();
         c
     }

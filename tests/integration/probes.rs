@@ -392,7 +392,7 @@ fn bad_input_gets_one_clear_line() {
         ),
     ];
     for (args, expected) in cases {
-        let o = cs(*args).run();
+        let o = cs(args).run();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
         assert!(err.contains(expected), "{args:?}: expected {expected:?} in {err}");

@@ -117,7 +117,7 @@ fn huge_durations_and_counts_are_refused_before_any_run() {
         (["--init-cpus", "1e300"], "--init-cpus"),
         (["--invokes", "18446744073709551615"], "--invokes"),
     ] {
-        let o = cs(["lambda", "--runtime", "/bin/true"])
+        let o = cs(&["lambda", "--runtime", "/bin/true"])
             .args(args)
             .no_store()
             .run();

@@ -101,7 +101,7 @@ fn ignore_failure_and_success_exit_codes_opt_in() {
 fn sleeper_bench(extra: &[&str], delays: &[(&str, u32)], store: Option<&str>) -> (Out, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let mut c = cs(["bench", "--runs", "12", "--export-json", json.to_str().unwrap()]);
+    let mut c = cs(&["bench", "--runs", "12", "--export-json", json.to_str().unwrap()]);
     c.quiet();
     let mut args = Vec::new();
     match store {
