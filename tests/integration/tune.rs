@@ -498,7 +498,7 @@ fn many_classes_jar() -> Option<PathBuf> {
     // The generator is this file: rebuilt when it changes.
     Some(built(
         "tune-many-classes.jar",
-        &[&repo_file("tests/tune.rs")],
+        &[&repo_file("tests/integration/tune.rs")],
         gen,
     ))
 }
