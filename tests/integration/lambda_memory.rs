@@ -217,7 +217,7 @@ fn lambda_says_one_line_about_cgroups_only_without_them() {
     std::fs::remove_file(&log).unwrap();
     let mut args = base.to_vec();
     args.push("--no-cgroup");
-    let o = cs(&args).run();
+    let o = cs(&args).quiet().no_store().run();
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert_eq!(lines(&err).len(), 1, "with --no-cgroup: {err}");
