@@ -5,8 +5,7 @@ mod cmd;
 mod flags;
 mod session;
 #[cfg(test)]
-#[path = "../crates/core/src/testkit.rs"]
-mod testkit;
+use coldstart_testkit as testkit;
 
 // The library crates' modules under their own names: the commands read `crate::run::…`.
 use coldstart_core::{

@@ -9,9 +9,7 @@
 //! cgroup, so runs in parallel threads (or other tests' children) would
 //! interfere: one run at a time per process is the library's contract.
 
-#[path = "../crates/core/src/testkit.rs"]
-#[allow(unused_imports)] // its own unit tests do not run here (no harness)
-mod testkit;
+use coldstart_testkit as testkit;
 
 use coldstart_core::run::{run_once, run_traced, RunId, RunOptions};
 use coldstart_core::sample::{Outcome, Sample};

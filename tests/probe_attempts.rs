@@ -5,8 +5,6 @@
 //! more CPU is woken later on a busy machine (issue 26 #8). Counted with a
 //! counting allocator rather than timed, so a loaded machine cannot flake it.
 
-mod common;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::Duration;
@@ -43,7 +41,7 @@ fn a_refused_attempt_allocates_nothing() {
     std::env::set_var("RUST_BACKTRACE", "1");
     // A bound port that does not listen: every connect is refused (RST) at once.
     let closed = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    let port = common::free_port();
+    let port = coldstart_testkit::free_port();
     closed
         .bind(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into())
         .unwrap();

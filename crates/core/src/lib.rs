@@ -36,6 +36,6 @@ mod fixtures;
 pub mod store;
 pub mod target;
 #[cfg(test)]
-mod testkit;
+use coldstart_testkit as testkit;
 /// The syscall tracer: its own crate (crates/trace).
 pub use coldstart_trace as trace;

@@ -11,8 +11,7 @@ use coldstart_core::{
     clock, elf, experiment, launch, out, probe, profile, run, sample, stats, target, trace,
 };
 #[cfg(test)]
-#[path = "../../core/src/testkit.rs"]
-mod testkit;
+use coldstart_testkit as testkit;
 
 pub mod adapted;
 pub mod adapter;

@@ -23,9 +23,6 @@
 
 // The core's modules under their own names, so paths read `crate::run::…` here too.
 use coldstart_core::{clock, config, experiment, launch, limits, marks, out, run, sample, target, Lab};
-#[cfg(test)]
-#[path = "../../core/src/testkit.rs"]
-mod testkit;
 
 pub mod api;
 pub mod bare;

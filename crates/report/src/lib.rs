@@ -14,8 +14,7 @@ use coldstart_tune as tune;
 #[path = "../../core/src/fixtures.rs"]
 mod fixtures;
 #[cfg(test)]
-#[path = "../../core/src/testkit.rs"]
-mod testkit;
+use coldstart_testkit as testkit;
 
 pub mod chrome_trace;
 pub mod csv;

@@ -89,8 +89,7 @@ pub mod seccomp;
 #[cfg(test)]
 mod oracle_tests;
 #[cfg(test)]
-#[path = "../../core/src/testkit.rs"]
-mod testkit;
+use coldstart_testkit as testkit;
 
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};

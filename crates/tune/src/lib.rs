@@ -9,9 +9,6 @@
 // The core's modules under their own names, so paths read `crate::run::…` here too.
 use coldstart_core::{analysis, experiment, launch, out, run, sample, stats, target, trace};
 use coldstart_explain as explain;
-#[cfg(test)]
-#[path = "../../core/src/testkit.rs"]
-mod testkit;
 
 pub mod catalogue;
 pub mod plan;
