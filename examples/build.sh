@@ -5,7 +5,7 @@
 #
 # PART is one of c, go, java, rust, lambda: `coldstart demo` builds only the
 # servers it runs (go java rust), since the Lambda clients alone take minutes
-# on a fresh clone; the tests (tests/common) and CI build every part.
+# on a fresh clone; the tests (crates/testkit) and CI build every part.
 # Idempotent and quick: an artifact is rebuilt only when a source is newer.
 # A language whose toolchain is missing is skipped with a message on stderr
 # (exit status stays 0 so partial setups work); one summary line per language.
@@ -120,7 +120,7 @@ build_lambda() {
       IFS=: read -r src crate bin <<<"$pair"
       if stale "$dir/$bin" "$lx/$src/Cargo.toml" "$lx/$src/src/main.rs"; then
         # errexit is off inside a function called from `if`: fail the step explicitly,
-        # or a failed build would be reported as ok (and tests/lambda.rs would skip).
+        # or a failed build would be reported as ok (and tests/integration/lambda/ would skip).
         cargo build --quiet --release --manifest-path "$lx/$src/Cargo.toml" --target-dir "$tdir" || return 1
         cp "$tdir/release/$crate" "$dir/$bin" || return 1
         built+=("$bin")

@@ -1,6 +1,6 @@
 //! `coldstart lambda`'s sandbox cgroups: what a user is told about them, and
 //! Max Memory Used (read from them). (The sandbox's mount namespace is
-//! tests/lambda_sandbox.rs.)
+//! tests/integration/lambda_sandbox.rs.)
 //!
 //! Max Memory Used is checked against an oracle the processes keep
 //! themselves: each records its own VmHWM (peak resident set, from

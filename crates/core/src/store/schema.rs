@@ -374,7 +374,7 @@ mod tests {
     }
 
     /// A fresh database for a migration test: SQLite, and PostgreSQL when
-    /// COLDSTART_TEST_POSTGRES names a server (as tests/store.rs does).
+    /// COLDSTART_TEST_POSTGRES names a server (as tests/integration/store.rs does).
     fn fresh_stores(dir: &std::path::Path, tag: &str) -> Vec<String> {
         let sqlite = dir.join(format!("{tag}.db")).display().to_string();
         std::iter::once(sqlite).chain(fresh_postgres(tag)).collect()

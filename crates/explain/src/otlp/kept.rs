@@ -16,7 +16,7 @@ pub struct Limits {
     /// events, as allocated). A run's section costs about as much again, and the
     /// explanation's JSON about as much once more: 16 MiB kept a whole explain at
     /// 84 MiB resident where 24 MiB reached 121 MiB, against the 128 MiB that
-    /// `tests/explain_otlp_memory.rs` holds it to.
+    /// `tests/integration/explain_otlp_memory.rs` holds it to.
     pub bytes: usize,
     /// Largest request body, on the wire and after decompression (413 beyond).
     /// SDKs batch at most 512 spans per request by default, far below this.

@@ -1,7 +1,7 @@
 //! The HTML report on synthetic models: sections appear exactly where their data
 //! is, names are escaped, nothing points outside the file, and the size of a
 //! 20-variant × 200-run experiment. The real experiments, in a real browser, are
-//! tests/html_report.rs.
+//! tests/integration/html_report.rs.
 
 use super::*;
 use crate::analysis::analyze;
