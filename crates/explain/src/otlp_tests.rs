@@ -553,7 +553,7 @@ fn the_table_keeps_the_largest_twenty() {
 // ---- The real SDKs -------------------------------------------------------------
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    crate::testkit::repo()
 }
 
 /// A missing SDK: a visible skip or, with COLDSTART_REQUIRE_OTEL set (as CI sets
