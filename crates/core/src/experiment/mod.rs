@@ -8,6 +8,7 @@ pub mod plan;
 pub mod point;
 pub mod schedule;
 pub mod settings;
+pub mod shard;
 pub mod sweep;
 
 pub use plan::{CiOf, Order, Plan, StopRule, Variant};
