@@ -71,6 +71,7 @@ fn scratch(name: &str) -> PathBuf {
 
 #[test]
 fn cpu_quota_slows_fixed_work_in_proportion() {
+    let _machine = crate::common::beside();
     let Some(exe) = target() else { return };
     if !limits_available("cpu_quota", &[]) {
         return;
@@ -173,6 +174,7 @@ fn cpu_quota_slows_fixed_work_in_proportion() {
 
 #[test]
 fn a_run_past_its_memory_limit_fails_out_of_memory() {
+    let _machine = crate::common::beside();
     let Some(exe) = target() else { return };
     if !limits_available("oom", &[]) {
         return;
@@ -205,6 +207,7 @@ fn a_run_past_its_memory_limit_fails_out_of_memory() {
 /// `-i` accepts it with a note, and no cgroup of the run is left.
 #[test]
 fn an_oom_kill_inside_the_tree_fails_the_run_though_the_root_exits_0() {
+    let _machine = crate::common::beside();
     let Some(exe) = target() else { return };
     if !limits_available("oom-tree", &[]) {
         return;
@@ -359,6 +362,7 @@ fn assert_all_placed(records: &[String], hierarchies: &[&str]) {
 
 #[test]
 fn a_child_forked_at_once_is_limited_on_cgroup_v1() {
+    let _machine = crate::common::beside();
     if target().is_none() {
         return;
     }
@@ -372,6 +376,7 @@ fn a_child_forked_at_once_is_limited_on_cgroup_v1() {
 
 #[test]
 fn a_child_forked_at_once_is_in_the_v2_run_cgroup() {
+    let _machine = crate::common::beside();
     if target().is_none() {
         return;
     }
@@ -401,6 +406,7 @@ fn a_child_forked_at_once_is_in_the_v2_run_cgroup() {
 
 #[test]
 fn peak_memory_from_the_cgroup_is_the_trees() {
+    let _machine = crate::common::beside();
     let Some(exe) = target() else { return };
     if !limits_available("peak", &[]) {
         return;
@@ -456,6 +462,7 @@ fn peak_memory_from_the_cgroup_is_the_trees() {
 
 #[test]
 fn bad_limits_are_one_line_before_any_run() {
+    let _machine = crate::common::beside();
     for (flag, value, expect) in [
         ("--cpus", "0", "bad --cpus '0'"),
         ("--cpuset", "1-0", "bad --cpuset '1-0'"),
@@ -473,6 +480,7 @@ fn bad_limits_are_one_line_before_any_run() {
 /// act has its child in the sandbox (moved in after the spawn, it escaped).
 #[test]
 fn lambda_processes_forked_at_once_are_in_the_sandbox() {
+    let _machine = crate::common::beside();
     let Some(python) = testkit::python() else { return };
     if !limits_available("lambda_sandbox", &[]) {
         return;

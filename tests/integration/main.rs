@@ -5,7 +5,8 @@
 //! Not here, each its own process (see Cargo.toml's `[[test]]` entries): engine
 //! (runs on the main thread, harness = false), lab (its reaper takes every child
 //! of the process), lab_absent (no Lab may be opened in its process),
-//! probe_attempts (a counting global allocator).
+//! probe_attempts (a counting global allocator), explain_otlp_memory (a child's
+//! peak RSS, which a large parent would inflate).
 
 mod architecture;
 mod cleanup;
@@ -15,7 +16,6 @@ mod explain;
 mod explain_ab;
 mod explain_estimate;
 mod explain_headline;
-mod explain_otlp_memory;
 mod explain_procs;
 mod explain_store;
 mod html_report;
@@ -40,6 +40,7 @@ mod common {
     pub use coldstart_testkit as testkit;
     pub use coldstart_testkit::*;
     use std::ffi::OsStr;
+    use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
     /// The binary cargo built for these tests, with no arguments yet.
     pub fn coldstart() -> Cs {
@@ -59,6 +60,23 @@ mod common {
         let mut c = cs(&["lambda", "--runs", "1", "--warmup", "0"]);
         c.quiet().no_store();
         c
+    }
+
+    /// The tests of this binary run in parallel, each beside tests of any other
+    /// module. A test whose figures are times (a verdict, an attribution, a ratio
+    /// of durations) runs alone instead: a heavy neighbour from another module
+    /// (a JVM build, a traced explain) would move them.
+    static MACHINE: RwLock<()> = RwLock::new(());
+
+    /// For a test whose assertions are times: no other test runs meanwhile.
+    pub fn alone() -> RwLockWriteGuard<'static, ()> {
+        // A test that failed holding it poisons nothing the next needs.
+        MACHINE.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// For every other test: beside each other, never beside one that runs alone.
+    pub fn beside() -> RwLockReadGuard<'static, ()> {
+        MACHINE.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A fresh store per backend the binary was built with (see [`testkit::stores`]).

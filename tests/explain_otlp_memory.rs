@@ -3,8 +3,14 @@
 //! opentelemetry-proto messages, posted by one curl to the endpoint coldstart
 //! gives it, in batches as an SDK sends them), five runs of each arm. coldstart's peak resident memory stays bounded
 //! however many runs there are.
+//!
+//! Its own test binary: the peak is the child's ru_maxrss, and a child's exec
+//! records the high-water RSS of the address space it leaves, which is its
+//! parent's (the test process's) when it was forked or vforked from it. Beside
+//! two hundred other tests in one process that parent is large, and its peak
+//! would be charged to coldstart.
 
-use crate::common::*;
+use coldstart_testkit::{self as testkit, json_file, Cs};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -122,25 +128,26 @@ for f in "$1"/*.pb; do
 done | "$0" -sS --fail-early -K -"#;
     let (json, log) = (dir.path().join("e.json"), dir.path().join("out.txt"));
     let (status, peak_kb) = run_measured(
-        cs(&[
-            "explain",
-            "--runs",
-            "5",
-            "--adapter",
-            "none",
-            "--ready",
-            "exit",
-            "--export-json",
-            json.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            script,
-            curl.to_str().unwrap(),
-            bodies.to_str().unwrap(),
-        ])
-        .quiet()
-        .no_store(),
+        Cs::new(env!("CARGO_BIN_EXE_coldstart"))
+            .args([
+                "explain",
+                "--runs",
+                "5",
+                "--adapter",
+                "none",
+                "--ready",
+                "exit",
+                "--export-json",
+                json.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                script,
+                curl.to_str().unwrap(),
+                bodies.to_str().unwrap(),
+            ])
+            .quiet()
+            .no_store(),
         &log,
     );
     let output = std::fs::read_to_string(&log).unwrap_or_default();
