@@ -1,0 +1,329 @@
+//! Candidate versus baseline measured on several machines, each machine a block
+//! holding interleaved runs of both (one shard of a fleet experiment).
+//!
+//! Machines differ by tens of percent, so pooling every run into one
+//! Mann–Whitney/Hodges–Lehmann treats machine-to-machine spread as run-to-run
+//! noise, and an unequal mix of runs per machine (a failed or retried shard) as
+//! a difference between the variants. Here:
+//!
+//! - Within each machine: today's [`compare`] (shift, ratio, Mann–Whitney, verdict).
+//! - The test: van Elteren's stratified Wilcoxon–Mann–Whitney ([`van_elteren`]),
+//!   ranks taken within machines only.
+//! - The pooled shift: each machine's Hodges–Lehmann estimate (on log times for
+//!   the relative effect, in ms for the shift), combined by a random-effects
+//!   weighted mean ([`random_effects`]); see there for the weights and the interval.
+//! - Heterogeneity: Cochran's Q with its χ² p-value, I², τ², and which machines'
+//!   own intervals lie wholly above or below zero (machines disagree when both
+//!   exist).
+//! - The verdict: today's rules ([`super::compare::decide`]) on the pooled
+//!   relative interval, which includes the between-machine variation.
+
+use serde::Serialize;
+
+use super::compare::{compare, decide, CompareOptions, Comparison, Design, Verdict, COMPARE_CONFIDENCE};
+use super::hodges_lehmann::{hodges_lehmann, moses_z};
+use super::mann_whitney::{null_sigma, rank_sum};
+use super::normal;
+use super::ratio::ratio;
+use super::special;
+
+/// One machine's samples of both variants (times, any order).
+#[derive(Debug, Clone, Copy)]
+pub struct Block<'a> {
+    pub baseline: &'a [f64],
+    pub candidate: &'a [f64],
+}
+
+/// A shift pooled over machines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pooled {
+    pub estimate: f64,
+    /// 95 % interval including between-machine variation; `None` when no
+    /// machine has enough runs for its own interval.
+    pub ci: Option<(f64, f64)>,
+    /// Between-machine variance of the shift (DerSimonian–Laird), in the
+    /// estimate's scale (log ratio for the relative effect, ms² for the shift).
+    pub tau2: f64,
+    /// Machines that entered the estimate (those with an interval of their own).
+    pub blocks: usize,
+}
+
+/// van Elteren's stratified Wilcoxon–Mann–Whitney test (two-sided, normal
+/// approximation, no continuity correction).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VanElteren {
+    /// Σ over machines of W_i / (N_i + 1), W_i the candidate's rank sum among
+    /// the N_i runs of machine i (midranks for ties).
+    pub statistic: f64,
+    pub expected: f64,
+    /// Tie-corrected null variance.
+    pub variance: f64,
+    /// Positive when the candidate tends to be slower.
+    pub z: f64,
+    pub p_value: f64,
+}
+
+/// Do machines agree on the (log) shift?
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Heterogeneity {
+    /// Cochran's Q of the per-machine log-ratio estimates, and its degrees of freedom.
+    pub q: f64,
+    pub df: usize,
+    /// P(χ²_df > Q): small when machines differ by more than their own noise.
+    pub p_value: f64,
+    /// I² = max(0, (Q − df) / Q): the share of the spread between machines that
+    /// is real rather than noise.
+    pub i2: f64,
+    /// Machines (indices into the blocks) whose own relative interval is wholly
+    /// below 0 (candidate faster there) and wholly above 0 (slower there).
+    pub faster: Vec<usize>,
+    pub slower: Vec<usize>,
+    /// One machine faster, another slower.
+    pub disagree: bool,
+}
+
+/// Candidate versus baseline over machines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlockedComparison {
+    pub design: Design,
+    pub noise: f64,
+    /// Each machine's own comparison, in the order of the blocks given.
+    pub blocks: Vec<Comparison>,
+    /// Pooled ratio candidate ÷ baseline − 1 (the verdict's interval).
+    pub relative: Option<Pooled>,
+    /// Pooled shift candidate − baseline in the samples' unit.
+    pub shift: Option<Pooled>,
+    pub van_elteren: Option<VanElteren>,
+    /// `None` with fewer than two machines with an interval.
+    pub heterogeneity: Option<Heterogeneity>,
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+}
+
+/// Compare candidate with baseline over machines (see the module docs).
+pub fn compare_blocked(blocks: &[Block<'_>], opts: CompareOptions) -> BlockedComparison {
+    let per_block: Vec<Comparison> = blocks
+        .iter()
+        .map(|b| compare(b.baseline, b.candidate, opts))
+        .collect();
+    let (log_points, shift_points) = block_points(blocks);
+    let log_pooled = random_effects(&log_points);
+    let relative = log_pooled.as_ref().map(|p| Pooled {
+        estimate: p.mean.exp() - 1.0,
+        ci: p.ci.map(|(lo, hi)| (lo.exp() - 1.0, hi.exp() - 1.0)),
+        tau2: p.tau2,
+        blocks: p.blocks,
+    });
+    let shift = random_effects(&shift_points).map(|p| Pooled {
+        estimate: p.mean,
+        ci: p.ci,
+        tau2: p.tau2,
+        blocks: p.blocks,
+    });
+    let heterogeneity = log_pooled
+        .as_ref()
+        .filter(|p| p.blocks >= 2)
+        .map(|p| heterogeneity(p, &per_block));
+    let mut out = BlockedComparison {
+        design: opts.design,
+        noise: opts.noise,
+        blocks: per_block,
+        relative,
+        shift,
+        van_elteren: van_elteren(blocks),
+        heterogeneity,
+        verdict: Verdict::None,
+        reason: None,
+    };
+    if !opts.design.supports_verdict() {
+        out.reason = Some(opts.design.why_no_verdict().into());
+    } else if let Some((lo, hi)) = out.relative.as_ref().and_then(|r| r.ci) {
+        (out.verdict, out.reason) = decide(lo, hi, opts.noise);
+    } else if blocks.iter().all(|b| b.baseline.is_empty() || b.candidate.is_empty()) {
+        out.reason = Some("no verdict: no machine has successful runs of both variants".into());
+    } else {
+        out.reason = Some("no verdict: no machine has enough runs for a 95 % interval".into());
+    }
+    out
+}
+
+/// One machine's estimate with its interval and standard error.
+#[derive(Debug, Clone, Copy)]
+struct Point {
+    estimate: f64,
+    ci: (f64, f64),
+    se: f64,
+}
+
+/// Each machine's Hodges–Lehmann estimate of the log ratio and of the shift, for
+/// the machines with a Moses interval of positive width. The standard error is
+/// the interval's half-width over its span in standard errors ([`moses_z`]:
+/// the exact interval is wider than ±1.96 se at small n), so a machine's weight
+/// follows its own noise and run count.
+fn block_points(blocks: &[Block<'_>]) -> (Vec<Point>, Vec<Point>) {
+    let mut logs = Vec::new();
+    let mut shifts = Vec::new();
+    for b in blocks {
+        let (m, n) = (b.baseline.len(), b.candidate.len());
+        let Some(span) = moses_z(m, n, COMPARE_CONFIDENCE).filter(|z| *z > 0.0) else {
+            continue;
+        };
+        let point = |estimate: f64, (lo, hi): (f64, f64)| {
+            let se = (hi - lo) / (2.0 * span);
+            (se > 0.0 && se.is_finite() && estimate.is_finite()).then_some(Point {
+                estimate,
+                ci: (lo, hi),
+                se,
+            })
+        };
+        if let Some(r) = ratio(b.baseline, b.candidate, COMPARE_CONFIDENCE) {
+            if let Some(p) = r.ci.and_then(|(lo, hi)| point(r.estimate.ln(), (lo.ln(), hi.ln()))) {
+                logs.push(p);
+            }
+        }
+        if let Some(s) = hodges_lehmann(b.baseline, b.candidate, COMPARE_CONFIDENCE) {
+            if let Some(p) = s.ci.and_then(|ci| point(s.estimate, ci)) {
+                shifts.push(p);
+            }
+        }
+    }
+    (logs, shifts)
+}
+
+struct RandomEffects {
+    mean: f64,
+    ci: Option<(f64, f64)>,
+    tau2: f64,
+    q: f64,
+    blocks: usize,
+}
+
+/// The pooled shift over machines and its 95 % interval.
+///
+/// Estimate: the inverse-variance weighted mean of the machines' Hodges–Lehmann
+/// estimates with DerSimonian–Laird random-effects weights 1 / (se_i² + τ²).
+/// Without between-machine variation (τ² = 0) and with equal noise these are
+/// ∝ n_a n_b / (n_a + n_b), the efficient weights of a stratified rank
+/// estimate; a noisier machine counts less; and as machines disagree more, the
+/// weights tend to equal, since each machine is then one draw of the machine
+/// effect and the target is the mean shift over machines. (The median of the
+/// pooled within-machine differences would instead weight machines by n_a n_b
+/// whatever their noise, and has no simple interval that admits machine effects.)
+///
+/// Interval: Hartung–Knapp–Sidik–Jonkman, μ ± t_{k−1} √(max(1, q) / Σ w*),
+/// q = Σ w*_i (y_i − μ)² / (k − 1): the plain DerSimonian–Laird normal interval
+/// is too narrow with the 2–20 machines of a fleet (its τ² is itself a noisy
+/// estimate from k points), while HKSJ's t interval holds its level there; the
+/// max(1, ·) keeps it from being narrower than the machines' own noise allows
+/// when they happen to agree closely. Not a bootstrap over machines: with k
+/// machines it has only k distinct values to resample, and its percentile
+/// interval is too narrow by about √((k − 1) / k) and ragged at k ≤ 10. One
+/// machine: its own Moses interval.
+fn random_effects(points: &[Point]) -> Option<RandomEffects> {
+    let k = points.len();
+    if k == 0 {
+        return None;
+    }
+    if k == 1 {
+        let p = points[0];
+        return Some(RandomEffects {
+            mean: p.estimate,
+            ci: Some(p.ci),
+            tau2: 0.0,
+            q: 0.0,
+            blocks: 1,
+        });
+    }
+    let w: Vec<f64> = points.iter().map(|p| 1.0 / (p.se * p.se)).collect();
+    let sum_w: f64 = w.iter().sum();
+    let fixed = points.iter().zip(&w).map(|(p, w)| w * p.estimate).sum::<f64>() / sum_w;
+    let q: f64 = points
+        .iter()
+        .zip(&w)
+        .map(|(p, w)| w * (p.estimate - fixed).powi(2))
+        .sum();
+    let df = (k - 1) as f64;
+    let c = sum_w - w.iter().map(|w| w * w).sum::<f64>() / sum_w;
+    let tau2 = if c > 0.0 { ((q - df) / c).max(0.0) } else { 0.0 };
+    let w_star: Vec<f64> = points.iter().map(|p| 1.0 / (p.se * p.se + tau2)).collect();
+    let sum_ws: f64 = w_star.iter().sum();
+    let mean = points.iter().zip(&w_star).map(|(p, w)| w * p.estimate).sum::<f64>() / sum_ws;
+    let q_hk = points
+        .iter()
+        .zip(&w_star)
+        .map(|(p, w)| w * (p.estimate - mean).powi(2))
+        .sum::<f64>()
+        / df;
+    let half = special::t_quantile(1.0 - (1.0 - COMPARE_CONFIDENCE) / 2.0, df) * (q_hk.max(1.0) / sum_ws).sqrt();
+    Some(RandomEffects {
+        mean,
+        ci: half.is_finite().then_some((mean - half, mean + half)),
+        tau2,
+        q,
+        blocks: k,
+    })
+}
+
+fn heterogeneity(pooled: &RandomEffects, per_block: &[Comparison]) -> Heterogeneity {
+    let df = pooled.blocks - 1;
+    let q = pooled.q;
+    let mut faster = Vec::new();
+    let mut slower = Vec::new();
+    for (i, c) in per_block.iter().enumerate() {
+        match c.relative.as_ref().and_then(|r| r.ci) {
+            Some((_, hi)) if hi < 0.0 => faster.push(i),
+            Some((lo, _)) if lo > 0.0 => slower.push(i),
+            _ => {}
+        }
+    }
+    Heterogeneity {
+        q,
+        df,
+        p_value: special::chi_square_upper(q, df as f64),
+        i2: if q > 0.0 {
+            ((q - df as f64) / q).max(0.0)
+        } else {
+            0.0
+        },
+        disagree: !faster.is_empty() && !slower.is_empty(),
+        faster,
+        slower,
+    }
+}
+
+/// van Elteren's test of candidate against baseline, machines as strata: each
+/// machine's Wilcoxon rank sum of the candidate, weighted 1 / (N_i + 1), so
+/// every machine's ranks count on the same 0–1 scale (the locally most powerful
+/// stratified rank test when the shift is the same on every machine; R's
+/// `coin::wilcox_test(y ~ g | block)` sums unweighted rank sums instead, which
+/// is the same test when machines have equal run counts). Machines without runs
+/// of both variants carry no information and are skipped; `None` when no
+/// machine remains or every run ties.
+pub fn van_elteren(blocks: &[Block<'_>]) -> Option<VanElteren> {
+    let (mut statistic, mut expected, mut variance) = (0.0, 0.0, 0.0);
+    for b in blocks {
+        let (nc, nb) = (b.candidate.len(), b.baseline.len());
+        if nc == 0 || nb == 0 {
+            continue;
+        }
+        let rs = rank_sum(b.candidate, b.baseline);
+        let total = (nc + nb) as f64;
+        let w = 1.0 / (total + 1.0);
+        let nc_f = nc as f64;
+        let rank_sum_c = rs.u + nc_f * (nc_f + 1.0) / 2.0;
+        statistic += w * rank_sum_c;
+        expected += w * nc_f * (total + 1.0) / 2.0;
+        variance += w * w * null_sigma(nc, nb, rs.tie_term).powi(2);
+    }
+    if variance <= 0.0 {
+        return None;
+    }
+    let z = (statistic - expected) / variance.sqrt();
+    Some(VanElteren {
+        statistic,
+        expected,
+        variance,
+        z,
+        p_value: normal::two_sided_p(z),
+    })
+}
