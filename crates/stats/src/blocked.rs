@@ -327,3 +327,156 @@ pub fn van_elteren(blocks: &[Block<'_>]) -> Option<VanElteren> {
         p_value: normal::two_sided_p(z),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Three machines, unequal run counts, a tie on machines 1 and 2; candidate
+    // (b) slower on the first two. Machine levels differ by ±30 %.
+    const B1: [f64; 7] = [101.2, 98.7, 103.4, 99.9, 100.8, 102.2, 97.6];
+    const C1: [f64; 6] = [104.1, 106.3, 103.0, 105.5, 104.1, 107.2];
+    const B2: [f64; 5] = [131.0, 128.4, 133.9, 130.2, 129.5];
+    const C2: [f64; 6] = [134.8, 136.1, 132.0, 135.5, 137.9, 133.9];
+    const B3: [f64; 8] = [88.1, 90.4, 87.3, 89.9, 91.2, 88.8, 86.5, 90.0];
+    const C3: [f64; 5] = [88.6, 91.7, 89.3, 92.4, 90.1];
+
+    fn three() -> [Block<'static>; 3] {
+        [
+            Block { baseline: &B1, candidate: &C1 },
+            Block { baseline: &B2, candidate: &C2 },
+            Block { baseline: &B3, candidate: &C3 },
+        ]
+    }
+
+    /// R 4.2.2, coin 1.4.2 (a = baseline, b = candidate):
+    /// ```text
+    /// y <- c(B1, C1, B2, C2, B3, C3)   # the arrays above, in that order
+    /// g <- factor(c(rep("a", 7), rep("b", 6), rep("a", 5), rep("b", 6), rep("a", 8), rep("b", 5)),
+    ///             levels = c("b", "a"))
+    /// blk <- factor(c(rep(1, 13), rep(2, 11), rep(3, 13)))
+    /// # by formula: T = Σ W_k / (N_k + 1), W_k = sum(rank(y)[b]) within machine k,
+    /// # E = Σ n_k / 2, V = Σ (m n / 12 ((N + 1) − Σ(t³ − t) / (N (N − 1)))) / (N + 1)²
+    /// #   T = 11.6964285714286  E = 8.5  V = 0.694794788544789
+    /// #   z = 3.83474710134719  p = 0.000125693554365149
+    /// it <- independence_test(y ~ g | blk, teststat = "scalar", distribution = "asymptotic",
+    ///   ytrafo = function(data) trafo(data, numeric_trafo = function(x) rank(x) / (length(x) + 1),
+    ///                                 block = blk))
+    /// statistic(it)  # 3.83474710134719;  pvalue(it)  # 0.000125693554365203
+    /// wilcox_test(y ~ g | blk, distribution = "asymptotic")  # unweighted: z = 3.79531327376313
+    /// ```
+    #[test]
+    fn van_elteren_matches_r() {
+        let v = van_elteren(&three()).unwrap_or_else(|| panic!("a statistic"));
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1.0);
+        assert!(close(v.statistic, 11.6964285714286), "{v:?}");
+        assert!(close(v.expected, 8.5), "{v:?}");
+        assert!(close(v.variance, 0.694794788544789), "{v:?}");
+        assert!(close(v.z, 3.83474710134719), "{v:?}");
+        assert!((v.p_value / 0.000125693554365149 - 1.0).abs() < 1e-9, "{v:?}");
+        // Swapping the variants flips the sign, not the p-value.
+        let swapped: Vec<Block> = three()
+            .iter()
+            .map(|b| Block { baseline: b.candidate, candidate: b.baseline })
+            .collect();
+        let back = van_elteren(&swapped).unwrap_or_else(|| panic!("a statistic"));
+        assert!(close(back.z, -3.83474710134719) && close(back.p_value, v.p_value));
+    }
+
+    /// Each machine's shift is today's Hodges–Lehmann with its Moses interval. R 4.2.2:
+    /// ```text
+    /// for (k in 1:3) print(wilcox.test(y[blk == k & g == "b"], y[blk == k & g == "a"],
+    ///                                  conf.int = TRUE)[c("estimate", "conf.int")])
+    /// # 1: 4.3000249668252   [1.90002879667072, 6.7999473168014]   (a tie: normal approximation)
+    /// # 2: 4.51872760470365  [1.00001963542748, 7.69999428915453]  (a tie: normal approximation)
+    /// # 3: 1.3               [-1.10000000000001, 3.60000000000001] (exact)
+    /// ```
+    /// With ties R solves the normal-approximation statistic by `uniroot`, which
+    /// lands within its tolerance (1e-4 here) of the order statistic the Moses
+    /// interval picks, and estimates the shift the same way (4.5187 on machine 2
+    /// against the median difference, R's `median(outer(C2, B2, "-"))` = 4.55):
+    /// the intervals are compared to 1e-4, the tie-free machine exactly.
+    #[test]
+    fn per_machine_shifts_match_r() {
+        let c = compare_blocked(&three(), CompareOptions::default());
+        let shift = |i: usize| c.blocks[i].shift.clone().unwrap_or_else(|| panic!("shift {i}"));
+        let ci = |i: usize| shift(i).ci.unwrap_or_else(|| panic!("ci {i}"));
+        for (i, lo, hi) in [
+            (0, 1.90002879667072, 6.7999473168014),
+            (1, 1.00001963542748, 7.69999428915453),
+        ] {
+            assert!((ci(i).0 - lo).abs() < 1e-4 && (ci(i).1 - hi).abs() < 1e-4, "{i}: {:?}", ci(i));
+        }
+        assert!((shift(0).estimate - 4.3000249668252).abs() < 1e-4);
+        assert!((shift(1).estimate - 4.55).abs() < 1e-9);
+        assert!((shift(2).estimate - 1.3).abs() < 1e-12);
+        assert!((ci(2).0 + 1.1).abs() < 1e-12 && (ci(2).1 - 3.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn pooled_interval_holds_every_machine_and_agrees_with_the_verdict() {
+        let c = compare_blocked(&three(), CompareOptions::default());
+        let rel = c.relative.clone().unwrap_or_else(|| panic!("pooled"));
+        assert_eq!(rel.blocks, 3);
+        let (lo, hi) = rel.ci.unwrap_or_else(|| panic!("pooled ci"));
+        assert!(lo < rel.estimate && rel.estimate < hi, "{rel:?}");
+        // Three machines, t on 2 df: wide. The estimate lies among the machines'.
+        let each: Vec<f64> = c.blocks.iter().filter_map(|b| b.relative.as_ref().map(|r| r.estimate)).collect();
+        let (min, max) = each.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        assert!(min <= rel.estimate && rel.estimate <= max, "{rel:?} {each:?}");
+        assert_eq!(c.verdict, decide(lo, hi, c.noise).0);
+        let h = c.heterogeneity.clone().unwrap_or_else(|| panic!("heterogeneity"));
+        assert_eq!((h.df, h.slower.clone(), h.faster.clone(), h.disagree), (2, vec![0, 1], vec![], false));
+        assert!((0.0..=1.0).contains(&h.p_value) && (0.0..=1.0).contains(&h.i2));
+        let shift = c.shift.clone().unwrap_or_else(|| panic!("pooled shift"));
+        assert!(shift.estimate > 1.3 && shift.estimate < 4.6, "{shift:?}");
+    }
+
+    #[test]
+    fn one_machine_is_todays_comparison() {
+        let block = [Block { baseline: &B1, candidate: &C1 }];
+        let c = compare_blocked(&block, CompareOptions::default());
+        let today = compare(&B1, &C1, CompareOptions::default());
+        let rel = c.relative.clone().unwrap_or_else(|| panic!("pooled"));
+        let want = today.relative.clone().unwrap_or_else(|| panic!("relative"));
+        let (lo, hi) = rel.ci.unwrap_or_else(|| panic!("ci"));
+        let (wlo, whi) = want.ci.unwrap_or_else(|| panic!("ci"));
+        assert!((rel.estimate - want.estimate).abs() < 1e-12);
+        assert!((lo - wlo).abs() < 1e-12 && (hi - whi).abs() < 1e-12);
+        assert_eq!(c.verdict, today.verdict);
+        assert!(c.heterogeneity.is_none());
+    }
+
+    #[test]
+    fn machines_that_disagree_are_named() {
+        let b1: Vec<f64> = (0..12).map(|i| 100.0 + f64::from(i)).collect();
+        let b2: Vec<f64> = (0..12).map(|i| 130.0 + f64::from(i)).collect();
+        let c1: Vec<f64> = b1.iter().map(|x| x + 20.0).collect(); // slower on machine 0
+        let c2: Vec<f64> = b2.iter().map(|x| x - 26.0).collect(); // faster on machine 1
+        let blocks = [Block { baseline: &b1, candidate: &c1 }, Block { baseline: &b2, candidate: &c2 }];
+        let c = compare_blocked(&blocks, CompareOptions::default());
+        let h = c.heterogeneity.clone().unwrap_or_else(|| panic!("heterogeneity"));
+        assert!(h.disagree && h.slower == vec![0] && h.faster == vec![1], "{h:?}");
+        assert!(h.p_value < 1e-6 && h.i2 > 0.9, "{h:?}");
+        // Opposite effects on two machines: the pooled interval cannot call it.
+        assert_eq!(c.verdict, Verdict::Same, "{c:?}");
+    }
+
+    #[test]
+    fn too_little_data_or_design_gives_no_verdict() {
+        let empty = compare_blocked(&[], CompareOptions::default());
+        assert_eq!(empty.verdict, Verdict::None);
+        assert!(empty.van_elteren.is_none() && empty.relative.is_none());
+        let one_side = [Block { baseline: &B1, candidate: &[] }];
+        let c = compare_blocked(&one_side, CompareOptions::default());
+        assert!(c.reason.as_deref().unwrap_or("").contains("both variants"), "{c:?}");
+        let tiny = [Block { baseline: &[1.0, 2.0, 3.0], candidate: &[4.0, 5.0, 6.0] }];
+        let c = compare_blocked(&tiny, CompareOptions::default());
+        assert_eq!(c.verdict, Verdict::None);
+        assert!(c.reason.as_deref().unwrap_or("").contains("enough runs"), "{c:?}");
+        let seq = CompareOptions { design: Design::Sequential, ..Default::default() };
+        let c = compare_blocked(&three(), seq);
+        assert_eq!(c.verdict, Verdict::None);
+        assert!(c.reason.as_deref().unwrap_or("").contains("sequential"), "{c:?}");
+    }
+}
