@@ -139,7 +139,10 @@ pub fn compare_blocked(blocks: &[Block<'_>], opts: CompareOptions) -> BlockedCom
         out.reason = Some(opts.design.why_no_verdict().into());
     } else if let Some((lo, hi)) = out.relative.as_ref().and_then(|r| r.ci) {
         (out.verdict, out.reason) = decide(lo, hi, opts.noise);
-    } else if blocks.iter().all(|b| b.baseline.is_empty() || b.candidate.is_empty()) {
+    } else if blocks
+        .iter()
+        .all(|b| b.baseline.is_empty() || b.candidate.is_empty())
+    {
         out.reason = Some("no verdict: no machine has successful runs of both variants".into());
     } else {
         out.reason = Some("no verdict: no machine has enough runs for a 95 % interval".into());
@@ -177,7 +180,9 @@ fn block_points(blocks: &[Block<'_>]) -> (Vec<Point>, Vec<Point>) {
             })
         };
         if let Some(r) = ratio(b.baseline, b.candidate, COMPARE_CONFIDENCE) {
-            if let Some(p) = r.ci.and_then(|(lo, hi)| point(r.estimate.ln(), (lo.ln(), hi.ln()))) {
+            if let Some(p) =
+                r.ci.and_then(|(lo, hi)| point(r.estimate.ln(), (lo.ln(), hi.ln())))
+            {
                 logs.push(p);
             }
         }
@@ -247,14 +252,20 @@ fn random_effects(points: &[Point]) -> Option<RandomEffects> {
     let tau2 = if c > 0.0 { ((q - df) / c).max(0.0) } else { 0.0 };
     let w_star: Vec<f64> = points.iter().map(|p| 1.0 / (p.se * p.se + tau2)).collect();
     let sum_ws: f64 = w_star.iter().sum();
-    let mean = points.iter().zip(&w_star).map(|(p, w)| w * p.estimate).sum::<f64>() / sum_ws;
+    let mean = points
+        .iter()
+        .zip(&w_star)
+        .map(|(p, w)| w * p.estimate)
+        .sum::<f64>()
+        / sum_ws;
     let q_hk = points
         .iter()
         .zip(&w_star)
         .map(|(p, w)| w * (p.estimate - mean).powi(2))
         .sum::<f64>()
         / df;
-    let half = special::t_quantile(1.0 - (1.0 - COMPARE_CONFIDENCE) / 2.0, df) * (q_hk.max(1.0) / sum_ws).sqrt();
+    let half =
+        special::t_quantile(1.0 - (1.0 - COMPARE_CONFIDENCE) / 2.0, df) * (q_hk.max(1.0) / sum_ws).sqrt();
     Some(RandomEffects {
         mean,
         ci: half.is_finite().then_some((mean - half, mean + half)),
@@ -343,9 +354,18 @@ mod tests {
 
     fn three() -> [Block<'static>; 3] {
         [
-            Block { baseline: &B1, candidate: &C1 },
-            Block { baseline: &B2, candidate: &C2 },
-            Block { baseline: &B3, candidate: &C3 },
+            Block {
+                baseline: &B1,
+                candidate: &C1,
+            },
+            Block {
+                baseline: &B2,
+                candidate: &C2,
+            },
+            Block {
+                baseline: &B3,
+                candidate: &C3,
+            },
         ]
     }
 
@@ -377,7 +397,10 @@ mod tests {
         // Swapping the variants flips the sign, not the p-value.
         let swapped: Vec<Block> = three()
             .iter()
-            .map(|b| Block { baseline: b.candidate, candidate: b.baseline })
+            .map(|b| Block {
+                baseline: b.candidate,
+                candidate: b.baseline,
+            })
             .collect();
         let back = van_elteren(&swapped).unwrap_or_else(|| panic!("a statistic"));
         assert!(close(back.z, -3.83474710134719) && close(back.p_value, v.p_value));
@@ -405,7 +428,11 @@ mod tests {
             (0, 1.90002879667072, 6.7999473168014),
             (1, 1.00001963542748, 7.69999428915453),
         ] {
-            assert!((ci(i).0 - lo).abs() < 1e-4 && (ci(i).1 - hi).abs() < 1e-4, "{i}: {:?}", ci(i));
+            assert!(
+                (ci(i).0 - lo).abs() < 1e-4 && (ci(i).1 - hi).abs() < 1e-4,
+                "{i}: {:?}",
+                ci(i)
+            );
         }
         assert!((shift(0).estimate - 4.3000249668252).abs() < 1e-4);
         assert!((shift(1).estimate - 4.55).abs() < 1e-9);
@@ -421,12 +448,21 @@ mod tests {
         let (lo, hi) = rel.ci.unwrap_or_else(|| panic!("pooled ci"));
         assert!(lo < rel.estimate && rel.estimate < hi, "{rel:?}");
         // Three machines, t on 2 df: wide. The estimate lies among the machines'.
-        let each: Vec<f64> = c.blocks.iter().filter_map(|b| b.relative.as_ref().map(|r| r.estimate)).collect();
-        let (min, max) = each.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        let each: Vec<f64> = c
+            .blocks
+            .iter()
+            .filter_map(|b| b.relative.as_ref().map(|r| r.estimate))
+            .collect();
+        let (min, max) = each
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
         assert!(min <= rel.estimate && rel.estimate <= max, "{rel:?} {each:?}");
         assert_eq!(c.verdict, decide(lo, hi, c.noise).0);
         let h = c.heterogeneity.clone().unwrap_or_else(|| panic!("heterogeneity"));
-        assert_eq!((h.df, h.slower.clone(), h.faster.clone(), h.disagree), (2, vec![0, 1], vec![], false));
+        assert_eq!(
+            (h.df, h.slower.clone(), h.faster.clone(), h.disagree),
+            (2, vec![0, 1], vec![], false)
+        );
         assert!((0.0..=1.0).contains(&h.p_value) && (0.0..=1.0).contains(&h.i2));
         let shift = c.shift.clone().unwrap_or_else(|| panic!("pooled shift"));
         assert!(shift.estimate > 1.3 && shift.estimate < 4.6, "{shift:?}");
@@ -434,7 +470,10 @@ mod tests {
 
     #[test]
     fn one_machine_is_todays_comparison() {
-        let block = [Block { baseline: &B1, candidate: &C1 }];
+        let block = [Block {
+            baseline: &B1,
+            candidate: &C1,
+        }];
         let c = compare_blocked(&block, CompareOptions::default());
         let today = compare(&B1, &C1, CompareOptions::default());
         let rel = c.relative.clone().unwrap_or_else(|| panic!("pooled"));
@@ -453,7 +492,16 @@ mod tests {
         let b2: Vec<f64> = (0..12).map(|i| 130.0 + f64::from(i)).collect();
         let c1: Vec<f64> = b1.iter().map(|x| x + 20.0).collect(); // slower on machine 0
         let c2: Vec<f64> = b2.iter().map(|x| x - 26.0).collect(); // faster on machine 1
-        let blocks = [Block { baseline: &b1, candidate: &c1 }, Block { baseline: &b2, candidate: &c2 }];
+        let blocks = [
+            Block {
+                baseline: &b1,
+                candidate: &c1,
+            },
+            Block {
+                baseline: &b2,
+                candidate: &c2,
+            },
+        ];
         let c = compare_blocked(&blocks, CompareOptions::default());
         let h = c.heterogeneity.clone().unwrap_or_else(|| panic!("heterogeneity"));
         assert!(h.disagree && h.slower == vec![0] && h.faster == vec![1], "{h:?}");
@@ -467,14 +515,26 @@ mod tests {
         let empty = compare_blocked(&[], CompareOptions::default());
         assert_eq!(empty.verdict, Verdict::None);
         assert!(empty.van_elteren.is_none() && empty.relative.is_none());
-        let one_side = [Block { baseline: &B1, candidate: &[] }];
+        let one_side = [Block {
+            baseline: &B1,
+            candidate: &[],
+        }];
         let c = compare_blocked(&one_side, CompareOptions::default());
-        assert!(c.reason.as_deref().unwrap_or("").contains("both variants"), "{c:?}");
-        let tiny = [Block { baseline: &[1.0, 2.0, 3.0], candidate: &[4.0, 5.0, 6.0] }];
+        assert!(
+            c.reason.as_deref().unwrap_or("").contains("both variants"),
+            "{c:?}"
+        );
+        let tiny = [Block {
+            baseline: &[1.0, 2.0, 3.0],
+            candidate: &[4.0, 5.0, 6.0],
+        }];
         let c = compare_blocked(&tiny, CompareOptions::default());
         assert_eq!(c.verdict, Verdict::None);
         assert!(c.reason.as_deref().unwrap_or("").contains("enough runs"), "{c:?}");
-        let seq = CompareOptions { design: Design::Sequential, ..Default::default() };
+        let seq = CompareOptions {
+            design: Design::Sequential,
+            ..Default::default()
+        };
         let c = compare_blocked(&three(), seq);
         assert_eq!(c.verdict, Verdict::None);
         assert!(c.reason.as_deref().unwrap_or("").contains("sequential"), "{c:?}");

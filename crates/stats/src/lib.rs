@@ -52,7 +52,9 @@ mod ratio;
 mod special;
 mod summary;
 
-pub use blocked::{compare_blocked, van_elteren, Block, BlockedComparison, Heterogeneity, Pooled, VanElteren};
+pub use blocked::{
+    compare_blocked, van_elteren, Block, BlockedComparison, Heterogeneity, Pooled, VanElteren,
+};
 pub use compare::{
     compare, percent, CompareOptions, Comparison, Design, Detectable, Relative, Verdict, COMPARE_CONFIDENCE,
     DEFAULT_NOISE, POWER,

@@ -197,7 +197,10 @@ mod tests {
             (60.0, 9.0, 1.34067804839596e-09),
         ] {
             let got = chi_square_upper(q, df);
-            assert!(((got - want) / want).abs() < 1e-9, "pchisq({q}, {df}) = {want}, got {got}");
+            assert!(
+                ((got - want) / want).abs() < 1e-9,
+                "pchisq({q}, {df}) = {want}, got {got}"
+            );
         }
         assert_eq!(chi_square_upper(0.0, 4.0), 1.0);
     }
