@@ -21,10 +21,9 @@
 use serde::Serialize;
 
 use super::compare::{compare, decide, CompareOptions, Comparison, Design, Verdict, COMPARE_CONFIDENCE};
-use super::hodges_lehmann::{hodges_lehmann, moses_z};
+use super::hodges_lehmann::moses_z;
 use super::mann_whitney::{null_sigma, rank_sum};
 use super::normal;
-use super::ratio::ratio;
 use super::special;
 
 /// One machine's samples of both variants (times, any order).
@@ -106,7 +105,7 @@ pub fn compare_blocked(blocks: &[Block<'_>], opts: CompareOptions) -> BlockedCom
         .iter()
         .map(|b| compare(b.baseline, b.candidate, opts))
         .collect();
-    let (log_points, shift_points) = block_points(blocks);
+    let (log_points, shift_points) = block_points(blocks, &per_block);
     let log_pooled = random_effects(&log_points);
     let relative = log_pooled.as_ref().map(|p| Pooled {
         estimate: p.mean.exp() - 1.0,
@@ -159,14 +158,15 @@ struct Point {
 }
 
 /// Each machine's Hodges–Lehmann estimate of the log ratio and of the shift, for
-/// the machines with a Moses interval of positive width. The standard error is
-/// the interval's half-width over its span in standard errors ([`moses_z`]:
-/// the exact interval is wider than ±1.96 se at small n), so a machine's weight
-/// follows its own noise and run count.
-fn block_points(blocks: &[Block<'_>]) -> (Vec<Point>, Vec<Point>) {
+/// the machines with a Moses interval of positive width, read off its own
+/// comparison (not computed twice). The standard error is the interval's
+/// half-width over its span in standard errors ([`moses_z`]: the exact interval
+/// is wider than ±1.96 se at small n), so a machine's weight follows its own
+/// noise and run count.
+fn block_points(blocks: &[Block<'_>], per_block: &[Comparison]) -> (Vec<Point>, Vec<Point>) {
     let mut logs = Vec::new();
     let mut shifts = Vec::new();
-    for b in blocks {
+    for (b, c) in blocks.iter().zip(per_block) {
         let (m, n) = (b.baseline.len(), b.candidate.len());
         let Some(span) = moses_z(m, n, COMPARE_CONFIDENCE).filter(|z| *z > 0.0) else {
             continue;
@@ -179,14 +179,20 @@ fn block_points(blocks: &[Block<'_>]) -> (Vec<Point>, Vec<Point>) {
                 se,
             })
         };
-        if let Some(r) = ratio(b.baseline, b.candidate, COMPARE_CONFIDENCE) {
-            if let Some(p) =
-                r.ci.and_then(|(lo, hi)| point(r.estimate.ln(), (lo.ln(), hi.ln())))
-            {
+        // `compare`'s relative effect is the ratio's (Moses on logs) exactly when
+        // every time is positive; otherwise it has no log scale to pool on.
+        let positive = b
+            .baseline
+            .iter()
+            .chain(b.candidate)
+            .all(|&x| x > 0.0 && x.is_finite());
+        if let Some(r) = c.relative.as_ref().filter(|_| positive) {
+            let ln = |x: f64| x.ln_1p();
+            if let Some(p) = r.ci.and_then(|(lo, hi)| point(ln(r.estimate), (ln(lo), ln(hi)))) {
                 logs.push(p);
             }
         }
-        if let Some(s) = hodges_lehmann(b.baseline, b.candidate, COMPARE_CONFIDENCE) {
+        if let Some(s) = c.shift.as_ref() {
             if let Some(p) = s.ci.and_then(|ci| point(s.estimate, ci)) {
                 shifts.push(p);
             }

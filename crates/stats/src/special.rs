@@ -139,12 +139,28 @@ fn t_cdf(t: f64, df: f64) -> f64 {
 }
 
 /// Student's t quantile, exact to ~1e-12 for any df > 0 (bisection on the cdf).
+/// Memoised per thread: a fleet asks for the same few (p, df) over and over, and
+/// each bisection costs ~60 incomplete-beta evaluations.
 pub(crate) fn t_quantile(p: f64, df: f64) -> f64 {
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, u64), f64>> =
+            std::cell::RefCell::default();
+    }
+    let key = (p.to_bits(), df.to_bits());
+    if let Some(t) = CACHE.with(|c| c.borrow().get(&key).copied()) {
+        return t;
+    }
+    let t = t_quantile_uncached(p, df);
+    CACHE.with(|c| c.borrow_mut().insert(key, t));
+    t
+}
+
+fn t_quantile_uncached(p: f64, df: f64) -> f64 {
     if !(p > 0.0 && p < 1.0) || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
     if p < 0.5 {
-        return -t_quantile(1.0 - p, df);
+        return -t_quantile_uncached(1.0 - p, df);
     }
     let mut hi = 1.0;
     while t_cdf(hi, df) < p && hi < 1e12 {

@@ -20,7 +20,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const MACHINES: usize = 10;
-const TRIES: usize = 2000;
+const TRIES: usize = 1000;
 const BASE_MS: f64 = 100.0;
 
 #[derive(Clone, Copy)]
