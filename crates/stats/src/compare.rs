@@ -218,26 +218,34 @@ pub fn compare(baseline: &[f64], candidate: &[f64], opts: CompareOptions) -> Com
             out.reason = Some("no verdict: too few runs for a 95 % interval".into());
         }
         (Some((lo, hi)), Some(_)) => {
-            let threshold = opts.noise;
-            out.verdict = if lo > threshold {
-                Verdict::Slower
-            } else if hi < -threshold {
-                Verdict::Faster
-            } else if lo > 0.0 || hi < 0.0 {
-                out.reason = Some(format!(
-                    "the difference is real but its interval reaches inside the ±{} noise threshold (--noise)",
-                    percent(opts.noise)
-                ));
-                Verdict::WithinNoise
-            } else {
-                Verdict::Same
-            };
+            let (verdict, reason) = decide(lo, hi, opts.noise);
+            out.verdict = verdict;
+            out.reason = reason;
             // The power statement is made on the interval the verdict is decided on.
             let (log_lo, log_hi) = ((1.0 + lo).ln(), (1.0 + hi).ln());
             out.detectable = detectable(log_lo, log_hi, mb, opts.noise, b.len(), c.len());
         }
     }
     out
+}
+
+/// The verdict of a relative interval (lo, hi) against the noise threshold, and why
+/// when it is `WithinNoise`: the one rule every comparison uses (`compare` and the
+/// blocked comparison across machines).
+pub(crate) fn decide(lo: f64, hi: f64, noise: f64) -> (Verdict, Option<String>) {
+    if lo > noise {
+        (Verdict::Slower, None)
+    } else if hi < -noise {
+        (Verdict::Faster, None)
+    } else if lo > 0.0 || hi < 0.0 {
+        let why = format!(
+            "the difference is real but its interval reaches inside the ±{} noise threshold (--noise)",
+            percent(noise)
+        );
+        (Verdict::WithinNoise, Some(why))
+    } else {
+        (Verdict::Same, None)
+    }
 }
 
 fn relative(estimate: f64, ci: Option<(f64, f64)>, baseline_median: f64) -> Option<Relative> {

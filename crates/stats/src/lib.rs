@@ -24,25 +24,37 @@
 //! pub struct Comparison { design, noise, ratio, shift, relative, mann_whitney, verdict, reason, detectable }
 //! pub fn compare(baseline: &[f64], candidate: &[f64], opts: CompareOptions) -> Comparison
 //! pub fn fisher_greater(cand_failed, cand_runs, base_failed, base_runs: u64) -> f64 // one-sided exact p
+//! pub struct Block<'a> { baseline: &'a [f64], candidate: &'a [f64] }  // one machine's runs of both
+//! pub struct BlockedComparison { design, noise, blocks: Vec<Comparison>, relative: Option<Pooled>,
+//!                                shift: Option<Pooled>, van_elteren, heterogeneity, verdict, reason }
+//! pub fn compare_blocked(blocks: &[Block], opts: CompareOptions) -> BlockedComparison // machines as blocks
+//! pub fn van_elteren(blocks: &[Block]) -> Option<VanElteren>     // stratified Wilcoxon–Mann–Whitney
 //! ```
 //!
 //! Inputs are assumed NaN-free; nothing here panics on empty input.
 //!
 //! Files: `summary` (quantile, median CI, summary, outliers), `mann_whitney`,
 //! `hodges_lehmann`, `ratio` (the same on log times), `compare` (verdicts, noise threshold,
-//! power), and `normal` (private erfc / normal quantile).
+//! power), `blocked` (the comparison over machines: van Elteren, random-effects pooling,
+//! heterogeneity), `normal` (private erfc / normal quantile) and `special` (private exact t
+//! quantile and χ² tail).
 
 // The re-exports are the API contract: not every item is called by the binary yet.
 #![allow(unused_imports)]
 
+mod blocked;
 mod compare;
 mod fisher;
 mod hodges_lehmann;
 mod mann_whitney;
 mod normal;
 mod ratio;
+mod special;
 mod summary;
 
+pub use blocked::{
+    compare_blocked, van_elteren, Block, BlockedComparison, Heterogeneity, Pooled, VanElteren,
+};
 pub use compare::{
     compare, percent, CompareOptions, Comparison, Design, Detectable, Relative, Verdict, COMPARE_CONFIDENCE,
     DEFAULT_NOISE, POWER,
