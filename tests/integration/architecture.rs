@@ -353,7 +353,7 @@ fn cycle_from(g: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec
 
 #[test]
 fn modules_form_no_import_cycle_at_any_level() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let mut cycles = Vec::new();
     let mut edges = 0;
     for (krate, src) in source_roots() {
@@ -387,7 +387,7 @@ fn modules_form_no_import_cycle_at_any_level() {
 
 #[test]
 fn the_graph_sees_crate_super_and_self_paths() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let src = repo().join("crates/core/src");
     let graphs = folder_graphs(&crate_facts(&src));
     let root = &graphs[&Vec::new()];
@@ -397,7 +397,7 @@ fn the_graph_sees_crate_super_and_self_paths() {
 
 #[test]
 fn the_checker_sees_a_cycle() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     g.insert("a".into(), ["b".to_string()].into());
     g.insert("b".into(), ["c".to_string()].into());
@@ -412,7 +412,7 @@ fn the_checker_sees_a_cycle() {
 
 #[test]
 fn no_function_outside_tests_is_longer_than_120_lines() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let mut long = Vec::new();
     let mut fns = 0;
     for (_, src) in source_roots() {
@@ -433,7 +433,7 @@ fn no_function_outside_tests_is_longer_than_120_lines() {
 /// Which coldstart crates each crate may depend on: data flows one way.
 #[test]
 fn crates_depend_in_one_direction() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let allowed: &[(&str, &[&str])] = &[
         ("stats", &[]),
         ("sys", &[]),

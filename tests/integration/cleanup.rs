@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn double_forking_daemon_is_reaped() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let m = marker("daemon");
     let daemon = example("daemon");
     let dir = tempfile::tempdir().unwrap();
@@ -39,7 +39,7 @@ fn double_forking_daemon_is_reaped() {
 
 #[test]
 fn daemon_with_exit_readiness_is_reaped() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // The parent exits at once (ready = exit); the grandchild lives on until we kill it.
     let m = marker("daemon-exit");
     let o = cs(&[
@@ -65,7 +65,7 @@ fn daemon_with_exit_readiness_is_reaped() {
 
 #[test]
 fn workers_and_threads_are_counted_then_killed() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let m = marker("forker");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -142,19 +142,19 @@ fn interrupt_mid_run(signal: i32, tag: &str) {
 
 #[test]
 fn ctrl_c_mid_run_leaves_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     interrupt_mid_run(libc::SIGINT, "sigint");
 }
 
 #[test]
 fn sigterm_mid_run_leaves_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     interrupt_mid_run(libc::SIGTERM, "sigterm");
 }
 
 #[test]
 fn sighup_mid_run_leaves_nothing_and_exits_129() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     interrupt_mid_run(libc::SIGHUP, "sighup");
 }
 
@@ -283,7 +283,7 @@ const TRIALS: usize = 5;
 
 #[test]
 fn sigkill_of_coldstart_leaves_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !cgroups_available("sigkill_of_coldstart_leaves_nothing") {
         return;
     }
@@ -298,7 +298,7 @@ fn sigkill_of_coldstart_leaves_nothing() {
 
 #[test]
 fn sigquit_of_coldstart_leaves_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for i in 0..TRIALS {
         let st = bench_stopped(Stop::Signal(libc::SIGQUIT), &format!("quit{i}"), &[]);
         assert_eq!(st.code(), Some(131));
@@ -307,7 +307,7 @@ fn sigquit_of_coldstart_leaves_nothing() {
 
 #[test]
 fn second_ctrl_c_leaves_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for i in 0..TRIALS {
         let st = bench_stopped(Stop::DoubleInt, &format!("int2-{i}"), &[]);
         assert_eq!(st.code(), Some(130));
@@ -316,7 +316,7 @@ fn second_ctrl_c_leaves_nothing() {
 
 #[test]
 fn sigterm_with_daemon_leaves_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for i in 0..TRIALS {
         let st = bench_stopped(Stop::Signal(libc::SIGTERM), &format!("term{i}"), &[]);
         assert_eq!(st.code(), Some(143));
@@ -326,7 +326,7 @@ fn sigterm_with_daemon_leaves_nothing() {
 /// The v1 freezer backend, forced (this machine may prefer v2).
 #[test]
 fn sigkill_with_cgroup_v1_freezer_leaves_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !std::path::Path::new("/sys/fs/cgroup/freezer").is_dir() || !cgroups_available("v1 freezer") {
         eprintln!("skipping sigkill_with_cgroup_v1_freezer_leaves_nothing: no v1 freezer hierarchy");
         return;
@@ -343,7 +343,7 @@ fn sigkill_with_cgroup_v1_freezer_leaves_nothing() {
 /// SIGKILLed coldstart.
 #[test]
 fn without_cgroups_signals_and_sigkill_still_clean_up() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let none = [("COLDSTART_CGROUP", "none")];
     assert_eq!(
         bench_stopped(Stop::DoubleInt, "nocg-int2", &none).code(),
@@ -385,7 +385,7 @@ fn without_cgroups_signals_and_sigkill_still_clean_up() {
 /// starting the daemon, so the traced run is live when the signal comes.
 #[test]
 fn explain_sigkill_and_ctrl_c_with_a_daemon() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let daemon = example("daemon");
     let script = format!("'{daemon}' && exec sleep 4");
     for (tag, stop) in [("explain-kill", libc::SIGKILL), ("explain-int", libc::SIGINT)] {
@@ -456,7 +456,7 @@ fn explain_sigkill_and_ctrl_c_with_a_daemon() {
 /// `coldstart lambda` spawns the runtime and extensions through launch::spawn.
 #[test]
 fn lambda_sigkill_leaves_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !cgroups_available("lambda_sigkill_leaves_nothing") {
         return;
     }
@@ -499,7 +499,7 @@ fn lambda_sigkill_leaves_nothing() {
 /// killed and removed by the next coldstart's watchdog.
 #[test]
 fn stale_run_cgroups_are_removed_at_next_start() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !cgroups_available("stale_run_cgroups_are_removed_at_next_start") {
         return;
     }
@@ -561,7 +561,7 @@ fn stale_run_cgroups_are_removed_at_next_start() {
 /// the target's. A ~1 ms server must measure about the same with and without cgroups.
 #[test]
 fn the_cgroup_placement_is_not_in_the_measured_time() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !cgroups_available("the_cgroup_placement_is_not_in_the_measured_time") {
         return;
     }
@@ -708,7 +708,7 @@ fn hanging_runtime_with_a_daemon(dir: &std::path::Path) -> std::path::PathBuf {
 /// sandbox: the watchdog kills what is in the sandbox's cgroups and removes them.
 #[test]
 fn lambda_sigkill_mid_init_leaves_no_process_and_no_cgroup() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !cgroups_available("lambda_sigkill_mid_init_leaves_no_process_and_no_cgroup") {
         return;
     }
@@ -748,7 +748,7 @@ fn lambda_sigkill_mid_init_leaves_no_process_and_no_cgroup() {
 /// the cpu and memory hierarchies besides the run cgroup.
 #[test]
 fn limited_bench_and_explain_sigkill_leave_no_process_and_no_cgroup() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !cgroups_available("limited_bench_and_explain_sigkill_leave_no_process_and_no_cgroup") {
         return;
     }
@@ -821,7 +821,7 @@ fn own_v1_dir(controller: &str) -> Option<std::path::PathBuf> {
 /// next coldstart's watchdog; a live coldstart's are not.
 #[test]
 fn stale_v1_sandbox_cgroups_are_removed_at_next_start() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !cgroups_available("stale_v1_sandbox_cgroups_are_removed_at_next_start") {
         return;
     }
@@ -890,7 +890,7 @@ fn stale_v1_sandbox_cgroups_are_removed_at_next_start() {
 /// (tables and export), not as a second Ctrl-C that kills and exits at once.
 #[test]
 fn timeout_s_int_keeps_the_partial_results() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // coreutils' timeout, part of every base system (like the `sh` other tests run).
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");

@@ -4,7 +4,7 @@ use crate::common::*;
 
 #[test]
 fn injected_delay_is_slower_by_about_the_delay() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let sleeper = example("sleeper");
@@ -57,7 +57,7 @@ fn injected_delay_is_slower_by_about_the_delay() {
 
 #[test]
 fn interleaved_order_is_shuffled_per_round_and_sequential_is_not() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let noop = example("noop");
     let order = |mode: &str| {
@@ -118,7 +118,7 @@ fn interleaved_order_is_shuffled_per_round_and_sequential_is_not() {
 
 #[test]
 fn adaptive_stop_respects_min_and_max() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     // A generous target: stops at min-runs; an impossible one: runs to max-runs.

@@ -69,7 +69,7 @@ fn metric(doc: &serde_json::Value, name: &str) -> Vec<Option<f64>> {
 
 #[test]
 fn cold_runs_read_the_targets_files_from_disk_and_are_slower() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let _serial = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let big = big_file("cold");
@@ -132,7 +132,7 @@ fn cold_runs_read_the_targets_files_from_disk_and_are_slower() {
 
 #[test]
 fn drop_caches_needs_root_and_empties_the_cache_with_it() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let _serial = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let big = big_file("drop");
@@ -193,7 +193,7 @@ fn drop_caches_needs_root_and_empties_the_cache_with_it() {
 
 #[test]
 fn hyperfine_invocations_work_as_typed() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     // No clap tip ("to pass '-N' as a value, use '-- -N'"), no config lookup.
     let dir = tempfile::tempdir().unwrap();
     for args in [
@@ -225,7 +225,7 @@ fn hyperfine_invocations_work_as_typed() {
 
 #[test]
 fn show_output_also_when_a_probe_reads_the_output() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     // log readiness needs pipes: what is read is copied to our stdout/stderr.
     let o = cs(&[
         "bench",
@@ -271,7 +271,7 @@ fn show_output_also_when_a_probe_reads_the_output() {
 
 #[test]
 fn a_command_string_runs_through_the_shell_and_n_splits_it() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     let line = "test x$COLDSTART_TEST_UNSET_VAR = x";
     let code = |extra: &[&str]| {
@@ -298,7 +298,7 @@ fn a_command_string_runs_through_the_shell_and_n_splits_it() {
 
 #[test]
 fn prepare_resets_state_a_target_needs_fresh() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     // A "database" that refuses to start on a used data directory, and uses it.
     let target = "test -z \"$(ls -A data)\" || { echo data dir not empty >&2; exit 1; }; touch data/used";
@@ -331,7 +331,7 @@ fn prepare_resets_state_a_target_needs_fresh() {
 
 #[test]
 fn a_failed_prepare_fails_its_run_with_its_output() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     let o = cs(&[
         "bench",
@@ -360,7 +360,7 @@ fn a_failed_prepare_fails_its_run_with_its_output() {
 
 #[test]
 fn hooks_run_once_per_variant_or_once_per_run() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().to_str().unwrap();
     let log = |tag: &str| format!("echo {tag} >> log");

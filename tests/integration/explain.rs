@@ -43,7 +43,7 @@ fn phase(doc: &serde_json::Value, name: &str) -> Option<(u64, u64)> {
 
 #[test]
 fn shim_time_is_attributed_to_the_exec_chain() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(python) = testkit::python() else {
         return;
     };
@@ -82,7 +82,7 @@ fn shim_time_is_attributed_to_the_exec_chain() {
 
 #[test]
 fn go_server_listen_ready_and_first_request() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let port = free_port().to_string();
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.json");
@@ -142,7 +142,7 @@ fn go_server_listen_ready_and_first_request() {
 
 #[test]
 fn forking_target_is_followed_and_cleaned_up() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let m = marker("explain-forker");
     let (doc, _) = explain(&[
         "--runs",
@@ -166,7 +166,7 @@ fn forking_target_is_followed_and_cleaned_up() {
 
 #[test]
 fn bench_explain_adds_one_traced_run_per_variant() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let o = cs(&[
         "bench",
         "--runs",
@@ -202,7 +202,7 @@ fn bench_explain_adds_one_traced_run_per_variant() {
 /// (BIND_NOW seen), the checkpoints in time order, and the adapters' overhead.
 #[test]
 fn adapted_runs_give_native_loader_and_checkpoint_sections() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(gcc) = testkit::tool("GCC", "gcc") else {
         return;
     };
@@ -298,7 +298,7 @@ fn adapted_runs_give_native_loader_and_checkpoint_sections() {
 
 #[test]
 fn unknown_adapter_is_refused_before_any_run() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let o = cs(&[
         "explain",
         "--adapter",
@@ -322,7 +322,7 @@ fn unknown_adapter_is_refused_before_any_run() {
 /// `--mark` never sees them, and the imports section has them all.
 #[test]
 fn python_importtime_lines_never_reach_the_log_probe_or_marks() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let py = python_exe();
     let script = "import sys, json, email.parser\nprint('READY', file=sys.stderr, flush=True)\n";
     let (doc, out) = explain(&[
@@ -364,7 +364,7 @@ fn python_importtime_lines_never_reach_the_log_probe_or_marks() {
 /// by the environment: explain's OTLP receiver gets its spans, nested.
 #[test]
 fn opentelemetry_spans_become_a_nested_section() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let sdk = repo().join("target/otel/python");
     if !sdk.join("opentelemetry").exists() {
         testkit::skip(
@@ -414,7 +414,7 @@ fn opentelemetry_spans_become_a_nested_section() {
 /// reports its loader; a Node server: the require hook reports node:http.
 #[test]
 fn rust_and_node_servers_get_their_adapters() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let port = free_port().to_string();
     let url = format!("http://127.0.0.1:{port}/health");
     let (doc, _) = explain(&[

@@ -121,7 +121,7 @@ fn init_share(att: &serde_json::Value) -> (f64, f64, Option<f64>) {
 
 #[test]
 fn the_parse_at_start_is_attributed_to_init_and_its_file_named_also_by_compare() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some((a, b, data)) = builds() else { return };
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store.db").display().to_string();
@@ -281,7 +281,7 @@ fn compare_on_two_stored_explains_attributes_the_same_way(
 /// with its untraced estimate.
 #[test]
 fn requests_after_ready_are_phases_with_estimates() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some((_, b, _)) = builds() else { return };
     let port = testkit::free_port();
     let dir = tempfile::tempdir().unwrap();
@@ -386,7 +386,7 @@ fn holds_zero(p: &serde_json::Value) -> bool {
 /// simulation's, in crates/explain/src/attribution_tests.rs).
 #[test]
 fn an_aa_explain_shows_no_phase_difference_and_no_shares() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(go) = testkit::go_server() else { return };
     let mut last = String::new();
     for attempt in 1..=2 {
@@ -427,7 +427,7 @@ fn an_aa_explain_shows_no_phase_difference_and_no_shares() {
 /// headline names it.
 #[test]
 fn a_delay_injected_into_one_phase_of_b_is_attributed_to_that_phase() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some((_, b, _)) = builds() else { return };
     for (var, phase) in [
         ("AB_SLEEP_BEFORE_LISTEN_MS=20", "init"),

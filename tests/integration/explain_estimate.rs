@@ -57,7 +57,7 @@ fn python_shim() -> Option<(PathBuf, PathBuf)> {
 
 #[test]
 fn the_shims_estimated_exec_chain_holds_its_untraced_cost_whenever_called_reliable() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some((shim, real)) = python_shim() else { return };
     // Both interleaved, untraced and traced: the untraced arms are the oracle
     // (shim − real, the Hodges–Lehmann shift with its CI), the traced ones the estimate.
@@ -203,7 +203,7 @@ fn servers() -> Vec<(&'static str, Vec<String>)> {
 
 #[test]
 fn the_estimated_total_matches_the_untraced_median_on_every_example_server() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let mut failures = Vec::new();
     for (name, argv) in servers() {
         let port = testkit::free_port().to_string();

@@ -79,7 +79,7 @@ fn assert_off_cpu(e: &Value, out: &str, sleep_ms: f64) {
 
 #[test]
 fn a_python_servers_sleep_before_listen_is_named_as_time_off_cpu_in_init() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(python) = testkit::python() else { return };
     let server = repo().join("examples/python/server.py");
     let run = |delay: &str| {
@@ -115,7 +115,7 @@ fn a_python_servers_sleep_before_listen_is_named_as_time_off_cpu_in_init() {
 
 #[test]
 fn a_c_programs_sleep_is_off_cpu_and_its_spin_is_not() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let (Some(sleeper), Some(spinner)) = (
         testkit::c_example("sleeper", &["-O2"]),
         testkit::c_example("spinner", &["-O2"]),
@@ -159,7 +159,7 @@ fn a_c_programs_sleep_is_off_cpu_and_its_spin_is_not() {
 
 #[test]
 fn the_python_shims_exec_chain_is_named_with_its_share() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(real) = testkit::python() else { return };
     // pyenv's `python3` on PATH when it is a shim script, else a chain of two
     // shell scripts in front of the interpreter (as a version manager's is).

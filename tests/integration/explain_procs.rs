@@ -211,7 +211,7 @@ fn start_script_run(mode: &str) -> Option<(Value, String, Value, i64, i64)> {
 
 #[test]
 fn start_script_whose_helper_listens_first_then_execs_the_server() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some((doc, _out, chrome, server_pid, helper_pid)) = start_script_run("exec") else {
         return;
     };
@@ -242,7 +242,7 @@ fn start_script_whose_helper_listens_first_then_execs_the_server() {
 
 #[test]
 fn start_script_that_forks_and_waits_on_the_server() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some((doc, out, _chrome, server_pid, _helper)) = start_script_run("wait") else {
         return;
     };
@@ -255,7 +255,7 @@ fn start_script_that_forks_and_waits_on_the_server() {
 
 #[test]
 fn erlang_node_epmd_is_a_lane_not_the_service() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(erl) = testkit::tool("ERLANG", "erl") else {
         return;
     };
@@ -331,7 +331,7 @@ fn erlang_node_epmd_is_a_lane_not_the_service() {
 
 #[test]
 fn env_bash_shim_chain_names_the_shims_and_the_root_is_the_service() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(python) = testkit::python() else {
         return;
     };
@@ -387,7 +387,7 @@ fn env_bash_shim_chain_names_the_shims_and_the_root_is_the_service() {
 /// not one sum; the helper VM held the critical path, the node serves.
 #[test]
 fn two_beam_vms_get_a_section_each() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(erl) = testkit::tool("ERLANG", "erl") else {
         return;
     };
@@ -475,7 +475,7 @@ fn stamp() -> Option<PathBuf> {
 /// main), with an injected 300 ms in the first wrapper before it forks.
 #[test]
 fn a_wrapper_that_forks_and_waits_is_part_of_the_exec_chain() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(stamp) = stamp() else {
         return;
     };
@@ -552,7 +552,7 @@ fn a_wrapper_that_forks_and_waits_is_part_of_the_exec_chain() {
 /// beside it; the final program's row has no duration (loader and init follow).
 #[test]
 fn exec_chain_rows_print_each_steps_traced_duration() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
         return;
     };
@@ -640,7 +640,7 @@ fn blame_line(out: &str, pid: i64) -> Option<&str> {
 /// (as `$(helper)`; labelled as inferred).
 #[test]
 fn a_helper_the_service_waits_for_holds_the_critical_path() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(bin) = helper_wait() else {
         return;
     };
@@ -672,7 +672,7 @@ fn a_helper_the_service_waits_for_holds_the_critical_path() {
 /// on the critical path`).
 #[test]
 fn a_helper_that_ends_with_its_parent_is_not_on_the_critical_path() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(bin) = helper_wait() else {
         return;
     };
@@ -688,7 +688,7 @@ fn a_helper_that_ends_with_its_parent_is_not_on_the_critical_path() {
 /// as long as the VM and is never waited for: beside the path, not on it.
 #[test]
 fn erl_child_setup_is_not_on_the_critical_path() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(erl) = testkit::tool("ERLANG", "erl") else {
         return;
     };

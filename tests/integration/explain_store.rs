@@ -48,7 +48,7 @@ fn overhead(estimate: &serde_json::Value, ci: &serde_json::Value) -> String {
 
 #[test]
 fn explain_is_stored_listed_and_shown_again() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // SQLite, and PostgreSQL when CI provides one.
     for (dir, store) in stores("explain_shown") {
         let json = dir.path().join("e.json");
@@ -130,7 +130,7 @@ fn explain_is_stored_listed_and_shown_again() {
 
 #[test]
 fn two_explains_compare_arm_by_arm_with_their_overheads() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(&dir);
     let (first, _) = explain(&store, &["-q"]);
@@ -234,7 +234,7 @@ fn two_explains_compare_arm_by_arm_with_their_overheads() {
 
 #[test]
 fn explain_with_no_store_records_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(&dir);
     let (out, _) = explain(&store, &["-q", "--no-store"]);
@@ -244,7 +244,7 @@ fn explain_with_no_store_records_nothing() {
 
 #[test]
 fn an_explain_that_stopped_early_is_still_listed_as_an_explain() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(&dir);
     // `false` fails its first run: the explain stops (exit 1) with no explanation.

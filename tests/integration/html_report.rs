@@ -343,7 +343,7 @@ fn check(browser: &mut Browser, file: &Path, name: &str, sections: &[&str]) -> L
 
 #[test]
 fn reports_of_real_experiments_load_clean_in_chromium() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(chromium) = chromium() else {
         return;
     };
@@ -540,7 +540,7 @@ fn reports_of_real_experiments_load_clean_in_chromium() {
 /// laid out from that run's spawn).
 #[test]
 fn the_explain_page_leads_with_the_headline_and_draws_lanes_where_they_ran() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(chromium) = chromium() else {
         return;
     };
@@ -694,7 +694,7 @@ fn the_explain_page_leads_with_the_headline_and_draws_lanes_where_they_ran() {
 /// (under its Content-Security-Policy) and the tune table's rows.
 #[test]
 fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(chromium) = chromium() else {
         return;
     };
@@ -937,7 +937,7 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
 
 #[test]
 fn the_checks_see_console_errors_exceptions_and_network_requests() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(chromium) = chromium() else {
         return;
     };
@@ -1003,7 +1003,7 @@ fn ticks(v: &Value) -> Vec<f64> {
 /// spans the data (≈ +100 %), not 0 to the data.
 #[test]
 fn an_ab_page_leads_with_the_terminals_verdict_shows_the_env_and_spans_the_data() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(chromium) = chromium() else {
         return;
     };
@@ -1117,7 +1117,7 @@ fn an_ab_page_leads_with_the_terminals_verdict_shows_the_env_and_spans_the_data(
 /// its value (`m=json`), not the shared command cut short.
 #[test]
 fn sweep_labels_show_each_points_values() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(chromium) = chromium() else {
         return;
     };
@@ -1172,7 +1172,7 @@ fn sweep_labels_show_each_points_values() {
 /// line through both, on an axis from 0.
 #[test]
 fn history_joins_only_experiments_that_measure_the_same_thing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(chromium) = chromium() else {
         return;
     };

@@ -168,7 +168,7 @@ def big(event, context):
 
 #[test]
 fn python_ric_runs_the_handler_with_the_layers_package() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(clients) = clients("python") else { return };
     let dir = scratch();
     let (code, layer) = python_function(dir.path());
@@ -285,7 +285,7 @@ fn python_ric_runs_the_handler_with_the_layers_package() {
 
 #[test]
 fn python_handler_exception_is_the_rics_error() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(clients) = clients("python") else { return };
     let dir = scratch();
     let (code, layer) = python_function(dir.path());
@@ -318,7 +318,7 @@ fn python_handler_exception_is_the_rics_error() {
 /// its post (before its next /next) reaches the log before shutdown.
 #[test]
 fn what_the_ric_prints_after_a_413_is_logged() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(clients) = clients("python") else { return };
     let dir = scratch();
     let (code, layer) = python_function(dir.path());
@@ -348,7 +348,7 @@ fn what_the_ric_prints_after_a_413_is_logged() {
 
 #[test]
 fn each_variant_runs_its_own_handler() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(clients) = clients("python") else { return };
     let dir = scratch();
     let (code, layer) = python_function(dir.path());
@@ -389,7 +389,7 @@ fn each_variant_runs_its_own_handler() {
 
 #[test]
 fn python_import_error_fails_init_as_lambda_does() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(clients) = clients("python") else { return };
     let dir = scratch();
     let (code, _) = python_function(dir.path());
@@ -423,7 +423,7 @@ fn python_import_error_fails_init_as_lambda_does() {
 
 #[test]
 fn exec_wrapper_runs_in_front_of_the_runtime() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(clients) = clients("python") else { return };
     let dir = scratch();
     let (code, layer) = python_function(dir.path());
@@ -485,7 +485,7 @@ fn exec_wrapper_runs_in_front_of_the_runtime() {
 /// layers, so /opt/otel-instrument is the layer's file, not the host's /opt.
 #[test]
 fn exec_wrapper_under_opt_is_found_in_the_layers() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(clients) = clients("python") else { return };
     let sandbox = testkit::need("SANDBOX", coldstart_lambda::namespace::available().ok(), || {
         "no mount namespace can be made here: /opt is the host's without it".to_string()
@@ -531,7 +531,7 @@ fn exec_wrapper_under_opt_is_found_in_the_layers() {
 
 #[test]
 fn java_ric_runs_a_compiled_handler_with_the_layers_jar() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(clients) = clients("java") else { return };
     let (Some(javac), Some(jar)) = (testkit::tool("JAVA", "javac"), testkit::tool("JAVA", "jar")) else {
         return;
@@ -643,7 +643,7 @@ public class Hello {
 
 #[test]
 fn node_ric_runs_the_handler_with_the_layers_module() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(clients) = clients("node") else { return };
     let dir = scratch();
     let (code, layer) = (dir.path().join("code"), dir.path().join("layer"));
@@ -699,7 +699,7 @@ exports.handler = async (event, context) => ({
 /// candidate (`python3`), and the header line says which ran and which not.
 #[test]
 fn the_header_names_the_interpreter_chosen_and_the_one_passed_over() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(clients) = clients("python") else { return };
     let dir = scratch();
     let (code, layer) = python_function(dir.path());
@@ -750,7 +750,7 @@ fn the_header_names_the_interpreter_chosen_and_the_one_passed_over() {
 
 #[test]
 fn managed_runtime_input_errors_name_the_fix() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = scratch();
     for (args, want) in [
         (vec!["--runtime", "python3.12"], "python3.11, nodejs20.x, java17"),

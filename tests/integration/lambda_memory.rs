@@ -133,7 +133,7 @@ fn measure_at(memory_mb: u64, rt_mb: u64, ext_mb: Option<u64>, more: &[String]) 
 /// alone (where the two count the same pages), then with an extension.
 #[test]
 fn max_memory_used_agrees_with_the_trees_peak_rss() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !sandboxes_available() {
         return;
     }
@@ -163,7 +163,7 @@ fn max_memory_used_agrees_with_the_trees_peak_rss() {
 /// against the limit, and page cache is given back before the limit is passed.
 #[test]
 fn max_memory_used_stops_at_the_memory_size() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !sandboxes_available() {
         return;
     }
@@ -196,7 +196,7 @@ fn lines(text: &str) -> Vec<&str> {
 /// with --no-cgroup one line says what that costs and why.
 #[test]
 fn lambda_says_one_line_about_cgroups_only_without_them() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !sandboxes_available() {
         return;
     }
@@ -233,7 +233,7 @@ fn lambda_says_one_line_about_cgroups_only_without_them() {
 /// stops before starting anything, with one line naming the fix.
 #[test]
 fn lambda_without_cgroup_permission_says_one_line() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // SAFETY: a plain query of our own credentials.
     let root_user = unsafe { libc::geteuid() } == 0;
     let Some(setpriv) = testkit::need("SETPRIV", testkit::which("setpriv").filter(|_| root_user), || {
@@ -295,7 +295,7 @@ fn over_the_limit(alloc: &str, tag: &str) -> String {
 /// runtime's `signal: killed` line), not a plain Runtime.ExitError.
 #[test]
 fn out_of_memory_is_reported_as_lambda_does() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !sandboxes_available() {
         return;
     }
@@ -320,7 +320,7 @@ fn out_of_memory_is_reported_as_lambda_does() {
 /// fails init with Runtime.OutOfMemory, not Runtime.ExitError.
 #[test]
 fn out_of_memory_during_init_is_named() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !sandboxes_available() {
         return;
     }

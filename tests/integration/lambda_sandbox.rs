@@ -207,7 +207,7 @@ fn assert_spec<T: AsRef<str>>(recs: &[Value], types: &[T], unknown_to_parser: &[
 /// after the run. Without the sandbox the same function sees the host's paths.
 #[test]
 fn the_runtime_sees_code_layers_and_names_in_the_sandbox() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !sandbox_available() {
         return;
     }
@@ -313,7 +313,7 @@ fn the_runtime_sees_code_layers_and_names_in_the_sandbox() {
 /// sees and exits (a failed init, but inside the namespace).
 #[test]
 fn an_unprivileged_user_gets_the_sandbox_through_a_user_namespace() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: not root, so the other tests already ran through a user namespace");
@@ -389,7 +389,7 @@ fn an_unprivileged_user_gets_the_sandbox_through_a_user_namespace() {
 /// API's records with the spec's fields (raw JSON, as delivered).
 #[test]
 fn an_extension_listening_on_sandbox_needs_the_sandbox() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !sandbox_available() {
         return;
     }
@@ -513,7 +513,7 @@ impl CrateExtensions {
 /// the spec's fields, as the crate parsed them.
 #[test]
 fn lambda_extension_crate_gets_telemetry_and_logs_in_the_sandbox() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !sandbox_available() {
         return;
     }
@@ -565,7 +565,7 @@ fn lambda_extension_crate_gets_telemetry_and_logs_in_the_sandbox() {
 /// table is unchanged (nothing was ever mounted in it).
 #[test]
 fn sigkill_of_coldstart_leaves_no_mounts() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !sandbox_available() {
         return;
     }
@@ -628,7 +628,7 @@ fn sigkill_of_coldstart_leaves_no_mounts() {
 /// the API column kept.
 #[test]
 fn the_spec_table_is_read_from_the_docs() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let spec = spec();
     let row = |k: &str| spec.iter().find(|r| r.kind == k).unwrap();
     let init = row("platform.initStart");
@@ -647,7 +647,7 @@ fn the_spec_table_is_read_from_the_docs() {
 /// the handler's own print reaches both as a `function` record.
 #[test]
 fn awslambdaric_handler_with_crate_extensions_from_a_layer() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if !sandbox_available() {
         return;
     }

@@ -71,7 +71,7 @@ fn scratch(name: &str) -> PathBuf {
 
 #[test]
 fn cpu_quota_slows_fixed_work_in_proportion() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(exe) = target() else { return };
     if !limits_available("cpu_quota", &[]) {
         return;
@@ -174,7 +174,7 @@ fn cpu_quota_slows_fixed_work_in_proportion() {
 
 #[test]
 fn a_run_past_its_memory_limit_fails_out_of_memory() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(exe) = target() else { return };
     if !limits_available("oom", &[]) {
         return;
@@ -207,7 +207,7 @@ fn a_run_past_its_memory_limit_fails_out_of_memory() {
 /// `-i` accepts it with a note, and no cgroup of the run is left.
 #[test]
 fn an_oom_kill_inside_the_tree_fails_the_run_though_the_root_exits_0() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(exe) = target() else { return };
     if !limits_available("oom-tree", &[]) {
         return;
@@ -362,7 +362,7 @@ fn assert_all_placed(records: &[String], hierarchies: &[&str]) {
 
 #[test]
 fn a_child_forked_at_once_is_limited_on_cgroup_v1() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if target().is_none() {
         return;
     }
@@ -376,7 +376,7 @@ fn a_child_forked_at_once_is_limited_on_cgroup_v1() {
 
 #[test]
 fn a_child_forked_at_once_is_in_the_v2_run_cgroup() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     if target().is_none() {
         return;
     }
@@ -406,7 +406,7 @@ fn a_child_forked_at_once_is_in_the_v2_run_cgroup() {
 
 #[test]
 fn peak_memory_from_the_cgroup_is_the_trees() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(exe) = target() else { return };
     if !limits_available("peak", &[]) {
         return;
@@ -462,7 +462,7 @@ fn peak_memory_from_the_cgroup_is_the_trees() {
 
 #[test]
 fn bad_limits_are_one_line_before_any_run() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for (flag, value, expect) in [
         ("--cpus", "0", "bad --cpus '0'"),
         ("--cpuset", "1-0", "bad --cpuset '1-0'"),
@@ -480,7 +480,7 @@ fn bad_limits_are_one_line_before_any_run() {
 /// act has its child in the sandbox (moved in after the spawn, it escaped).
 #[test]
 fn lambda_processes_forked_at_once_are_in_the_sandbox() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(python) = testkit::python() else { return };
     if !limits_available("lambda_sandbox", &[]) {
         return;

@@ -40,7 +40,7 @@ mod common {
     pub use coldstart_testkit as testkit;
     pub use coldstart_testkit::*;
     use std::ffi::OsStr;
-    use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+    use std::sync::{Condvar, Mutex, PoisonError};
 
     /// The binary cargo built for these tests, with no arguments yet.
     pub fn coldstart() -> Cs {
@@ -62,21 +62,49 @@ mod common {
         c
     }
 
-    /// The tests of this binary run in parallel, each beside tests of any other
-    /// module. A test whose figures are times (a verdict, an attribution, a ratio
-    /// of durations) runs alone instead: a heavy neighbour from another module
-    /// (a JVM build, a traced explain) would move them.
-    static MACHINE: RwLock<()> = RwLock::new(());
+    /// The tests of this binary run in parallel (libtest's threads). A test whose
+    /// assertions are times (a verdict, an attribution, a ratio of durations) runs
+    /// only beside tests of its own module, as when each module was a binary of its
+    /// own: a heavy neighbour from another module (a JVM build, a traced explain)
+    /// would move its figures. Every other test runs beside any other untimed one.
+    /// Tests are ordered by module, so both threads mostly take the same group.
+    static GATE: Mutex<(Option<&'static str>, usize)> = Mutex::new((None, 0));
+    static TURN: Condvar = Condvar::new();
 
-    /// For a test whose assertions are times: no other test runs meanwhile.
-    pub fn alone() -> RwLockWriteGuard<'static, ()> {
-        // A test that failed holding it poisons nothing the next needs.
-        MACHINE.write().unwrap_or_else(PoisonError::into_inner)
+    /// Held for a test's length: its group's turn.
+    pub struct Turn;
+
+    impl Drop for Turn {
+        fn drop(&mut self) {
+            let mut g = GATE.lock().unwrap_or_else(PoisonError::into_inner);
+            g.1 -= 1;
+            if g.1 == 0 {
+                g.0 = None;
+                TURN.notify_all();
+            }
+        }
     }
 
-    /// For every other test: beside each other, never beside one that runs alone.
-    pub fn beside() -> RwLockReadGuard<'static, ()> {
-        MACHINE.read().unwrap_or_else(PoisonError::into_inner)
+    fn enter(group: &'static str) -> Turn {
+        // A test that failed in its turn poisons nothing the next one needs.
+        let mut g = GATE.lock().unwrap_or_else(PoisonError::into_inner);
+        while g.0.is_some_and(|current| current != group) {
+            g = TURN.wait(g).unwrap_or_else(PoisonError::into_inner);
+        }
+        g.0 = Some(group);
+        g.1 += 1;
+        Turn
+    }
+
+    /// For a test whose assertions are times: beside its own module's tests only.
+    #[track_caller]
+    pub fn timed() -> Turn {
+        enter(std::panic::Location::caller().file())
+    }
+
+    /// For every other test: beside any other untimed test.
+    pub fn beside() -> Turn {
+        enter("untimed")
     }
 
     /// A fresh store per backend the binary was built with (see [`testkit::stores`]).

@@ -5,7 +5,7 @@ use crate::common::*;
 
 #[test]
 fn sdk_checkpoints_and_log_marks_become_marks() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let sdk = repo().join("sdk/python/src").display().to_string();
@@ -83,7 +83,7 @@ checkpoint('config-loaded')
 
 #[test]
 fn targets_without_the_sdk_get_an_fd_they_can_ignore() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // The variable names an open, writable descriptor in the target.
     let o = cs(&[
         "bench",
@@ -168,7 +168,7 @@ fn mark_ns(sample: &serde_json::Value, name: &str) -> u64 {
 
 #[test]
 fn a_line_printed_while_the_http_probe_waits_is_stamped_when_printed() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // The server prints, then answers the probe's GET 200 ms later: the mark must
     // come ~200 ms before ready, not when the response arrived.
     let doc = slow_server_runs("1", &[]);
@@ -186,7 +186,7 @@ fn a_line_printed_while_the_http_probe_waits_is_stamped_when_printed() {
 
 #[test]
 fn a_line_printed_while_a_request_waits_is_stamped_before_its_response() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // Connection 1 is the probe's GET (answered at once), connection 2 the first
     // of --requests: printed at its start, answered 200 ms later.
     let doc = slow_server_runs("2", &["--requests", "2"]);

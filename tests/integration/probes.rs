@@ -8,7 +8,7 @@ fn tmp() -> tempfile::TempDir {
 
 #[test]
 fn exit_probe_measures_every_run_and_exports() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tmp();
     let json = dir.path().join("r.json");
     let csv = dir.path().join("r.csv");
@@ -53,7 +53,7 @@ fn exit_probe_measures_every_run_and_exports() {
 
 #[test]
 fn tcp_probe_on_a_real_server() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let port = free_port().to_string();
     let server = example("rust-server");
     let o = cs(&[
@@ -78,7 +78,7 @@ fn tcp_probe_on_a_real_server() {
 
 #[test]
 fn http_probe_and_requests_after_ready() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tmp();
     let json = dir.path().join("r.json");
     let port = free_port().to_string();
@@ -116,7 +116,7 @@ fn http_probe_and_requests_after_ready() {
 
 #[test]
 fn http_probe_waits_for_a_2xx() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // The server answers 404 on this path: never ready, so the run times out.
     let port = free_port().to_string();
     let server = example("rust-server");
@@ -148,7 +148,7 @@ fn http_probe_waits_for_a_2xx() {
 
 #[test]
 fn log_probe_captures_named_groups() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tmp();
     let json = dir.path().join("r.json");
     let port = free_port().to_string();
@@ -179,7 +179,7 @@ fn log_probe_captures_named_groups() {
 
 #[test]
 fn file_probe_sees_the_file_and_removes_it_between_runs() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tmp();
     let flag = dir.path().join("ready.flag");
     let script = format!("sleep 0.05; touch {}; sleep 30", flag.display());
@@ -202,7 +202,7 @@ fn file_probe_sees_the_file_and_removes_it_between_runs() {
 
 #[test]
 fn file_that_exists_before_spawn_is_refused() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tmp();
     let flag = dir.path().join("stale.flag");
     std::fs::write(&flag, "").unwrap();
@@ -225,7 +225,7 @@ fn file_that_exists_before_spawn_is_refused() {
 
 #[test]
 fn timeout_fails_with_output_tail_and_leaves_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let m = marker("timeout");
     let port = free_port();
     let o = cs(&[
@@ -260,7 +260,7 @@ fn timeout_fails_with_output_tail_and_leaves_nothing() {
 
 #[test]
 fn tcp_probe_never_takes_its_own_connection_for_a_listener() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // Nothing listens on an even port of the ephemeral range; connecting there
     // again and again, Linux eventually picks that port as the source and the
     // socket "connects" to itself. Polled every microsecond for 4 s (several laps
@@ -292,7 +292,7 @@ fn tcp_probe_never_takes_its_own_connection_for_a_listener() {
 
 #[test]
 fn early_exit_is_a_failed_run_with_status() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let port = free_port();
     let o = cs(&[
         "bench",
@@ -319,7 +319,7 @@ fn early_exit_is_a_failed_run_with_status() {
 
 #[test]
 fn keep_going_runs_every_round_despite_failures() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tmp();
     let json = dir.path().join("r.json");
     let port = free_port();
@@ -349,7 +349,7 @@ fn keep_going_runs_every_round_despite_failures() {
 
 #[test]
 fn port_in_use_is_refused_before_spawn() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let port = free_port();
     let _listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
     let m = marker("portinuse");
@@ -376,7 +376,7 @@ fn port_in_use_is_refused_before_spawn() {
 
 #[test]
 fn bad_input_gets_one_clear_line() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let cases: &[(&[&str], &str)] = &[
         (
             &["bench", "--ready", "pigeon", "--", "true"],
@@ -427,7 +427,7 @@ fn bad_input_gets_one_clear_line() {
 
 #[test]
 fn help_teaches_the_grammar() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let o = cs(&["bench", "--help"]).run();
     assert!(o.status.success());
     let out = stdout(&o);
@@ -438,7 +438,7 @@ fn help_teaches_the_grammar() {
 
 #[test]
 fn listen_probe_uses_the_preload_shim_instant() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // lagprobe records CLOCK_MONOTONIC right before its listen(2); the shim's
     // instant (right after it) is the ready time: never before, with no polling.
     let dir = tmp();
@@ -489,7 +489,7 @@ fn listen_probe_uses_the_preload_shim_instant() {
 
 #[test]
 fn listen_probe_falls_back_to_the_tracer_for_go() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // Go makes raw syscalls, so LD_PRELOAD never sees its listen.
     let port = free_port().to_string();
     let o = cs(&[

@@ -81,7 +81,7 @@ fn fixture(name: &str) -> PathBuf {
 
 #[test]
 fn a_hot_init_function_has_its_share_of_the_startup_flame_graph() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(gcc) = testkit::tool("GCC", "gcc") else {
         return;
     };
@@ -166,7 +166,7 @@ fn a_hot_init_function_has_its_share_of_the_startup_flame_graph() {
 
 #[test]
 fn the_profiler_overhead_is_reported_as_a_ratio_to_untraced_runs() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(gcc) = testkit::tool("GCC", "gcc") else {
         return;
     };
@@ -194,7 +194,7 @@ fn the_profiler_overhead_is_reported_as_a_ratio_to_untraced_runs() {
 
 #[test]
 fn node_js_functions_are_named_from_v8_s_perf_map() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(node) = testkit::tool("NODE", "node") else {
         return;
     };
@@ -233,7 +233,7 @@ fn node_js_functions_are_named_from_v8_s_perf_map() {
 
 #[test]
 fn java_methods_are_named_from_the_jvm_s_perf_map() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let (Some(javac), Some(java)) = (testkit::tool("JAVA", "javac"), testkit::tool("JAVA", "java")) else {
         return;
     };
@@ -286,7 +286,7 @@ fn java_methods_are_named_from_the_jvm_s_perf_map() {
 
 #[test]
 fn a_java_server_that_does_not_exit_is_asked_for_its_perf_map_at_ready() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(java) = testkit::tool("JAVA", "java") else {
         return;
     };
@@ -322,7 +322,7 @@ fn a_java_server_that_does_not_exit_is_asked_for_its_perf_map_at_ready() {
 
 #[test]
 fn the_profile_exports_need_profile() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let o = cs(&["explain", "--export-flamegraph", "x.svg", "--", "true"]).run();
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--profile"), "{}", stderr(&o));
@@ -330,7 +330,7 @@ fn the_profile_exports_need_profile() {
 
 #[test]
 fn a_run_that_fails_only_when_profiled_is_named_as_the_profiled_arm() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // PYTHONPERFSUPPORT is set in the profiled arm's environment only.
     let o = cs(&[
         "explain",
@@ -363,7 +363,7 @@ fn a_run_that_fails_only_when_profiled_is_named_as_the_profiled_arm() {
 
 #[test]
 fn a_stored_explain_shows_its_profile_again() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(gcc) = testkit::tool("GCC", "gcc") else {
         return;
     };
@@ -419,7 +419,7 @@ fn a_stored_explain_shows_its_profile_again() {
 
 #[test]
 fn listen_readiness_of_a_go_program_is_refused_with_profile_before_any_run() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(server) = testkit::go_server() else {
         return;
     };
@@ -449,7 +449,7 @@ fn listen_readiness_of_a_go_program_is_refused_with_profile_before_any_run() {
 
 #[test]
 fn python_frames_are_named_by_the_perf_trampoline_where_the_interpreter_has_one() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(python) = testkit::python() else {
         return;
     };
@@ -479,7 +479,7 @@ fn python_frames_are_named_by_the_perf_trampoline_where_the_interpreter_has_one(
 
 #[test]
 fn a_profiled_node_server_leaves_nothing_in_its_directory_nor_a_perf_map_in_tmp() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(node) = testkit::tool("NODE", "node") else {
         return;
     };

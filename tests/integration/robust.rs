@@ -35,7 +35,7 @@ fn bench_dirty_flag(dir: &Path) -> serde_json::Value {
 
 #[test]
 fn a_clean_repository_is_recorded_clean() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("app.txt"), "x").unwrap();
     git(dir.path(), &["init", "-q"]);
@@ -80,7 +80,7 @@ fn refused(o: &std::process::Output, flag: &str, ran: &Path) {
 
 #[test]
 fn huge_durations_and_counts_are_refused_before_any_run() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let ran = dir.path().join("ran");
     let touch = ["--", "touch", ran.to_str().unwrap()];
@@ -155,7 +155,7 @@ fn is_json(text: &str) -> bool {
 
 #[test]
 fn exports_write_through_devices_symlinks_and_fifos() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     use std::os::unix::fs::FileTypeExt;
     let dir = tempfile::tempdir().unwrap();
     let ran = dir.path().join("ran");
@@ -232,7 +232,7 @@ fn json_out_table_err(o: &std::process::Output, path: &str) {
 /// had (it used to be renamed over: `>> log.txt` lost log.txt).
 #[test]
 fn an_export_to_our_own_stdout_is_written_in_place() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let ran = dir.path().join("ran");
     for path in ["/dev/stdout", "/proc/self/fd/1"] {
@@ -271,7 +271,7 @@ fn an_export_to_our_own_stdout_is_written_in_place() {
 /// before any run, naming the fix (it ran 21 bare targets, then failed).
 #[test]
 fn a_hook_that_cannot_start_is_refused_before_any_run() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let ran = dir.path().join("ran");
     let target = format!("touch {}", ran.display());
@@ -326,7 +326,7 @@ fn a_hook_that_cannot_start_is_refused_before_any_run() {
 /// says where (it was refused for want of --output).
 #[test]
 fn report_defaults_to_a_file_in_the_current_directory() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let ran = dir.path().join("ran");
@@ -366,7 +366,7 @@ fn report_defaults_to_a_file_in_the_current_directory() {
 /// Δ line and the sentence under it both printed the paragraph).
 #[test]
 fn compare_across_invocations_says_why_no_verdict_once() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     for _ in 0..2 {
@@ -394,7 +394,7 @@ fn compare_across_invocations_says_why_no_verdict_once() {
 
 #[test]
 fn unwritable_export_paths_fail_before_any_run() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let ran = dir.path().join("ran");
     let missing = dir.path().join("no/such/dir/r.json");
@@ -420,7 +420,7 @@ fn closed_pipe() -> Stdio {
 
 #[test]
 fn a_closed_stdout_is_a_quiet_exit_and_exports_come_first() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let json = dir.path().join("r.json");
@@ -479,7 +479,7 @@ fn capture_held(pid: u32) -> Option<u64> {
 
 #[test]
 fn runaway_exit_mode_output_is_bounded_and_the_drop_is_said() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let (written, release, json) = (
         dir.path().join("written"),
@@ -545,7 +545,7 @@ fn runaway_exit_mode_output_is_bounded_and_the_drop_is_said() {
 
 #[test]
 fn export_to_dev_stdout_through_a_pipe_writes_into_the_pipe() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // /dev/stdout → /proc/self/fd/1 → "pipe:[…]": a magic link, not a path to resolve.
     let o = coldstart()
         .args([
@@ -575,7 +575,7 @@ fn export_to_dev_stdout_through_a_pipe_writes_into_the_pipe() {
 
 #[test]
 fn progress_into_a_closed_pipe_is_not_a_panic() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     // `coldstart bench … 2>&1 | head -1`: stderr's reader is gone too.
     let o = coldstart()
         .args(["bench", "-r", "30", "-w", "0", "--", "true"])

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 #[cfg(not(feature = "postgres"))]
 #[test]
 fn postgres_store_without_the_feature_is_one_clear_line() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let o = cs(&["history", "--store", "postgres://u:secret@127.0.0.1/db"]).run();
     assert!(!o.status.success());
     let err = stderr(&o);
@@ -54,7 +54,7 @@ fn stored_id(out: &std::process::Output) -> String {
 
 #[test]
 fn bench_store_compare_reproduces_bench_verdicts() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for (dir, store) in stores("roundtrip") {
         let bench_json = dir.path().join("bench.json");
         let mut args = s(&[
@@ -124,7 +124,7 @@ fn bench_store_compare_reproduces_bench_verdicts() {
 /// of `--baseline`): the candidate's median against the limit alone.
 #[test]
 fn gate_max_alone_needs_no_baseline() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for (_dir, store) in stores("gatealone") {
         let mut args = s(&["bench", "--runs", "6", "--store", &store]);
         args.extend(sleeper_variants(&[("slow", 60)]));
@@ -152,7 +152,7 @@ fn gate_max_alone_needs_no_baseline() {
 
 #[test]
 fn gate_fails_warns_and_passes_by_threshold() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for (_dir, store) in stores("gate") {
         // A real 30 % regression (100 ms vs 130 ms of init) and an A/A pair, interleaved:
         // wide enough to be conclusive on a loaded 2-core machine.
@@ -203,7 +203,7 @@ fn gate_fails_warns_and_passes_by_threshold() {
 /// doing the same work, through `bench --keep-going`, the store and `gate`.
 #[test]
 fn a_flaky_candidate_fails_the_gate_unless_its_failures_are_allowed() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for (dir, store) in stores("flaky") {
         let counter = |name: &str| {
             let p = dir.path().join(name);
@@ -319,7 +319,7 @@ fn wait_for_runs(store: &str, n: i64) {
 
 #[test]
 fn kill_9_mid_experiment_keeps_every_finished_run() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for (_dir, store) in stores("kill9") {
         let sleeper = example("sleeper");
         let mut child = coldstart()
@@ -369,7 +369,7 @@ fn kill_9_mid_experiment_keeps_every_finished_run() {
 
 #[test]
 fn concurrent_writers_both_succeed() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for (_dir, store) in stores("concurrent") {
         let noop = example("noop");
         let spawn = || {
@@ -419,7 +419,7 @@ fn set_schema_version(store: &str, v: &str) {
 
 #[test]
 fn newer_schema_is_refused_and_left_unchanged() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for (_dir, store) in stores("schema") {
         let noop = example("noop");
         let o = cs(&["bench", "--runs", "2", "--store", &store, "--", &noop])
@@ -451,7 +451,7 @@ fn newer_schema_is_refused_and_left_unchanged() {
 
 #[test]
 fn config_targets_run_by_name_and_store_in_the_project() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let sleeper = example("sleeper");
     std::fs::write(

@@ -76,7 +76,7 @@ fn store_experiment(
 
 #[test]
 fn lambda_and_unprobeable_variants_load_show_and_compare() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.db").display().to_string();
     let mut store = Store::open(&path).expect("open");

@@ -26,7 +26,7 @@ fn server_classes() -> Option<String> {
 
 #[test]
 fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(classes) = server_classes() else {
         return;
     };
@@ -253,7 +253,7 @@ fn a_heap_sweep_of_a_jvm_is_compared_per_heap_and_stored_as_points() {
 /// Bad sweeps fail before anything runs, in one line.
 #[test]
 fn sweep_mistakes_fail_before_any_run() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let marker = marker("sweep-mistake");
     for (args, says) in [
         (

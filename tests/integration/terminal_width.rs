@@ -27,7 +27,7 @@ fn ok80(cmd: &mut Cs) -> String {
 
 #[test]
 fn real_reports_fit_80_columns_and_say_the_verdict_in_words() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db").display().to_string();
     let py = python_exe();
@@ -90,7 +90,7 @@ fn real_reports_fit_80_columns_and_say_the_verdict_in_words() {
 
 #[test]
 fn help_lists_every_probe_and_name_and_never_wraps_an_example() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let bench = ok80(&mut cs(&["bench", "--help"]));
     for needle in [
         "listen",
@@ -133,7 +133,7 @@ fn help_lists_every_probe_and_name_and_never_wraps_an_example() {
 
 #[test]
 fn completions_and_man_page() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for (shell, marker) in [
         ("bash", "complete -F"),
         ("zsh", "#compdef coldstart"),
@@ -187,7 +187,7 @@ fn completions_and_man_page() {
 /// columns; `--help` adds the reference, laid out for the width it is given.
 #[test]
 fn short_help_is_one_line_per_flag_and_long_help_fills_the_width() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for cmd in [
         "bench", "explain", "lambda", "tune", "gate", "compare", "show", "report", "history",
     ] {
@@ -235,7 +235,7 @@ fn short_help_is_one_line_per_flag_and_long_help_fills_the_width() {
 /// A command's man page carries its reference as sections of its own.
 #[test]
 fn man_pages_carry_each_commands_reference() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     for (name, section) in [
         ("bench", ".SH \"READINESS (\\-\\-ready)\""),
         ("explain", ".SH \"TRUE TIMES\""),

@@ -48,7 +48,7 @@ fn outcomes(doc: &serde_json::Value, v: u64) -> Vec<String> {
 
 #[test]
 fn a_crash_is_a_failed_run_not_a_fast_start() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     // Without --keep-going the first failure stops the experiment, with its status and output.
     let (o, _) = bench_sh(dir.path(), &[], "exit 0", "echo oops >&2; exit 1");
@@ -82,7 +82,7 @@ fn a_crash_is_a_failed_run_not_a_fast_start() {
 
 #[test]
 fn ignore_failure_and_success_exit_codes_opt_in() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     let (o, doc) = bench_sh(dir.path(), &["-i"], "exit 0", "exit 7");
     assert_eq!(o.status.code(), Some(0), "{}", both(&o));
@@ -126,7 +126,7 @@ fn sleeper_bench(extra: &[&str], delays: &[(&str, u32)], store: Option<&str>) ->
 
 #[test]
 fn sequential_runs_give_no_verdict_and_say_why() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     // A real 40 ms difference: interleaved it is `slower`; sequential gives no verdict.
     let (o, doc) = sleeper_bench(&["--order", "sequential"], &[("a", 20), ("b", 60)], None);
     assert!(o.status.success(), "{}", both(&o));
@@ -148,7 +148,7 @@ fn sequential_runs_give_no_verdict_and_say_why() {
 
 #[test]
 fn noise_threshold_and_power_line() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     // A real 10 % difference, judged against a 20 % noise threshold: within noise.
     let (o, doc) = sleeper_bench(&["--noise", "20%"], &[("a", 50), ("b", 55)], None);
     assert!(o.status.success(), "{}", both(&o));
@@ -164,7 +164,7 @@ fn noise_threshold_and_power_line() {
 
 #[test]
 fn compare_across_invocations_gives_no_verdict_and_gate_refuses_itself() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let store = store.to_str().unwrap();
@@ -247,7 +247,7 @@ fn compare_across_invocations_gives_no_verdict_and_gate_refuses_itself() {
 
 #[test]
 fn gate_fails_on_a_variant_without_successful_runs_and_on_ms_regressions() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let store = store.to_str().unwrap();
@@ -317,7 +317,7 @@ fn gate_fails_on_a_variant_without_successful_runs_and_on_ms_regressions() {
 
 #[test]
 fn gate_says_when_a_side_is_incomplete() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let store = store.to_str().unwrap();
@@ -353,7 +353,7 @@ fn gate_says_when_a_side_is_incomplete() {
 
 #[test]
 fn adaptive_stop_can_target_the_comparison() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     // 50 ms vs 60 ms (+20 %): the relative interval, as printed, narrows to ±10 points
     // well before 120 runs, even on a busy machine.
     let (o, doc) = sleeper_bench(
@@ -408,7 +408,7 @@ fn adaptive_stop_can_target_the_comparison() {
 
 #[test]
 fn gate_takes_per_target_limits_from_coldstart_toml() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
     let store = store.to_str().unwrap();
@@ -489,7 +489,7 @@ impl Drop for Hogs {
 /// this shared machine is never reliably quiet.)
 #[test]
 fn a_bench_beside_cpu_hogs_warns_that_the_machine_was_busy() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let dir = tempfile::tempdir().expect("tempdir");
     let store = dir.path().join("store.db");

@@ -63,7 +63,7 @@ fn harmful_catalogue(dir: &Path, runtime: &str, slow: (&str, &str), broken: (&st
 
 #[test]
 fn native_harmful_is_slower_and_a_failing_candidate_is_broken() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
         return;
     };
@@ -138,7 +138,7 @@ fn native_harmful_is_slower_and_a_failing_candidate_is_broken() {
 /// ≥ 46 %. It must say inconclusive and how many runs would tell.
 #[test]
 fn a_candidate_that_cannot_be_told_apart_is_inconclusive_not_no_gain() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let counters = dir.path().join("counters");
     std::fs::create_dir(&counters).unwrap();
@@ -242,7 +242,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 /// machine, and < 45 ms for the readiness URL fails whenever the page was asked.
 #[test]
 fn requests_go_to_the_request_url_not_the_warmed_readiness_url() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(python) = testkit::python() else { return };
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let server = dir.path().join("server.py");
@@ -389,7 +389,7 @@ fn bypass_is_offered_and_faster(shim: &Path, args: &[&str], real: &Path, runtime
 /// 40 runs a side at load 13 could not always tell).
 #[test]
 fn bypassing_a_shim_chain_is_offered_and_faster() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
         return;
     };
@@ -402,7 +402,7 @@ fn bypassing_a_shim_chain_is_offered_and_faster() {
 /// same on every machine.
 #[test]
 fn bypassing_the_python3_shim_on_path_is_offered_and_faster() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(python) = testkit::python() else { return };
     let on_path = testkit::which("python3").filter(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"#!")));
     let Some(shim) = on_path else {
@@ -416,7 +416,7 @@ fn bypassing_the_python3_shim_on_path_is_offered_and_faster() {
 
 #[test]
 fn python_precompiled_bytecode_helps_a_cold_cache() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(python) = testkit::python() else { return };
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let script = dir.path().join("heavy.py");
@@ -520,7 +520,7 @@ fn repo_file(rel: &str) -> PathBuf {
 
 #[test]
 fn java_appcds_helps_significantly() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(java) = tool("JAVA", "java") else { return };
     let Some(jar) = many_classes_jar() else { return };
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -566,7 +566,7 @@ fn java_appcds_helps_significantly() {
 
 #[test]
 fn go_server_tunes_end_to_end() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(server) = testkit::go_server() else {
         return;
     };
@@ -603,7 +603,7 @@ fn go_server_tunes_end_to_end() {
 
 #[test]
 fn node_list_says_why_the_compile_cache_is_unavailable() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(node) = tool("NODE", "node") else { return };
     let o = cs(&["tune", "--list", "--", node.to_str().unwrap(), "-e", "0"])
         .quiet()
@@ -630,7 +630,7 @@ fn node_list_says_why_the_compile_cache_is_unavailable() {
 
 #[test]
 fn bad_input_is_one_line() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let o = cs(&[
         "tune",
         "--only",
@@ -651,7 +651,7 @@ fn bad_input_is_one_line() {
 
 #[test]
 fn ctrl_c_keeps_what_finished() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     use std::io::{BufRead, BufReader};
     let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
         return;
@@ -721,7 +721,7 @@ fn ctrl_c_keeps_what_finished() {
 
 #[test]
 fn a_team_catalogue_from_coldstart_toml_is_listed() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     std::fs::write(
         dir.path().join("coldstart.toml"),
@@ -749,7 +749,7 @@ fn a_team_catalogue_from_coldstart_toml_is_listed() {
 
 #[test]
 fn node_server_tunes_end_to_end() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(node) = tool("NODE", "node") else { return };
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let port = free_port();
@@ -791,7 +791,7 @@ fn catalogue_major(v: &str) -> u32 {
 
 #[test]
 fn a_combination_that_breaks_falls_back_to_the_best_single_winner() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
         return;
     };
@@ -849,7 +849,7 @@ fn a_combination_that_breaks_falls_back_to_the_best_single_winner() {
 
 #[test]
 fn beam_tunes_end_to_end() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(erl) = tool("ERLANG", "erl") else { return };
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let (o, doc) = tune(
@@ -882,7 +882,7 @@ fn beam_tunes_end_to_end() {
 
 #[test]
 fn winners_that_go_together_are_measured_as_one_set() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
         return;
     };

@@ -6,7 +6,7 @@ use super::*;
 
 #[test]
 fn go_runtime_with_two_extensions_init_invoke_shutdown() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let (Some(go), Some(telemetry_ext)) = (client("go-bootstrap"), client("rust-telemetry-extension")) else {
         return;
     };
@@ -176,7 +176,7 @@ fn go_runtime_with_two_extensions_init_invoke_shutdown() {
 
 #[test]
 fn rust_runtime_invoke_and_memory_sweep() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let Some(rust) = client("rust-bootstrap") else {
         return;
     };
@@ -286,7 +286,7 @@ fn rust_runtime_invoke_and_memory_sweep() {
 /// APIs' instants and with the clock instants the processes record themselves.
 #[test]
 fn runtime_and_extension_checkpoints_become_marks() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let ext_py = python_client("raw_extension.py");
     let ext = extensions_dir(dir.path(), &[("py-a", &ext_py), ("py-b", &ext_py)]);
@@ -397,7 +397,7 @@ fn runtime_and_extension_checkpoints_become_marks() {
 /// an emulated run's.
 #[test]
 fn bare_runtime_checkpoints_become_marks() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let ready = dir.path().join("ready");
     std::fs::create_dir(&ready).unwrap();

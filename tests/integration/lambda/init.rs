@@ -5,7 +5,7 @@ use super::*;
 
 #[test]
 fn runtime_init_error_is_reported_as_lambda_does() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let (o, log, sample) = failing("init-error", None, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(sample["outcome"]["kind"], "failed");
@@ -74,7 +74,7 @@ fn assert_invoke_sequence(after: &[String], error_lines: &[&str], report_tail: &
 
 #[test]
 fn runtime_exit_during_init_is_logged_as_lambda_does() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let (o, log, sample) = failing("exit", None, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(sample["outcome"]["error_type"], "Runtime.ExitError");
@@ -90,7 +90,7 @@ fn runtime_exit_during_init_is_logged_as_lambda_does() {
 
 #[test]
 fn init_timeout_inside_the_invoke_is_logged_as_lambda_does() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let (_, log, _) = failing("hang", None, &["--init-timeout", "0.5", "--timeout", "1"]);
     assert_invoke_sequence(
         &after_suppressed_init(&log),
@@ -103,7 +103,7 @@ fn init_timeout_inside_the_invoke_is_logged_as_lambda_does() {
 /// against a second run with twice the limit, never against a wall-clock window.
 #[test]
 fn init_timeout_is_configurable() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let hang = |limit_s: &str| {
         let started = Instant::now();
         let (o, log, sample) = failing("hang", None, &["--init-timeout", limit_s, "--timeout", "1"]);
@@ -140,7 +140,7 @@ fn init_timeout_is_configurable() {
 
 #[test]
 fn extension_init_error_fails_init() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let (o, log, sample) = failing("", Some("init-error"), &[]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(sample["outcome"]["error_type"], "Extension.InitError");
@@ -153,7 +153,7 @@ fn extension_init_error_fails_init() {
 
 #[test]
 fn extension_crash_during_init_fails_init() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let (o, _log, sample) = failing("", Some("exit"), &[]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(sample["outcome"]["error_type"], "Extension.Crash");
@@ -161,7 +161,7 @@ fn extension_crash_during_init_fails_init() {
 
 #[test]
 fn ctrl_c_during_init_leaves_nothing() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let m = marker("lambda-sigint");
     let dir = tempfile::tempdir().unwrap();
     let ext = extensions_dir(dir.path(), &[("py-raw", &python_client("raw_extension.py"))]);

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn bad_input_names_the_fix() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let o = cs(&["lambda", "--memory", "64", "--runtime", "/bin/true"])
         .no_store()
         .run();
@@ -21,7 +21,7 @@ fn bad_input_names_the_fix() {
 /// Each mistake a new user made gets one line naming it and the fix.
 #[test]
 fn input_mistakes_are_named_in_one_line() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let rt = python_client("raw_runtime.py");
     let rt = rt.to_str().unwrap();
     for (args, want, not) in [
@@ -59,7 +59,7 @@ fn input_mistakes_are_named_in_one_line() {
 /// Paths and limits a run would only find wrong after its runs: said first.
 #[test]
 fn save_response_dir_and_timeout_are_checked_up_front() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let rt = python_client("raw_runtime.py");
     let base = ["lambda", "--no-cgroup", "--runs", "1", "--warmup", "0"];
     let with = |extra: &[&str]| {

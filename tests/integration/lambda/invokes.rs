@@ -38,7 +38,7 @@ fn median_by_variant(
 /// is ∝ 1/memory either way.
 #[test]
 fn init_boost_flattens_init_but_not_invoke() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let rt = python_client("raw_runtime.py");
     let sweep = |extra: &[&str]| {
         let dir = tempfile::tempdir().unwrap();
@@ -109,7 +109,7 @@ fn init_boost_flattens_init_but_not_invoke() {
 /// GetValidRuntimeOrFunctionErrorType).
 #[test]
 fn invoke_error_types_are_mapped_as_lambda_does() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let (o, log, sample) = failing("error-type", None, &["--env", "CS_RT_ERROR_TYPE=ValueError"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(sample["outcome"]["error_type"], "Runtime.Unknown", "{log:?}");
@@ -125,7 +125,7 @@ fn invoke_error_types_are_mapped_as_lambda_does() {
 /// invoke's: in the log before END and REPORT, not after them.
 #[test]
 fn a_partial_line_is_logged_before_the_report() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let (o, log, _) = failing("", None, &["--env", "CS_RT_PARTIAL=partial-no-newline"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let at = |p: &str| log.iter().position(|l| l.starts_with(p));
@@ -141,7 +141,7 @@ fn a_partial_line_is_logged_before_the_report() {
 /// runtime gets 413, and a later small response finds the request answered.
 #[test]
 fn oversized_response_ends_the_invoke() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let (o, log, sample) = failing("big-response", None, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(
@@ -166,7 +166,7 @@ fn oversized_response_ends_the_invoke() {
 /// An event over Lambda's 6,291,456-byte synchronous limit is refused before any run.
 #[test]
 fn oversized_event_is_refused_up_front() {
-    let _machine = crate::common::alone();
+    let _turn = crate::common::timed();
     let dir = tempfile::tempdir().unwrap();
     let event = dir.path().join("event.json");
     std::fs::write(&event, format!("\"{}\"", "x".repeat(6 * 1024 * 1024))).unwrap();

@@ -8,7 +8,7 @@ use super::*;
 /// (docs/lambda.md's spec table).
 #[test]
 fn telemetry_records_match_the_schema() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let records = dir.path().join("records.jsonl");
     let port = free_port().to_string();
@@ -65,7 +65,7 @@ fn telemetry_records_match_the_schema() {
 /// a quiet success.
 #[test]
 fn undelivered_telemetry_is_reported() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let port = free_port().to_string();
     let (o, log, sample) = failing(
         "",
@@ -95,7 +95,7 @@ fn undelivered_telemetry_is_reported() {
 /// init records (AWS, "Using the Lambda Logs API").
 #[test]
 fn logs_api_delivers_the_logs_api_stream() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let records = dir.path().join("records.jsonl");
     let port = free_port().to_string();

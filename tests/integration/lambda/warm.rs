@@ -7,7 +7,7 @@ use super::*;
 /// shows Init Duration; the results carry them as the 1st and later requests.
 #[test]
 fn warm_invokes_each_get_a_report() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let (o, log, sample) = failing("", Some(""), &["--invokes", "3"]);
     assert!(o.status.success(), "{}\n{log:?}", stderr(&o));
     let reports: Vec<&String> = log.iter().filter(|l| l.starts_with("REPORT ")).collect();
@@ -32,7 +32,7 @@ fn warm_invokes_each_get_a_report() {
 /// terminal and the results.
 #[test]
 fn a_huge_error_type_header_is_shortened() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let huge = format!("CS_RT_ERROR_TYPE=Runtime.{}", "A".repeat(20_000));
     let (o, log, sample) = failing("error-type", None, &["--env", &huge]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -76,7 +76,7 @@ fn report_durations(log: &[String]) -> Vec<f64> {
 /// at most). What it prints after the last response still reaches the log.
 #[test]
 fn work_after_a_response_is_in_no_invokes_duration() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let dir = tempfile::tempdir().unwrap();
     let times = dir.path().join("times.txt");
     let (o, log, _) = failing(
@@ -123,7 +123,7 @@ fn work_after_a_response_is_in_no_invokes_duration() {
 /// Lambda's REPORT shows it), however late coldstart woke up.
 #[test]
 fn a_timed_out_invoke_lasts_the_timeout() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let (o, log, sample) = failing(
         "",
         None,
@@ -151,7 +151,7 @@ fn a_timed_out_invoke_lasts_the_timeout() {
 /// is slower by the injected 100 ms, its CI above 0.
 #[test]
 fn extension_ready_is_compared_like_init_duration() {
-    let _machine = crate::common::beside();
+    let _turn = crate::common::beside();
     let (Some(rt), Some(ext_bin)) = (client("rust-bootstrap"), client("rust-telemetry-extension")) else {
         return;
     };
