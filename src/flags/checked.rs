@@ -4,40 +4,24 @@
 
 use super::raw::{self, RawCommand};
 use super::variants::{LambdaVariantSpec, Split, VariantSpec};
-use super::{
-    Command, CommonArgs, ConditionArgs, ExportArgs, LambdaInitCpuArgs, LambdaVariantArgs, LimitArgs,
-    StoreArgs, SweepArgs, VariantArgs,
-};
-use raw::{CiOfArg, NoiseArg, OrderArg};
+use super::{Command, ExportArgs, LimitArgs, StoreArgs};
+use raw::NoiseArg;
 use std::path::PathBuf;
 
 /// `coldstart bench`.
 #[derive(Debug)]
 pub struct BenchArgs {
-    pub targets: Vec<String>,
-    pub runs: Option<usize>,
-    pub warmup: Option<usize>,
-    pub order: OrderArg,
-    pub target_ci: Option<String>,
-    pub target_ci_of: CiOfArg,
-    pub min_runs: usize,
-    pub max_runs: usize,
-    pub timeout: Option<f64>,
-    pub poll_interval: u64,
-    pub requests: Option<usize>,
-    pub request_url: Option<String>,
-    pub grace: f64,
-    pub ignore_failure: bool,
-    pub success_exit_codes: Option<String>,
-    pub explain: bool,
-    pub marks: Vec<String>,
-    pub common: CommonArgs,
-    pub conditions: ConditionArgs,
-    pub sweep: SweepArgs,
-    /// The options before any `--name`: every variant's unless it sets its own.
-    pub shared: VariantArgs,
-    /// The variants (`--name … -- COMMAND`, or the one command after `--`).
+    /// The flags as clap parsed them (every one is valid as it is).
+    pub flags: raw::BenchFlags,
+    /// The `--name … -- COMMAND` blocks.
     pub variants: Vec<VariantSpec>,
+}
+
+impl std::ops::Deref for BenchArgs {
+    type Target = raw::BenchFlags;
+    fn deref(&self) -> &raw::BenchFlags {
+        &self.flags
+    }
 }
 
 /// `coldstart explain`.
@@ -78,24 +62,17 @@ pub struct ExplainArgs {
 /// `coldstart lambda`.
 #[derive(Debug)]
 pub struct LambdaArgs {
-    pub runs: usize,
-    pub warmup: usize,
-    pub order: OrderArg,
-    pub event: Option<PathBuf>,
-    pub timeout: f64,
-    pub invokes: usize,
-    pub init_timeout: f64,
-    pub init_cpu: LambdaInitCpuArgs,
-    pub no_cgroup: bool,
-    pub function_name: String,
-    pub region: String,
-    pub log: Option<PathBuf>,
-    pub save_response: Option<PathBuf>,
-    pub compare_along: Option<String>,
-    pub common: CommonArgs,
-    /// The options before any `--name`: every variant's unless it sets its own.
-    pub shared: LambdaVariantArgs,
+    /// The flags as clap parsed them (every one is valid as it is).
+    pub flags: raw::LambdaFlags,
+    /// The `--name … [--runtime …]` blocks.
     pub variants: Vec<LambdaVariantSpec>,
+}
+
+impl std::ops::Deref for LambdaArgs {
+    type Target = raw::LambdaFlags;
+    fn deref(&self) -> &raw::LambdaFlags {
+        &self.flags
+    }
 }
 
 /// `coldstart tune`.
@@ -179,52 +156,8 @@ pub fn check(raw: RawCommand, split: Split) -> Result<Command, String> {
 
 /// `coldstart bench`: the raw flags and the grammar's blocks.
 fn bench(b: Box<raw::BenchFlags>, split: Split) -> Result<Command, String> {
-    let raw::BenchFlags {
-        name: _,
-        targets,
-        runs,
-        warmup,
-        order,
-        target_ci,
-        target_ci_of,
-        min_runs,
-        max_runs,
-        timeout,
-        poll_interval,
-        requests,
-        request_url,
-        grace,
-        ignore_failure,
-        success_exit_codes,
-        explain,
-        marks,
-        common,
-        conditions,
-        sweep,
-        shared,
-    } = *b;
     Ok(Command::Bench(Box::new(BenchArgs {
-        targets,
-        runs,
-        warmup,
-        order,
-        target_ci,
-        target_ci_of,
-        min_runs,
-        max_runs,
-        timeout,
-        poll_interval,
-        requests,
-        request_url,
-        grace,
-        ignore_failure,
-        success_exit_codes,
-        explain,
-        marks,
-        common,
-        conditions,
-        sweep,
-        shared,
+        flags: *b,
         variants: split.variants,
     })))
 }
@@ -296,42 +229,8 @@ fn explain(e: Box<raw::ExplainFlags>, mut split: Split) -> Result<Command, Strin
 
 /// `coldstart lambda`: the raw flags and the grammar's blocks.
 fn lambda(l: Box<raw::LambdaFlags>, split: Split) -> Result<Command, String> {
-    let raw::LambdaFlags {
-        name: _,
-        runs,
-        warmup,
-        order,
-        event,
-        timeout,
-        invokes,
-        init_timeout,
-        init_cpu,
-        no_cgroup,
-        function_name,
-        region,
-        log,
-        save_response,
-        compare_along,
-        common,
-        shared,
-    } = *l;
     Ok(Command::Lambda(Box::new(LambdaArgs {
-        runs,
-        warmup,
-        order,
-        event,
-        timeout,
-        invokes,
-        init_timeout,
-        init_cpu,
-        no_cgroup,
-        function_name,
-        region,
-        log,
-        save_response,
-        compare_along,
-        common,
-        shared,
+        flags: *l,
         variants: split.lambda,
     })))
 }

@@ -13,9 +13,9 @@ pub mod variants;
 
 pub use checked::{BenchArgs, ExplainArgs, LambdaArgs, TuneArgs};
 pub use raw::{
-    CacheArg, CommonArgs, CompareArgs, CompletionsArgs, ConditionArgs, DemoArgs, ExportArgs, GateArgs,
-    HistoryArgs, HookArgs, LambdaInitCpuArgs, LambdaVariantArgs, LimitArgs, ManArgs, ReportArgs, ShowArgs,
-    StoreArgs, SweepArgs, VariantArgs,
+    CacheArg, CompareArgs, CompletionsArgs, DemoArgs, ExportArgs, GateArgs, HistoryArgs, HookArgs,
+    LambdaInitCpuArgs, LambdaVariantArgs, LimitArgs, ManArgs, ReportArgs, ShowArgs, StoreArgs, SweepArgs,
+    VariantArgs,
 };
 pub use variants::{LambdaVariantSpec, VariantSpec};
 

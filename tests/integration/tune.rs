@@ -110,9 +110,14 @@ fn native_harmful_is_slower_and_a_failing_candidate_is_broken() {
             .contains(&kind(&doc, "bind-now").as_str()),
         "{doc:#}"
     );
-    // Neither the harmful nor the broken one is ever recommended.
-    let rec = serde_json::to_string(&doc["recommended"]).unwrap();
-    assert!(!rec.contains("slow") && !rec.contains("broken"), "{rec}");
+    // Neither the harmful nor the broken one is ever recommended. (By id: when
+    // bind-now comes out faster it is, and its row's text says "slower" in its risks.)
+    let ids = &doc["recommended"]["ids"];
+    assert!(
+        ids.as_array()
+            .is_none_or(|ids| !ids.iter().any(|id| id == "slow" || id == "broken")),
+        "{doc:#}"
+    );
     let out = stdout(&o);
     assert!(
         out.contains("💥 breaks it") && out.contains("❌ harmful"),
