@@ -25,7 +25,7 @@ pub const PAGES: &[(&str, &str)] = &[
 
 const FLEET: &str = "\
 # EMIT
-coldstart fleet emit ENGINE --shards N [--image IMG] [--store-secret NAME] [-o FILE] -- BENCH ARGS
+  coldstart fleet emit ENGINE --shards N [OPTIONS] -- BENCH ARGS
 Prints the engine's file: each of its N shards runs `coldstart bench --shard K/N --experiment NAME BENCH ARGS` on a machine of its own, into the store given by the engine's secret (COLDSTART_STORE). The experiment's name is derived from the engine's run id (the Job's uid, GITHUB_RUN_ID, CI_PIPELINE_ID, SLURM_ARRAY_JOB_ID), which a retried shard keeps.
 k8s\tan Indexed Job: completions and parallelism N, one pod per node, requests = limits (Guaranteed QoS), backoffLimitPerIndex; the DSN from a Secret
 github\ta workflow: strategy.matrix.shard 0..N-1, fail-fast off; the DSN from secrets

@@ -90,7 +90,7 @@ pub enum RawCommand {
     /// Charts inline, no network: distributions, runs in order, A/B verdicts,
     /// sweeps, explain's waterfall, lambda's lanes, and each target's history.
     Report(ReportArgs),
-    /// Run one experiment across many machines, through an existing engine.
+    /// Shard one experiment across machines run by an existing engine.
     ///
     /// `fleet emit` prints the engine's file (a Kubernetes Indexed Job, a GitHub
     /// Actions workflow, a GitLab CI job, a Slurm array) whose shards each run
@@ -118,8 +118,10 @@ pub enum FleetCommand {
     /// Print an engine's file that runs a bench as N shards, one per machine.
     ///
     /// k8s, github, gitlab or slurm; the bench's arguments go after `--`.
-    #[command(override_usage = "coldstart fleet emit k8s|github|gitlab|slurm --shards N [OPTIONS] \\\n           \
-                          -- BENCH OPTIONS -- COMMAND...")]
+    #[command(
+        override_usage = "coldstart fleet emit k8s|github|gitlab|slurm --shards N [OPTIONS] \\\n           \
+                          -- BENCH OPTIONS -- COMMAND..."
+    )]
     Emit(FleetEmitFlags),
 }
 

@@ -17,7 +17,9 @@ use std::process::Command;
 
 /// Words that a careless YAML writer or shell line would change: YAML 1.1
 /// booleans, numbers, quotes, `$(…)` (Kubernetes expands it), a line break.
-const TRICKY: &[&str] = &["on", "yes", "0", "1_000", "it's", "$(HOME)", "a\"b", "#x", "a b\nc", "--"];
+const TRICKY: &[&str] = &[
+    "on", "yes", "0", "1_000", "it's", "$(HOME)", "a\"b", "#x", "a b\nc", "--",
+];
 
 fn bench_args() -> Vec<String> {
     let mut a: Vec<String> = ["--runs", "20", "--name", "A", "--", "./server"]
@@ -25,7 +27,11 @@ fn bench_args() -> Vec<String> {
         .map(|s| s.to_string())
         .collect();
     a.extend(TRICKY.iter().map(|s| s.to_string()));
-    a.extend(["--name", "B", "--", "./server", "--fast"].iter().map(|s| s.to_string()));
+    a.extend(
+        ["--name", "B", "--", "./server", "--fast"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
     a
 }
 
@@ -71,20 +77,47 @@ fn kubernetes_job_validates_against_the_openapi_schemas() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let job = emit(dir.path(), "k8s", "job.yaml", &["--image", "registry.example/svc:1"]);
+    let job = emit(
+        dir.path(),
+        "k8s",
+        "job.yaml",
+        &["--image", "registry.example/svc:1"],
+    );
     let job = job.to_str().expect("utf-8 path");
-    let out = run_py(&py, &site, &["-m", "kubernetes_validate", "--strict", "-k", "1.37.0", job]);
+    let out = run_py(
+        &py,
+        &site,
+        &["-m", "kubernetes_validate", "--strict", "-k", "1.37.0", job],
+    );
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("passed"), "{}", stdout(&out));
     // The validator does reject a broken Job (a field misspelt), so its pass means something.
-    let broken = std::fs::read_to_string(job).expect("read").replace("completions:", "completionz:");
+    let broken = std::fs::read_to_string(job)
+        .expect("read")
+        .replace("completions:", "completionz:");
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, broken).expect("write");
-    let out = run_py(&py, &site, &["-m", "kubernetes_validate", "--strict", "-k", "1.37.0", bad.to_str().expect("utf-8")]);
+    let out = run_py(
+        &py,
+        &site,
+        &[
+            "-m",
+            "kubernetes_validate",
+            "--strict",
+            "-k",
+            "1.37.0",
+            bad.to_str().expect("utf-8"),
+        ],
+    );
     assert!(!out.status.success(), "a misspelt field passed: {}", stdout(&out));
     // Read back by a YAML 1.1 reader: every bench word arrives as typed ($ doubled
     // for Kubernetes' own $(VAR) expansion, which gives it back).
-    let args = yaml_query(&py, &site, job, "d['spec']['template']['spec']['containers'][0]['args']");
+    let args = yaml_query(
+        &py,
+        &site,
+        job,
+        "d['spec']['template']['spec']['containers'][0]['args']",
+    );
     let words: Vec<String> = serde_json::from_str(&args).expect("json");
     let want: Vec<String> = bench_args().iter().map(|w| w.replace('$', "$$")).collect();
     assert_eq!(words[5..], want[..]);
@@ -93,7 +126,8 @@ fn kubernetes_job_validates_against_the_openapi_schemas() {
 
 /// `expr` over the YAML document `d` at `path` (read by PyYAML's safe loader), as JSON.
 fn yaml_query(py: &Path, site: &Path, path: &str, expr: &str) -> String {
-    let code = format!("import json, sys, yaml\nd = yaml.safe_load(open(sys.argv[1]))\nprint(json.dumps({expr}))");
+    let code =
+        format!("import json, sys, yaml\nd = yaml.safe_load(open(sys.argv[1]))\nprint(json.dumps({expr}))");
     let out = run_py(py, site, &["-c", &code, path]);
     assert!(out.status.success(), "{}", stderr(&out));
     stdout(&out)
@@ -106,15 +140,30 @@ fn github_and_gitlab_files_parse_and_validate_against_their_schemas() {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let github = emit(dir.path(), "github", "fleet.yml", &[]);
-    let gitlab = emit(dir.path(), "gitlab", "gitlab-ci.yml", &["--image", "registry.example/svc:1"]);
-    for (file, schema) in [(&github, "vendor.github-workflows"), (&gitlab, "vendor.gitlab-ci")] {
+    let gitlab = emit(
+        dir.path(),
+        "gitlab",
+        "gitlab-ci.yml",
+        &["--image", "registry.example/svc:1"],
+    );
+    for (file, schema) in [
+        (&github, "vendor.github-workflows"),
+        (&gitlab, "vendor.gitlab-ci"),
+    ] {
         let f = file.to_str().expect("utf-8 path");
-        let out = run_py(&py, &site, &["-m", "check_jsonschema", "--builtin-schema", schema, f]);
+        let out = run_py(
+            &py,
+            &site,
+            &["-m", "check_jsonschema", "--builtin-schema", schema, f],
+        );
         assert!(out.status.success(), "{schema}: {}{}", stdout(&out), stderr(&out));
     }
     let g = github.to_str().expect("utf-8");
     // `on` quoted: PyYAML (YAML 1.1) would read a bare `on` as true.
-    assert_eq!(yaml_query(&py, &site, g, "sorted(d)").trim(), r#"["jobs", "name", "on"]"#);
+    assert_eq!(
+        yaml_query(&py, &site, g, "sorted(d)").trim(),
+        r#"["jobs", "name", "on"]"#
+    );
     let job = "d['jobs']['coldstart-fleet']";
     assert_eq!(
         yaml_query(&py, &site, g, &format!("{job}['strategy']")).trim(),
@@ -123,7 +172,10 @@ fn github_and_gitlab_files_parse_and_validate_against_their_schemas() {
     // The shard's line, run by bash with the matrix's values: bench gets its words whole.
     let run: String =
         serde_json::from_str(&yaml_query(&py, &site, g, &format!("{job}['steps'][1]['run']"))).expect("json");
-    assert_eq!(shell_words(&run, &[("SHARD", "2"), ("EXPERIMENT", "github-7")]), expected("2/4", "github-7"));
+    assert_eq!(
+        shell_words(&run, &[("SHARD", "2"), ("EXPERIMENT", "github-7")]),
+        expected("2/4", "github-7")
+    );
     let l = gitlab.to_str().expect("utf-8");
     let script: Vec<String> =
         serde_json::from_str(&yaml_query(&py, &site, l, "d['coldstart-fleet']['script']")).expect("json");
@@ -148,7 +200,10 @@ fn expected(shard: &str, experiment: &str) -> Vec<String> {
 /// The words `script`'s `coldstart` command gets, run by bash with `env` and
 /// `coldstart` a function that prints them one per NUL.
 fn shell_words(script: &str, env: &[(&str, &str)]) -> Vec<String> {
-    let program = format!("coldstart() {{ printf '%s\\0' \"$@\"; }}\n{}", script.replace("exec coldstart", "coldstart"));
+    let program = format!(
+        "coldstart() {{ printf '%s\\0' \"$@\"; }}\n{}",
+        script.replace("exec coldstart", "coldstart")
+    );
     let out = Command::new("bash")
         .args(["-c", &program])
         .env_clear()
@@ -156,7 +211,10 @@ fn shell_words(script: &str, env: &[(&str, &str)]) -> Vec<String> {
         .output()
         .expect("bash");
     assert!(out.status.success(), "{}", stderr(&out));
-    let mut words: Vec<String> = String::from_utf8_lossy(&out.stdout).split('\0').map(String::from).collect();
+    let mut words: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .map(String::from)
+        .collect();
     words.pop();
     words
 }
@@ -165,10 +223,17 @@ fn shell_words(script: &str, env: &[(&str, &str)]) -> Vec<String> {
 fn slurm_script_is_valid_bash_and_runs_its_array_task() {
     let dir = tempfile::tempdir().expect("tempdir");
     let script = emit(dir.path(), "slurm", "fleet.sbatch", &[]);
-    let out = Command::new("bash").arg("-n").arg(&script).output().expect("bash");
+    let out = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .expect("bash");
     assert!(out.status.success(), "{}", stderr(&out));
     let text = std::fs::read_to_string(&script).expect("read");
-    assert!(text.contains("\n#SBATCH --array=0-3\n") && text.contains("\n#SBATCH --exclusive\n"), "{text}");
+    assert!(
+        text.contains("\n#SBATCH --array=0-3\n") && text.contains("\n#SBATCH --exclusive\n"),
+        "{text}"
+    );
     let env = [
         ("SLURM_ARRAY_TASK_ID", "3"),
         ("SLURM_ARRAY_JOB_ID", "41"),
@@ -182,18 +247,40 @@ fn slurm_script_is_valid_bash_and_runs_its_array_task() {
         .env("SLURM_ARRAY_TASK_ID", "0")
         .output()
         .expect("bash");
-    assert!(!out.status.success() && stderr(&out).contains("export COLDSTART_STORE"), "{}", stderr(&out));
+    assert!(
+        !out.status.success() && stderr(&out).contains("export COLDSTART_STORE"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     for (args, want) in [
-        (vec!["fleet", "emit", "nomad", "--shards", "2", "--", "--", "x"], "unknown engine \"nomad\""),
-        (vec!["fleet", "emit", "slurm", "--shards", "0", "--", "--", "x"], "at least 1"),
-        (vec!["fleet", "emit", "slurm", "--shards", "-3", "--", "--", "x"], "at least 1"),
-        (vec!["fleet", "emit", "slurm", "--shards", "two", "--", "--", "x"], "at least 1"),
-        (vec!["fleet", "emit", "slurm", "--shards", "2"], "no bench arguments"),
-        (vec!["fleet", "emit", "k8s", "--shards", "2", "--", "--", "x"], "needs --image"),
+        (
+            vec!["fleet", "emit", "nomad", "--shards", "2", "--", "--", "x"],
+            "unknown engine \"nomad\"",
+        ),
+        (
+            vec!["fleet", "emit", "slurm", "--shards", "0", "--", "--", "x"],
+            "at least 1",
+        ),
+        (
+            vec!["fleet", "emit", "slurm", "--shards", "-3", "--", "--", "x"],
+            "at least 1",
+        ),
+        (
+            vec!["fleet", "emit", "slurm", "--shards", "two", "--", "--", "x"],
+            "at least 1",
+        ),
+        (
+            vec!["fleet", "emit", "slurm", "--shards", "2"],
+            "no bench arguments",
+        ),
+        (
+            vec!["fleet", "emit", "k8s", "--shards", "2", "--", "--", "x"],
+            "needs --image",
+        ),
         (vec!["fleet", "emit", "--shards", "2"], "needs an engine"),
     ] {
         let out = cs(&args).run();
@@ -215,8 +302,13 @@ fn an_existing_file_is_replaced_only_with_force() {
     assert_eq!(out.code(), Some(2), "{}", out.streams());
     assert!(out.stderr().contains("exists: give --force"), "{}", out.stderr());
     assert_eq!(std::fs::read_to_string(&file).expect("read"), "mine\n");
-    cs(&args).arg(&file).args(["--force", "--", "--", "./server"]).ok();
-    assert!(std::fs::read_to_string(&file).expect("read").starts_with("#!/bin/bash\n"));
+    cs(&args)
+        .arg(&file)
+        .args(["--force", "--", "--", "./server"])
+        .ok();
+    assert!(std::fs::read_to_string(&file)
+        .expect("read")
+        .starts_with("#!/bin/bash\n"));
     // Without -o the file goes to stdout.
     let out = cs(&["fleet", "emit", "gitlab", "--shards", "2", "--", "--", "./server"]).ok();
     assert!(out.stdout().contains("parallel: 2"), "{}", out.stdout());

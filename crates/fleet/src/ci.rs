@@ -29,25 +29,31 @@ pub(super) fn github(recipe: &Recipe) -> Result<String> {
     if let Some(image) = &recipe.image {
         job.push(("container", yaml(json!(image))));
     }
-    job.push(("strategy", yaml(json!({"fail-fast": false, "matrix": {"shard": (0..n).collect::<Vec<u32>>()}}),
-    )));
+    job.push((
+        "strategy",
+        yaml(json!({"fail-fast": false, "matrix": {"shard": (0..n).collect::<Vec<u32>>()}})),
+    ));
     // Through the environment, not pasted into the script: an expression's value
     // is never parsed as shell.
-    job.push(("env", yaml(json!({
+    job.push((
+        "env",
+        yaml(json!({
             "COLDSTART_STORE": format!("${{{{ secrets.{} }}}}", recipe.secret()),
             "SHARD": "${{ matrix.shard }}",
             "EXPERIMENT": experiment,
-        }),
-    )));
-    job.push(("steps", yaml(json!([
+        })),
+    ));
+    job.push((
+        "steps",
+        yaml(json!([
             {"uses": "actions/checkout@v4"},
             {
                 "name": format!("bench, shard ${{{{ matrix.shard }}}} of {n}"),
                 "shell": "bash",
                 "run": bench_line(recipe, "$SHARD", "\"$EXPERIMENT\""),
             },
-        ]),
-    )));
+        ])),
+    ));
     let doc = ordered(vec![
         ("name", yaml(json!("coldstart fleet"))),
         ("on", yaml(json!({"workflow_dispatch": {}}))),
@@ -56,7 +62,10 @@ pub(super) fn github(recipe: &Recipe) -> Result<String> {
     let mut header = provenance(recipe);
     header.extend([
         String::new(),
-        format!("One job per shard (matrix.shard 0..{}); fail-fast is off so one", n - 1),
+        format!(
+            "One job per shard (matrix.shard 0..{}); fail-fast is off so one",
+            n - 1
+        ),
         "failed shard stops no other. Give each its own machine: self-hosted runners that run".to_string(),
         "one job at a time (set runs-on to their labels), and coldstart on PATH (or --image).".to_string(),
         format!(
@@ -79,19 +88,25 @@ pub(super) fn gitlab(recipe: &Recipe) -> Result<String> {
     }
     job.push(("parallel", yaml(json!(n))));
     if recipe.secret() != "COLDSTART_STORE" {
-        job.push(("variables", yaml(json!({"COLDSTART_STORE": format!("${}", recipe.secret())}),
-        )));
+        job.push((
+            "variables",
+            yaml(json!({"COLDSTART_STORE": format!("${}", recipe.secret())})),
+        ));
     }
     // Retried when the runner, not the bench, failed; the retry replaces the
     // shard's partial block.
-    job.push(("retry", yaml(json!({"max": 2, "when": ["runner_system_failure", "stuck_or_timeout_failure"]}),
-    )));
-    job.push(("script", yaml(json!([
+    job.push((
+        "retry",
+        yaml(json!({"max": 2, "when": ["runner_system_failure", "stuck_or_timeout_failure"]})),
+    ));
+    job.push((
+        "script",
+        yaml(json!([
             // GitLab counts CI_NODE_INDEX from 1 (to CI_NODE_TOTAL); shards count from 0.
             "SHARD=$(( ${CI_NODE_INDEX:-1} - 1 ))",
             bench_line(recipe, "$SHARD", &experiment),
-        ]),
-    )));
+        ])),
+    ));
     let doc = ordered(vec![(JOB, ordered(job))]);
     let mut header = provenance(recipe);
     header.extend([

@@ -51,16 +51,21 @@ pub(super) fn job(recipe: &Recipe) -> Result<String> {
                 node,
             ])),
         ),
-        ("resources", yaml(json!({"requests": resources, "limits": resources}))),
+        (
+            "resources",
+            yaml(json!({"requests": resources, "limits": resources})),
+        ),
     ]);
     let pod = ordered(vec![
         ("restartPolicy", yaml(json!("Never"))),
         (
             "affinity",
-            yaml(json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-                "labelSelector": {"matchLabels": {"batch.kubernetes.io/job-name": JOB}},
-                "topologyKey": "kubernetes.io/hostname",
-            }]}})),
+            yaml(
+                json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                    "labelSelector": {"matchLabels": {"batch.kubernetes.io/job-name": JOB}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }]}}),
+            ),
         ),
         ("containers", Yaml::Seq(vec![container])),
     ]);
@@ -72,7 +77,10 @@ pub(super) fn job(recipe: &Recipe) -> Result<String> {
         // A shard that fails is retried on its own (its index), twice; the others
         // go on. Its retry replaces its partial block in the store.
         ("backoffLimitPerIndex", yaml(json!(2))),
-        ("template", ordered(vec![("metadata", yaml(labels.clone())), ("spec", pod)])),
+        (
+            "template",
+            ordered(vec![("metadata", yaml(labels.clone())), ("spec", pod)]),
+        ),
     ]);
     let mut metadata = labels;
     metadata["name"] = json!(JOB);
@@ -87,7 +95,9 @@ pub(super) fn job(recipe: &Recipe) -> Result<String> {
         String::new(),
         "An Indexed Job: pod K runs shard K (JOB_COMPLETION_INDEX), at most one pod per node".to_string(),
         "(pod anti-affinity on the Job's pods). Requests equal limits (Guaranteed QoS): fit".to_string(),
-        format!("cpu {CPU} and memory {MEMORY} to your nodes. The store's DSN is the key `dsn` of the Secret"),
+        format!(
+            "cpu {CPU} and memory {MEMORY} to your nodes. The store's DSN is the key `dsn` of the Secret"
+        ),
         format!(
             "{:?}: kubectl create secret generic {} --from-literal=dsn=postgres://…",
             recipe.secret(),

@@ -96,7 +96,11 @@ impl Recipe {
         }
         if let Some(max) = self.engine.max_shards() {
             if self.shards > max {
-                bail!("--shards {}: {:?} runs at most {max} shards in one job", self.shards, self.engine);
+                bail!(
+                    "--shards {}: {:?} runs at most {max} shards in one job",
+                    self.shards,
+                    self.engine
+                );
             }
         }
         if self.bench.is_empty() {
@@ -155,7 +159,9 @@ fn check_secret_name(engine: Engine, name: &str) -> Result<()> {
     if !ok {
         let what = match engine {
             Engine::Kubernetes => "a Secret's name: lowercase letters, digits, '-' and '.'",
-            Engine::Github => "a secret's name: letters, digits and '_', not starting with a digit or GITHUB_",
+            Engine::Github => {
+                "a secret's name: letters, digits and '_', not starting with a digit or GITHUB_"
+            }
             Engine::Gitlab => "a CI/CD variable's name: letters, digits and '_', not starting with a digit",
             Engine::Slurm => "a file on the nodes holding the DSN",
         };

@@ -41,17 +41,43 @@ fn k8s_is_an_indexed_job_one_pod_per_node_with_guaranteed_qos() {
     assert_eq!(spec["parallelism"].as_u64(), Some(5));
     assert!(spec["backoffLimitPerIndex"].as_u64().is_some());
     let pod = get(spec, &["template", "spec"]);
-    let anti = get(pod, &["affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "0"]);
+    let anti = get(
+        pod,
+        &[
+            "affinity",
+            "podAntiAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "0",
+        ],
+    );
     assert_eq!(anti["topologyKey"].as_str(), Some("kubernetes.io/hostname"));
     let c = get(pod, &["containers", "0"]);
-    assert_eq!(c["resources"]["requests"], c["resources"]["limits"], "Guaranteed QoS");
+    assert_eq!(
+        c["resources"]["requests"], c["resources"]["limits"],
+        "Guaranteed QoS"
+    );
     let args = strings(&c["args"]);
     // bench's own options before its words: after them they would be the target's.
-    assert_eq!(args[..5], ["bench", "--shard", "$(JOB_COMPLETION_INDEX)/5", "--experiment", "k8s-$(JOB_UID)"]);
+    assert_eq!(
+        args[..5],
+        [
+            "bench",
+            "--shard",
+            "$(JOB_COMPLETION_INDEX)/5",
+            "--experiment",
+            "k8s-$(JOB_UID)"
+        ]
+    );
     // Kubernetes would expand $(HOME): escaped as $$(HOME).
-    assert_eq!(args[5..], ["--runs", "30", "--", "./server", "it's $$(HOME) $${{ x }}"]);
+    assert_eq!(
+        args[5..],
+        ["--runs", "30", "--", "./server", "it's $$(HOME) $${{ x }}"]
+    );
     let env = c["env"].as_sequence().unwrap();
-    assert_eq!(get(&env[0], &["valueFrom", "secretKeyRef", "name"]).as_str(), Some("coldstart-store"));
+    assert_eq!(
+        get(&env[0], &["valueFrom", "secretKeyRef", "name"]).as_str(),
+        Some("coldstart-store")
+    );
 }
 
 #[test]
@@ -71,7 +97,10 @@ fn github_has_a_shard_matrix_and_the_dsn_from_secrets() {
         .filter_map(|v| v.as_u64())
         .collect();
     assert_eq!(shards, [0, 1, 2]);
-    assert_eq!(job["env"]["COLDSTART_STORE"].as_str(), Some("${{ secrets.COLDSTART_STORE }}"));
+    assert_eq!(
+        job["env"]["COLDSTART_STORE"].as_str(),
+        Some("${{ secrets.COLDSTART_STORE }}")
+    );
     assert_eq!(job["container"].as_str(), Some("registry.example/app:1"));
     let run = get(job, &["steps", "1", "run"]).as_str().unwrap();
     assert!(run.ends_with("--runs 30 -- ./server on"), "{run}");
@@ -90,8 +119,13 @@ fn gitlab_converts_its_one_based_node_index() {
     assert_eq!(job["variables"]["COLDSTART_STORE"].as_str(), Some("$PG_DSN"));
     let script = strings(&job["script"]);
     assert_eq!(script[0], "SHARD=$(( ${CI_NODE_INDEX:-1} - 1 ))");
-    assert!(script[1].starts_with("coldstart bench --shard \"$SHARD/4\" --experiment \"gitlab-$CI_PIPELINE_ID\" "));
-    assert!(script[1].ends_with("'it'\\''s $(HOME) ${{ x }}'"), "{}", script[1]);
+    assert!(script[1]
+        .starts_with("coldstart bench --shard \"$SHARD/4\" --experiment \"gitlab-$CI_PIPELINE_ID\" "));
+    assert!(
+        script[1].ends_with("'it'\\''s $(HOME) ${{ x }}'"),
+        "{}",
+        script[1]
+    );
 }
 
 #[test]
@@ -106,12 +140,33 @@ fn slurm_is_an_exclusive_array() {
 #[test]
 fn bad_input_is_one_line() {
     let cases = [
-        (Recipe { shards: 0, ..recipe(Engine::Slurm, 1) }, "at least 1"),
-        (Recipe { bench: vec![], ..recipe(Engine::Slurm, 1) }, "no bench arguments"),
-        (Recipe { image: None, ..recipe(Engine::Kubernetes, 1) }, "needs --image"),
+        (
+            Recipe {
+                shards: 0,
+                ..recipe(Engine::Slurm, 1)
+            },
+            "at least 1",
+        ),
+        (
+            Recipe {
+                bench: vec![],
+                ..recipe(Engine::Slurm, 1)
+            },
+            "no bench arguments",
+        ),
+        (
+            Recipe {
+                image: None,
+                ..recipe(Engine::Kubernetes, 1)
+            },
+            "needs --image",
+        ),
         (recipe(Engine::Gitlab, 201), "at most 200"),
         (
-            Recipe { store_secret: Some("Bad_Name".into()), ..recipe(Engine::Kubernetes, 1) },
+            Recipe {
+                store_secret: Some("Bad_Name".into()),
+                ..recipe(Engine::Kubernetes, 1)
+            },
             "is not a Secret's name",
         ),
     ];
@@ -119,7 +174,10 @@ fn bad_input_is_one_line() {
         let err = r.check().unwrap_err().to_string();
         assert!(err.contains(want) && !err.contains('\n'), "{err}");
     }
-    assert!(Engine::parse("nomad").unwrap_err().to_string().contains("one of k8s"));
+    assert!(Engine::parse("nomad")
+        .unwrap_err()
+        .to_string()
+        .contains("one of k8s"));
 }
 
 mod yaml_strings {
@@ -134,7 +192,8 @@ mod yaml_strings {
             ("k".to_string(), Yaml::Str(s.to_string())),
         ]);
         let text = to_string(&doc);
-        let back: serde_norway::Value = serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        let back: serde_norway::Value =
+            serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
         assert_eq!(back[s][0].as_str(), Some(s), "{text}");
         assert_eq!(back["k"].as_str(), Some(s), "{text}");
     }
@@ -142,9 +201,50 @@ mod yaml_strings {
     #[test]
     fn tricky_words_stay_strings() {
         for s in [
-            "on", "Off", "y", "N", "yes", "null", "~", "", "0", "0x1F", "1_000", "1:20", ".inf", "-", "--",
-            "---", "- a", "#x", "a #b", "a: b", "a:", "{x}", "[x]", "*x", "&x", "!x", "%x", "@x", "`x", "|",
-            ">", "'", "\"", "\\", "=", "<<", "\u{7f}", "\u{85}", "\u{feff}x", "\t", "a\nb", "é", "😀", "\u{fffe}",
+            "on",
+            "Off",
+            "y",
+            "N",
+            "yes",
+            "null",
+            "~",
+            "",
+            "0",
+            "0x1F",
+            "1_000",
+            "1:20",
+            ".inf",
+            "-",
+            "--",
+            "---",
+            "- a",
+            "#x",
+            "a #b",
+            "a: b",
+            "a:",
+            "{x}",
+            "[x]",
+            "*x",
+            "&x",
+            "!x",
+            "%x",
+            "@x",
+            "`x",
+            "|",
+            ">",
+            "'",
+            "\"",
+            "\\",
+            "=",
+            "<<",
+            "\u{7f}",
+            "\u{85}",
+            "\u{feff}x",
+            "\t",
+            "a\nb",
+            "é",
+            "😀",
+            "\u{fffe}",
         ] {
             round_trips(s);
         }

@@ -51,9 +51,7 @@ pub fn ordered<K: Into<String>>(pairs: Vec<(K, Yaml)>) -> Yaml {
 
 /// Words YAML 1.1 or 1.2 reads as something other than a string (compared
 /// case-insensitively; numbers are kept out by the first character).
-const SPECIAL: &[&str] = &[
-    "y", "n", "yes", "no", "on", "off", "true", "false", "null",
-];
+const SPECIAL: &[&str] = &["y", "n", "yes", "no", "on", "off", "true", "false", "null"];
 
 /// Whether `s` reads back as the same string, unquoted, under YAML 1.1 and 1.2.
 fn plain_ok(s: &str) -> bool {
