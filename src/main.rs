@@ -13,6 +13,7 @@ use coldstart_core::{
     store, target, Lab,
 };
 use coldstart_explain as explain;
+use coldstart_fleet as fleet;
 use coldstart_lambda as lambda;
 use coldstart_report::{self as report, gate, tuned};
 use coldstart_tune as tune;
@@ -52,6 +53,8 @@ fn real_main() -> anyhow::Result<i32> {
     match &command {
         flags::Command::Completions(a) => return cmd::shell::completions(a),
         flags::Command::Man(a) => return cmd::shell::man(a),
+        // Writes a file: nothing is run.
+        flags::Command::FleetEmit(a) => return cmd::fleet::emit(a),
         _ => {}
     }
     // Before any thread: it forks the watchdog.
@@ -65,7 +68,7 @@ fn real_main() -> anyhow::Result<i32> {
         flags::Command::Compare(a) => cmd::history::compare(a),
         flags::Command::Gate(a) => cmd::history::gate(a),
         flags::Command::Report(a) => cmd::report::run(a),
-        flags::Command::Completions(_) | flags::Command::Man(_) => Ok(0),
+        flags::Command::Completions(_) | flags::Command::Man(_) | flags::Command::FleetEmit(_) => Ok(0),
         flags::Command::Tune(a) => cmd::tune::run(a),
         flags::Command::Lambda(a) => cmd::lambda::run(a),
     }

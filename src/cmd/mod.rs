@@ -8,6 +8,7 @@ pub mod bench;
 mod bench_tests;
 pub mod demo;
 pub mod explain;
+pub mod fleet;
 #[cfg(test)]
 mod fuzz_tests;
 pub mod history;

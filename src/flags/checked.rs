@@ -151,6 +151,49 @@ pub fn check(raw: RawCommand, split: Split) -> Result<Command, String> {
         RawCommand::Report(a) => Command::Report(a),
         RawCommand::Completions(a) => Command::Completions(a),
         RawCommand::Man(a) => Command::Man(a),
+        RawCommand::Fleet(raw::FleetArgs {
+            command: raw::FleetCommand::Emit(e),
+        }) => Command::FleetEmit(fleet_emit(e)?),
+    })
+}
+
+/// `coldstart fleet emit`.
+#[derive(Debug)]
+pub struct FleetEmitArgs {
+    pub recipe: crate::fleet::Recipe,
+    pub output: Option<PathBuf>,
+    pub force: bool,
+}
+
+/// Every bad input of `fleet emit` in one line (an engine, N, the bench's words).
+fn fleet_emit(e: raw::FleetEmitFlags) -> Result<FleetEmitArgs, String> {
+    let engine = e.engine.ok_or_else(|| {
+        format!(
+            "fleet emit needs an engine: one of {}",
+            crate::fleet::Engine::NAMES
+        )
+    })?;
+    let engine = crate::fleet::Engine::parse(&engine).map_err(|e| e.to_string())?;
+    let shards = e
+        .shards
+        .ok_or("fleet emit needs --shards N (machines, at least 1)")?;
+    let shards = match shards.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => n,
+        _ => return Err(format!("--shards {shards:?}: give a whole number of at least 1")),
+    };
+    let recipe = crate::fleet::Recipe {
+        engine,
+        shards,
+        image: e.image,
+        store_secret: e.store_secret,
+        experiment: e.experiment,
+        bench: e.bench,
+    };
+    recipe.check().map_err(|e| e.to_string())?;
+    Ok(FleetEmitArgs {
+        recipe,
+        output: e.output,
+        force: e.force,
     })
 }
 

@@ -20,7 +20,25 @@ pub const PAGES: &[(&str, &str)] = &[
     ("lambda", LAMBDA),
     ("tune", TUNE),
     ("report", REPORT),
+    ("fleet", FLEET),
 ];
+
+const FLEET: &str = "\
+# EMIT
+  coldstart fleet emit ENGINE --shards N [OPTIONS] -- BENCH ARGS
+Prints the engine's file: each of its N shards runs `coldstart bench --shard K/N --experiment NAME BENCH ARGS` on a machine of its own, into the store given by the engine's secret (COLDSTART_STORE). The experiment's name is derived from the engine's run id (the Job's uid, GITHUB_RUN_ID, CI_PIPELINE_ID, SLURM_ARRAY_JOB_ID), which a retried shard keeps.
+k8s\tan Indexed Job: completions and parallelism N, one pod per node, requests = limits (Guaranteed QoS), backoffLimitPerIndex; the DSN from a Secret
+github\ta workflow: strategy.matrix.shard 0..N-1, fail-fast off; the DSN from secrets
+gitlab\ta job with parallel: N (CI_NODE_INDEX is 1-based: the script subtracts 1)
+slurm\tan sbatch script: --array=0-(N-1), --exclusive
+-o FILE writes it atomically and refuses an existing file without --force. Exit status: 0, or 2 for bad input.
+
+# EXAMPLES
+  coldstart fleet emit k8s --shards 8 --image registry.example/svc:1 \\
+      -- --runs 30 --ready tcp:8080 -- ./server
+  coldstart fleet emit github --shards 4 -o .github/workflows/fleet.yml \\
+      -- --name main -- ./main/server --name pr -- ./pr/server
+  coldstart fleet emit slurm --shards 16 -- --runs 50 -- ./server > fleet.sbatch";
 
 const REPORT: &str = "\
 # EXAMPLES

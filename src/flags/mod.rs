@@ -11,7 +11,7 @@ pub mod help;
 pub mod raw;
 pub mod variants;
 
-pub use checked::{BenchArgs, ExplainArgs, LambdaArgs, TuneArgs};
+pub use checked::{BenchArgs, ExplainArgs, FleetEmitArgs, LambdaArgs, TuneArgs};
 pub use raw::{
     CacheArg, CompareArgs, CompletionsArgs, DemoArgs, ExportArgs, GateArgs, HistoryArgs, HookArgs,
     LambdaInitCpuArgs, LambdaVariantArgs, LimitArgs, ManArgs, ReportArgs, ShowArgs, StoreArgs, SweepArgs,
@@ -36,6 +36,7 @@ pub enum Command {
     Report(ReportArgs),
     Completions(CompletionsArgs),
     Man(ManArgs),
+    FleetEmit(FleetEmitArgs),
 }
 
 /// Why a command line was not parsed.

@@ -90,6 +90,12 @@ pub enum RawCommand {
     /// Charts inline, no network: distributions, runs in order, A/B verdicts,
     /// sweeps, explain's waterfall, lambda's lanes, and each target's history.
     Report(ReportArgs),
+    /// Shard one experiment across machines run by an existing engine.
+    ///
+    /// `fleet emit` prints the engine's file (a Kubernetes Indexed Job, a GitHub
+    /// Actions workflow, a GitLab CI job, a Slurm array) whose shards each run
+    /// `coldstart bench --shard K/N` into one stored experiment (docs/fleet.md).
+    Fleet(FleetArgs),
     /// Print a shell completion script.
     ///
     /// `coldstart completions bash > /etc/bash_completion.d/coldstart`.
@@ -99,6 +105,68 @@ pub enum RawCommand {
     /// `coldstart man | man -l -`; a command's own page (the coldstart-bench(1) the
     /// main page refers to): `coldstart man bench | man -l -`.
     Man(ManArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct FleetArgs {
+    #[command(subcommand)]
+    pub command: FleetCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum FleetCommand {
+    /// Print an engine's file that runs a bench as N shards, one per machine.
+    ///
+    /// k8s, github, gitlab or slurm; the bench's arguments go after `--`.
+    #[command(
+        override_usage = "coldstart fleet emit k8s|github|gitlab|slurm --shards N [OPTIONS] \\\n           \
+                          -- BENCH OPTIONS -- COMMAND..."
+    )]
+    Emit(FleetEmitFlags),
+}
+
+#[derive(Args, Debug)]
+pub struct FleetEmitFlags {
+    /// The engine: k8s, github, gitlab or slurm.
+    ///
+    /// k8s: an Indexed Job; github: a workflow with a shard matrix; gitlab: a job
+    /// with `parallel:`; slurm: an sbatch script for a job array.
+    #[arg(value_name = "ENGINE")]
+    pub engine: Option<String>,
+    /// Shards (machines), at least 1.
+    ///
+    /// Each runs every variant with bench's --runs: N shards make N times the runs.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub shards: Option<String>,
+    /// Container image with coldstart and the program.
+    ///
+    /// Needed for k8s; github and gitlab run their job in it when given.
+    #[arg(long, value_name = "IMG")]
+    pub image: Option<String>,
+    /// Where the store's DSN is kept.
+    ///
+    /// k8s: a Secret's name, the DSN under its key `dsn` [default: coldstart-store];
+    /// github: a secret, gitlab: a CI/CD variable [default: COLDSTART_STORE];
+    /// slurm: a file on the nodes [default: COLDSTART_STORE from sbatch's environment].
+    #[arg(long, value_name = "NAME")]
+    pub store_secret: Option<String>,
+    /// The stored experiment's name [default: from the run's id].
+    ///
+    /// By default derived from the engine's run id, the same for a retried shard:
+    /// the Job's uid, GITHUB_RUN_ID, CI_PIPELINE_ID, SLURM_ARRAY_JOB_ID.
+    #[arg(long, value_name = "NAME")]
+    pub experiment: Option<String>,
+    /// Write the file here instead of stdout.
+    ///
+    /// Atomically; an existing file only with --force.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Replace an existing --output file.
+    #[arg(long)]
+    pub force: bool,
+    /// bench's options and command, after `--`.
+    #[arg(last = true, value_name = "BENCH ARGS")]
+    pub bench: Vec<String>,
 }
 
 #[derive(Args, Debug)]

@@ -452,6 +452,7 @@ fn crates_depend_in_one_direction() {
         ("explain", &["coldstart-core"]),
         ("tune", &["coldstart-core", "coldstart-explain"]),
         ("lambda", &["coldstart-core", "coldstart-sys"]),
+        ("fleet", &["coldstart-core"]),
         (
             "report",
             &[

@@ -18,6 +18,7 @@ mod explain_estimate;
 mod explain_headline;
 mod explain_procs;
 mod explain_store;
+mod fleet;
 mod html_report;
 mod lambda;
 mod lambda_managed;

@@ -207,6 +207,18 @@ pub fn write(path: &Path, contents: &[u8]) -> Result<()> {
     }
 }
 
+/// Write a generated file (`fleet emit -o`) to `path` as [`write`] does, except
+/// that an existing regular file is replaced only with `force`: such a file is
+/// one a person keeps (a CI workflow, a manifest), never silently overwritten.
+pub fn write_new(path: &Path, contents: &[u8], force: bool) -> Result<()> {
+    if let Dest::File(p) = dest(path)? {
+        if !force && fs::symlink_metadata(&p).is_ok() {
+            bail!("{} exists: give --force to replace it", path.display());
+        }
+    }
+    write(path, contents)
+}
+
 /// Replace the regular file `path` (or create it) atomically: temp file + rename,
 /// keeping an existing file's permissions.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
@@ -257,6 +269,20 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("is a directory"));
+    }
+
+    #[test]
+    fn a_new_file_never_replaces_one_without_force() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("job.yaml");
+        write_new(&file, b"first", false).unwrap();
+        let err = write_new(&file, b"second", false).unwrap_err().to_string();
+        assert!(err.contains("exists: give --force"), "{err}");
+        assert_eq!(fs::read_to_string(&file).unwrap(), "first");
+        write_new(&file, b"second", true).unwrap();
+        assert_eq!(fs::read_to_string(&file).unwrap(), "second");
+        // Devices are written in place, never refused.
+        write_new(Path::new("/dev/null"), b"x", false).unwrap();
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 18] = [
+pub const SWITCHES: [&str; 20] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -44,6 +44,10 @@ pub const SWITCHES: [&str; 18] = [
     "SANDBOX",
     "MAVEN",
     "CURL",
+    // The pinned validators of fleet emit's files (tests/fixtures/fleet-validate-setup.sh):
+    // kubernetes-validate, and check-jsonschema with PyYAML.
+    "KUBE_VALIDATE",
+    "JSONSCHEMA",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").
