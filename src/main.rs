@@ -68,6 +68,7 @@ fn real_main() -> anyhow::Result<i32> {
         flags::Command::Compare(a) => cmd::history::compare(a),
         flags::Command::Gate(a) => cmd::history::gate(a),
         flags::Command::Report(a) => cmd::report::run(a),
+        flags::Command::FleetStatus(a) => cmd::fleet::status(a),
         flags::Command::Completions(_) | flags::Command::Man(_) | flags::Command::FleetEmit(_) => Ok(0),
         flags::Command::Tune(a) => cmd::tune::run(a),
         flags::Command::Lambda(a) => cmd::lambda::run(a),

@@ -22,6 +22,8 @@ pub struct Outputs {
     /// The noise threshold of verdicts (a fraction of the baseline median).
     pub noise: f64,
     pub exports: Exports,
+    /// The fleet experiment this process is a shard of (None: not sharded).
+    pub fleet: Option<experiment::shard::Fleet>,
 }
 
 /// What a session measured, where it was stored, and its analysis.
@@ -46,7 +48,18 @@ pub fn run(
         None => None,
         Some(spec) => {
             let mut store = Store::open(spec)?;
-            let id = store.begin(&store::meta::collect(), kind, settings, &plan.variants)?;
+            let meta = store::meta::collect();
+            let id = match &outputs.fleet {
+                None => store.begin(&meta, kind, settings, &plan.variants)?,
+                Some(fleet) => {
+                    let host = experiment::shard::Host::collect(|k| std::env::var(k).ok());
+                    let joined = store.begin_shard(&meta, kind, settings, &plan.variants, fleet, &host)?;
+                    if !outputs.quiet {
+                        out::err_line(&report::fleet::joined(fleet, &joined, &store.location));
+                    }
+                    joined.experiment
+                }
+            };
             Some((store, id))
         }
     };

@@ -323,14 +323,21 @@ fn config_variants(
 pub fn run(args: &BenchArgs) -> Result<i32> {
     let root = config::project_root();
     let config = config::load(&root)?;
-    let (plan, mut runner, sweep) = plan(args, config.as_ref(), &root)?;
+    let fleet = args.common.fleet()?;
+    let (mut plan, mut runner, sweep) = plan(args, config.as_ref(), &root)?;
+    if let Some(f) = &fleet {
+        plan.seed = f.seed(args.common.seed);
+    }
     let mut settings = session::settings(&plan, (&runner.opts).into(), args.common.noise.noise);
     settings.sweep = (!sweep.params.is_empty()).then_some(sweep);
     let measured = session::measure(
         &plan,
         crate::experiment::Kind::Bench,
         &settings,
-        &args.common.outputs(config.as_ref(), &root),
+        &crate::session::Outputs {
+            fleet,
+            ..args.common.outputs(config.as_ref(), &root)
+        },
         &mut runner,
     );
     // --cleanup even when measuring failed: it restores what --setup changed.

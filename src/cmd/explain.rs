@@ -24,6 +24,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         noise: crate::stats::DEFAULT_NOISE,
         // The experiment's own formats are `show`'s; explain writes its explanation.
         exports: Exports::default(),
+        fleet: None,
     };
     let outcome = session::run(&opts, |plan, runner| {
         let settings = crate::session::settings(plan, (&opts.run).into(), outputs.noise);

@@ -238,6 +238,7 @@ fn subset(r: &ExperimentResult, picked: &[usize]) -> ExperimentResult {
         stopped: r.stopped,
         design: r.design,
         load: r.load.clone(),
+        fleet: r.fleet.clone(),
     }
 }
 
@@ -374,6 +375,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
         design: design_of(b, c),
         // Two invocations, each with its own load: shown with each, not with the pair.
         load: None,
+        fleet: None,
     }
 }
 

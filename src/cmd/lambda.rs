@@ -328,6 +328,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let init_boost = init_boost(&args.init_cpu)?;
     args.common.export.check_dirs()?;
     let configs = variants(args)?;
+    let fleet = args.common.fleet()?;
     let sweep = memory_sweep(&configs, args.compare_along.as_deref())?;
     let event = read_event(args.event.as_deref())?;
     let cgroups = if args.no_cgroup || configs.iter().all(|(_, _, c)| c.bare) {
@@ -371,7 +372,9 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         order: args.order.into(),
         stop: StopRule::Fixed { runs: args.runs },
         keep_going: args.common.keep_going,
-        seed: args.common.seed(),
+        seed: fleet
+            .as_ref()
+            .map_or_else(|| args.common.seed(), |f| f.seed(args.common.seed)),
     };
     // The init timeout, no polling (the APIs say when init is over), and the
     // invokes: the cold one and the warm ones.
@@ -396,7 +399,8 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         &opts,
         configs.iter().map(|(name, _, c)| (name.as_str(), c)),
     ));
-    let outputs = args.common.outputs(cfg.as_ref(), &root);
+    let mut outputs = args.common.outputs(cfg.as_ref(), &root);
+    outputs.fleet = fleet;
     let mut runner = ColdStarts {
         rt: &rt,
         configs: configs.into_iter().map(|(_, _, c)| c).collect(),

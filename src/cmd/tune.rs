@@ -35,6 +35,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         quiet: args.quiet,
         noise: args.noise.noise,
         exports: Default::default(),
+        fleet: None,
     };
     let mut record = |plan: &Plan, tune: TuneSettings, runner: &mut dyn Runner| -> Result<Measured> {
         let mut settings = session::settings(plan, (&opts.run).into(), outputs.noise);

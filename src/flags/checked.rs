@@ -154,6 +154,9 @@ pub fn check(raw: RawCommand, split: Split) -> Result<Command, String> {
         RawCommand::Fleet(raw::FleetArgs {
             command: raw::FleetCommand::Emit(e),
         }) => Command::FleetEmit(fleet_emit(e)?),
+        RawCommand::Fleet(raw::FleetArgs {
+            command: raw::FleetCommand::Status(s),
+        }) => Command::FleetStatus(s),
     })
 }
 

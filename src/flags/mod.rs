@@ -37,6 +37,7 @@ pub enum Command {
     Completions(CompletionsArgs),
     Man(ManArgs),
     FleetEmit(FleetEmitArgs),
+    FleetStatus(raw::FleetStatusFlags),
 }
 
 /// Why a command line was not parsed.

@@ -123,6 +123,23 @@ pub enum FleetCommand {
                           -- BENCH OPTIONS -- COMMAND..."
     )]
     Emit(FleetEmitFlags),
+    /// Shards done, running and missing of a fleet experiment, and their machines.
+    ///
+    /// A row per shard: state, attempt (a retry replaces the runs of the one before),
+    /// runs, machine, how long it took.
+    Status(FleetStatusFlags),
+}
+
+#[derive(Args, Debug)]
+pub struct FleetStatusFlags {
+    /// The fleet experiment: its name, or an id [default: the newest fleet experiment].
+    #[arg(value_name = "EXPERIMENT")]
+    pub experiment: Option<String>,
+    /// Print JSON (the shards as stored) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 #[derive(Args, Debug)]
@@ -378,6 +395,23 @@ pub struct CommonArgs {
     pub no_store: bool,
     #[command(flatten)]
     pub noise: NoiseArg,
+    /// Run shard K of N of a fleet experiment.
+    ///
+    /// Every variant and point, interleaved as usual, --runs per shard, into the one
+    /// stored experiment that --experiment names (a PostgreSQL --store the shards
+    /// share). Without it, an engine's index is read when present:
+    /// JOB_COMPLETION_INDEX with COLDSTART_SHARDS (Kubernetes), CI_NODE_INDEX and
+    /// CI_NODE_TOTAL (GitLab), SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (Slurm).
+    /// `coldstart fleet emit` writes the engine's file; docs/fleet.md.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// The fleet experiment every shard joins.
+    ///
+    /// The same on every shard; by default the engine's run id (GITHUB_RUN_ID,
+    /// CI_PIPELINE_ID, SLURM_ARRAY_JOB_ID, JOB_UID), which a retried shard keeps, so
+    /// the retry replaces its own earlier runs.
+    #[arg(long, value_name = "NAME")]
+    pub experiment: Option<String>,
 }
 
 /// The practical-significance threshold of comparisons.
@@ -413,7 +447,22 @@ impl CommonArgs {
             quiet: self.quiet,
             noise: self.noise.noise,
             exports: self.export.exports(),
+            fleet: None,
         }
+    }
+
+    /// The fleet experiment this shard joins (`--shard`, `--experiment`, or an
+    /// engine's variables), None when not sharded.
+    pub fn fleet(&self) -> anyhow::Result<Option<crate::experiment::shard::Fleet>> {
+        let fleet = crate::experiment::shard::Fleet::detect(
+            self.shard.as_deref(),
+            self.experiment.as_deref(),
+            |k| std::env::var(k).ok(),
+        )?;
+        if fleet.is_some() && self.no_store {
+            anyhow::bail!("a shard's runs meet the others' in the store: drop --no-store");
+        }
+        Ok(fleet)
     }
 
     /// The run-order seed: --seed, else one drawn from the clock and our pid.

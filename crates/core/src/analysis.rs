@@ -54,6 +54,92 @@ pub struct VariantAnalysis {
     pub vs_first: Option<Comparison>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first: Option<String>,
+    /// A fleet experiment's comparison with the baseline, per shard and pooled
+    /// over shards (machines as blocks); `vs_baseline` is its pooled result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_shard: Option<ByShard>,
+}
+
+/// A comparison made per shard of a fleet experiment and combined over them.
+#[derive(Debug, Clone, Serialize)]
+pub struct ByShard {
+    /// The shards, in the order of `comparison.blocks`.
+    pub shards: Vec<u32>,
+    /// The machine each ran on (its engine node name, else hostname; "" when unknown).
+    pub machines: Vec<String>,
+    pub comparison: stats::BlockedComparison,
+}
+
+/// The shards whose runs the result holds, when more than one did: then every
+/// comparison is blocked by shard (each shard is one machine over one stretch of
+/// time, and machines differ by more than runs do).
+fn shards_of(result: &ExperimentResult) -> Option<Vec<u32>> {
+    let mut shards: Vec<u32> = result.samples.iter().filter_map(|s| s.shard).collect();
+    shards.sort_unstable();
+    shards.dedup();
+    (shards.len() >= 2).then_some(shards)
+}
+
+/// Ready times (ms) of `variant`'s successful measured runs in `shard`.
+fn ready_ms_in(result: &ExperimentResult, variant: usize, shard: u32) -> Vec<f64> {
+    result
+        .samples
+        .iter()
+        .filter(|s| s.variant == variant && s.shard == Some(shard) && !s.warmup && s.ok())
+        .filter_map(|s| s.ready_ns)
+        .map(|ns| ns as f64 / 1e6)
+        .collect()
+}
+
+/// `candidate` against `baseline` on ready time: blocked by shard when `shards`
+/// is given, else today's comparison of all runs.
+fn compare_ready(
+    result: &ExperimentResult,
+    baseline: usize,
+    candidate: usize,
+    shards: Option<&[u32]>,
+    options: stats::CompareOptions,
+) -> (Comparison, Option<ByShard>) {
+    let Some(shards) = shards else {
+        return (
+            stats::compare(&result.ready_ms(baseline), &result.ready_ms(candidate), options),
+            None,
+        );
+    };
+    let times: Vec<(Vec<f64>, Vec<f64>)> = shards
+        .iter()
+        .map(|&k| {
+            (
+                ready_ms_in(result, baseline, k),
+                ready_ms_in(result, candidate, k),
+            )
+        })
+        .collect();
+    let blocks: Vec<stats::Block<'_>> = times
+        .iter()
+        .map(|(b, c)| stats::Block {
+            baseline: b,
+            candidate: c,
+        })
+        .collect();
+    let comparison = stats::compare_blocked(&blocks, options);
+    (
+        comparison.overall(),
+        Some(ByShard {
+            shards: shards.to_vec(),
+            machines: shards
+                .iter()
+                .map(|k| {
+                    result
+                        .fleet
+                        .as_ref()
+                        .and_then(|f| f.shards.iter().find(|s| s.index == *k))
+                        .map_or_else(String::new, |s| s.host.label().to_string())
+                })
+                .collect(),
+            comparison,
+        }),
+    )
 }
 
 /// For a resource parameter, per variant (and per setting of the other
@@ -137,6 +223,7 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
         noise,
     };
     let along = sweep.and_then(|s| s.compare_along.as_deref());
+    let shards = shards_of(result);
     // Each variant's mark instants (ms, first per run, successful measured runs).
     let mark_times: Vec<MarkTimes> = (0..result.variants.len())
         .map(|i| {
@@ -184,6 +271,15 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
                 })
                 .collect();
             let ready = result.ready_ms(i);
+            let baseline = baseline_of(&result.variants, i);
+            let (vs_baseline, by_shard) = match baseline {
+                Some(b) => {
+                    let (c, by) = compare_ready(result, b, i, shards.as_deref(), options);
+                    (Some(c), by)
+                }
+                None => (None, None),
+            };
+            let first = along.and_then(|a| first_along(&result.variants, i, a));
             let baseline_marks = baseline_of(&result.variants, i).map(|b| &mark_times[b]);
             let marks = mark_summaries(&mark_times[i], baseline_marks, options);
             VariantAnalysis {
@@ -216,15 +312,11 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
                 captures,
                 metrics,
                 marks,
-                vs_baseline: baseline_of(&result.variants, i)
-                    .map(|b| stats::compare(&result.ready_ms(b), &ready, options)),
-                baseline: baseline_of(&result.variants, i).map(|b| result.variants[b].name.clone()),
-                vs_first: along
-                    .and_then(|a| first_along(&result.variants, i, a))
-                    .map(|f| stats::compare(&result.ready_ms(f), &ready, options)),
-                first: along
-                    .and_then(|a| first_along(&result.variants, i, a))
-                    .map(|f| result.variants[f].name.clone()),
+                vs_baseline,
+                baseline: baseline.map(|b| result.variants[b].name.clone()),
+                vs_first: first.map(|f| compare_ready(result, f, i, shards.as_deref(), options).0),
+                first: first.map(|f| result.variants[f].name.clone()),
+                by_shard,
             }
         })
         .collect();

@@ -40,5 +40,6 @@ pub fn result(samples: Vec<crate::sample::Sample>) -> crate::experiment::Experim
         stopped: Some(crate::experiment::StopReason::Completed),
         design: crate::stats::Design::Interleaved,
         load: None,
+        fleet: None,
     }
 }

@@ -342,6 +342,7 @@ fn split_by_build(result: &mut ExperimentResult, builds: usize, k: usize) -> Vec
             stopped: result.stopped,
             design: result.design,
             load: result.load.clone(),
+            fleet: None,
         })
         .collect();
     for mut s in samples {

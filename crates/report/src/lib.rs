@@ -23,6 +23,7 @@ pub mod explain;
 pub mod explain_ab;
 pub mod explain_procs;
 pub mod export;
+pub mod fleet;
 /// Number formatting is shared with the sample model and the gate.
 pub mod format;
 pub mod gate;

@@ -58,6 +58,7 @@ pub fn render(analysis: &Analysis) -> String {
         out.push_str(&deltas.join("\n"));
         out.push('\n');
     }
+    out.push_str(&super::fleet::markdown(analysis));
     if let Some(rows) = super::sweep::cells(analysis) {
         out.push('\n');
         for (i, r) in rows.iter().enumerate() {

@@ -11,6 +11,7 @@ use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     let mut out = summaries(analysis);
     out += &deltas(analysis);
+    out += &super::fleet::terminal(analysis);
     if let Some(w) = result.load.as_ref().and_then(|l| l.warning()) {
         out.push_str(&format!("  {w}\n"));
     }

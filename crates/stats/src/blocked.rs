@@ -20,8 +20,10 @@
 
 use serde::Serialize;
 
-use super::compare::{compare, decide, CompareOptions, Comparison, Design, Verdict, COMPARE_CONFIDENCE};
-use super::hodges_lehmann::moses_z;
+use super::compare::{
+    compare, decide, CompareOptions, Comparison, Design, Relative, Verdict, COMPARE_CONFIDENCE,
+};
+use super::hodges_lehmann::{moses_z, Shift};
 use super::mann_whitney::{null_sigma, rank_sum};
 use super::normal;
 use super::special;
@@ -147,6 +149,33 @@ pub fn compare_blocked(blocks: &[Block<'_>], opts: CompareOptions) -> BlockedCom
         out.reason = Some("no verdict: no machine has enough runs for a 95 % interval".into());
     }
     out
+}
+
+impl BlockedComparison {
+    /// The pooled result in the shape of a single comparison, for what reads
+    /// only a verdict and its interval (tables, the gate): the pooled relative
+    /// effect and shift with their between-machine intervals; no Mann–Whitney
+    /// (the test is van Elteren's, in `van_elteren`) and no power line (a fleet's
+    /// power depends on machines as much as on runs).
+    pub fn overall(&self) -> Comparison {
+        Comparison {
+            design: self.design,
+            noise: self.noise,
+            ratio: self.relative.as_ref().map(|r| 1.0 + r.estimate),
+            shift: self.shift.as_ref().map(|p| Shift {
+                estimate: p.estimate,
+                ci: p.ci,
+            }),
+            relative: self.relative.as_ref().map(|p| Relative {
+                estimate: p.estimate,
+                ci: p.ci,
+            }),
+            mann_whitney: None,
+            verdict: self.verdict,
+            reason: self.reason.clone(),
+            detectable: None,
+        }
+    }
 }
 
 /// One machine's estimate with its interval and standard error.

@@ -85,6 +85,10 @@ pub struct ExperimentResult {
     /// experiments stored before it was, and for results built in memory).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<super::load::Load>,
+    /// A fleet experiment's shards, as stored (None when it was not sharded, and
+    /// while a shard runs: the shard knows only its own runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<super::shard::FleetRecord>,
 }
 
 impl ExperimentResult {
@@ -139,6 +143,7 @@ pub fn execute_with(
         stopped: None,
         design: plan.order.design(),
         load: None,
+        fleet: None,
     };
     let mut rng = rand::rngs::StdRng::seed_from_u64(plan.seed);
     observer.planned(n * (plan.warmup + plan.stop.max_runs()));

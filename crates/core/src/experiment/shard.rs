@@ -61,7 +61,7 @@ pub fn parse(spec: &str) -> Result<Shard> {
 /// (`env` looks one up: `std::env::var` in the binary, a map in tests). None: not
 /// sharded. An engine's variables that do not add up are an error, not "unsharded":
 /// a shard that silently ran as a whole experiment would duplicate the others' runs.
-pub fn detect(flag: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Result<Option<Shard>> {
+pub fn detect(flag: Option<&str>, env: &impl Fn(&str) -> Option<String>) -> Result<Option<Shard>> {
     if let Some(spec) = flag {
         return parse(spec).map(Some);
     }
@@ -112,15 +112,15 @@ pub fn detect(flag: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Resul
 }
 
 /// The engine's id of this run of the whole fleet, from which shards of one
-/// experiment derive the same name: GitHub's run (and attempt), GitLab's pipeline,
-/// Slurm's array job, a Kubernetes Job's name (`COLDSTART_JOB`, from the manifest's
+/// experiment derive the same name: GitHub's run (a re-run keeps it), GitLab's pipeline,
+/// Slurm's array job, a Kubernetes Job's uid (`JOB_UID`, from the manifest's
 /// downward API). None: no engine is recognised, so `--experiment NAME` is needed.
-pub fn engine_run_id(env: impl Fn(&str) -> Option<String>) -> Option<String> {
+pub fn engine_run_id(env: &impl Fn(&str) -> Option<String>) -> Option<String> {
     [
         ("GITHUB_RUN_ID", "github"),
         ("CI_PIPELINE_ID", "gitlab"),
         ("SLURM_ARRAY_JOB_ID", "slurm"),
-        ("COLDSTART_JOB", "k8s"),
+        ("JOB_UID", "k8s"),
     ]
     .iter()
     .find_map(|(var, engine)| {
@@ -128,6 +128,191 @@ pub fn engine_run_id(env: impl Fn(&str) -> Option<String>) -> Option<String> {
             .filter(|v| !v.trim().is_empty())
             .map(|v| format!("{engine}-{}", v.trim()))
     })
+}
+
+/// One sharded experiment as this process joins it: its name (all shards give
+/// the same) and the shard this process runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fleet {
+    pub name: String,
+    /// Where the name came from: `--experiment`, or the engine's run id variable.
+    pub named_by: &'static str,
+    pub shard: Shard,
+}
+
+impl Fleet {
+    /// The fleet this process belongs to, or None when it is not sharded. A shard
+    /// needs a name every shard derives alike: `--experiment`, else the engine's
+    /// run id; without either it is refused (each shard would start an experiment
+    /// of its own).
+    pub fn detect(
+        shard_flag: Option<&str>,
+        experiment_flag: Option<&str>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Fleet>> {
+        let Some(shard) = detect(shard_flag, &env)? else {
+            if experiment_flag.is_some() {
+                bail!(
+                    "--experiment names a sharded experiment, but this is no shard: add --shard K/N \
+                     (or run it under an engine's index: JOB_COMPLETION_INDEX, CI_NODE_INDEX, \
+                     SLURM_ARRAY_TASK_ID)"
+                );
+            }
+            return Ok(None);
+        };
+        let (name, named_by) = match experiment_flag {
+            Some(n) => (n.to_string(), "--experiment"),
+            None => match engine_run_id(&env) {
+                Some(id) => (id, "the engine's run id"),
+                None => bail!(
+                    "shard {}/{} has no experiment name: pass --experiment NAME (the same on every \
+                     shard), or run it under an engine whose run id names it (GITHUB_RUN_ID, \
+                     CI_PIPELINE_ID, SLURM_ARRAY_JOB_ID, JOB_UID)",
+                    shard.index,
+                    shard.count
+                ),
+            },
+        };
+        check_name(&name)?;
+        Ok(Some(Fleet {
+            name,
+            named_by,
+            shard,
+        }))
+    }
+
+    /// This shard's seed: from `--seed` when given, else from the experiment's
+    /// name, so every shard of one experiment (and a retried shard) agrees on it
+    /// without talking to the others.
+    pub fn seed(&self, given: Option<u64>) -> u64 {
+        let base = given.unwrap_or_else(|| fnv1a(self.name.as_bytes()));
+        self.shard.seed(base)
+    }
+}
+
+/// A name a store reference can hold: not a number, `latest…`, or a variant part.
+fn check_name(name: &str) -> Result<()> {
+    let bad =
+        |why: &str| anyhow::anyhow!("bad experiment name '{name}': {why} (use letters, digits and - _ . /)");
+    if name.is_empty() || name.len() > 200 {
+        return Err(bad("it must be 1 to 200 characters"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+    {
+        return Err(bad("it has a character other than those"));
+    }
+    if name.parse::<i64>().is_ok() || name.starts_with("latest") {
+        return Err(bad("numbers and latest… already name stored experiments"));
+    }
+    Ok(())
+}
+
+/// FNV-1a: a stable hash of the name (std's hasher may change between builds).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The machine a shard ran on, as the store keeps it and the per-machine table
+/// names it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    /// The engine's name for the node (Kubernetes `NODE_NAME` from the downward
+    /// API, `SLURMD_NODENAME`, GitHub's `RUNNER_NAME`, GitLab's
+    /// `CI_RUNNER_DESCRIPTION`), when it says one.
+    pub node: Option<String>,
+    pub cpu_model: String,
+    pub cores: i64,
+    pub kernel: String,
+    pub memory_bytes: Option<i64>,
+    /// `/etc/machine-id`: tells two machines with one hostname apart.
+    pub machine_id: Option<String>,
+}
+
+impl Host {
+    /// This machine; `env` as for [`detect`].
+    pub fn collect(env: impl Fn(&str) -> Option<String>) -> Host {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+        };
+        let meta = crate::store::meta::collect();
+        Host {
+            hostname: meta.hostname,
+            node: [
+                "NODE_NAME",
+                "SLURMD_NODENAME",
+                "RUNNER_NAME",
+                "CI_RUNNER_DESCRIPTION",
+            ]
+            .iter()
+            .find_map(|v| env(v).filter(|s| !s.trim().is_empty())),
+            cpu_model: meta.cpu_model,
+            cores: meta.cores,
+            kernel: meta.kernel,
+            memory_bytes: read("/proc/meminfo").and_then(|m| mem_total(&m)),
+            machine_id: read("/etc/machine-id").or_else(|| read("/var/lib/dbus/machine-id")),
+        }
+    }
+
+    /// What the per-machine table calls it: the engine's node name, else the hostname.
+    pub fn label(&self) -> &str {
+        self.node.as_deref().unwrap_or(&self.hostname)
+    }
+}
+
+fn mem_total(meminfo: &str) -> Option<i64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// A stored shard: which block, which attempt, where and when it ran.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ShardRecord {
+    pub index: u32,
+    /// 1 for the first start; a retry replaces the earlier attempts' runs.
+    pub attempt: u32,
+    /// Who said which shard it is ([`Source::describe`]).
+    pub source: String,
+    pub host: Host,
+    pub started_unix_s: i64,
+    /// None while it runs (or when its coldstart was killed).
+    pub ended_unix_s: Option<i64>,
+    /// Why it stopped (a `StopReason` word), None while it runs.
+    pub stopped: Option<String>,
+    /// Measured runs of the current attempt (successful or not, warmups excluded).
+    pub runs: u64,
+    /// Runs of earlier attempts that the current one replaced.
+    pub replaced_runs: u64,
+}
+
+/// A stored fleet experiment's shards.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FleetRecord {
+    pub name: String,
+    pub count: u32,
+    /// The shards that started, by index (a missing index never started).
+    pub shards: Vec<ShardRecord>,
+}
+
+impl FleetRecord {
+    /// Shards that finished, that are still running (or died without a word),
+    /// and indices that never started.
+    pub fn tally(&self) -> (usize, usize, Vec<u32>) {
+        let done = self.shards.iter().filter(|s| s.ended_unix_s.is_some()).count();
+        let running = self.shards.len() - done;
+        let missing = (0..self.count)
+            .filter(|i| !self.shards.iter().any(|s| s.index == *i))
+            .collect();
+        (done, running, missing)
+    }
 }
 
 impl Shard {
@@ -168,7 +353,7 @@ mod tests {
     fn the_flag_wins_over_an_engines_variables() {
         let s = detect(
             Some("1/3"),
-            env(&[("CI_NODE_INDEX", "3"), ("CI_NODE_TOTAL", "3")]),
+            &env(&[("CI_NODE_INDEX", "3"), ("CI_NODE_TOTAL", "3")]),
         )
         .unwrap();
         assert_eq!(s.map(|s| (s.index, s.source)), Some((1, Source::Flag)));
@@ -178,14 +363,14 @@ mod tests {
     fn a_kubernetes_indexed_job_needs_its_count() {
         let e = env(&[("JOB_COMPLETION_INDEX", "3"), ("COLDSTART_SHARDS", "8")]);
         assert_eq!(
-            detect(None, e).unwrap(),
+            detect(None, &e).unwrap(),
             Some(Shard {
                 index: 3,
                 count: 8,
                 source: Source::Kubernetes
             })
         );
-        let e = detect(None, env(&[("JOB_COMPLETION_INDEX", "3")]))
+        let e = detect(None, &env(&[("JOB_COMPLETION_INDEX", "3")]))
             .unwrap_err()
             .to_string();
         assert!(e.contains("COLDSTART_SHARDS"), "{e}");
@@ -195,7 +380,7 @@ mod tests {
     fn gitlab_counts_from_one() {
         let e = env(&[("CI_NODE_INDEX", "1"), ("CI_NODE_TOTAL", "5")]);
         assert_eq!(
-            detect(None, e).unwrap(),
+            detect(None, &e).unwrap(),
             Some(Shard {
                 index: 0,
                 count: 5,
@@ -203,16 +388,16 @@ mod tests {
             })
         );
         let e = env(&[("CI_NODE_INDEX", "5"), ("CI_NODE_TOTAL", "5")]);
-        assert_eq!(detect(None, e).unwrap().map(|s| s.index), Some(4));
-        assert!(detect(None, env(&[("CI_NODE_INDEX", "0"), ("CI_NODE_TOTAL", "5")])).is_err());
-        assert!(detect(None, env(&[("CI_NODE_INDEX", "6"), ("CI_NODE_TOTAL", "5")])).is_err());
+        assert_eq!(detect(None, &e).unwrap().map(|s| s.index), Some(4));
+        assert!(detect(None, &env(&[("CI_NODE_INDEX", "0"), ("CI_NODE_TOTAL", "5")])).is_err());
+        assert!(detect(None, &env(&[("CI_NODE_INDEX", "6"), ("CI_NODE_TOTAL", "5")])).is_err());
     }
 
     #[test]
     fn a_slurm_array_may_start_above_zero() {
         let e = env(&[("SLURM_ARRAY_TASK_ID", "0"), ("SLURM_ARRAY_TASK_COUNT", "4")]);
         assert_eq!(
-            detect(None, e).unwrap(),
+            detect(None, &e).unwrap(),
             Some(Shard {
                 index: 0,
                 count: 4,
@@ -224,9 +409,9 @@ mod tests {
             ("SLURM_ARRAY_TASK_COUNT", "4"),
             ("SLURM_ARRAY_TASK_MIN", "10"),
         ]);
-        assert_eq!(detect(None, e).unwrap().map(|s| s.index), Some(2));
+        assert_eq!(detect(None, &e).unwrap().map(|s| s.index), Some(2));
         let e = env(&[("SLURM_ARRAY_TASK_ID", "x"), ("SLURM_ARRAY_TASK_COUNT", "4")]);
-        assert!(detect(None, e)
+        assert!(detect(None, &e)
             .unwrap_err()
             .to_string()
             .contains("SLURM_ARRAY_TASK_ID='x'"));
@@ -234,24 +419,24 @@ mod tests {
 
     #[test]
     fn no_engine_is_not_sharded() {
-        assert_eq!(detect(None, env(&[("HOME", "/root")])).unwrap(), None);
+        assert_eq!(detect(None, &env(&[("HOME", "/root")])).unwrap(), None);
     }
 
     #[test]
     fn shards_of_one_run_derive_one_name() {
         assert_eq!(
-            engine_run_id(env(&[("GITHUB_RUN_ID", "77")])).as_deref(),
+            engine_run_id(&env(&[("GITHUB_RUN_ID", "77")])).as_deref(),
             Some("github-77")
         );
         assert_eq!(
-            engine_run_id(env(&[("CI_PIPELINE_ID", "9")])).as_deref(),
+            engine_run_id(&env(&[("CI_PIPELINE_ID", "9")])).as_deref(),
             Some("gitlab-9")
         );
         assert_eq!(
-            engine_run_id(env(&[("SLURM_ARRAY_JOB_ID", "5")])).as_deref(),
+            engine_run_id(&env(&[("SLURM_ARRAY_JOB_ID", "5")])).as_deref(),
             Some("slurm-5")
         );
-        assert_eq!(engine_run_id(env(&[])), None);
+        assert_eq!(engine_run_id(&env(&[])), None);
     }
 
     #[test]

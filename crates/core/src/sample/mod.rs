@@ -216,6 +216,10 @@ pub struct Sample {
     /// Last lines of the target's stdout+stderr, kept for failed runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output_tail: Vec<String>,
+    /// The shard of a fleet experiment that ran it (set when read back from the
+    /// store, which files each run under its shard); None when not sharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
 }
 
 /// Where a run is in its experiment.
@@ -249,6 +253,7 @@ impl Sample {
             trace: None,
             profile: None,
             output_tail: Vec::new(),
+            shard: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! runs finish, so a coldstart killed mid-experiment leaves every finished run.
 
 pub mod db;
+pub mod fleet;
 pub mod meta;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -24,6 +25,8 @@ pub struct Store {
     db: Box<dyn Db>,
     /// Where it is, for messages (passwords redacted).
     pub location: String,
+    /// The shard this store files runs under (a fleet experiment's), once joined.
+    writing: Option<fleet::Writing>,
 }
 
 /// One stored experiment, as listed by `history`.
@@ -49,6 +52,9 @@ pub struct Listed {
     /// Not in `history --json` (its schema is documented; this is the report's).
     #[serde(skip)]
     pub measures: Vec<String>,
+    /// A fleet experiment's name (its shards' `--experiment`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<String>,
 }
 
 pub struct Stored {
@@ -130,6 +136,61 @@ fn open_postgres(_spec: &str) -> Result<(Box<dyn Db>, String)> {
     )
 }
 
+/// The experiment's row and its variants' (inside the caller's transaction).
+fn insert_experiment(
+    db: &mut dyn Db,
+    meta: &Metadata,
+    kind: Kind,
+    settings_json: &str,
+    order: Order,
+    variants: &[Variant],
+) -> Result<i64> {
+    let created = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let rows = db.query(
+        "INSERT INTO experiments (created_unix_s, command_line, git_commit, git_dirty, hostname, kernel, \
+         cpu_model, cores, loadavg, coldstart_version, settings_json, kind, run_order) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+        &[
+            created.into(),
+            meta.command_line.clone().into(),
+            meta.git_commit.clone().into(),
+            meta.git_dirty.map(i64::from).into(),
+            meta.hostname.clone().into(),
+            meta.kernel.clone().into(),
+            meta.cpu_model.clone().into(),
+            meta.cores.into(),
+            meta.loadavg.clone().into(),
+            meta.coldstart_version.clone().into(),
+            settings_json.into(),
+            kind.as_str().into(),
+            order.as_str().into(),
+        ],
+    )?;
+    let id = rows
+        .first()
+        .and_then(|r| r[0].int())
+        .ok_or_else(|| anyhow!("insert returned no id"))?;
+    for (i, v) in variants.iter().enumerate() {
+        db.execute(
+            "INSERT INTO variants (experiment_id, idx, name, command, readiness, target_json, params_json) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                id.into(),
+                (i as i64).into(),
+                v.name.clone().into(),
+                v.target.display_command().into(),
+                v.readiness.clone().into(),
+                serde_json::to_string(&v.target)?.into(),
+                params_json(&v.params)?.into(),
+            ],
+        )?;
+    }
+    Ok(id)
+}
+
 impl Store {
     /// `postgres://…` / `postgresql://…`, `sqlite:PATH`, or a plain path.
     pub fn open(spec: &str) -> Result<Store> {
@@ -141,7 +202,11 @@ impl Store {
                 (Box::new(sqlite::Sqlite::open(&path)?), path.display().to_string())
             };
         schema::migrate(db.as_mut(), &location)?;
-        Ok(Store { db, location })
+        Ok(Store {
+            db,
+            location,
+            writing: None,
+        })
     }
 
     /// A new experiment of `kind`, run with `settings`, before its first run.
@@ -153,48 +218,8 @@ impl Store {
         variants: &[Variant],
     ) -> Result<i64> {
         let settings_json = serde_json::to_string(settings)?;
-        let created = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0);
         transaction(self.db.as_mut(), |db| {
-            let rows = db.query(
-                "INSERT INTO experiments (created_unix_s, command_line, git_commit, git_dirty, hostname, kernel, \
-                 cpu_model, cores, loadavg, coldstart_version, settings_json, kind, run_order) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
-                &[
-                    created.into(),
-                    meta.command_line.clone().into(),
-                    meta.git_commit.clone().into(),
-                    meta.git_dirty.map(i64::from).into(),
-                    meta.hostname.clone().into(),
-                    meta.kernel.clone().into(),
-                    meta.cpu_model.clone().into(),
-                    meta.cores.into(),
-                    meta.loadavg.clone().into(),
-                    meta.coldstart_version.clone().into(),
-                    settings_json.into(),
-                    kind.as_str().into(),
-                    settings.order.as_str().into(),
-                ],
-            )?;
-            let id = rows.first().and_then(|r| r[0].int()).ok_or_else(|| anyhow!("insert returned no id"))?;
-            for (i, v) in variants.iter().enumerate() {
-                db.execute(
-                    "INSERT INTO variants (experiment_id, idx, name, command, readiness, target_json, params_json) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    &[
-                        id.into(),
-                        (i as i64).into(),
-                        v.name.clone().into(),
-                        v.target.display_command().into(),
-                        v.readiness.clone().into(),
-                        serde_json::to_string(&v.target)?.into(),
-                        params_json(&v.params)?.into(),
-                    ],
-                )?;
-            }
-            Ok(id)
+            insert_experiment(db, meta, kind, &settings_json, settings.order, variants)
         })
         .with_context(|| format!("storing a new experiment in {}", self.location))
     }
@@ -205,10 +230,14 @@ impl Store {
             .as_str()
             .unwrap_or("unknown")
             .to_string();
+        let writing = self.writing.filter(|w| w.experiment == experiment);
         transaction(self.db.as_mut(), |db| {
+            if let Some(w) = &writing {
+                Store::check_attempt(db, w)?;
+            }
             let rows = db.query(
-                "INSERT INTO samples (experiment_id, variant_idx, round, warmup, outcome, ready_ns, data_json) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                "INSERT INTO samples (experiment_id, variant_idx, round, warmup, outcome, ready_ns, data_json, \
+                 shard, shard_attempt) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
                 &[
                     experiment.into(),
                     (s.variant as i64).into(),
@@ -217,6 +246,8 @@ impl Store {
                     outcome.clone().into(),
                     s.ready_ns.map(|n| n as i64).into(),
                     serde_json::to_string(s)?.into(),
+                    writing.map(|w| i64::from(w.index)).into(),
+                    writing.map(|w| i64::from(w.attempt)).into(),
                 ],
             )?;
             let sample_id = rows.first().and_then(|r| r[0].int()).ok_or_else(|| anyhow!("insert returned no id"))?;
@@ -239,6 +270,9 @@ impl Store {
         load: Option<&crate::experiment::load::Load>,
     ) -> Result<()> {
         let load_json = load.map(serde_json::to_string).transpose()?;
+        if let Some(w) = self.writing.filter(|w| w.experiment == experiment) {
+            return self.finish_shard(w, stopped, load_json);
+        }
         self.db
             .execute(
                 "UPDATE experiments SET stopped = $1, load_json = $2 WHERE id = $3",
@@ -280,11 +314,12 @@ impl Store {
     }
 
     pub fn list(&mut self, filter: &Filter) -> Result<Vec<Listed>> {
-        let mut sql = String::from(
+        let mut sql = format!(
             "SELECT e.id, e.created_unix_s, e.git_commit, e.git_dirty, e.stopped, \
-             (SELECT COUNT(*) FROM samples s WHERE s.experiment_id = e.id AND s.warmup = 0 AND s.outcome = 'ready'), \
-             e.kind, e.settings_json \
+             (SELECT COUNT(*) FROM samples s WHERE s.experiment_id = e.id AND s.warmup = 0 AND s.outcome = 'ready' \
+             AND {current}), e.kind, e.settings_json, e.fleet \
              FROM experiments e WHERE 1 = 1",
+            current = fleet::CURRENT_ATTEMPT
         );
         let mut params: Vec<Value> = Vec::new();
         if let Some(t) = &filter.target {
@@ -336,8 +371,11 @@ impl Store {
                 let mut xs: Vec<f64> = self
                     .db
                     .query(
-                        "SELECT ready_ns FROM samples WHERE experiment_id = $1 AND variant_idx = $2 \
-                         AND warmup = 0 AND outcome = 'ready'",
+                        &format!(
+                            "SELECT ready_ns FROM samples s WHERE s.experiment_id = $1 AND s.variant_idx = $2 \
+                             AND s.warmup = 0 AND s.outcome = 'ready' AND {}",
+                            fleet::CURRENT_ATTEMPT
+                        ),
                         &[id.into(), (i as i64).into()],
                     )?
                     .into_iter()
@@ -362,6 +400,7 @@ impl Store {
                 p50_ms,
                 kind,
                 measures,
+                fleet: r[8].text(),
             });
         }
         Ok(out)
@@ -416,11 +455,19 @@ impl Store {
         let samples = self
             .db
             .query(
-                "SELECT data_json FROM samples WHERE experiment_id = $1 ORDER BY id",
+                &format!(
+                    "SELECT s.data_json, s.shard FROM samples s WHERE s.experiment_id = $1 AND {} ORDER BY s.id",
+                    fleet::CURRENT_ATTEMPT
+                ),
                 &[id.into()],
             )?
             .into_iter()
-            .map(|r| serde_json::from_str::<Sample>(&r[0].text().unwrap_or_default()))
+            .map(|r| {
+                serde_json::from_str::<Sample>(&r[0].text().unwrap_or_default()).map(|mut s| {
+                    s.shard = r[1].int().map(|i| i as u32);
+                    s
+                })
+            })
             .collect::<std::result::Result<Vec<_>, _>>()
             .with_context(|| format!("experiment {id}: unreadable sample"))?;
         // The run order decides what comparison the samples support; rows whose
@@ -429,6 +476,7 @@ impl Store {
             .text()
             .and_then(|o| Order::parse(&o))
             .unwrap_or(Order::Shuffled);
+        let fleet = self.fleet(id)?;
         Ok(Stored {
             id,
             created_unix_s: r[0].int().unwrap_or(0),
@@ -449,6 +497,7 @@ impl Store {
                 design: order.design(),
                 // A record this coldstart cannot read is no reason to lose the runs.
                 load: r[12].text().and_then(|j| serde_json::from_str(&j).ok()),
+                fleet,
             },
         })
     }
@@ -465,6 +514,10 @@ impl Store {
         let parsed = reference::Reference::parse(reference)?;
         let reference = parsed.experiment.as_str();
         if let Ok(id) = reference.parse::<i64>() {
+            return Ok(id);
+        }
+        // A fleet experiment's name first: it may look like a commit prefix.
+        if let Some(id) = self.fleet_id(reference)? {
             return Ok(id);
         }
         let back = match reference {
@@ -504,7 +557,11 @@ impl Store {
                 )?,
             }
         } else {
-            bail!("bad experiment reference '{reference}': give an id, latest, latest~N or a git commit (≥ 4 hex digits)")
+            bail!(
+                "bad experiment reference '{reference}': no fleet experiment of that name in {}; give an id, \
+                 latest, latest~N, a git commit (≥ 4 hex digits) or a fleet experiment's name",
+                self.location
+            )
         };
         found.first().and_then(|r| r[0].int()).ok_or_else(|| match &named {
             Some(name) => anyhow!(

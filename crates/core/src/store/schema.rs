@@ -5,7 +5,7 @@ use super::db::{transaction, Db, Dialect, Value};
 use crate::experiment::{Kind, Order};
 use anyhow::{bail, Result};
 
-pub const CURRENT: i64 = 6;
+pub const CURRENT: i64 = 12;
 
 /// Migration N takes the schema from version N-1 to N (2: `explanations`, one
 /// row per `coldstart explain`, its explanation as the JSON export has it; IF NOT
@@ -15,7 +15,9 @@ pub const CURRENT: i64 = 6;
 /// runs, `experiments.load_json`, NULL before; 5: which command made an
 /// experiment, `experiments.kind` (`experiment::Kind`), and 6: its run order,
 /// `experiments.run_order` (`experiment::Order`), both filled in for the rows
-/// before them by `fill`). Written for SQLite;
+/// before them by `fill`; 7–12: fleet experiments, `store::fleet`: an
+/// experiment's fleet name (unique), shard count and plan, each run's shard and
+/// attempt, and a row per shard with its machine and times). Written for SQLite;
 /// `sql_for` adapts the few words PostgreSQL spells differently.
 const MIGRATIONS: &[&str] = &[
     "
@@ -73,6 +75,35 @@ CREATE TABLE IF NOT EXISTS explanations (
     "ALTER TABLE experiments ADD COLUMN load_json TEXT",
     "ALTER TABLE experiments ADD COLUMN kind TEXT",
     "ALTER TABLE experiments ADD COLUMN run_order TEXT",
+    "ALTER TABLE experiments ADD COLUMN fleet TEXT",
+    "ALTER TABLE experiments ADD COLUMN shard_count BIGINT",
+    "ALTER TABLE experiments ADD COLUMN plan_json TEXT",
+    "ALTER TABLE samples ADD COLUMN shard BIGINT",
+    "ALTER TABLE samples ADD COLUMN shard_attempt BIGINT",
+    "
+CREATE UNIQUE INDEX IF NOT EXISTS experiments_fleet ON experiments(fleet);
+CREATE INDEX IF NOT EXISTS samples_shard ON samples(experiment_id, shard);
+CREATE TABLE IF NOT EXISTS shards (
+    experiment_id BIGINT NOT NULL REFERENCES experiments(id),
+    idx BIGINT NOT NULL,
+    attempt BIGINT NOT NULL,
+    source TEXT NOT NULL,
+    hostname TEXT NOT NULL,
+    node TEXT,
+    cpu_model TEXT NOT NULL,
+    cores BIGINT NOT NULL,
+    kernel TEXT NOT NULL,
+    memory_bytes BIGINT,
+    machine_id TEXT,
+    seed BIGINT NOT NULL,
+    started_unix_s BIGINT NOT NULL,
+    ended_unix_s BIGINT,
+    stopped TEXT,
+    load_json TEXT,
+    replaced_runs BIGINT NOT NULL,
+    PRIMARY KEY (experiment_id, idx)
+);
+",
 ];
 
 /// The names `coldstart explain` gave its arms (a fourth with `--profile`):

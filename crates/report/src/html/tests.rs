@@ -36,6 +36,7 @@ fn model(names: &[&str], readiness: &str, runs: usize) -> ExperimentResult {
         stopped: Some(StopReason::Completed),
         design: crate::stats::Design::Interleaved,
         load: None,
+        fleet: None,
     }
 }
 
