@@ -437,3 +437,135 @@ fn start_shard(
     )?;
     Ok((attempt as u32, replaced as u64))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::shard::{Shard, Source};
+    use crate::fixtures::{sample, variants};
+
+    fn fleet(name: &str, index: u32, count: u32) -> Fleet {
+        Fleet {
+            name: name.into(),
+            named_by: "--experiment",
+            shard: Shard {
+                index,
+                count,
+                source: Source::Flag,
+            },
+        }
+    }
+
+    fn host(name: &str) -> Host {
+        Host {
+            hostname: name.into(),
+            ..Host::default()
+        }
+    }
+
+    fn join(store: &mut Store, f: &Fleet, runs: usize) -> Result<Joined> {
+        let mut settings = crate::store::tests::settings();
+        settings.runs = crate::experiment::Runs::Fixed(runs);
+        // Each shard's own seed: not part of the plan.
+        settings.seed = u64::from(f.shard.index) * 7919;
+        store.begin_shard(
+            &crate::store::meta::collect(),
+            Kind::Bench,
+            &settings,
+            &variants(),
+            f,
+            &host(&format!("m{}", f.shard.index)),
+        )
+    }
+
+    fn write(store: &mut Store, id: i64, rounds: usize) -> Result<()> {
+        for r in 0..rounds {
+            for v in 0..2 {
+                store.add_sample(id, &sample(v, r, false, Some(10.0 + v as f64)))?;
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn shards_meet_in_one_experiment_and_a_retry_replaces_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.db").display().to_string();
+        let (mut a, mut b) = (Store::open(&path).unwrap(), Store::open(&path).unwrap());
+        let first = join(&mut a, &fleet("exp", 0, 2), 3).unwrap();
+        assert!(first.created && first.attempt == 1);
+        let second = join(&mut b, &fleet("exp", 1, 2), 3).unwrap();
+        assert_eq!((second.experiment, second.created), (first.experiment, false));
+        let id = first.experiment;
+        write(&mut a, id, 3).unwrap();
+        write(&mut b, id, 2).unwrap();
+        a.finish(id, StopReason::Completed, None).unwrap();
+        assert_eq!(a.load(id).unwrap().result.stopped, None, "shard 1 still runs");
+
+        // Shard 0 again (an engine's retry): its 6 runs go, 2 new ones come.
+        let mut retry = Store::open(&path).unwrap();
+        let again = join(&mut retry, &fleet("exp", 0, 2), 3).unwrap();
+        assert_eq!((again.attempt, again.replaced_runs), (2, 6));
+        write(&mut retry, id, 1).unwrap();
+        // The first attempt, still running somewhere, may no longer store.
+        let e = write(&mut a, id, 1).unwrap_err();
+        assert!(format!("{e:#}").contains("was started again"), "{e:#}");
+        retry.finish(id, StopReason::Completed, None).unwrap();
+        b.finish(id, StopReason::Completed, None).unwrap();
+
+        let stored = retry.load(id).unwrap();
+        let by_shard = |k| {
+            stored
+                .result
+                .samples
+                .iter()
+                .filter(|s| s.shard == Some(k))
+                .count()
+        };
+        assert_eq!((by_shard(0), by_shard(1)), (2, 4));
+        assert_eq!(stored.result.stopped, Some(StopReason::Completed));
+        let record = stored.result.fleet.unwrap();
+        assert_eq!(record.tally(), (2, 0, vec![]));
+        assert_eq!(record.shards[0].attempt, 2);
+        assert_eq!(record.shards[0].runs, 2);
+        assert_eq!(record.shards[0].host.hostname, "m0");
+        assert_eq!(record.shards[1].runs, 4);
+        assert_eq!(retry.resolve("exp").unwrap(), id);
+    }
+
+    #[test]
+    fn a_shard_with_another_plan_or_count_is_refused_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.db").display().to_string();
+        let mut s = Store::open(&path).unwrap();
+        let id = join(&mut s, &fleet("exp", 0, 2), 3).unwrap().experiment;
+        let e = join(&mut s, &fleet("exp", 1, 2), 4).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("its setting 'runs' is \"3\", this shard's \"4\""),
+            "{e:#}"
+        );
+        let e = join(&mut s, &fleet("exp", 1, 3), 3).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("has 2 shards, this shard says 3"),
+            "{e:#}"
+        );
+        let record = s.fleet(id).unwrap().unwrap();
+        assert_eq!(record.tally(), (0, 1, vec![1]));
+    }
+
+    #[test]
+    fn an_unsharded_experiment_has_no_fleet() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("f.db").display().to_string()).unwrap();
+        let id = s
+            .begin(
+                &crate::store::meta::collect(),
+                Kind::Bench,
+                &crate::store::tests::settings(),
+                &variants(),
+            )
+            .unwrap();
+        assert!(s.fleet(id).unwrap().is_none());
+        assert!(s.latest_fleet().unwrap().is_none());
+    }
+}
