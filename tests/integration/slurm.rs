@@ -199,3 +199,29 @@ fn an_exclusive_array_job_runs_every_task_with_the_submitters_environment() {
         );
     }
 }
+
+/// A task that fails makes the helper fail (sbatch --wait exits with the highest exit
+/// code among the tasks), naming the job, so a test cannot pass on a job that broke.
+#[test]
+fn a_failed_task_fails_the_submission() {
+    let _turn = beside();
+    if !cluster() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("fails.sbatch");
+    std::fs::write(
+        &script,
+        "#!/bin/bash\n\
+         #SBATCH --array=0-1\n\
+         #SBATCH --job-name=coldstart-slurm-test\n\
+         exit $((SLURM_ARRAY_TASK_ID * 3))\n",
+    )
+    .expect("write the job script");
+    let err = submit_and_wait(&script, dir.path(), &[]).expect_err("task 1 exits with 3");
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("failed") && text.contains("exit status: 3"),
+        "{text}"
+    );
+}
