@@ -29,6 +29,7 @@ mod marks;
 mod probes;
 mod profile;
 mod robust;
+mod slurm;
 mod store;
 mod stored_variants;
 mod sweep;

@@ -10,7 +10,9 @@
 //! skip becomes a failure. Switches: PYTHON, NODE, JAVA, GO, GCC, ERLANG, STRACE,
 //! OTEL, POSTGRES, LAMBDA_CLIENTS, LAMBDA_RIC (the managed runtimes' interface
 //! clients, examples/lambda-ric/setup.sh), CGROUP, CHROMIUM, DENO, PERF (perf_event_open
-//! allowed), MAVEN (mvn, and Maven Central for the Spring Boot fixture), CURL (the OTLP memory test).
+//! allowed), MAVEN (mvn, and Maven Central for the Spring Boot fixture), CURL (the OTLP memory test),
+//! KUBE_VALIDATE and JSONSCHEMA (fleet emit's validators), SLURM (a running cluster,
+//! tests/fixtures/slurm/start.sh).
 
 mod cmd;
 mod procs;
@@ -25,7 +27,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 20] = [
+pub const SWITCHES: [&str; 21] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -48,6 +50,8 @@ pub const SWITCHES: [&str; 20] = [
     // kubernetes-validate, and check-jsonschema with PyYAML.
     "KUBE_VALIDATE",
     "JSONSCHEMA",
+    // A running Slurm cluster with a usable node (tests/fixtures/slurm/start.sh).
+    "SLURM",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").
