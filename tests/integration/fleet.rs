@@ -6,7 +6,8 @@
 //!   reads them back, and check-jsonschema validates them against the schemas it
 //!   vendors (vendor.github-workflows, vendor.gitlab-ci: from SchemaStore, pinned
 //!   with the package);
-//! - Slurm: `bash -n` (no cluster here; `sbatch --test-only` needs one).
+//! - Slurm: `bash -n` and a run with the array's variables; the real cluster runs it
+//!   in tests/integration/slurm.rs.
 //!
 //! The validators are pinned in tests/fixtures/fleet-validate/requirements.txt and
 //! installed by tests/fixtures/fleet-validate-setup.sh (.ci/run runs it).

@@ -225,3 +225,88 @@ fn a_failed_task_fails_the_submission() {
         "{text}"
     );
 }
+
+/// Issue 24's end to end: the script `coldstart fleet emit slurm --shards 4` writes,
+/// submitted to a real cluster, runs four shards of a two-variant bench (B sleeps
+/// 10 ms longer than A) into one experiment in PostgreSQL; `fleet status` counts 4/4
+/// and the comparison, blocked by shard, calls B slower by about 10 ms.
+#[test]
+fn the_emitted_slurm_array_runs_one_fleet_experiment_into_postgres() {
+    let _turn = timed();
+    if !cluster() {
+        return;
+    }
+    let Some((_pg_dir, store)) = testkit::postgres_store("slurmfleet", cfg!(feature = "postgres")) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("fleet.sbatch");
+    let script_arg = script.display().to_string();
+    cs(&["fleet", "emit", "slurm", "--shards", "4", "-o", &script_arg, "--"])
+        .args([
+            "--runs", "8", "-q", "--name", "A", "--", "sleep", "0.05", "--name", "B", "--", "sleep", "0.06",
+        ])
+        .ok();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_coldstart"))
+        .parent()
+        .expect("the binary's directory")
+        .display()
+        .to_string();
+    let path = format!("{bin_dir}:{}", std::env::var("PATH").unwrap_or_default());
+    let id = submit_and_wait(
+        &script,
+        dir.path(),
+        &[("PATH", path.as_str()), ("COLDSTART_STORE", store.as_str())],
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let name = format!("slurm-{id}");
+
+    let status = cs(&["fleet", "status", &name, "--json", "--store", &store]).ok();
+    let status: serde_json::Value = serde_json::from_str(&stdout(&status)).expect("fleet status --json");
+    assert_eq!(status["name"], name.as_str(), "{status}");
+    assert_eq!(
+        (status["shards"].as_u64(), status["done"].as_u64()),
+        (Some(4), Some(4)),
+        "{status}"
+    );
+    assert_eq!(status["missing"], serde_json::json!([]), "{status}");
+    let shards = status["by_shard"].as_array().expect("by_shard");
+    for (k, s) in shards.iter().enumerate() {
+        assert_eq!(s["index"].as_u64(), Some(k as u64), "{s}");
+        assert_eq!(s["runs"].as_u64(), Some(16), "8 runs of each variant: {s}");
+        assert_eq!(s["stopped"], "completed", "{s}");
+        assert_eq!(s["attempt"].as_u64(), Some(1), "{s}");
+        // The job's node, as Slurm names it to the task.
+        assert!(s["host"]["node"].as_str().is_some_and(|n| !n.is_empty()), "{s}");
+    }
+
+    let json = dir.path().join("fleet.json");
+    cs(&["show", &name, "--store", &store, "--export-json"])
+        .arg(&json)
+        .ok();
+    let doc = json_file(&json);
+    let b = &doc["variants"][1]["stats"];
+    let blocks = b["by_shard"]["comparison"]["blocks"]
+        .as_array()
+        .expect("by_shard blocks");
+    assert_eq!(blocks.len(), 4, "one block per shard: {b}");
+    assert_eq!(b["vs_baseline"]["verdict"], "slower", "{b}");
+    let shift = b["vs_baseline"]["shift"]["estimate"]
+        .as_f64()
+        .expect("pooled shift");
+    assert!(
+        (8.0..=12.0).contains(&shift),
+        "pooled shift {shift} ms for a 10 ms difference"
+    );
+    for dir_entry in std::fs::read_dir(dir.path()).expect("the job directory") {
+        let name = dir_entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .to_string();
+        if name.starts_with("coldstart-fleet-") {
+            let text = std::fs::read_to_string(dir.path().join(&name)).unwrap_or_default();
+            assert!(!text.contains("error"), "{name}: {text}");
+        }
+    }
+}
