@@ -143,18 +143,29 @@ pub fn terminal(analysis: &Analysis) -> String {
         let baseline = v.baseline.as_deref().unwrap_or(first);
         out.push_str(&pooled_head(v, baseline, by));
         out.push('\n');
+        let rows = rows(by);
+        // The reason column only when a shard has no verdict.
+        let width = if rows.iter().any(|r| !r[5].is_empty()) {
+            6
+        } else {
+            5
+        };
         let mut t = Table::new();
         t.load_preset(presets::UTF8_FULL_CONDENSED);
-        t.set_header(["shard", "machine", "shift", "Δ [95% CI]", "verdict", ""]);
-        for r in rows(by) {
-            t.add_row(r.iter().map(Cell::new).collect::<Vec<_>>());
+        t.set_header(
+            ["shard", "machine", "shift", "Δ [95% CI]", "verdict", "why"]
+                .into_iter()
+                .take(width),
+        );
+        for r in &rows {
+            t.add_row(r.iter().take(width).map(Cell::new).collect::<Vec<_>>());
         }
         for i in [0, 2, 3] {
             if let Some(c) = t.column_mut(i) {
                 c.set_cell_alignment(CellAlignment::Right);
             }
         }
-        let hidden = super::width::fit_table(&mut t, &[5, 2]);
+        let hidden = super::width::fit_table(&mut t, if width == 6 { &[5, 2] } else { &[2] });
         out.push_str(&t.to_string());
         out.push('\n');
         out.push_str(&super::width::hidden_note(&hidden));
@@ -254,4 +265,113 @@ pub fn status(record: &FleetRecord, experiment: i64, location: &str, now_unix_s:
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::analyze;
+    use crate::experiment::shard::{Host, ShardRecord};
+    use crate::fixtures::{result, sample};
+
+    /// Shard 0 (machine m0): the candidate 20 % faster; shard 1 (m1): 20 % slower.
+    fn disagreeing() -> crate::experiment::ExperimentResult {
+        let mut samples = Vec::new();
+        for (shard, factor) in [(0u32, 0.8), (1, 1.2)] {
+            for round in 0..12 {
+                let jitter = 1.0 + round as f64 * 0.001;
+                for (variant, ms) in [(0, 100.0 * jitter), (1, 100.0 * factor * jitter)] {
+                    let mut s = sample(variant, round, false, Some(ms));
+                    s.shard = Some(shard);
+                    samples.push(s);
+                }
+            }
+        }
+        let mut r = result(samples);
+        r.fleet = Some(FleetRecord {
+            name: "f".into(),
+            count: 2,
+            shards: (0..2)
+                .map(|index| ShardRecord {
+                    index,
+                    attempt: 1,
+                    source: "--shard".into(),
+                    host: Host {
+                        hostname: format!("m{index}"),
+                        ..Host::default()
+                    },
+                    started_unix_s: 0,
+                    ended_unix_s: Some(10),
+                    stopped: Some("completed".into()),
+                    runs: 24,
+                    replaced_runs: 0,
+                })
+                .collect(),
+        });
+        r
+    }
+
+    #[test]
+    fn machines_that_disagree_are_named_in_both_formats() {
+        let r = disagreeing();
+        let a = analyze(&r, 0.01);
+        let by = a.variants[1].by_shard.as_ref().expect("blocked by shard");
+        assert_eq!(by.machines, ["m0", "m1"]);
+        let text = terminal(&a);
+        assert!(text.contains("cand vs base per machine (shard)"), "{text}");
+        assert!(
+            text.contains("machines disagree: faster on m0, slower on m1"),
+            "{text}"
+        );
+        assert!(text.contains("−20 %") && text.contains("+20 %"), "{text}");
+        let md = markdown(&a);
+        assert!(md.contains("| 0 | m0 |") && md.contains("| 1 | m1 |"), "{md}");
+        assert!(md.contains("machines disagree"), "{md}");
+        // The pooled verdict is not "faster" or "slower": the machines cancel out.
+        let pooled = a.variants[1].vs_baseline.as_ref().expect("pooled");
+        assert!(
+            !matches!(pooled.verdict, Verdict::Faster | Verdict::Slower),
+            "{pooled:?}"
+        );
+        let full = crate::terminal::render(&r, &a);
+        assert!(full.contains("pooled over 2 shards"), "{full}");
+    }
+
+    #[test]
+    fn an_unsharded_experiment_has_no_per_machine_view() {
+        let r = result(
+            (0..8)
+                .flat_map(|round| {
+                    [
+                        sample(0, round, false, Some(10.0)),
+                        sample(1, round, false, Some(12.0)),
+                    ]
+                })
+                .collect(),
+        );
+        let a = analyze(&r, 0.01);
+        assert!(a.variants[1].by_shard.is_none());
+        assert_eq!(terminal(&a), "");
+        assert_eq!(markdown(&a), "");
+    }
+
+    #[test]
+    fn status_counts_done_running_and_missing() {
+        let mut record = disagreeing().fleet.expect("fleet");
+        record.count = 4;
+        record.shards[1].ended_unix_s = None;
+        record.shards[1].attempt = 2;
+        record.shards[1].replaced_runs = 7;
+        let text = status(&record, 3, "db", 100);
+        assert!(
+            text.starts_with(
+                "fleet experiment 'f' (experiment 3 in db): 1/4 shards done, 1 running, 2 missing"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("24 (7 replaced)") && text.contains("missing"),
+            "{text}"
+        );
+    }
 }

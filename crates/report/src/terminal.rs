@@ -11,12 +11,12 @@ use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     let mut out = summaries(analysis);
     out += &deltas(analysis);
-    out += &super::fleet::terminal(analysis);
     if let Some(w) = result.load.as_ref().and_then(|l| l.warning()) {
         out.push_str(&format!("  {w}\n"));
     }
     out.push_str(&limits(result));
     out.push('\n');
+    out += &super::fleet::terminal(analysis);
     out += &sweep(analysis);
     out.push_str(&resources(analysis));
     out.push_str(&marks(analysis));
@@ -102,7 +102,13 @@ fn deltas(analysis: &Analysis) -> String {
             } else {
                 comparison(c)
             };
-            out.push_str(&format!("  Δ {} vs {}: {failures}{figures}\n", v.name, baseline));
+            let pooled = v.by_shard.as_ref().map_or_else(String::new, |b| {
+                format!(" (pooled over {} shards, per machine below)", b.shards.len())
+            });
+            out.push_str(&format!(
+                "  Δ {} vs {}: {failures}{figures}{pooled}\n",
+                v.name, baseline
+            ));
             // The same in plain words.
             out.push_str(&format!(
                 "      {}\n",
