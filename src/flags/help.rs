@@ -33,7 +33,12 @@ gitlab\ta job with parallel: N (CI_NODE_INDEX is 1-based: the script subtracts 1
 slurm\tan sbatch script: --array=0-(N-1), --exclusive
 -o FILE writes it atomically and refuses an existing file without --force. Exit status: 0, or 2 for bad input.
 
+# STATUS
+  coldstart fleet status [NAME|ID] [--json]
+Shards done, running and missing of a fleet experiment (the newest by default), a row per shard: state, attempt, runs (and how many a retry replaced), machine, time. `coldstart show NAME` analyses it with machines as blocks: a table per variant with each machine's shift and interval and the pooled verdict (docs/fleet.md).
+
 # EXAMPLES
+  coldstart fleet status slurm-812
   coldstart fleet emit k8s --shards 8 --image registry.example/svc:1 \\
       -- --runs 30 --ready tcp:8080 -- ./server
   coldstart fleet emit github --shards 4 -o .github/workflows/fleet.yml \\
