@@ -4,7 +4,7 @@
 //! the same; each shard's runs are filed under its index and attempt, and a shard
 //! started again (an engine's retry) replaces the runs of its earlier attempt.
 
-use super::db::{transaction, Db, Value};
+use super::db::{transaction, Db, Dialect, Value};
 use super::meta::Metadata;
 use super::Store;
 use crate::experiment::shard::{Fleet, FleetRecord, Host, ShardRecord};
@@ -270,8 +270,18 @@ impl Store {
                     i64::from(w.attempt).into(),
                 ],
             )?;
+            // Two last shards ending at once: each must see the other's end, so the
+            // experiment's row is locked before the shards are counted (SQLite's
+            // IMMEDIATE transaction already serialises writers).
+            let lock = match db.dialect() {
+                Dialect::Postgres => " FOR UPDATE",
+                Dialect::Sqlite => "",
+            };
             let count = db
-                .query("SELECT shard_count FROM experiments WHERE id = $1", &[w.experiment.into()])?
+                .query(
+                    &format!("SELECT shard_count FROM experiments WHERE id = $1{lock}"),
+                    &[w.experiment.into()],
+                )?
                 .first()
                 .and_then(|r| r[0].int())
                 .unwrap_or(0);
