@@ -52,7 +52,7 @@ pub fn run(
             let id = match &outputs.fleet {
                 None => store.begin(&meta, kind, settings, &plan.variants)?,
                 Some(fleet) => {
-                    let host = experiment::shard::Host::collect(|k| std::env::var(k).ok());
+                    let host = store::fleet::this_host(|k| std::env::var(k).ok());
                     let joined = store.begin_shard(&meta, kind, settings, &plan.variants, fleet, &host)?;
                     if !outputs.quiet {
                         out::err_line(&report::fleet::joined(fleet, &joined, &store.location));

@@ -234,43 +234,10 @@ pub struct Host {
 }
 
 impl Host {
-    /// This machine; `env` as for [`detect`].
-    pub fn collect(env: impl Fn(&str) -> Option<String>) -> Host {
-        let read = |p: &str| {
-            std::fs::read_to_string(p)
-                .ok()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-        };
-        let meta = crate::store::meta::collect();
-        Host {
-            hostname: meta.hostname,
-            node: [
-                "NODE_NAME",
-                "SLURMD_NODENAME",
-                "RUNNER_NAME",
-                "CI_RUNNER_DESCRIPTION",
-            ]
-            .iter()
-            .find_map(|v| env(v).filter(|s| !s.trim().is_empty())),
-            cpu_model: meta.cpu_model,
-            cores: meta.cores,
-            kernel: meta.kernel,
-            memory_bytes: read("/proc/meminfo").and_then(|m| mem_total(&m)),
-            machine_id: read("/etc/machine-id").or_else(|| read("/var/lib/dbus/machine-id")),
-        }
-    }
-
     /// What the per-machine table calls it: the engine's node name, else the hostname.
     pub fn label(&self) -> &str {
         self.node.as_deref().unwrap_or(&self.hostname)
     }
-}
-
-fn mem_total(meminfo: &str) -> Option<i64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kb: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 /// A stored shard: which block, which attempt, where and when it ran.

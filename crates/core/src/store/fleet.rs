@@ -108,6 +108,40 @@ fn first_difference(stored: &serde_json::Value, ours: &serde_json::Value) -> Str
     }
 }
 
+/// This machine as a shard's row records it; `env` looks up the engine's
+/// variables (`std::env::var` in the binary).
+pub fn this_host(env: impl Fn(&str) -> Option<String>) -> Host {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let meta = super::meta::collect();
+    Host {
+        hostname: meta.hostname,
+        node: [
+            "NODE_NAME",
+            "SLURMD_NODENAME",
+            "RUNNER_NAME",
+            "CI_RUNNER_DESCRIPTION",
+        ]
+        .iter()
+        .find_map(|v| env(v).filter(|s| !s.trim().is_empty())),
+        cpu_model: meta.cpu_model,
+        cores: meta.cores,
+        kernel: meta.kernel,
+        memory_bytes: read("/proc/meminfo").and_then(|m| mem_total(&m)),
+        machine_id: read("/etc/machine-id").or_else(|| read("/var/lib/dbus/machine-id")),
+    }
+}
+
+fn mem_total(meminfo: &str) -> Option<i64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 fn now_unix_s() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
