@@ -642,6 +642,11 @@ fn side(s: &Stored, v: usize) -> Side {
         ready_ms,
         stopped: s.result.stopped,
         by_shard: by_shard(&s.result, v),
+        shards: s
+            .result
+            .fleet
+            .as_ref()
+            .map(|f| report::history::FleetShards::of(f).describe()),
     }
 }
 

@@ -30,6 +30,26 @@ impl FleetShards {
             missing,
         }
     }
+
+    /// "3 of 4 shards done, shard 3 never started".
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!("{} of {} shards done", self.done, self.count)];
+        if self.running > 0 {
+            parts.push(format!(
+                "{} started and not finished (running, or died)",
+                self.running
+            ));
+        }
+        if !self.missing.is_empty() {
+            let which: Vec<String> = self.missing.iter().map(u32::to_string).collect();
+            parts.push(format!(
+                "shard{} {} never started",
+                if which.len() == 1 { "" } else { "s" },
+                which.join(", ")
+            ));
+        }
+        parts.join(", ")
+    }
 }
 
 /// One `history --json` entry: the stored experiment's listing and, for a

@@ -181,6 +181,11 @@ pub struct Side {
     /// experiment are compared machine by machine (see [`row`]).
     #[serde(skip)]
     pub by_shard: Vec<(u32, Vec<f64>)>,
+    /// A fleet experiment's shards when it has not stopped ("3 of 4 shards
+    /// done, shard 3 never started"): why it is incomplete, rather than a
+    /// killed coldstart.
+    #[serde(skip)]
+    pub shards: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -498,10 +503,17 @@ fn check_regression(
 fn check_side(side: &str, s: &Side, fails: &mut Vec<String>, notes: &mut Vec<String>) {
     match s.stopped {
         Some(reason) if reason.finished() => {}
-        None => fails.push(format!(
-            "the {side} (experiment {}) is incomplete: coldstart stopped before it finished (killed?); rerun it",
-            s.experiment
-        )),
+        None => fails.push(match &s.shards {
+            Some(shards) => format!(
+                "the {side} (experiment {}) is incomplete: it is a fleet experiment with {shards}; run the \
+                 missing shards (a retried shard replaces its own runs) and gate again",
+                s.experiment
+            ),
+            None => format!(
+                "the {side} (experiment {}) is incomplete: coldstart stopped before it finished (killed?); rerun it",
+                s.experiment
+            ),
+        }),
         Some(StopReason::Failure) => fails.push(format!(
             "the {side} (experiment {}) stopped at a failed run; fix the failure or rerun with --keep-going",
             s.experiment
@@ -627,6 +639,7 @@ mod tests {
             failed_runs: 0,
             stopped: Some(StopReason::Completed),
             by_shard: Vec::new(),
+            shards: None,
         }
     }
 
