@@ -173,6 +173,10 @@ fn history_show_compare_and_gate_of_a_fleet_experiment() {
             "{md}"
         );
         assert!(
+            md.contains("with the whole 95% CI") && md.contains("beyond the +10 % limit"),
+            "{md}"
+        );
+        assert!(
             md.contains("decided on the 95% interval pooled over 3 machines (shards 0, 1, 2"),
             "{md}"
         );
