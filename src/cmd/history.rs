@@ -28,12 +28,20 @@ pub fn history(args: &HistoryArgs) -> Result<i32> {
         listed.retain(|l| l.variants.iter().any(|v| sel.matches_name(v)));
         listed.truncate(args.limit);
     }
+    // A fleet experiment's shards: how many of its N are done.
+    let shards = listed
+        .iter()
+        .map(|l| match &l.fleet {
+            Some(_) => Ok(store.fleet(l.id)?.map(|r| report::history::FleetShards::of(&r))),
+            None => Ok(None),
+        })
+        .collect::<Result<Vec<_>>>()?;
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&listed)?)?;
+        outln!("{}", report::history::json(&listed, &shards)?)?;
     } else if listed.is_empty() {
         outln!("no stored experiment matches (store: {})", store.location)?;
     } else {
-        out!("{}", report::history::render(&listed))?;
+        out!("{}", report::history::render(&listed, &shards))?;
     }
     Ok(0)
 }
@@ -357,25 +365,35 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
     // candidate is compared with the baseline whatever their points.
     bv.params.clear();
     cv.params.clear();
-    fn pick(s: &Stored, i: usize, as_idx: usize) -> impl Iterator<Item = crate::sample::Sample> + '_ {
+    // Shard k of one experiment and shard k of another are not one machine
+    // block: across experiments the runs are compared as separate invocations.
+    let same = b.id == c.id;
+    let pick = |s: &Stored, i: usize, as_idx: usize| -> Vec<crate::sample::Sample> {
         s.result
             .samples
             .iter()
-            .filter(move |x| x.variant == i)
+            .filter(|x| x.variant == i)
             .cloned()
-            .map(move |mut x| {
+            .map(|mut x| {
                 x.variant = as_idx;
+                if !same {
+                    x.shard = None;
+                }
                 x
             })
-    }
+            .collect()
+    };
     ExperimentResult {
         variants: vec![bv, cv],
-        samples: pick(b, bi, 0).chain(pick(c, ci, 1)).collect(),
+        samples: [pick(b, bi, 0), pick(c, ci, 1)].concat(),
         stopped: Some(crate::experiment::StopReason::Completed),
         design: design_of(b, c),
         // Two invocations, each with its own load: shown with each, not with the pair.
         load: None,
-        fleet: None,
+        // Two variants of one fleet experiment ran on the same machines: their
+        // shards (kept on each sample) block the comparison, and the record
+        // names the machines. Two separate experiments share no machine block.
+        fleet: (b.id == c.id).then(|| b.result.fleet.clone()).flatten(),
     }
 }
 
@@ -623,7 +641,37 @@ fn side(s: &Stored, v: usize) -> Side {
         failed_runs: measured - ready_ms.len(),
         ready_ms,
         stopped: s.result.stopped,
+        by_shard: by_shard(&s.result, v),
+        shards: s
+            .result
+            .fleet
+            .as_ref()
+            .map(|f| report::history::FleetShards::of(f).describe()),
     }
+}
+
+/// Variant `v`'s ready times (ms) per shard, when its runs come from two or
+/// more shards of a fleet experiment; empty otherwise.
+fn by_shard(r: &ExperimentResult, v: usize) -> Vec<(u32, Vec<f64>)> {
+    let mut out: Vec<(u32, Vec<f64>)> = Vec::new();
+    for x in r.samples.iter().filter(|x| x.variant == v && !x.warmup) {
+        let Some(k) = x.shard else { continue };
+        let at = match out.iter().position(|(s, _)| *s == k) {
+            Some(at) => at,
+            None => {
+                out.push((k, Vec::new()));
+                out.len() - 1
+            }
+        };
+        if let Some(ns) = x.ready_ns.filter(|_| x.ok()) {
+            out[at].1.push(ns as f64 / 1e6);
+        }
+    }
+    out.sort_by_key(|(k, _)| *k);
+    if out.len() < 2 {
+        out.clear();
+    }
+    out
 }
 
 /// Flags win; coldstart.toml's [targets.NAME] fills in what they leave out.

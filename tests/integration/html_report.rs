@@ -1229,3 +1229,105 @@ fn history_joins_only_experiments_that_measure_the_same_thing() {
         "the y axis starts at 0: {got}"
     );
 }
+
+/// A fleet experiment (three shards run as local processes into one store):
+/// `show --export-html` and `gate --export-html` of its two variants load clean,
+/// with the per-machine section: a table row per shard and the pooled row, a
+/// forest-plot mark per shard and the pooled diamond (its hover details
+/// working), the stratified test and the heterogeneity.
+#[test]
+fn a_fleet_experiments_report_has_its_per_machine_view_in_chromium() {
+    let _turn = crate::common::beside();
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.db").display().to_string();
+    let sleeper = example("sleeper");
+    for k in 0..3 {
+        let shard = format!("{k}/3");
+        let mut c = cs(&[
+            "bench",
+            "--shard",
+            &shard,
+            "--experiment",
+            "fv",
+            "--store",
+            &store,
+            "--runs",
+            "6",
+        ]);
+        for (name, ms) in [("fast", "20"), ("slow", "45")] {
+            c.args(["--name", name, "--env"])
+                .arg(format!("COLDSTART_EXAMPLE_DELAY_MS={ms}"))
+                .args(["--", &sleeper]);
+        }
+        c.quiet().ok();
+    }
+    let (show_html, gate_html) = (dir.path().join("show.html"), dir.path().join("gate.html"));
+    cs(&["show", "--store", &store, "fv", "--export-html"])
+        .arg(&show_html)
+        .ok();
+    cs(&[
+        "gate",
+        "--store",
+        &store,
+        "--baseline",
+        "fv:fast",
+        "--candidate",
+        "fv:slow",
+        "--max-regression",
+        "400%",
+        "--export-html",
+    ])
+    .arg(&gate_html)
+    .ok();
+
+    let mut b = Browser::start(&chromium);
+    let sections = ["settings", "distribution", "runs", "comparisons", "machines"];
+    let mut seen = check(&mut b, &show_html, "fleet", &sections);
+    check(
+        &mut b,
+        &gate_html,
+        "fleet-gate",
+        &[&sections[..], &["gate"]].concat(),
+    );
+    let mut seen2 = b.load(&show_html);
+    let got = b.eval(
+        &mut seen2,
+        "(() => {
+           const m = document.querySelector('[data-section=machines]');
+           const mark = m.querySelector('rect.shard');
+           mark.dispatchEvent(new MouseEvent('mouseover', {bubbles: true, clientX: 10, clientY: 10}));
+           const box = document.getElementById('tip');
+           const tip = box && box.style.display === 'block' ? box.textContent : '';
+           mark.dispatchEvent(new MouseEvent('mouseout', {bubbles: true}));
+           return {
+             rows: [...m.querySelectorAll('tbody tr[data-shard]')].map(r => r.dataset.shard),
+             pooled: (m.querySelector('tfoot tr.pooled') || {}).textContent || '',
+             marks: m.querySelectorAll('svg rect.shard').length,
+             diamond: m.querySelectorAll('svg polygon.pooled').length,
+             facts: (m.querySelector('dl.facts') || {}).textContent || '',
+             tip,
+           }; })()",
+    );
+    seen.errors.append(&mut seen2.errors);
+    assert!(seen.errors.is_empty(), "console errors {:?}", seen.errors);
+    assert_eq!(got["rows"], json!(["0", "1", "2"]), "{got}");
+    let pooled = got["pooled"].as_str().unwrap();
+    assert!(
+        pooled.contains("pooled over 3 machines") && pooled.contains("slower"),
+        "{got}"
+    );
+    assert_eq!(got["marks"], 3, "{got}");
+    assert_eq!(got["diamond"], 1, "{got}");
+    let facts = got["facts"].as_str().unwrap();
+    assert!(
+        facts.contains("van Elteren") && facts.contains("I² = ") && facts.contains("Cochran's Q"),
+        "{got}"
+    );
+    assert!(
+        got["tip"].as_str().unwrap().starts_with("shard 0 ("),
+        "hovering a shard's mark shows its interval: {got}"
+    );
+}

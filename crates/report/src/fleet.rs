@@ -31,7 +31,7 @@ pub fn joined(fleet: &Fleet, joined: &Joined, location: &str) -> String {
     )
 }
 
-fn verdict_word(c: &Comparison) -> &'static str {
+pub(crate) fn verdict_word(c: &Comparison) -> &'static str {
     match c.verdict {
         Verdict::Faster => "faster",
         Verdict::Slower => "slower",
@@ -41,7 +41,7 @@ fn verdict_word(c: &Comparison) -> &'static str {
     }
 }
 
-fn interval(c: &Comparison) -> String {
+pub(crate) fn interval(c: &Comparison) -> String {
     match (&c.relative, c.relative.as_ref().and_then(|r| r.ci)) {
         (Some(r), Some((lo, hi))) => format!(
             "{} [{}, {}]",

@@ -45,6 +45,10 @@ struct Document<'a> {
     /// How loaded the machine was during the runs (docs/json-schema.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     load: Option<&'a crate::experiment::load::Load>,
+    /// A fleet experiment's name, shard count and shards with their host facts
+    /// (docs/json-schema.md); omitted for an experiment run as one process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fleet: Option<&'a crate::experiment::shard::FleetRecord>,
     samples: &'a [crate::sample::Sample],
 }
 
@@ -83,6 +87,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis, settings: &Setting
             .collect(),
         best: &analysis.best,
         load: result.load.as_ref(),
+        fleet: result.fleet.as_ref(),
         samples: &result.samples,
     };
     Ok(serde_json::to_string_pretty(&doc)? + "\n")

@@ -274,6 +274,76 @@ fn sweep_export() -> serde_json::Value {
     serde_json::from_str(&json::render(&r, &a, &settings).expect("json")).expect("valid JSON")
 }
 
+/// [`experiment`] as a fleet experiment: rounds 0–5 on shard 0 (node-0), 6–11 on
+/// shard 1 (host-1, no node name), 3 shards planned.
+fn fleet_export() -> serde_json::Value {
+    use crate::experiment::shard::{FleetRecord, Host, ShardRecord};
+    let mut r = experiment();
+    for s in &mut r.samples {
+        s.shard = Some(u32::from(s.round >= 6));
+    }
+    let shard = |k: u32, node: Option<&str>| ShardRecord {
+        index: k,
+        attempt: 1 + k,
+        source: "JOB_COMPLETION_INDEX".into(),
+        host: Host {
+            hostname: format!("host-{k}"),
+            node: node.map(str::to_string),
+            cpu_model: "cpu".into(),
+            cores: 4,
+            kernel: "6.1.0".into(),
+            memory_bytes: Some(8 << 30),
+            machine_id: Some(format!("id{k}")),
+        },
+        started_unix_s: 100,
+        ended_unix_s: Some(160),
+        stopped: Some("completed".into()),
+        runs: 13,
+        replaced_runs: 2 * u64::from(k),
+    };
+    r.fleet = Some(FleetRecord {
+        name: "t1".into(),
+        count: 3,
+        shards: vec![shard(0, Some("node-0")), shard(1, None)],
+    });
+    let a = analyze(&r, 0.01);
+    let text = json::render(&r, &a, &settings()).expect("json");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    // Read back: the record as stored, each run's shard, the blocked comparison.
+    let back = &doc["fleet"];
+    assert_eq!(back["name"], "t1");
+    assert_eq!(back["count"], 3);
+    assert_eq!(back["shards"][0]["host"]["node"], "node-0");
+    assert!(back["shards"][1]["host"]["node"].is_null());
+    assert_eq!(back["shards"][1]["attempt"], 2);
+    assert_eq!(back["shards"][1]["replaced_runs"], 2);
+    assert_eq!(back["shards"][0]["host"]["memory_bytes"], 8u64 << 30);
+    assert_eq!(back["shards"][1]["source"], "JOB_COMPLETION_INDEX");
+    assert!(doc["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .all(|s| s["shard"] == u64::from(s["round"].as_u64() >= Some(6))));
+    let by = &doc["variants"][1]["stats"]["by_shard"];
+    assert_eq!(by["shards"], serde_json::json!([0, 1]));
+    assert_eq!(by["machines"], serde_json::json!(["node-0", "host-1"]));
+    let expected = a.variants[1]
+        .by_shard
+        .as_ref()
+        .expect("blocked")
+        .comparison
+        .overall();
+    assert_eq!(
+        doc["variants"][1]["stats"]["vs_baseline"],
+        serde_json::to_value(&expected).expect("json"),
+        "vs_baseline is the pooled comparison"
+    );
+    // Not a fleet experiment: neither field.
+    let plain = json::render(&experiment(), &analyze(&experiment(), 0.01), &settings()).expect("json");
+    assert!(!plain.contains("\"fleet\"") && !plain.contains("\"by_shard\"") && !plain.contains("\"shard\""));
+    doc
+}
+
 #[test]
 fn json_export_has_every_documented_field() {
     let mut r = experiment();
@@ -365,7 +435,9 @@ fn json_export_has_every_documented_field() {
         serde_json::from_str::<serde_json::Value>(&text).expect("valid JSON")
     };
     assert_eq!(lambda["settings"]["lambda"]["variants"][0]["memory_mb"], 512);
+    let fleet = fleet_export();
     let mut present = BTreeSet::new();
+    keys_of(&fleet, &mut present);
     keys_of(&lambda, &mut present);
     keys_of(&doc, &mut present);
     keys_of(&swept, &mut present);

@@ -59,9 +59,12 @@ pub fn render(rows: &[GateRow], baseline: Option<i64>, candidate: i64) -> String
     out.push('\n');
     for r in rows {
         out.push_str(&format!(
-            "- **{}**: {}",
+            "- **{}**: {}{}",
             escape(&r.target),
-            comparison(&r.comparison)
+            comparison(&r.comparison),
+            r.pooled_over
+                .map(|n| format!(" (pooled over {n} machines)"))
+                .unwrap_or_default()
         ));
         out.push('\n');
         for reason in &r.reasons {

@@ -176,6 +176,16 @@ pub struct Side {
     pub failed_runs: usize,
     /// Why the experiment stopped; None: it never did ("incomplete").
     pub stopped: Option<StopReason>,
+    /// A fleet experiment's ready times per shard (shard, ms), when its runs come
+    /// from two or more shards; empty otherwise. Two sides from one fleet
+    /// experiment are compared machine by machine (see [`row`]).
+    #[serde(skip)]
+    pub by_shard: Vec<(u32, Vec<f64>)>,
+    /// A fleet experiment's shards when it has not stopped ("3 of 4 shards
+    /// done, shard 3 never started"): why it is incomplete, rather than a
+    /// killed coldstart.
+    #[serde(skip)]
+    pub shards: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -190,6 +200,10 @@ pub struct GateRow {
     pub status: Status,
     /// Why the status is what it is, one sentence each.
     pub reasons: Vec<String>,
+    /// The machines (shards) the comparison was pooled over, when the two sides
+    /// are variants of one fleet experiment; None for a plain comparison.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pooled_over: Option<usize>,
 }
 
 fn summary(xs: &[f64]) -> Option<stats::Summary> {
@@ -201,11 +215,12 @@ fn summary(xs: &[f64]) -> Option<stats::Summary> {
 /// Decide one target. `design`: how the two sides were collected (one interleaved
 /// experiment, or separate invocations), which decides what the CI may claim.
 pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, limits: Limits) -> GateRow {
-    let comparison = stats::compare(
-        &base.ready_ms,
-        &cand.ready_ms,
-        stats::CompareOptions { design, noise },
-    );
+    let options = stats::CompareOptions { design, noise };
+    let blocked = blocked(base, cand, options);
+    let comparison = match &blocked {
+        Some((b, _)) => b.overall(),
+        None => stats::compare(&base.ready_ms, &cand.ready_ms, options),
+    };
     let cand_summary = summary(&cand.ready_ms);
     let mb = summary(&base.ready_ms).map(|s| s.p50);
     let mc = cand_summary.as_ref().map(|s| s.p50);
@@ -213,10 +228,22 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
     for (side, s) in [("baseline", base), ("candidate", cand)] {
         check_side(side, s, &mut f.fails, &mut f.notes);
     }
+    if let Some((b, shards)) = &blocked {
+        f.notes.extend(pooled_notes(b, shards));
+    }
     check_failures(base, cand, &limits, &mut f);
     check_max(&limits, cand_summary.as_ref(), &mut f.fails, &mut f.warns);
     if let Some(b) = mb {
-        check_regression(&limits, b, &comparison, design, (base.runs, cand.runs), &mut f);
+        let shift = judged_shift(&comparison, blocked.is_some(), limits.max_regression, b);
+        check_regression(
+            &limits,
+            b,
+            &comparison,
+            shift.as_ref(),
+            design,
+            (base.runs, cand.runs),
+            &mut f,
+        );
     }
     let status = if !f.fails.is_empty() {
         Status::Fail
@@ -236,7 +263,83 @@ pub fn row(target: &str, base: &Side, cand: &Side, design: Design, noise: f64, l
         comparison,
         status,
         reasons,
+        pooled_over: blocked.map(|(b, _)| b.blocks.len()),
     }
+}
+
+/// Two sides measured on the same machines (variants of one fleet experiment,
+/// so the design supports a verdict and both have runs from ≥ 2 shards): the
+/// comparison blocked by shard, as bench's analysis makes it, with the shards in
+/// block order. Machines differ by more than runs do, so pooling every run into
+/// one comparison would read that spread as noise, or an unequal mix of shards
+/// as a difference between the variants. None otherwise.
+fn blocked(
+    base: &Side,
+    cand: &Side,
+    options: stats::CompareOptions,
+) -> Option<(stats::BlockedComparison, Vec<u32>)> {
+    if !options.design.supports_verdict() || base.by_shard.len() < 2 || cand.by_shard.len() < 2 {
+        return None;
+    }
+    let mut shards: Vec<u32> = base
+        .by_shard
+        .iter()
+        .chain(&cand.by_shard)
+        .map(|(k, _)| *k)
+        .collect();
+    shards.sort_unstable();
+    shards.dedup();
+    let times = |s: &Side, k: u32| -> Vec<f64> {
+        s.by_shard
+            .iter()
+            .find(|(x, _)| *x == k)
+            .map_or_else(Vec::new, |(_, t)| t.clone())
+    };
+    let times: Vec<(Vec<f64>, Vec<f64>)> = shards.iter().map(|&k| (times(base, k), times(cand, k))).collect();
+    let blocks: Vec<stats::Block<'_>> = times
+        .iter()
+        .map(|(b, c)| stats::Block {
+            baseline: b,
+            candidate: c,
+        })
+        .collect();
+    Some((stats::compare_blocked(&blocks, options), shards))
+}
+
+/// What a gate decided on a fleet experiment rests on: the interval pooled over
+/// machines, the stratified test, and machines that disagree.
+fn pooled_notes(b: &stats::BlockedComparison, shards: &[u32]) -> Vec<String> {
+    let with_ci = b.relative.as_ref().map_or(0, |r| r.blocks);
+    let mut notes = vec![format!(
+        "decided on the 95% interval pooled over {} machines (shards {}; random effects, so it includes the \
+         spread between machines{}){}",
+        shards.len(),
+        shards.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        if with_ci < shards.len() {
+            format!("; {with_ci} of them had enough runs for an interval of their own")
+        } else {
+            String::new()
+        },
+        b.van_elteren
+            .as_ref()
+            .map(|v| format!("; van Elteren test p = {}", crate::format::p_value(v.p_value)))
+            .unwrap_or_default()
+    )];
+    if let Some(h) = b.heterogeneity.as_ref().filter(|h| h.disagree) {
+        let names = |ix: &[usize]| {
+            ix.iter()
+                .filter_map(|i| shards.get(*i))
+                .map(|k| format!("shard {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        notes.push(format!(
+            "machines disagree: the candidate is faster on {} and slower on {}; the pooled verdict averages over them",
+            names(&h.faster),
+            names(&h.slower)
+        ));
+    }
+    notes
 }
 
 /// What a row's checks found; its reasons are these, worst first.
@@ -284,6 +387,22 @@ fn check_failures(base: &Side, cand: &Side, limits: &Limits, f: &mut Findings) {
     }
 }
 
+/// The shift (ms) a --max-regression limit is held against: the comparison's,
+/// except for a relative limit on a fleet experiment, where it is the pooled
+/// relative effect and its interval times the baseline median `b`. Machines of
+/// different speeds share a relative effect (+10 % is +10 ms on one, +20 ms on
+/// another), so the shift in ms pooled over them is as wide as the machines are
+/// apart, while a relative limit asks about the relative effect.
+fn judged_shift(c: &Comparison, blocked: bool, limit: Option<Regression>, b: f64) -> Option<stats::Shift> {
+    match (blocked, limit, &c.relative) {
+        (true, Some(Regression::Relative(_)), Some(r)) => Some(stats::Shift {
+            estimate: r.estimate * b,
+            ci: r.ci.map(|(lo, hi)| (lo * b, hi * b)),
+        }),
+        _ => c.shift.clone(),
+    }
+}
+
 /// --max-regression: the shift of ready against its limit (`b`: the baseline
 /// median), decided on the 95 % CI in one interleaved experiment and on the
 /// estimate across invocations. `runs`: (baseline, candidate).
@@ -291,11 +410,12 @@ fn check_regression(
     limits: &Limits,
     b: f64,
     comparison: &Comparison,
+    shift: Option<&stats::Shift>,
     design: Design,
     runs: (usize, usize),
     f: &mut Findings,
 ) {
-    let (Some(limit), Some(s)) = (limits.max_regression, &comparison.shift) else {
+    let (Some(limit), Some(s)) = (limits.max_regression, shift) else {
         return;
     };
     let limit_ms = limit.ms(b);
@@ -383,10 +503,17 @@ fn check_regression(
 fn check_side(side: &str, s: &Side, fails: &mut Vec<String>, notes: &mut Vec<String>) {
     match s.stopped {
         Some(reason) if reason.finished() => {}
-        None => fails.push(format!(
-            "the {side} (experiment {}) is incomplete: coldstart stopped before it finished (killed?); rerun it",
-            s.experiment
-        )),
+        None => fails.push(match &s.shards {
+            Some(shards) => format!(
+                "the {side} (experiment {}) is incomplete: it is a fleet experiment with {shards}; run the \
+                 missing shards (a retried shard replaces its own runs) and gate again",
+                s.experiment
+            ),
+            None => format!(
+                "the {side} (experiment {}) is incomplete: coldstart stopped before it finished (killed?); rerun it",
+                s.experiment
+            ),
+        }),
         Some(StopReason::Failure) => fails.push(format!(
             "the {side} (experiment {}) stopped at a failed run; fix the failure or rerun with --keep-going",
             s.experiment
@@ -489,6 +616,7 @@ pub fn alone(target: &str, cand: &Side, limits: Limits) -> GateRow {
         comparison,
         status,
         reasons: fails.into_iter().chain(warns).chain(notes).collect(),
+        pooled_over: None,
     }
 }
 
@@ -510,6 +638,8 @@ mod tests {
             ready_ms: xs,
             failed_runs: 0,
             stopped: Some(StopReason::Completed),
+            by_shard: Vec::new(),
+            shards: None,
         }
     }
 
@@ -646,6 +776,118 @@ mod tests {
             failed_runs: failed,
             ..side(id, xs)
         }
+    }
+
+    /// A side of a fleet experiment: `per_machine[k]` runs around `base_ms[k]` on shard k.
+    fn fleet_side(id: i64, base_ms: &[f64], factor: f64, per_machine: &[usize]) -> Side {
+        let by_shard: Vec<(u32, Vec<f64>)> = base_ms
+            .iter()
+            .zip(per_machine)
+            .enumerate()
+            .map(|(k, (b, n))| (k as u32, series(b * factor, *n)))
+            .collect();
+        Side {
+            by_shard: by_shard.clone(),
+            ..side(id, by_shard.into_iter().flat_map(|(_, t)| t).collect())
+        }
+    }
+
+    /// Variants of one fleet experiment are judged machine by machine: machines
+    /// 100, 150 and 200 ms apart, the candidate +10 % on each, fail a 5 % limit
+    /// and pass a 15 % one, on the pooled interval (which the reasons name). With
+    /// no change on any machine but the candidate's runs mostly on the slow
+    /// machine, pooling all runs would call it ~40 % slower and fail; blocked, it passes.
+    #[test]
+    fn a_fleet_experiment_is_gated_on_the_interval_pooled_over_machines() {
+        let machines = [100.0, 150.0, 200.0];
+        let i = Design::Interleaved;
+        let (base, cand) = (
+            fleet_side(1, &machines, 1.0, &[12, 12, 12]),
+            fleet_side(1, &machines, 1.10, &[12, 12, 12]),
+        );
+        let r = row("x", &base, &cand, i, 0.01, limits(rel(0.05), None));
+        assert_eq!(r.status, Status::Fail, "{:?}", r.reasons);
+        assert_eq!(r.pooled_over, Some(3));
+        assert!(
+            r.comparison.mann_whitney.is_none(),
+            "the pooled comparison, not all runs at once"
+        );
+        assert!(
+            r.reasons
+                .iter()
+                .any(|x| x.contains("pooled over 3 machines (shards 0, 1, 2")),
+            "{:?}",
+            r.reasons
+        );
+        let rel_ = r.comparison.relative.as_ref().expect("a pooled relative effect");
+        assert!((rel_.estimate - 0.10).abs() < 0.01, "{rel_:?}");
+        let r = row("x", &base, &cand, i, 0.01, limits(rel(0.15), None));
+        assert_eq!(r.status, Status::Pass, "{:?}", r.reasons);
+
+        let (base, cand) = (
+            fleet_side(1, &machines, 1.0, &[20, 12, 4]),
+            fleet_side(1, &machines, 1.0, &[4, 12, 20]),
+        );
+        let naive = status(
+            base.ready_ms.clone(),
+            cand.ready_ms.clone(),
+            i,
+            limits(rel(0.05), None),
+        );
+        assert_eq!(
+            naive.status,
+            Status::Fail,
+            "pooling every run sees the machine mix"
+        );
+        let r = row("x", &base, &cand, i, 0.01, limits(rel(0.05), None));
+        assert_eq!(r.status, Status::Pass, "{:?}", r.reasons);
+        assert!(r
+            .comparison
+            .relative
+            .as_ref()
+            .is_some_and(|x| x.estimate.abs() < 0.01));
+
+        // Two separate fleet experiments: separate invocations, never blocked.
+        let other = Side {
+            experiment: 2,
+            ..fleet_side(2, &machines, 1.10, &[12, 12, 12])
+        };
+        let r = row(
+            "x",
+            &base,
+            &other,
+            Design::Separate,
+            0.01,
+            limits(rel(0.05), None),
+        );
+        assert_eq!(r.pooled_over, None);
+        assert_eq!(r.comparison.verdict, Verdict::None);
+    }
+
+    /// One machine faster, another slower: the gate says so.
+    #[test]
+    fn machines_that_disagree_are_named() {
+        let base = fleet_side(1, &[100.0, 100.0], 1.0, &[15, 15]);
+        let mut cand = fleet_side(1, &[100.0, 100.0], 1.0, &[15, 15]);
+        cand.by_shard[0].1 = series(90.0, 15);
+        cand.by_shard[1].1 = series(110.0, 15);
+        cand.ready_ms = cand.by_shard.iter().flat_map(|(_, t)| t.clone()).collect();
+        let r = row(
+            "x",
+            &base,
+            &cand,
+            Design::Interleaved,
+            0.01,
+            limits(rel(0.5), None),
+        );
+        assert!(
+            r.reasons
+                .iter()
+                .any(|x| x
+                    .contains("machines disagree: the candidate is faster on shard 0 and slower on shard 1")),
+            "{:?}",
+            r.reasons
+        );
     }
 
     #[test]

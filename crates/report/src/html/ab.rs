@@ -47,7 +47,7 @@ pub fn verdicts(a: &Analysis) -> Markup {
 /// small effects fill the chart. Zero and the noise band join it only when they
 /// lie within one data span of it, where they are a reference and not a squeeze
 /// (a +20 % effect on a 0 … +20 % axis looks like nothing).
-pub fn extent<'a>(cs: impl Iterator<Item = &'a Comparison>, noise: f64) -> (f64, f64) {
+pub(super) fn extent<'a>(cs: impl Iterator<Item = &'a Comparison>, noise: f64) -> (f64, f64) {
     let (mut lo, mut hi, mut intervals) = (f64::INFINITY, f64::NEG_INFINITY, false);
     for r in cs.filter_map(|c| c.relative.as_ref()) {
         intervals |= r.ci.is_some();
@@ -73,14 +73,14 @@ pub fn extent<'a>(cs: impl Iterator<Item = &'a Comparison>, noise: f64) -> (f64,
 /// The relative axis: linear in % while the data spans less than a factor of 4,
 /// else on the ratio's log scale (where the CI was computed), so a +60 % effect
 /// stays visible beside a +9000 % one and −100 % is never reached.
-struct RelAxis {
+pub(super) struct RelAxis {
     /// Over % (linear) or ln(ratio) (log).
-    scale: Scale,
-    log: bool,
+    pub(super) scale: Scale,
+    pub(super) log: bool,
 }
 
 impl RelAxis {
-    fn new(lo: f64, hi: f64) -> RelAxis {
+    pub(super) fn new(lo: f64, hi: f64) -> RelAxis {
         let log = (1.0 + hi) / (1.0 + lo).max(1e-9) > 4.0;
         let f = |r: f64| if log { (1.0 + r).max(1e-9).ln() } else { r * 100.0 };
         RelAxis {
@@ -90,7 +90,7 @@ impl RelAxis {
     }
 
     /// The pixel of a relative effect (0.25 = +25 %).
-    fn at(&self, r: f64) -> f64 {
+    pub(super) fn at(&self, r: f64) -> f64 {
         if self.log {
             self.scale.at((1.0 + r).max(1e-9).ln())
         } else {
@@ -99,7 +99,7 @@ impl RelAxis {
     }
 
     /// (position in the scale's domain, label in %).
-    fn ticks(&self) -> Vec<(f64, String)> {
+    pub(super) fn ticks(&self) -> Vec<(f64, String)> {
         if !self.log {
             return self
                 .scale

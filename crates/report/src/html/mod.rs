@@ -5,8 +5,8 @@
 //! It renders the stored result model only: experiments (variants, samples,
 //! their analysis), explanations and the history listing; it never runs
 //! anything. Each section appears only where its data exists, and each carries
-//! `data-section` (settings, distribution, runs, comparisons, sweep, lambda,
-//! headline, waterfall, sources, profile, tune, history, gate) for tests and for linking.
+//! `data-section` (settings, distribution, runs, comparisons, machines, sweep,
+//! lambda, headline, waterfall, sources, profile, tune, history, gate) for tests and for linking.
 
 mod ab;
 mod experiment;
@@ -14,6 +14,7 @@ mod explain;
 mod gate;
 mod history;
 mod lambda;
+mod machines;
 mod page;
 mod profile;
 mod svg;
@@ -110,6 +111,9 @@ fn experiment_section(i: usize, e: &Experiment) -> Markup {
             }
             @if e.analysis.variants.iter().any(|v| v.vs_baseline.is_some() || v.vs_first.is_some()) {
                 (ab::render(&id, e.analysis))
+            }
+            @if machines::has_machines(e.analysis) {
+                (machines::render(&id, e.result, e.analysis))
             }
             @if !sweeps.is_empty() {
                 (sweep::render(&id, &sweeps, lambda::is_lambda(e.result)))

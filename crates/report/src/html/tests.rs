@@ -220,3 +220,100 @@ fn a_tune_experiment_has_its_table_from_the_settings() {
     // Only a winner's apply line is shown, as in the terminal.
     assert!(!tune.contains("SLOW=1 ./app"), "{tune}");
 }
+
+/// A fleet experiment: `effect_ms[k]` is b's shift against a on shard k (shard k's
+/// machine is 10 ms × (k + 1) slower than the first), 12 rounds per shard.
+fn fleet_model(effect_ms: &[f64]) -> ExperimentResult {
+    use crate::experiment::shard::{FleetRecord, Host, ShardRecord};
+    let mut r = model(&["a", "b"], "exit", 0);
+    for (k, effect) in effect_ms.iter().enumerate() {
+        for round in 0..12 {
+            for v in 0..2 {
+                let wobble = ((round * 7919 + v * 104_729 + k * 31) % 97) as f64 / 97.0;
+                let ms = 10.0 * (k + 1) as f64 + wobble + if v == 1 { *effect } else { 0.0 };
+                let mut s = sample(v, round, false, Some(ms));
+                s.shard = Some(k as u32);
+                r.samples.push(s);
+            }
+        }
+    }
+    r.fleet = Some(FleetRecord {
+        name: "t1".into(),
+        count: effect_ms.len() as u32 + 1,
+        shards: (0..effect_ms.len())
+            .map(|k| ShardRecord {
+                index: k as u32,
+                attempt: 1,
+                source: "--shard".into(),
+                host: Host {
+                    hostname: format!("host-{k}"),
+                    node: Some(format!("node-{k}")),
+                    cpu_model: "cpu".into(),
+                    cores: 2,
+                    kernel: "6.1".into(),
+                    memory_bytes: None,
+                    machine_id: None,
+                },
+                started_unix_s: 0,
+                ended_unix_s: Some(1),
+                stopped: Some("completed".into()),
+                runs: 24,
+                replaced_runs: 0,
+            })
+            .collect(),
+    });
+    r
+}
+
+#[test]
+fn a_fleet_experiment_has_a_per_machine_section() {
+    let r = fleet_model(&[3.0, 3.0, 3.0]);
+    let a = analyze(&r, 0.01);
+    let html = page(&r, &a);
+    assert_eq!(
+        sections(&html),
+        ["settings", "distribution", "runs", "comparisons", "machines"]
+    );
+    let m = &html[html.find("data-section=\"machines\"").expect("the section")..];
+    assert!(
+        m.contains("3 of 4 shards of fleet experiment 't1', run on node-0, node-1, node-2"),
+        "{m}"
+    );
+    // A row per shard, named by its machine, then the pooled row.
+    for k in 0..3 {
+        assert!(m.contains(&format!("data-shard=\"{k}\"")), "shard {k}");
+        assert!(m.contains(&format!(">node-{k}<")), "node-{k}");
+    }
+    assert_eq!(m.matches("<tr data-shard=").count(), 3);
+    assert!(m.contains("pooled over 3 machines"));
+    assert!(
+        m.contains("12 / 12") && m.contains("36 / 36"),
+        "runs per shard and pooled"
+    );
+    // The forest plot: a square per shard, the pooled diamond.
+    assert_eq!(m.matches("class=\"shard\"").count(), 3);
+    assert_eq!(m.matches("<polygon class=\"pooled\"").count(), 1);
+    assert!(m.contains("van Elteren") && m.contains("I² = ") && m.contains("Cochran's Q"));
+    assert!(!m.contains("Machines disagree"));
+    // The pooled row says what the analysis pooled.
+    let pooled = a.variants[1]
+        .by_shard
+        .as_ref()
+        .expect("blocked")
+        .comparison
+        .overall();
+    assert!(m.contains(&crate::fleet::interval(&pooled)));
+    // Without shards, no such section.
+    let plain = model(&["a", "b"], "exit", 12);
+    assert!(!sections(&page(&plain, &analyze(&plain, 0.01))).contains(&"machines".to_string()));
+}
+
+#[test]
+fn machines_that_disagree_are_said_in_a_sentence() {
+    let r = fleet_model(&[-3.0, 3.0]);
+    let html = page(&r, &analyze(&r, 0.01));
+    assert!(
+        html.contains("Machines disagree: b is faster than a on node-0 and slower on node-1."),
+        "{html}"
+    );
+}
