@@ -647,6 +647,62 @@ fn eight_first_shards_racing_make_one_experiment() {
     }
 }
 
+/// One shard index started four times at once (an engine that started a
+/// replacement while the first copy still ran, a job submitted twice): the starts
+/// are serialised, each gets an attempt of its own, and the experiment keeps one
+/// attempt's runs of that shard, none twice.
+#[test]
+fn one_shard_started_four_times_at_once_keeps_one_attempts_runs() {
+    let _turn = beside();
+    const STARTS: u64 = 4;
+    for (dir, store) in stores("shards_same_index") {
+        let shard = |k: &str| {
+            strings(&[
+                "--runs",
+                "3",
+                "--shard",
+                k,
+                "--experiment",
+                "twice",
+                "--name",
+                "A",
+                "--",
+                "true",
+                "--name",
+                "B",
+                "--",
+                "true",
+            ])
+        };
+        // The experiment exists (shard 1 made it): the starts race on shard 0's row only.
+        bench(&store, &[], &shard("1/2")).quiet().ok();
+        let mut argv = strings(&["bench", "-q", "--warmup", "0", "--store", &store]);
+        argv.extend(shard("0/2"));
+        let mut children: Vec<Child> = (0..STARTS).map(|_| behind_barrier(&argv)).collect();
+        for c in &mut children {
+            drop(c.stdin.take());
+        }
+        for c in children {
+            let out = c.wait_with_output().expect("a copy of shard 0");
+            let err = String::from_utf8_lossy(&out.stderr);
+            // A copy ends well, or, superseded while it still stored, says so.
+            assert!(
+                out.status.success() || err.contains("shard 0 was started again"),
+                "{store}: {err}"
+            );
+        }
+        let s = status(&store, "twice");
+        let h = &s["by_shard"][0];
+        assert_eq!(
+            (&h["index"], &h["attempt"], &h["runs"]),
+            (&0.into(), &STARTS.into(), &6.into()),
+            "{store}: {s}"
+        );
+        let runs = runs_by_shard(&export(&store, "twice", dir.path()));
+        assert_eq!(runs.iter().filter(|r| r.0 == 0).count(), 6, "{store}: {runs:?}");
+    }
+}
+
 #[test]
 fn a_stale_attempt_stops_storing_when_its_shard_starts_again() {
     let _turn = beside();
