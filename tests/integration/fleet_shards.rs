@@ -876,3 +876,84 @@ fn a_fleet_comparison_is_blocked_by_shard() {
         );
     }
 }
+
+/// `coldstart lambda` shards the same way: GitLab's variables put two shards of a
+/// Lambda cold-start experiment (the raw Python runtime) into one experiment, and
+/// a retried shard replaces its block.
+#[test]
+fn lambda_shards_meet_in_one_experiment() {
+    let _turn = beside();
+    if python().is_none() {
+        return;
+    }
+    let runtime = repo().join("examples/lambda/python/raw_runtime.py");
+    for (dir, store) in stores("shards_lambda") {
+        let shard = |k: u32| {
+            let mut c = cs(&[
+                "lambda",
+                "--warmup",
+                "0",
+                "--runs",
+                "2",
+                "--store",
+                &store,
+                "--runtime",
+            ]);
+            c.arg(&runtime);
+            for var in ENGINE_VARS {
+                c.env_remove(var);
+            }
+            c.envs([
+                ("CI_NODE_INDEX", (k + 1).to_string()),
+                ("CI_NODE_TOTAL", "2".into()),
+                ("CI_PIPELINE_ID", "7070".into()),
+            ]);
+            c.ok()
+        };
+        for (k, what) in [
+            (0, "created"),
+            (1, "joined"),
+            (
+                0,
+                "joined, started again (attempt 2: its 2 earlier runs are replaced)",
+            ),
+        ] {
+            let o = shard(k);
+            let want = format!(
+                "shard {k}/2 (from {}) of fleet experiment 'gitlab-7070' (named by the engine's run id): {what}",
+                Engine::GitLab.source()
+            );
+            assert!(o.stderr().contains(&want), "{store}: {}", o.streams());
+        }
+        let s = status(&store, "gitlab-7070");
+        assert_eq!((&s["done"], &s["running"]), (&2.into(), &0.into()), "{s}");
+        let got: Vec<(u64, u64, u64)> = s["by_shard"]
+            .as_array()
+            .expect("by_shard")
+            .iter()
+            .map(|h| {
+                (
+                    h["index"].as_u64().unwrap_or(99),
+                    h["attempt"].as_u64().unwrap_or(0),
+                    h["runs"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(got, [(0, 2, 2), (1, 1, 2)], "{store}: {s}");
+        let h = history(&store);
+        assert_eq!((h.len(), &h[0]["runs"]), (1, &4.into()), "{store}: {h:?}");
+        assert_eq!(
+            count(
+                &store,
+                "SELECT COUNT(*) FROM experiments WHERE kind = 'lambda' AND fleet = 'gitlab-7070'"
+            ),
+            Some(1),
+            "{store}: stored as a lambda experiment"
+        );
+        assert_eq!(
+            runs_by_shard(&export(&store, "gitlab-7070", dir.path())).len(),
+            4,
+            "{store}"
+        );
+    }
+}
