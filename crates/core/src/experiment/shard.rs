@@ -20,8 +20,9 @@ pub struct Shard {
 pub enum Source {
     /// `--shard K/N` on the command line.
     Flag,
-    /// `JOB_COMPLETION_INDEX` (an Indexed Job's pod); the count comes from `--shards N`
-    /// or `COLDSTART_SHARDS`, since a pod is not told its Job's completions.
+    /// `JOB_COMPLETION_INDEX` (an Indexed Job's pod); the count comes from
+    /// `COLDSTART_SHARDS` (bench has no `--shards`), since a pod is not told its
+    /// Job's completions.
     Kubernetes,
     /// `CI_NODE_INDEX` / `CI_NODE_TOTAL` (GitLab `parallel:`; the index is 1-based).
     GitLab,

@@ -142,6 +142,17 @@ fn mem_total(meminfo: &str) -> Option<i64> {
     Some(kb * 1024)
 }
 
+/// What serialises the joins and ends of one experiment's shards on PostgreSQL:
+/// a lock on the experiment's row that other shards' runs (whose foreign key
+/// takes a key-share lock on it) do not wait for. SQLite's IMMEDIATE
+/// transactions already serialise every writer.
+fn row_lock(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres => " FOR NO KEY UPDATE",
+        Dialect::Sqlite => "",
+    }
+}
+
 fn now_unix_s() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -209,8 +220,15 @@ impl Store {
         let plan_text = serde_json::to_string(plan)?;
         let settings_json = serde_json::to_string(settings)?;
         transaction(self.db.as_mut(), |db| {
+            // Two starts of one shard at once (a replacement started while the first
+            // copy still ran) would both read attempt k and both file runs under
+            // k + 1: joins are serialised on the experiment's row, the lock taken
+            // first (as finish_shard does) so the two never wait on each other.
             let found = db.query(
-                "SELECT id, plan_json, shard_count FROM experiments WHERE fleet = $1",
+                &format!(
+                    "SELECT id, plan_json, shard_count FROM experiments WHERE fleet = $1{}",
+                    row_lock(db.dialect())
+                ),
                 &[fleet.name.clone().into()],
             )?;
             let (experiment, created) = match found.first() {
@@ -292,6 +310,21 @@ impl Store {
         load_json: Option<String>,
     ) -> Result<()> {
         transaction(self.db.as_mut(), |db| {
+            // Two last shards ending at once: each must see the other's end, so the
+            // experiment's row is locked before the shards are counted (SQLite's
+            // IMMEDIATE transaction already serialises writers). First, before this
+            // shard's row, in the order begin_shard takes them.
+            let count = db
+                .query(
+                    &format!(
+                        "SELECT shard_count FROM experiments WHERE id = $1{}",
+                        row_lock(db.dialect())
+                    ),
+                    &[w.experiment.into()],
+                )?
+                .first()
+                .and_then(|r| r[0].int())
+                .unwrap_or(0);
             db.execute(
                 "UPDATE shards SET ended_unix_s = $1, stopped = $2, load_json = $3 \
                  WHERE experiment_id = $4 AND idx = $5 AND attempt = $6",
@@ -304,21 +337,6 @@ impl Store {
                     i64::from(w.attempt).into(),
                 ],
             )?;
-            // Two last shards ending at once: each must see the other's end, so the
-            // experiment's row is locked before the shards are counted (SQLite's
-            // IMMEDIATE transaction already serialises writers).
-            let lock = match db.dialect() {
-                Dialect::Postgres => " FOR UPDATE",
-                Dialect::Sqlite => "",
-            };
-            let count = db
-                .query(
-                    &format!("SELECT shard_count FROM experiments WHERE id = $1{lock}"),
-                    &[w.experiment.into()],
-                )?
-                .first()
-                .and_then(|r| r[0].int())
-                .unwrap_or(0);
             let ended: Vec<String> = db
                 .query(
                     "SELECT stopped FROM shards WHERE experiment_id = $1 AND ended_unix_s IS NOT NULL ORDER BY idx",
