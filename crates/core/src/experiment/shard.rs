@@ -93,12 +93,9 @@ pub fn detect(flag: Option<&str>, env: &impl Fn(&str) -> Option<String>) -> Resu
         };
         return checked(index, count, Source::Kubernetes);
     }
-    if let (Some(index), Some(total)) = (num("CI_NODE_INDEX")?, num("CI_NODE_TOTAL")?) {
-        if index == 0 {
-            bail!("CI_NODE_INDEX=0: GitLab's index starts at 1 (pass --shard K/N to say which)");
-        }
-        return checked(index - 1, total, Source::GitLab);
-    }
+    // A Slurm task inherits its submitter's environment (sbatch exports it all), so
+    // a job array submitted from a GitLab job also sees CI_NODE_INDEX: the engine
+    // that started this process, Slurm, is asked first.
     if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
         let Some(count) = num("SLURM_ARRAY_TASK_COUNT")? else {
             bail!("SLURM_ARRAY_TASK_ID={id} without SLURM_ARRAY_TASK_COUNT: pass --shard K/N");
@@ -109,6 +106,12 @@ pub fn detect(flag: Option<&str>, env: &impl Fn(&str) -> Option<String>) -> Resu
         };
         return checked(index, count, Source::Slurm);
     }
+    if let (Some(index), Some(total)) = (num("CI_NODE_INDEX")?, num("CI_NODE_TOTAL")?) {
+        if index == 0 {
+            bail!("CI_NODE_INDEX=0: GitLab's index starts at 1 (pass --shard K/N to say which)");
+        }
+        return checked(index - 1, total, Source::GitLab);
+    }
     Ok(None)
 }
 
@@ -117,11 +120,13 @@ pub fn detect(flag: Option<&str>, env: &impl Fn(&str) -> Option<String>) -> Resu
 /// Slurm's array job, a Kubernetes Job's uid (`JOB_UID`, from the manifest's
 /// downward API). None: no engine is recognised, so `--experiment NAME` is needed.
 pub fn engine_run_id(env: &impl Fn(&str) -> Option<String>) -> Option<String> {
+    // The innermost engine first: a Slurm task or a pod may inherit a CI job's
+    // variables (sbatch exports the submitter's environment), never the reverse.
     [
-        ("GITHUB_RUN_ID", "github"),
-        ("CI_PIPELINE_ID", "gitlab"),
         ("SLURM_ARRAY_JOB_ID", "slurm"),
         ("JOB_UID", "k8s"),
+        ("CI_PIPELINE_ID", "gitlab"),
+        ("GITHUB_RUN_ID", "github"),
     ]
     .iter()
     .find_map(|(var, engine)| {
@@ -405,6 +410,21 @@ mod tests {
             Some("slurm-5")
         );
         assert_eq!(engine_run_id(&env(&[])), None);
+        // A job array submitted from a CI job: Slurm's index and Slurm's id.
+        let nested = env(&[
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ("SLURM_ARRAY_JOB_ID", "31"),
+            ("CI_NODE_INDEX", "1"),
+            ("CI_NODE_TOTAL", "3"),
+            ("CI_PIPELINE_ID", "9"),
+            ("GITHUB_RUN_ID", "77"),
+        ]);
+        assert_eq!(engine_run_id(&nested).as_deref(), Some("slurm-31"));
+        assert_eq!(
+            detect(None, &nested).unwrap().map(|s| (s.index, s.source)),
+            Some((2, Source::Slurm))
+        );
     }
 
     #[test]

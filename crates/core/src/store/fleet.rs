@@ -38,7 +38,8 @@ pub struct Joined {
 }
 
 /// What must be equal for two shards to be one experiment: its kind, settings
-/// (the seed aside: each shard shuffles with its own) and variants. As JSON, so
+/// (the seed aside: each shard shuffles with its own) and variants (their
+/// commands as typed, not where each machine's PATH finds the program). As JSON, so
 /// the stored plan can be compared by a coldstart of another version.
 fn plan_of<K: Serialize>(
     kind: Kind,
@@ -52,9 +53,15 @@ fn plan_of<K: Serialize>(
     let variants: Vec<serde_json::Value> = variants
         .iter()
         .map(|v| {
+            // The program's resolved path is each machine's own (PATH, module
+            // trees): the command as typed is what shards must agree on.
+            let mut target = serde_json::to_value(&v.target)?;
+            if let Some(m) = target.as_object_mut() {
+                m.remove("program");
+            }
             Ok(serde_json::json!({
                 "name": v.name,
-                "target": serde_json::to_value(&v.target)?,
+                "target": target,
                 "readiness": v.readiness,
                 "params": v.params,
             }))
