@@ -622,6 +622,31 @@ mod tests {
         assert_eq!(record.tally(), (0, 1, vec![1]));
     }
 
+    /// Machines whose PATH finds the program elsewhere run the same command.
+    #[test]
+    fn a_program_found_elsewhere_is_the_same_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("f.db").display().to_string()).unwrap();
+        let id = join(&mut s, &fleet("exp", 0, 2), 3).unwrap().experiment;
+        let mut elsewhere = variants();
+        for v in &mut elsewhere {
+            v.target.program = "/opt/other/bin/true".into();
+        }
+        let mut settings = crate::store::tests::settings();
+        settings.runs = crate::experiment::Runs::Fixed(3);
+        let joined = s
+            .begin_shard(
+                &crate::store::meta::collect(),
+                Kind::Bench,
+                &settings,
+                &elsewhere,
+                &fleet("exp", 1, 2),
+                &host("m1"),
+            )
+            .unwrap();
+        assert_eq!(joined.experiment, id);
+    }
+
     #[test]
     fn an_unsharded_experiment_has_no_fleet() {
         let dir = tempfile::tempdir().unwrap();
