@@ -27,9 +27,14 @@ fn a_forked_child_after_exec_is_sampled_and_named() {
     };
     let t0 = now();
     // The busy loop runs in a forked subshell `( … )`: only inheritance reaches it.
+    // The shell then loops too, so that it is sampled however busy the machine is
+    // (a shell that only waits may take no sample at all).
     let status = std::process::Command::new("sh")
         .arg("-c")
-        .arg("(i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done); true")
+        .arg(
+            "(i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done); \
+             i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
+        )
         .status()
         .unwrap();
     assert!(status.success());
