@@ -1,6 +1,10 @@
 //! Many shard writers into one PostgreSQL experiment at once, with no
 //! coordinator but the database: none of their runs is lost or stored twice.
-//! Not a timing test (bench/fleet_store.py measures the cost per run).
+//! Not a timing test (bench/fleet_store.py measures the cost per run). Built
+//! with the `postgres` feature only: without it there is no shared store to
+//! scale (store.rs tests that such a binary refuses a PostgreSQL spec), and the
+//! database itself is the oracle here. Without a server the tests say SKIPPED.
+#![cfg(feature = "postgres")]
 
 use crate::common::*;
 use std::collections::BTreeMap;
@@ -10,7 +14,6 @@ const SHARDS: u32 = 64;
 const RUNS: u32 = 3;
 const VARIANTS: u32 = 2;
 
-#[cfg(feature = "postgres")]
 #[test]
 fn sixty_four_shard_processes_lose_and_duplicate_no_run() {
     let _turn = beside();
@@ -111,7 +114,6 @@ fn shard(k: u32, n: u32, runs: u32, name: &str, store: &str) -> Cs {
 /// connection for its whole run): the shard says so, stores nothing, and runs
 /// again cleanly. A role with CONNECTION LIMIT 0 is refused with the same error
 /// as a full server (SQLSTATE 53300), without filling the shared test server.
-#[cfg(feature = "postgres")]
 #[test]
 fn a_full_server_is_named_and_the_refused_shard_can_run_again() {
     let _turn = beside();
