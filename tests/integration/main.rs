@@ -19,6 +19,7 @@ mod explain_headline;
 mod explain_procs;
 mod explain_store;
 mod fleet;
+mod fleet_scale;
 mod fleet_shards;
 mod fleet_stored;
 mod html_report;

@@ -1,7 +1,8 @@
 //! PostgreSQL backend (a team store): the same schema and statements as SQLite.
 
 use super::db::{Db, Dialect, Row, Value};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
+use postgres::error::SqlState;
 use postgres::types::{ToSql, Type};
 
 pub struct Postgres {
@@ -10,8 +11,23 @@ pub struct Postgres {
 
 impl Postgres {
     pub fn open(url: &str) -> Result<Self> {
-        let client = postgres::Client::connect(url, postgres::NoTls)
-            .with_context(|| format!("connecting to PostgreSQL at {}", redact(url)))?;
+        let client = postgres::Client::connect(url, postgres::NoTls).map_err(|e| {
+            let full = e.code() == Some(&SqlState::TOO_MANY_CONNECTIONS);
+            anyhow::Error::new(e).context(if full {
+                // A fleet's shards each hold a connection for their whole run, so
+                // a wide Job meets this first; the shard fails before its first run.
+                format!(
+                    "connecting to PostgreSQL at {}: the server is at its connection limit \
+                     (max_connections, or the database's or role's CONNECTION LIMIT). Every \
+                     coldstart shard holds one connection for its whole run: run fewer shards at \
+                     once (a Job's parallelism, a matrix's max-parallel) or raise the limit; this \
+                     shard stored nothing, so running it again is safe",
+                    redact(url)
+                )
+            } else {
+                format!("connecting to PostgreSQL at {}", redact(url))
+            })
+        })?;
         Ok(Postgres { client })
     }
 }
