@@ -190,6 +190,7 @@ fn fleet_emit(e: raw::FleetEmitFlags) -> Result<FleetEmitArgs, String> {
         image: e.image,
         store_secret: e.store_secret,
         experiment: e.experiment,
+        parallelism: e.parallelism,
         bench: e.bench,
     };
     recipe.check().map_err(|e| e.to_string())?;

@@ -173,6 +173,13 @@ pub struct FleetEmitFlags {
     /// the Job's uid, GITHUB_RUN_ID, CI_PIPELINE_ID, SLURM_ARRAY_JOB_ID.
     #[arg(long, value_name = "NAME")]
     pub experiment: Option<String>,
+    /// At most P shards at once [default: all].
+    ///
+    /// Each running shard holds one store connection: keep P under the PostgreSQL
+    /// server's max_connections (100 by default). k8s: the Job's parallelism; github:
+    /// max-parallel; slurm: the array's %P limit; gitlab has none of its own.
+    #[arg(long, value_name = "P")]
+    pub parallelism: Option<u32>,
     /// Write the file here instead of stdout.
     ///
     /// Atomically; an existing file only with --force.

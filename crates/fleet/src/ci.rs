@@ -29,10 +29,11 @@ pub(super) fn github(recipe: &Recipe) -> Result<String> {
     if let Some(image) = &recipe.image {
         job.push(("container", yaml(json!(image))));
     }
-    job.push((
-        "strategy",
-        yaml(json!({"fail-fast": false, "matrix": {"shard": (0..n).collect::<Vec<u32>>()}})),
-    ));
+    let mut strategy = json!({"fail-fast": false, "matrix": {"shard": (0..n).collect::<Vec<u32>>()}});
+    if let Some(p) = recipe.parallelism {
+        strategy["max-parallel"] = json!(p);
+    }
+    job.push(("strategy", yaml(strategy)));
     // Through the environment, not pasted into the script: an expression's value
     // is never parsed as shell.
     job.push((

@@ -73,7 +73,7 @@ pub(super) fn job(recipe: &Recipe) -> Result<String> {
     let spec = ordered(vec![
         ("completionMode", yaml(json!("Indexed"))),
         ("completions", yaml(json!(n))),
-        ("parallelism", yaml(json!(n))),
+        ("parallelism", yaml(json!(recipe.parallelism.unwrap_or(n)))),
         // A shard that fails is retried on its own (its index), twice; the others
         // go on. Its retry replaces its partial block in the store.
         ("backoffLimitPerIndex", yaml(json!(2))),

@@ -91,6 +91,9 @@ pub struct Recipe {
     pub store_secret: Option<String>,
     /// The stored experiment's name; by default derived from the engine's run id.
     pub experiment: Option<String>,
+    /// At most this many shards at once (None: all): each running shard holds one
+    /// store connection, and a PostgreSQL server refuses beyond `max_connections`.
+    pub parallelism: Option<u32>,
     /// bench's arguments, as typed after `--`.
     pub bench: Vec<String>,
 }
@@ -110,6 +113,17 @@ impl Recipe {
                     "--shards {}: {:?} runs at most {max} shards in one job",
                     self.shards,
                     self.engine
+                );
+            }
+        }
+        if let Some(p) = self.parallelism {
+            if p < 1 || p > self.shards {
+                bail!("--parallelism {p}: give 1 to --shards ({})", self.shards);
+            }
+            if self.engine == Engine::Gitlab {
+                bail!(
+                    "--parallelism: GitLab's `parallel:` has no limit of its own; limit how many \
+                     run at once with the runners' `concurrent` or a resource_group"
                 );
             }
         }

@@ -9,7 +9,9 @@ pub(super) fn script(recipe: &Recipe) -> String {
     let mut s = String::from("#!/bin/bash\n");
     // sbatch reads #SBATCH lines only before the first command: they come first.
     let _ = writeln!(s, "#SBATCH --job-name={JOB}");
-    let _ = writeln!(s, "#SBATCH --array=0-{}", n - 1);
+    // `%P`: at most P tasks at once (each holds a store connection).
+    let limit = recipe.parallelism.map_or_else(String::new, |p| format!("%{p}"));
+    let _ = writeln!(s, "#SBATCH --array=0-{}{limit}", n - 1);
     // A whole node per shard: no other job's work beside the measured starts.
     let _ = writeln!(s, "#SBATCH --exclusive");
     let _ = writeln!(s, "#SBATCH --nodes=1");

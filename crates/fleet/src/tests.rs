@@ -7,6 +7,7 @@ fn recipe(engine: Engine, shards: u32) -> Recipe {
         image: Some("registry.example/app:1".into()),
         store_secret: None,
         experiment: None,
+        parallelism: None,
         bench: ["--runs", "30", "--", "./server", "it's $(HOME) ${{ x }}"]
             .map(String::from)
             .to_vec(),
@@ -164,6 +165,20 @@ fn bad_input_is_one_line() {
         (recipe(Engine::Gitlab, 201), "at most 200"),
         (
             Recipe {
+                parallelism: Some(5),
+                ..recipe(Engine::Slurm, 4)
+            },
+            "give 1 to --shards (4)",
+        ),
+        (
+            Recipe {
+                parallelism: Some(2),
+                ..recipe(Engine::Gitlab, 4)
+            },
+            "no limit of its own",
+        ),
+        (
+            Recipe {
                 store_secret: Some("Bad_Name".into()),
                 ..recipe(Engine::Kubernetes, 1)
             },
@@ -256,4 +271,27 @@ mod yaml_strings {
             round_trips(&s);
         }
     }
+}
+
+/// `--parallelism P`: each engine's own limit on shards at once.
+#[test]
+fn parallelism_is_each_engines_limit() {
+    let limited = |engine| {
+        let r = Recipe {
+            parallelism: Some(3),
+            bench: ["--runs", "30", "--", "./server"].map(String::from).to_vec(),
+            ..recipe(engine, 10)
+        };
+        r.check().unwrap();
+        emit(&r).unwrap()
+    };
+    let k8s = parse(&limited(Engine::Kubernetes));
+    assert_eq!(get(&k8s, &["spec", "parallelism"]).as_u64(), Some(3));
+    assert_eq!(get(&k8s, &["spec", "completions"]).as_u64(), Some(10));
+    let gh = parse(&limited(Engine::Github));
+    let job = get(&gh, &["jobs", "coldstart-fleet", "strategy", "max-parallel"]);
+    assert_eq!(job.as_u64(), Some(3));
+    assert!(limited(Engine::Slurm).contains("\n#SBATCH --array=0-9%3\n"));
+    let all = parse(&emit(&recipe(Engine::Kubernetes, 10)).unwrap());
+    assert_eq!(get(&all, &["spec", "parallelism"]).as_u64(), Some(10));
 }
