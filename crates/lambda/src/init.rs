@@ -66,7 +66,7 @@ pub(super) async fn prepare(
     // The log stream names the environment, as on Lambda; initStart's
     // instanceId is the same id.
     let instance_id = state::uuid().replace('-', "");
-    let function = cfg.function(opts, &format!("coldstart/[$LATEST]{instance_id}"));
+    let function = cfg.function(opts, &format!("coldstart/[{}]{instance_id}", cfg.version));
     let bus = Arc::new(telemetry::Bus::default());
     let env = Arc::new(api::Env {
         shared: Arc::new(Shared::default()),
