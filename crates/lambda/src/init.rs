@@ -132,6 +132,8 @@ pub(super) async fn prepare(
         t0: 0,
         phase,
         instance_id,
+        alone: true,
+        seen: Vec::new(),
     };
     Ok((environment, Pending { extensions, runtime }))
 }

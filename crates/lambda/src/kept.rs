@@ -54,6 +54,8 @@ impl Kept {
     /// Prepare and init one environment (`cfg.version` is the version it runs).
     pub async fn start(lab: &'static crate::Lab, cfg: Config, opts: Options, id: RunId) -> Result<Started> {
         let (mut e, pending) = init::prepare(lab, &cfg, &opts, &id, "init").await?;
+        // Other environments live beside this one: its cleanup kills only its own.
+        e.alone = false;
         // The cold invoke's log starts at INIT_START.
         e.logs.capture();
         let init = match init::run(&mut e, pending, &cfg, &opts).await {
@@ -122,9 +124,10 @@ impl Kept {
     }
 }
 
-async fn stop_environment(e: Environment) {
+async fn stop_environment(mut e: Environment) {
     if !crate::launch::signals::interrupted() {
         invoke::after_last(&e, None).await;
+        e.seen = shutdown::members(&e.procs, e.sandbox.as_ref());
         shutdown::run(&e).await;
     }
     shutdown::cleanup(e).await;

@@ -236,6 +236,13 @@ struct Environment {
     phase: &'static str,
     /// `platform.initStart`'s instanceId (also in the log stream's name).
     instance_id: String,
+    /// The only environment alive (an experiment's run): its cleanup is the
+    /// Lab's whole one. False under `lambda serve`, where others live beside it.
+    alone: bool,
+    /// Under `lambda serve`: the environment's other processes seen before its
+    /// shutdown signalled it (once their parent is gone they are coldstart's
+    /// orphans, reaped by pid in the cleanup).
+    seen: Vec<i32>,
 }
 
 /// One execution environment from T0 to the last process reaped: init, invoke

@@ -66,6 +66,11 @@ pub async fn serve(reg: Arc<Registry>) -> Result<()> {
     for t in stopping {
         t.await.ok();
     }
+    // No environment is left: what the stopped ones orphaned (reparented to
+    // coldstart, the subreaper) and nobody reaped yet can be collected now.
+    if let Ok(reaper) = reg.lab.reaper() {
+        reaper.reap_exited();
+    }
     if !reg.settings.quiet {
         crate::out::errln!("coldstart lambda serve: stopped; every environment is shut down");
     }
