@@ -427,14 +427,17 @@ impl Registry {
         lock(&self.stopping).push(task);
     }
 
-    /// Every version's slot (for the idle timeout and shutdown).
-    pub fn slots(&self) -> Vec<Slot> {
+    /// Every version's slot, as `name:version` (for the idle timeout and shutdown).
+    pub fn slots(&self) -> Vec<(String, Slot)> {
         let functions = lock(&self.functions);
-        functions
-            .values()
-            .flat_map(|f| std::iter::once(&f.latest).chain(f.published.values()))
-            .map(|v| v.slot.clone())
-            .collect()
+        let mut out = Vec::new();
+        for (name, f) in functions.iter() {
+            out.push((format!("{name}:{LATEST}"), f.latest.slot.clone()));
+            for (n, v) in &f.published {
+                out.push((format!("{name}:{n}"), v.slot.clone()));
+            }
+        }
+        out
     }
 }
 

@@ -56,7 +56,7 @@ pub async fn serve(reg: Arc<Registry>) -> Result<()> {
         .context("serving the Lambda API")?;
     reaper.abort();
     // Every environment, after its invoke in flight (if any) is over.
-    for slot in reg.slots() {
+    for (_, slot) in reg.slots() {
         let live = slot.lock().await.take();
         if let Some(live) = live {
             live.kept.stop().await;
@@ -92,7 +92,7 @@ async fn idle_reaper(reg: Arc<Registry>) {
     let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
     loop {
         tokio::time::sleep(tick).await;
-        for slot in reg.slots() {
+        for (label, slot) in reg.slots() {
             let Ok(mut guard) = slot.try_lock() else {
                 continue;
             };
@@ -100,6 +100,12 @@ async fn idle_reaper(reg: Arc<Registry>) {
                 if let Some(live) = guard.take() {
                     drop(guard);
                     live.kept.stop().await;
+                    if !reg.settings.quiet {
+                        crate::out::errln!(
+                            "coldstart lambda serve: {label} idle for {} s: environment shut down",
+                            idle.as_secs_f64()
+                        );
+                    }
                 }
             }
         }
