@@ -195,8 +195,9 @@ A version's first invoke starts its execution environment (cold: INIT_START, Ini
 Layers in UpdateFunctionConfiguration: the ARN listed for a --layer directory (arn:aws:lambda:REGION:000000000000:layer:DIRNAME:N), or a directory's absolute path.
 
 # EXAMPLES
-  coldstart lambda serve --port 9001 --name hello --runtime ./bootstrap --code ./fn
-  aws lambda invoke --endpoint-url http://127.0.0.1:9001 --function-name hello --log-type Tail out.json
+  coldstart lambda serve --name hello --runtime ./bootstrap --code ./fn
+  aws lambda invoke --endpoint-url http://127.0.0.1:9001 \\
+      --function-name hello --log-type Tail out.json
 ";
 
 const LAMBDA: &str = "\

@@ -88,7 +88,8 @@ pub enum RawCommand {
         name = "lambda-serve",
         hide = true,
         override_usage = "coldstart lambda serve [--port P] [--idle-timeout S] \\\n           \
-                          --name F --runtime ID|BOOTSTRAP [--code DIR] [--handler H] [--layer DIR] [--memory MB] ..."
+                          --name F --runtime ID|BOOTSTRAP [--code DIR] \\\n           \
+                          [--layer DIR] [--memory MB] [--name G ...]"
     )]
     LambdaServe(Box<LambdaServeFlags>),
     /// Try the runtime's cold-start optimizations, keep what helps.
@@ -1038,7 +1039,7 @@ pub struct LambdaServeFlags {
     /// 0: a free port, said on stderr (`listening on http://127.0.0.1:PORT`).
     #[arg(long, default_value_t = 9001, value_name = "P")]
     pub port: u16,
-    /// Address to listen on [default: 127.0.0.1].
+    /// Address to listen on.
     ///
     /// A non-loopback address needs --allow-remote: nothing is authenticated.
     #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
@@ -1049,12 +1050,12 @@ pub struct LambdaServeFlags {
     /// authenticated (SigV4 signatures are accepted, not verified).
     #[arg(long)]
     pub allow_remote: bool,
-    /// Shut down an environment after this many idle seconds.
+    /// Idle seconds before an environment ends.
     ///
     /// Its next invoke is cold again.
     #[arg(long, default_value_t = 300.0, value_name = "S")]
     pub idle_timeout: f64,
-    /// Function timeout, seconds [default: 3].
+    /// Function timeout, seconds.
     ///
     /// Every function's, until UpdateFunctionConfiguration sets its Timeout.
     #[arg(short, long, default_value_t = 3.0, value_name = "S")]
@@ -1069,13 +1070,17 @@ pub struct LambdaServeFlags {
     /// No cgroups: no memory or CPU limit.
     #[arg(long)]
     pub no_cgroup: bool,
-    /// AWS_REGION, and the region in ARNs.
+    /// AWS_REGION.
+    ///
+    /// And the region in ARNs.
     #[arg(long, default_value = "us-east-1")]
     pub region: String,
-    /// Append every environment's log lines to this file.
+    /// Append the log lines to this file.
+    ///
+    /// Every environment's platform lines and output, as CloudWatch would get them.
     #[arg(long, value_name = "PATH")]
     pub log: Option<PathBuf>,
-    /// No line per new environment on stderr.
+    /// No line per environment on stderr.
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
