@@ -227,7 +227,9 @@ A cgroup per run (v2, or v1 cpu + memory) holds memory at --memory and CPU at me
       --name v98 --extensions ./v98 --name candidate --extensions ./new
   # the emulator's overhead:
   coldstart lambda --runtime ./bootstrap --no-cgroup \\
-      --name bare --bare --name emulated";
+      --name bare --bare --name emulated
+  # the Lambda API over the emulator, for SDKs (`lambda serve --help`):
+  coldstart lambda serve --name hello --runtime ./bootstrap";
 
 const TUNE: &str = "\
 # CANDIDATES
