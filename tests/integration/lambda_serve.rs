@@ -441,3 +441,143 @@ fn serve_refuses_a_remote_bind_and_says_signatures_are_not_verified() {
     assert!(text.contains("not verified"), "{text}");
     assert!(text.contains("coldstart lambda serve"), "{text}");
 }
+
+/// A control-plane call over plain HTTP: (status, X-Amzn-ErrorType, JSON body).
+fn call(method: &str, url: &str, body: Option<&str>) -> (u16, Option<String>, Value) {
+    let req = ureq::request(method, url);
+    let r = match body {
+        Some(b) => req.send_string(b),
+        None => req.call(),
+    };
+    let resp = match r {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {url}: {e}"),
+    };
+    let status = resp.status();
+    let kind = resp.header("X-Amzn-ErrorType").map(str::to_string);
+    let text = resp.into_string().unwrap_or_default();
+    (status, kind, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// The control plane's edges, no invoke: names as ARNs and `name:qualifier`,
+/// layers by their listed ARN or a directory's path (an unknown one is 400),
+/// PublishVersion of an unchanged $LATEST returns the same version, a stale
+/// RevisionId is 412, reserved environment variables are 400.
+#[test]
+fn control_plane_names_layers_revisions_and_versions() {
+    let _turn = crate::common::beside();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (one, two) = (dir.path().join("otel"), dir.path().join("other"));
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::create_dir_all(&two).unwrap();
+    let bootstrap = bootstrap();
+    let server = Server::start(&[
+        "--region",
+        "eu-west-1",
+        "--name",
+        "g",
+        "--runtime",
+        &bootstrap,
+        "--layer",
+        one.to_str().unwrap(),
+    ]);
+    let base = format!("{}/2015-03-31/functions", server.url);
+    let arn = "arn:aws:lambda:eu-west-1:000000000000:function:g";
+    let (status, _, conf) = call("GET", &format!("{base}/{arn}/configuration"), None);
+    assert_eq!(status, 200, "{conf}");
+    assert_eq!(conf["FunctionArn"], arn);
+    let layer_arn = "arn:aws:lambda:eu-west-1:000000000000:layer:otel:1";
+    assert_eq!(conf["Layers"][0]["Arn"], layer_arn, "{conf}");
+    assert_eq!(conf["MemorySize"], 1769);
+
+    // A layer by a directory's path gets its ARN; an unknown name is refused.
+    let update = format!(r#"{{"Layers": ["{layer_arn}", "{}"]}}"#, two.display());
+    let (status, _, conf) = call("PUT", &format!("{base}/g/configuration"), Some(&update));
+    assert_eq!(status, 200, "{conf}");
+    assert_eq!(
+        conf["Layers"][1]["Arn"],
+        "arn:aws:lambda:eu-west-1:000000000000:layer:other:1"
+    );
+    let (status, kind, _) = call(
+        "PUT",
+        &format!("{base}/g/configuration"),
+        Some(r#"{"Layers": ["arn:aws:lambda:eu-west-1:1:layer:nope:3"]}"#),
+    );
+    assert_eq!(
+        (status, kind.as_deref()),
+        (400, Some("InvalidParameterValueException"))
+    );
+    let (status, kind, _) = call(
+        "PUT",
+        &format!("{base}/g/configuration"),
+        Some(r#"{"Environment": {"Variables": {"AWS_REGION": "x"}}}"#),
+    );
+    assert_eq!(
+        (status, kind.as_deref()),
+        (400, Some("InvalidParameterValueException"))
+    );
+    let (status, kind, _) = call(
+        "PUT",
+        &format!("{base}/g/configuration"),
+        Some(r#"{"MemorySize": 256, "RevisionId": "stale"}"#),
+    );
+    assert_eq!(
+        (status, kind.as_deref()),
+        (412, Some("PreconditionFailedException"))
+    );
+
+    // Publishing an unchanged $LATEST again returns the version it made.
+    let (status, _, v1) = call("POST", &format!("{base}/g/versions"), Some("{}"));
+    assert_eq!(status, 201, "{v1}");
+    assert_eq!(v1["Version"], "1");
+    let (_, _, again) = call("POST", &format!("{base}/g/versions"), Some("{}"));
+    assert_eq!(again["Version"], "1");
+    assert_eq!(again["RevisionId"], v1["RevisionId"]);
+    let (_, _, conf) = call(
+        "PUT",
+        &format!("{base}/g/configuration"),
+        Some(r#"{"MemorySize": 256}"#),
+    );
+    let (_, _, v2) = call("POST", &format!("{base}/g/versions"), Some("{}"));
+    assert_eq!(v2["Version"], "2");
+    assert_eq!(v2["MemorySize"], 256);
+    assert_ne!(
+        v2["RevisionId"], conf["RevisionId"],
+        "a version has a revision of its own"
+    );
+    // `name:qualifier` and the qualifier in an ARN name a version.
+    let (status, _, c) = call("GET", &format!("{base}/g:1/configuration"), None);
+    assert_eq!((status, c["MemorySize"].clone()), (200, Value::from(1769)));
+    let (status, _, c) = call("GET", &format!("{base}/{arn}:2/configuration"), None);
+    assert_eq!((status, c["Version"].clone()), (200, Value::from("2")));
+    let (status, kind, _) = call("GET", &format!("{base}/g:1/configuration?Qualifier=2"), None);
+    assert_eq!(
+        (status, kind.as_deref()),
+        (400, Some("InvalidParameterValueException"))
+    );
+    let (status, kind, _) = call("GET", &format!("{base}/g/configuration?Qualifier=7"), None);
+    assert_eq!(
+        (status, kind.as_deref()),
+        (404, Some("ResourceNotFoundException"))
+    );
+    // Deleted versions' numbers are not reused.
+    let (status, _, _) = call("DELETE", &format!("{base}/g?Qualifier=2"), None);
+    assert_eq!(status, 204);
+    let (_, _, conf) = call(
+        "PUT",
+        &format!("{base}/g/configuration"),
+        Some(r#"{"MemorySize": 512}"#),
+    );
+    assert_eq!(conf["MemorySize"], 512);
+    let (_, _, v3) = call("POST", &format!("{base}/g/versions"), Some("{}"));
+    assert_eq!(v3["Version"], "3");
+    let (_, _, list) = call("GET", &format!("{base}/g/versions"), None);
+    let versions: Vec<&str> = list["Versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["Version"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["$LATEST", "1", "3"]);
+}

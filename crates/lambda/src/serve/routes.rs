@@ -204,10 +204,16 @@ async fn invoke(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match invoke_inner(&reg, &name, qualifier(&q).as_deref(), &headers, &body).await {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    }
+    // In a task of its own: a client that hangs up drops this handler, and the
+    // environment it holds must still finish its invoke and be kept (or stopped).
+    let task = tokio::spawn(async move {
+        match invoke_inner(&reg, &name, qualifier(&q).as_deref(), &headers, &body).await {
+            Ok(r) => r,
+            Err(e) => e.into_response(),
+        }
+    });
+    task.await
+        .unwrap_or_else(|e| ApiError::service(format!("the invoke failed: {e}")).into_response())
 }
 
 async fn invoke_inner(
