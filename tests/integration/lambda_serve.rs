@@ -48,8 +48,7 @@ impl Server {
     fn start(args: &[&str]) -> Server {
         let port = testkit::free_port().to_string();
         let mut all = vec!["lambda", "serve", "--port", &port];
-        // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !with_cgroups() {
             all.push("--no-cgroup");
         }
         all.extend_from_slice(args);
@@ -114,6 +113,30 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The environments' own cgroups (`lambda-…`, under coldstart's run cgroup) that
+/// the live processes carrying `marker` are in; none without cgroups.
+fn env_cgroups(marker: &str) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for pid in processes_with(marker) {
+        let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+        for d in coldstart_cgroup_dirs(&own) {
+            let named = d
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("lambda-"));
+            if named && !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+    }
+    dirs
+}
+
+/// Whether coldstart makes cgroups in these tests (as root; `--no-cgroup` otherwise).
+fn with_cgroups() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// The tab-separated `Key: value` fields of a REPORT line.
@@ -318,13 +341,17 @@ fn boto3_drives_lambda_serve() {
         !processes_with(&marker).is_empty(),
         "no live process carries {marker}"
     );
+    let cgroups = env_cgroups(&marker);
+    assert_eq!(cgroups.is_empty(), !with_cgroups(), "{cgroups:?}");
     assert_eq!(server.interrupt(), Some(130));
-    // ...and after SIGINT nothing of it is.
+    // ...and after SIGINT nothing of it is: no process, no cgroup.
     assert_eq!(
         processes_with(&marker),
         Vec::<i32>::new(),
         "left running after SIGINT"
     );
+    let left: Vec<&PathBuf> = cgroups.iter().filter(|d| d.exists()).collect();
+    assert!(left.is_empty(), "cgroups left after SIGINT: {left:?}");
 }
 
 /// Invoke over plain HTTP: (status, headers, body).
@@ -411,12 +438,16 @@ fn busy_environment_throttles_and_idle_one_ends() {
     assert_eq!(status, 200);
     assert_eq!(body, r#"{"unblocked":true}"#);
 
+    let cgroups = env_cgroups(&marker);
+    assert_eq!(cgroups.is_empty(), !with_cgroups(), "{cgroups:?}");
     server.wait_for("f:$LATEST idle for 0.5 s: environment shut down");
     assert_eq!(
         processes_with(&marker),
         Vec::<i32>::new(),
         "the idle environment's processes"
     );
+    let left: Vec<&PathBuf> = cgroups.iter().filter(|d| d.exists()).collect();
+    assert!(left.is_empty(), "the idle environment's cgroups: {left:?}");
     let (status, headers, _) = invoke(&server.url, path, "{}");
     assert_eq!(status, 200);
     assert!(
