@@ -438,6 +438,16 @@ fn busy_environment_throttles_and_idle_one_ends() {
     assert_eq!(status, 200);
     assert_eq!(body, r#"{"unblocked":true}"#);
 
+    // A process out of the runtime's group and session: the idle environment's
+    // end must take it too.
+    let (status, _, body) = invoke(&server.url, path, r#"{"daemon": 1}"#);
+    assert_eq!(status, 200, "{body}");
+    let daemon: Value = serde_json::from_str(&body).unwrap();
+    let daemon = daemon["daemon"].as_i64().unwrap() as i32;
+    assert!(
+        processes_with(&marker).contains(&daemon),
+        "the daemon {daemon} is not running"
+    );
     let cgroups = env_cgroups(&marker);
     assert_eq!(cgroups.is_empty(), !with_cgroups(), "{cgroups:?}");
     server.wait_for("f:$LATEST idle for 0.5 s: environment shut down");

@@ -177,6 +177,11 @@ async fn kill_own(
                 strays.push(pid);
             }
         }
+        // One that left its process group (setsid) with no cgroup to hold it:
+        // seen as the environment's moments ago, so its pid is still its own.
+        for &pid in strays.iter().filter(|&&p| running(p)) {
+            let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
+        }
     };
     sweep(&mut strays);
     shared
