@@ -101,8 +101,13 @@ impl Server {
 
     /// SIGINT, then its exit code.
     fn interrupt(&mut self) -> Option<i32> {
+        self.signal(libc::SIGINT)
+    }
+
+    /// `sig`, then its exit code.
+    fn signal(&mut self, sig: i32) -> Option<i32> {
         // SAFETY: signalling our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        unsafe { libc::kill(self.child.id() as i32, sig) };
         self.child.wait().expect("waiting for lambda serve").code()
     }
 }
@@ -385,7 +390,8 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 /// One environment per version and no scale-out: a second invoke while the
 /// first runs is TooManyRequestsException (429, in X-Amzn-ErrorType). The
 /// runtime interface emulator's path reaches the function. An environment idle
-/// for --idle-timeout is shut down, and the next invoke is cold again.
+/// for --idle-timeout is shut down (with a process it started in a session of
+/// its own), and the next invoke is cold again. SIGTERM stops the server.
 #[test]
 fn busy_environment_throttles_and_idle_one_ends() {
     let _turn = crate::common::beside();
@@ -464,7 +470,8 @@ fn busy_environment_throttles_and_idle_one_ends() {
         header(&headers, "x-coldstart-init-duration-ns").is_some(),
         "cold again after the idle timeout"
     );
-    assert_eq!(server.interrupt(), Some(130));
+    // SIGTERM ends it as SIGINT does (128 + 15).
+    assert_eq!(server.signal(libc::SIGTERM), Some(143));
     assert_eq!(processes_with(&marker), Vec::<i32>::new());
 }
 
@@ -504,7 +511,8 @@ fn call(method: &str, url: &str, body: Option<&str>) -> (u16, Option<String>, Va
 /// The control plane's edges, no invoke: names as ARNs and `name:qualifier`,
 /// layers by their listed ARN or a directory's path (an unknown one is 400),
 /// PublishVersion of an unchanged $LATEST returns the same version, a stale
-/// RevisionId is 412, reserved environment variables are 400.
+/// RevisionId is 412, reserved environment variables are 400. A runtime that
+/// exits during init makes each invoke a function error with the init's log.
 #[test]
 fn control_plane_names_layers_revisions_and_versions() {
     let _turn = crate::common::beside();
@@ -513,6 +521,10 @@ fn control_plane_names_layers_revisions_and_versions() {
     std::fs::create_dir_all(&one).unwrap();
     std::fs::create_dir_all(&two).unwrap();
     let bootstrap = bootstrap();
+    // A runtime that exits during its init.
+    let broken = dir.path().join("broken");
+    std::fs::write(&broken, "#!/bin/sh\necho dying in init\nexit 3\n").unwrap();
+    std::fs::set_permissions(&broken, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let server = Server::start(&[
         "--region",
         "eu-west-1",
@@ -522,7 +534,29 @@ fn control_plane_names_layers_revisions_and_versions() {
         &bootstrap,
         "--layer",
         one.to_str().unwrap(),
+        "--name",
+        "broken",
+        "--runtime",
+        broken.to_str().unwrap(),
     ]);
+    // A failed init is the invoke's function error, with the init's log.
+    for _ in 0..2 {
+        let (status, headers, body) = invoke(&server.url, "/2015-03-31/functions/broken/invocations", "{}");
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(header(&headers, "x-amz-function-error"), Some("Unhandled"));
+        let doc: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(doc["errorType"], "Runtime.ExitError", "{doc}");
+        use base64::Engine;
+        let log = base64::engine::general_purpose::STANDARD
+            .decode(header(&headers, "x-amz-log-result").unwrap())
+            .unwrap();
+        let log = String::from_utf8_lossy(&log);
+        assert!(log.contains("dying in init"), "{log}");
+        assert!(
+            log.trim_end().lines().last().unwrap().starts_with("INIT_REPORT"),
+            "{log}"
+        );
+    }
     let base = format!("{}/2015-03-31/functions", server.url);
     let arn = "arn:aws:lambda:eu-west-1:000000000000:function:g";
     let (status, _, conf) = call("GET", &format!("{base}/{arn}/configuration"), None);
