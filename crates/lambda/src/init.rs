@@ -268,6 +268,13 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         Ok(ns) => *ns as f64 / 1e6,
         Err(_) => now_ns().min(deadline(e)).saturating_sub(e.t0) as f64 / 1e6,
     };
+    if init.is_err() {
+        // What the processes printed before they failed belongs before INIT_REPORT
+        // (it may still be in their pipes when the exit is seen).
+        for p in &e.procs {
+            p.flush_output().await;
+        }
+    }
     init_report(e, &init, init_ms, interrupted);
     let usage = e
         .procs
