@@ -72,5 +72,6 @@ fn real_main() -> anyhow::Result<i32> {
         flags::Command::Completions(_) | flags::Command::Man(_) | flags::Command::FleetEmit(_) => Ok(0),
         flags::Command::Tune(a) => cmd::tune::run(a),
         flags::Command::Lambda(a) => cmd::lambda::run(a),
+        flags::Command::LambdaServe(a) => cmd::lambda::serve(a),
     }
 }

@@ -5,7 +5,7 @@
 use crate::config;
 use crate::experiment::sweep::point_name;
 use crate::experiment::{Param, Plan, StopRule, Sweep};
-use crate::flags::{LambdaArgs, LambdaInitCpuArgs, LambdaVariantArgs, LambdaVariantSpec};
+use crate::flags::{LambdaArgs, LambdaInitCpuArgs, LambdaServeArgs, LambdaVariantArgs, LambdaVariantSpec};
 use crate::lambda::{boost, env, function, namespace, sandbox, ColdStarts, Config, Options};
 use crate::session::{self, RunSettings};
 use crate::target::parse_env;
@@ -83,7 +83,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
             handler,
             env: &vars,
             bare,
-            sandboxed: sandboxed(args, a)?,
+            sandboxed: sandboxed(&args.shared, a)?,
         })?;
         if spec.name.contains(['[', ']']) {
             bail!(
@@ -132,6 +132,7 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     bare,
                     layout: func.layout.clone(),
                     interpreter_note: func.interpreter_note(),
+                    version: "$LATEST".into(),
                 },
             ));
         }
@@ -142,11 +143,11 @@ pub fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
 /// Whether a variant runs in the sandbox's mount namespace: `--sandbox` requires
 /// it, `--no-sandbox` refuses it (a variant's flag over the shared one), and by
 /// default it is on where it can be made, else off with one note on stderr.
-fn sandboxed(args: &LambdaArgs, a: &LambdaVariantArgs) -> Result<bool> {
+fn sandboxed(shared: &LambdaVariantArgs, a: &LambdaVariantArgs) -> Result<bool> {
     let (on, off) = if a.sandbox || a.no_sandbox {
         (a.sandbox, a.no_sandbox)
     } else {
-        (args.shared.sandbox, args.shared.no_sandbox)
+        (shared.sandbox, shared.no_sandbox)
     };
     if off {
         return Ok(false);
@@ -413,4 +414,132 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         &outputs,
         &mut runner,
     )
+}
+
+/// `coldstart lambda serve`: the functions from their flags, checked before the
+/// server starts; then the Lambda API until SIGINT/SIGTERM.
+pub fn serve(args: &LambdaServeArgs) -> Result<i32> {
+    let init_timeout = crate::bounds::seconds("--init-timeout", args.init_timeout, false)?;
+    let idle_timeout = crate::bounds::seconds("--idle-timeout", args.idle_timeout, false)?;
+    if !(args.bind.is_loopback() || args.allow_remote) {
+        bail!(
+            "--bind {}: not a loopback address, and nothing is authenticated (anyone who reaches the port runs the functions); add --allow-remote if that is what you want",
+            args.bind
+        );
+    }
+    let defs = serve_functions(args)?;
+    let cgroups = if args.no_cgroup {
+        None
+    } else {
+        Some(sandbox::Cgroups::detect()?)
+    };
+    let log = match &args.log {
+        Some(p) => Some(Arc::new(Mutex::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("opening --log {}", p.display()))?,
+        ))),
+        None => None,
+    };
+    let settings = crate::lambda::serve::Settings {
+        addr: std::net::SocketAddr::new(args.bind, args.port),
+        idle_timeout,
+        init_timeout,
+        init_boost: init_boost(&args.init_cpu)?,
+        cgroups,
+        region: args.region.clone(),
+        log,
+        quiet: args.quiet,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime for the Lambda API")?;
+    if !args.quiet {
+        let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+        crate::out::errln!(
+            "coldstart lambda serve: function(s) {}; requests are not authenticated (signatures are not verified)",
+            names.join(", ")
+        );
+    }
+    crate::lambda::serve::run(&rt, settings, defs)
+}
+
+/// The served functions: one per `--name` block (or one, `function`), each at
+/// one memory size.
+fn serve_functions(args: &LambdaServeArgs) -> Result<Vec<crate::lambda::serve::Definition>> {
+    let unnamed = [LambdaVariantSpec {
+        name: "function".into(),
+        args: LambdaVariantArgs::default(),
+    }];
+    let specs: &[LambdaVariantSpec] = if args.functions.is_empty() {
+        &unnamed
+    } else {
+        &args.functions
+    };
+    let timeout = crate::bounds::seconds("--timeout", args.timeout, false)?;
+    if args.timeout > MAX_FUNCTION_TIMEOUT_S {
+        bail!(
+            "--timeout {}: Lambda's function timeout is at most {MAX_FUNCTION_TIMEOUT_S} seconds",
+            args.timeout
+        );
+    }
+    let shared = &args.shared;
+    let mut defs: Vec<crate::lambda::serve::Definition> = Vec::new();
+    for spec in specs {
+        let (a, name) = (&spec.args, &spec.name);
+        let valid = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        if name.is_empty() || name.len() > 64 || !name.chars().all(valid) {
+            bail!("--name '{name}': a function name is 1 to 64 letters, digits, - and _");
+        }
+        if defs.iter().any(|d| d.name == *name) {
+            bail!("two functions are named '{name}': give each its own --name");
+        }
+        if a.bare || shared.bare {
+            bail!("--bare measures a spawn, not a function: lambda serve has no use for it");
+        }
+        let runtime = a.runtime.as_ref().or(shared.runtime.as_ref()).ok_or_else(|| {
+            anyhow!("function {name}: no runtime: give --runtime python3.11|nodejs20.x|java17 with --code DIR, or --runtime ./bootstrap")
+        })?;
+        let memory = if a.memory.is_empty() {
+            &shared.memory
+        } else {
+            &a.memory
+        };
+        let memory_mb = match memory.as_slice() {
+            [] => 1769,
+            [mb] if MEMORY_RANGE.contains(mb) => *mb,
+            [mb] => bail!("--memory {mb}: Lambda allows 128 to 10240 MB"),
+            _ => bail!("function {name}: give one --memory size (UpdateFunctionConfiguration changes it)"),
+        };
+        let mut env = Vec::new();
+        for e in shared.env.iter().chain(&a.env) {
+            env.push(parse_env(e)?);
+        }
+        env::check_user_env(&env)?;
+        defs.push(crate::lambda::serve::Definition {
+            name: name.clone(),
+            runtime: runtime.clone(),
+            code: a.code.clone().or_else(|| shared.code.clone()),
+            layers: if a.layer.is_empty() {
+                shared.layer.clone()
+            } else {
+                a.layer.clone()
+            },
+            extensions: a.extensions.clone().or_else(|| shared.extensions.clone()),
+            handler: a
+                .handler
+                .clone()
+                .or_else(|| shared.handler.clone())
+                .unwrap_or_else(|| "function.handler".into()),
+            env,
+            memory_mb,
+            timeout,
+            sandboxed: sandboxed(shared, a)?,
+        });
+    }
+    Ok(defs)
 }

@@ -68,6 +68,21 @@ pub struct LambdaArgs {
     pub variants: Vec<LambdaVariantSpec>,
 }
 
+/// `coldstart lambda serve`.
+#[derive(Debug)]
+pub struct LambdaServeArgs {
+    pub flags: raw::LambdaServeFlags,
+    /// The `--name F [--runtime …]` blocks: one function each.
+    pub functions: Vec<LambdaVariantSpec>,
+}
+
+impl std::ops::Deref for LambdaServeArgs {
+    type Target = raw::LambdaServeFlags;
+    fn deref(&self) -> &raw::LambdaServeFlags {
+        &self.flags
+    }
+}
+
 impl std::ops::Deref for LambdaArgs {
     type Target = raw::LambdaFlags;
     fn deref(&self) -> &raw::LambdaFlags {
@@ -136,6 +151,10 @@ pub fn check(raw: RawCommand, split: Split) -> Result<Command, String> {
         RawCommand::Bench(b) => bench(b, split)?,
         RawCommand::Explain(e) => explain(e, split)?,
         RawCommand::Lambda(l) => lambda(l, split)?,
+        RawCommand::LambdaServe(l) => Command::LambdaServe(Box::new(LambdaServeArgs {
+            flags: *l,
+            functions: split.lambda,
+        })),
         RawCommand::Tune(t) => tune(t, split)?,
         RawCommand::Compare(c) => {
             writes(&c.export, "compare", true, true, false)?;

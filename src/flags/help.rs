@@ -18,6 +18,7 @@ pub const PAGES: &[(&str, &str)] = &[
     ("compare", REFERENCES),
     ("gate", GATE),
     ("lambda", LAMBDA),
+    ("lambda-serve", LAMBDA_SERVE),
     ("tune", TUNE),
     ("report", REPORT),
     ("fleet", FLEET),
@@ -180,6 +181,25 @@ These work as in hyperfine: -r/--runs, -w/--warmup, -p/--prepare, -C/--conclude,
       --name c2 -- java -Xmx{heap} -jar app.jar \\
       --name c1 -- java -Xmx{heap} -XX:TieredStopAtLevel=1 -jar app.jar";
 
+const LAMBDA_SERVE: &str = "\
+# FUNCTIONS
+Defined as `coldstart lambda`'s variants: options before the first `--name` apply to every function; each `--name F` starts one that may set its own --runtime, --handler, --code, --layer, --extensions, --memory (one size), --env, --sandbox/--no-sandbox. Without --name there is one function, `function`.
+
+# THE API
+POST /2015-03-31/functions/F/invocations (Invoke: RequestResponse or DryRun; X-Amz-Log-Type: Tail returns the last 4 KB of that invoke's log, REPORT last, in X-Amz-Log-Result; X-Amz-Function-Error; X-Amz-Executed-Version), GET .../F (GetFunction), GET and PUT .../F/configuration (MemorySize, Environment, Layers, Handler, Timeout), POST and GET .../F/versions (PublishVersion, ListVersionsByFunction), DELETE .../F?Qualifier=N (a version; the functions themselves are not deleted: 409). The runtime interface emulator's /2015-03-31/functions/function/invocations is the first function.
+Errors as the service's: the code in X-Amzn-ErrorType, {\"Type\", \"Message\"} in the body (ResourceNotFoundException 404, InvalidParameterValueException 400, ResourceConflictException 409, TooManyRequestsException 429).
+Requests are not authenticated: a SigV4 signature is accepted and not verified. Listens on 127.0.0.1 unless --bind and --allow-remote say otherwise.
+
+# ENVIRONMENTS
+A version's first invoke starts its execution environment (cold: INIT_START, Init Duration in the REPORT); later invokes reuse it (warm). Updating $LATEST's configuration replaces its environment; a published version is a snapshot with its own. An environment ends after --idle-timeout idle seconds, when its runtime exits or times out, when its version is deleted, and on SIGINT/SIGTERM, with Lambda's shutdown; then none of its processes, cgroups or mounts remain. One invoke per environment at a time: a concurrent invoke of a busy version is refused with 429 (no scale-out).
+Layers in UpdateFunctionConfiguration: the ARN listed for a --layer directory (arn:aws:lambda:REGION:000000000000:layer:DIRNAME:N), or a directory's absolute path.
+
+# EXAMPLES
+  coldstart lambda serve --name hello --runtime ./bootstrap --code ./fn
+  aws lambda invoke --endpoint-url http://127.0.0.1:9001 \\
+      --function-name hello --log-type Tail out.json
+";
+
 const LAMBDA: &str = "\
 # VARIANTS
 Options before the first `--name` apply to all variants; each `--name NAME` starts a variant that may set its own --runtime, --handler, --code, --layer, --extensions, --memory, --env, --bare, --sandbox/--no-sandbox.
@@ -207,7 +227,9 @@ A cgroup per run (v2, or v1 cpu + memory) holds memory at --memory and CPU at me
       --name v98 --extensions ./v98 --name candidate --extensions ./new
   # the emulator's overhead:
   coldstart lambda --runtime ./bootstrap --no-cgroup \\
-      --name bare --bare --name emulated";
+      --name bare --bare --name emulated
+  # the Lambda API over the emulator, for SDKs (`lambda serve --help`):
+  coldstart lambda serve --name hello --runtime ./bootstrap";
 
 const TUNE: &str = "\
 # CANDIDATES

@@ -11,7 +11,7 @@ pub mod help;
 pub mod raw;
 pub mod variants;
 
-pub use checked::{BenchArgs, ExplainArgs, FleetEmitArgs, LambdaArgs, TuneArgs};
+pub use checked::{BenchArgs, ExplainArgs, FleetEmitArgs, LambdaArgs, LambdaServeArgs, TuneArgs};
 pub use raw::{
     CacheArg, CompareArgs, CompletionsArgs, DemoArgs, ExportArgs, GateArgs, HistoryArgs, HookArgs,
     LambdaInitCpuArgs, LambdaVariantArgs, LimitArgs, ManArgs, ReportArgs, ShowArgs, StoreArgs, SweepArgs,
@@ -32,6 +32,7 @@ pub enum Command {
     Compare(CompareArgs),
     Gate(GateArgs),
     Lambda(Box<LambdaArgs>),
+    LambdaServe(Box<LambdaServeArgs>),
     Tune(Box<TuneArgs>),
     Report(ReportArgs),
     Completions(CompletionsArgs),
@@ -124,7 +125,12 @@ where
     I: IntoIterator<Item = S>,
     S: Into<String>,
 {
-    let args: Vec<String> = args.into_iter().map(Into::into).collect();
+    let mut args: Vec<String> = args.into_iter().map(Into::into).collect();
+    // `lambda serve` is its own command (its flags are not lambda's), spelled
+    // `lambda-serve` to clap.
+    if args.get(1).is_some_and(|a| a == "lambda") && args.get(2).is_some_and(|a| a == "serve") {
+        args.splice(1..3, ["lambda-serve".to_string()]);
+    }
     let name = args.get(1).cloned().unwrap_or_default();
     let split = variants::split(&name, args.get(2..).unwrap_or_default()).map_err(Error::Usage)?;
     let clap_args = args.iter().take(2).cloned().chain(split.globals.iter().cloned());

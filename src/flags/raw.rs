@@ -78,6 +78,20 @@ pub enum RawCommand {
                           --name B --extensions DIR_B"
     )]
     Lambda(Box<LambdaFlags>),
+    /// Serve the Lambda API over the emulator (`coldstart lambda serve`).
+    ///
+    /// Invoke, GetFunction, GetFunctionConfiguration, UpdateFunctionConfiguration,
+    /// PublishVersion, ListVersionsByFunction and DeleteFunction (a version) on
+    /// 127.0.0.1, for SDKs and the AWS CLI with an endpoint URL. Requests are not
+    /// authenticated: a signed request's signature is not verified.
+    #[command(
+        name = "lambda-serve",
+        hide = true,
+        override_usage = "coldstart lambda serve [--port P] [--idle-timeout S] \\\n           \
+                          --name F --runtime ID|BOOTSTRAP [--code DIR] \\\n           \
+                          [--layer DIR] [--memory MB] [--name G ...]"
+    )]
+    LambdaServe(Box<LambdaServeFlags>),
     /// Try the runtime's cold-start optimizations, keep what helps.
     ///
     /// The candidates for the program's runtime (JVM, Python, Node, Go, BEAM,
@@ -1014,6 +1028,68 @@ pub struct LambdaFlags {
     pub compare_along: Option<String>,
     #[command(flatten)]
     pub common: CommonArgs,
+    #[command(flatten)]
+    pub shared: LambdaVariantArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct LambdaServeFlags {
+    /// Start a function's definition (see FUNCTIONS).
+    ///
+    /// `--name F [--runtime ID|P] [--code DIR] [--layer DIR] [--memory MB]`; the
+    /// options before the first --name are every function's.
+    // Listed for --help, completions and the man page; the variant grammar takes it.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// TCP port to listen on.
+    ///
+    /// 0: a free port, said on stderr (`listening on http://127.0.0.1:PORT`).
+    #[arg(long, default_value_t = 9001, value_name = "P")]
+    pub port: u16,
+    /// Address to listen on.
+    ///
+    /// A non-loopback address needs --allow-remote: nothing is authenticated.
+    #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
+    pub bind: std::net::IpAddr,
+    /// Allow a non-loopback --bind.
+    ///
+    /// Anyone who reaches the port can run the functions: no request is
+    /// authenticated (SigV4 signatures are accepted, not verified).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Idle seconds before an environment ends.
+    ///
+    /// Its next invoke is cold again.
+    #[arg(long, default_value_t = 300.0, value_name = "S")]
+    pub idle_timeout: f64,
+    /// Function timeout, seconds.
+    ///
+    /// Every function's, until UpdateFunctionConfiguration sets its Timeout.
+    #[arg(short, long, default_value_t = 3.0, value_name = "S")]
+    pub timeout: f64,
+    /// Init phase limit, seconds.
+    ///
+    /// Lambda's is 10.
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    pub init_timeout: f64,
+    #[command(flatten)]
+    pub init_cpu: LambdaInitCpuArgs,
+    /// No cgroups: no memory or CPU limit.
+    #[arg(long)]
+    pub no_cgroup: bool,
+    /// AWS_REGION.
+    ///
+    /// And the region in ARNs.
+    #[arg(long, default_value = "us-east-1")]
+    pub region: String,
+    /// Append the log lines to this file.
+    ///
+    /// Every environment's platform lines and output, as CloudWatch would get them.
+    #[arg(long, value_name = "PATH")]
+    pub log: Option<PathBuf>,
+    /// No line per environment on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub shared: LambdaVariantArgs,
 }

@@ -62,7 +62,7 @@ pub fn split(command: &str, args: &[String]) -> Result<Split, String> {
                 ..Split::default()
             })
         }
-        "lambda" => {
+        "lambda" | "lambda-serve" => {
             let (globals, lambda) = split_lambda_args(args)?;
             Ok(Split {
                 globals,

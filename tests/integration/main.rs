@@ -27,6 +27,7 @@ mod lambda;
 mod lambda_managed;
 mod lambda_memory;
 mod lambda_sandbox;
+mod lambda_serve;
 mod limits;
 mod marks;
 mod probes;

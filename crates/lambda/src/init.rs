@@ -66,7 +66,7 @@ pub(super) async fn prepare(
     // The log stream names the environment, as on Lambda; initStart's
     // instanceId is the same id.
     let instance_id = state::uuid().replace('-', "");
-    let function = cfg.function(opts, &format!("coldstart/[$LATEST]{instance_id}"));
+    let function = cfg.function(opts, &format!("coldstart/[{}]{instance_id}", cfg.version));
     let bus = Arc::new(telemetry::Bus::default());
     let env = Arc::new(api::Env {
         shared: Arc::new(Shared::default()),
@@ -132,6 +132,8 @@ pub(super) async fn prepare(
         t0: 0,
         phase,
         instance_id,
+        alone: true,
+        seen: Vec::new(),
     };
     Ok((environment, Pending { extensions, runtime }))
 }
@@ -266,6 +268,13 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
         Ok(ns) => *ns as f64 / 1e6,
         Err(_) => now_ns().min(deadline(e)).saturating_sub(e.t0) as f64 / 1e6,
     };
+    if init.is_err() {
+        // What the processes printed before they failed belongs before INIT_REPORT
+        // (it may still be in their pipes when the exit is seen).
+        for p in &e.procs {
+            p.flush_output().await;
+        }
+    }
     init_report(e, &init, init_ms, interrupted);
     let usage = e
         .procs

@@ -18,6 +18,9 @@ pub(super) struct Invoked {
     pub failure: Option<Failure>,
     /// `invoke_ms`, `post_runtime_ms`, `max_memory_mb`, `billed_ms`.
     pub metrics: Vec<(&'static str, f64)>,
+    /// The runtime's response or error document (None: it posted neither).
+    pub body: Option<Vec<u8>>,
+    pub request_id: String,
 }
 
 /// Which invoke of an environment this is, for its REPORT.
@@ -32,7 +35,13 @@ pub(super) enum Which {
 }
 
 /// One invoke of the event.
-pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Which) -> Invoked {
+pub(super) async fn run(
+    e: &Environment,
+    cfg: &Config,
+    opts: &Options,
+    event: &[u8],
+    which: Which,
+) -> Invoked {
     let (bus, logs) = (&e.bus, &e.logs);
     // As on Lambda, an invoke starts when the runtime asks for it: what a runtime
     // does after posting the previous response (before its /next) belongs to no
@@ -43,7 +52,7 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
         request_id,
         t_inv,
         inv_deadline,
-    } = send(e, opts);
+    } = send(e, opts, event);
     let (result, delivered, mut failure) = runtime_result(e, &request_id, inv_deadline).await;
     // A timed-out invoke ends at its deadline, as Lambda's REPORT shows it (the
     // wait's wake-up may come later on a busy machine).
@@ -115,6 +124,8 @@ pub(super) async fn run(e: &Environment, cfg: &Config, opts: &Options, which: Wh
             ("max_memory_mb", max_mb as f64),
             ("billed_ms", billed as f64),
         ],
+        body: result.map(|r| r.body),
+        request_id,
     }
 }
 
@@ -174,7 +185,7 @@ struct Sent {
     inv_deadline: u64,
 }
 
-fn send(e: &Environment, opts: &Options) -> Sent {
+fn send(e: &Environment, opts: &Options, event: &[u8]) -> Sent {
     let s = &e.env.shared;
     let (bus, logs) = (&e.bus, &e.logs);
     let request_id = state::uuid();
@@ -190,10 +201,11 @@ fn send(e: &Environment, opts: &Options) -> Sent {
         &state::uuid().replace('-', "")[..16]
     );
     let arn = e.env.function.arn();
-    logs.line(&report::start(&request_id, "$LATEST"));
+    let version = &e.env.function.version;
+    logs.line(&report::start(&request_id, version));
     bus.emit(
         "platform.start",
-        json!({"requestId": request_id, "version": "$LATEST",
+        json!({"requestId": request_id, "version": version,
                "tracing": {"type": "X-Amzn-Trace-Id", "value": trace_id}}),
     );
     let t_inv = now_ns();
@@ -210,7 +222,7 @@ fn send(e: &Environment, opts: &Options) -> Sent {
         }
         st.runtime_queue.push_back(Invocation {
             request_id: request_id.clone(),
-            event: opts.event.clone(),
+            event: event.to_vec(),
             deadline_ms,
             trace_id: trace_id.clone(),
             arn: arn.clone(),
@@ -402,10 +414,11 @@ pub(super) fn after_failed_init(
 ) -> f64 {
     let (bus, logs) = (&e.bus, &e.logs);
     let request_id = state::uuid();
-    logs.line(&report::start(&request_id, "$LATEST"));
+    let version = &e.env.function.version;
+    logs.line(&report::start(&request_id, version));
     bus.emit(
         "platform.start",
-        json!({"requestId": request_id, "version": "$LATEST"}),
+        json!({"requestId": request_id, "version": version}),
     );
     for l in report::invoke_error(
         &request_id,

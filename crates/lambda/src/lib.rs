@@ -33,6 +33,7 @@ pub mod extensions_api;
 pub mod function;
 mod init;
 mod invoke;
+pub mod kept;
 pub mod layout;
 pub mod managed;
 mod mapped;
@@ -42,6 +43,7 @@ pub mod report;
 mod runner;
 pub mod runtime_api;
 pub mod sandbox;
+pub mod serve;
 pub mod server;
 pub mod settings;
 mod shutdown;
@@ -86,6 +88,9 @@ pub struct Config {
     /// A managed runtime's interpreter and the ones passed over, for the
     /// header line (`Resolved::chosen`).
     pub interpreter_note: Option<String>,
+    /// The function version this environment runs: `$LATEST` for experiments,
+    /// a published number under `lambda serve` (AWS_LAMBDA_FUNCTION_VERSION, START).
+    pub version: String,
 }
 
 /// Settings shared by every run.
@@ -94,7 +99,7 @@ impl Config {
     pub fn function(&self, opts: &Options, log_stream: &str) -> env::Function {
         env::Function {
             name: opts.function_name.clone(),
-            version: "$LATEST".into(),
+            version: self.version.clone(),
             handler: self.handler.clone(),
             memory_mb: self.memory_mb,
             region: opts.region.clone(),
@@ -231,6 +236,13 @@ struct Environment {
     phase: &'static str,
     /// `platform.initStart`'s instanceId (also in the log stream's name).
     instance_id: String,
+    /// The only environment alive (an experiment's run): its cleanup is the
+    /// Lab's whole one. False under `lambda serve`, where others live beside it.
+    alone: bool,
+    /// Under `lambda serve`: the environment's other processes seen before its
+    /// shutdown signalled it (once their parent is gone they are coldstart's
+    /// orphans, reaped by pid in the cleanup).
+    seen: Vec<i32>,
 }
 
 /// One execution environment from T0 to the last process reaped: init, invoke
@@ -271,7 +283,7 @@ async fn environment(
         } else {
             invoke::Which::AfterSuppressedInit
         };
-        let invoked = invoke::run(&e, cfg, opts, which).await;
+        let invoked = invoke::run(&e, cfg, opts, &opts.event, which).await;
         run.invoke_ns = Some(invoked.ns);
         run.invoke_failure = invoked.failure;
         run.metrics
@@ -282,7 +294,7 @@ async fn environment(
             if run.invoke_failure.is_some() || crate::launch::signals::interrupted() {
                 break;
             }
-            let warm = invoke::run(&e, cfg, opts, invoke::Which::Warm).await;
+            let warm = invoke::run(&e, cfg, opts, &opts.event, invoke::Which::Warm).await;
             run.warm_ns.push(warm.ns);
             run.invoke_failure = warm.failure;
         }

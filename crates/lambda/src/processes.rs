@@ -29,13 +29,20 @@ use tokio::task::JoinHandle;
 pub struct Logs {
     tail: Mutex<LineBuffer>,
     file: Option<Arc<Mutex<std::fs::File>>>,
+    /// The lines of the invoke in progress (`lambda serve`'s log tail), when asked for.
+    capture: Mutex<Option<Vec<u8>>>,
 }
+
+/// How much of an invoke's log `capture` keeps: the service returns its last 4 KB;
+/// more is kept so the cut is made once, at the end.
+const CAPTURE_KEEP: usize = 64 * 1024;
 
 impl Logs {
     pub fn new(keep: usize, file: Option<Arc<Mutex<std::fs::File>>>) -> Logs {
         Logs {
             tail: Mutex::new(LineBuffer::new(keep)),
             file,
+            capture: Mutex::new(None),
         }
     }
 
@@ -47,11 +54,31 @@ impl Logs {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .feed(&bytes, |_| {});
+        if let Some(c) = self.capture.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            c.extend_from_slice(&bytes);
+            if c.len() > 2 * CAPTURE_KEEP {
+                c.drain(..c.len() - CAPTURE_KEEP);
+            }
+        }
         if let Some(f) = &self.file {
             let mut f = f.lock().unwrap_or_else(|p| p.into_inner());
             // The log is a by-product: a full disk must not fail the measurement.
             f.write_all(&bytes).ok();
         }
+    }
+
+    /// Start collecting the lines logged from now on (an invoke's own log).
+    pub fn capture(&self) {
+        *self.capture.lock().unwrap_or_else(|p| p.into_inner()) = Some(Vec::new());
+    }
+
+    /// The lines collected since `capture` (at least their last 64 KB), and stop.
+    pub fn captured(&self) -> Vec<u8> {
+        self.capture
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default()
     }
 
     pub fn tail(&self) -> Vec<String> {

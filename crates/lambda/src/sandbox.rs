@@ -162,6 +162,38 @@ impl Sandbox {
             .collect()
     }
 
+    /// SIGKILL every process in the environment's cgroups (cgroup.kill on v2);
+    /// returns the pids that were there. Only this environment's: `lambda serve`
+    /// keeps others alive beside it.
+    pub fn kill_all(&self) -> Vec<i32> {
+        let pids = self.pids();
+        for &pid in &pids {
+            // A member of this cgroup: one of the environment's processes.
+            let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
+        }
+        if matches!(self.kind, Kind::V2 { .. }) {
+            std::fs::write(self.cpu.join("cgroup.kill"), "1").ok();
+        }
+        pids
+    }
+
+    /// The processes in the environment's cgroups now.
+    pub fn pids(&self) -> Vec<i32> {
+        let mut pids = Vec::new();
+        for dir in [&self.cpu, &self.memory] {
+            for pid in std::fs::read_to_string(dir.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse::<i32>().ok())
+            {
+                if !pids.contains(&pid) {
+                    pids.push(pid);
+                }
+            }
+        }
+        pids
+    }
+
     /// CPU quota in vCPUs (None: unthrottled).
     pub fn set_cpu(&self, vcpus: Option<f64>) -> Result<()> {
         self.cpu_quota().set(vcpus)

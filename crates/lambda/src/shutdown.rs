@@ -108,13 +108,31 @@ pub(super) async fn cleanup(e: Environment) -> Vec<super::telemetry::Delivery> {
         bus,
         sandbox,
         namespace,
+        alone,
+        env,
+        seen,
         ..
     } = e;
     let procs = &mut procs;
+    // Before the kill: who else is the environment's (once killed, its
+    // children are reparented to coldstart and no longer show whose they were).
+    let strays = if alone {
+        Vec::new()
+    } else {
+        let mut all = members(procs, sandbox.as_ref());
+        for p in seen {
+            if !all.contains(&p) {
+                all.push(p);
+            }
+        }
+        all
+    };
     for p in procs.iter() {
         processes::signal_group(p.pid, libc::SIGKILL);
     }
-    if let Some(p) = procs.first() {
+    if !alone {
+        kill_own(&env.shared, procs, sandbox.as_ref(), strays).await;
+    } else if let Some(p) = procs.first() {
         let pid = p.pid;
         let ok = tokio::task::spawn_blocking(move || tree::kill_all_in(lab, pid))
             .await
@@ -135,4 +153,88 @@ pub(super) async fn cleanup(e: Environment) -> Vec<super::telemetry::Delivery> {
     // The last descriptors on it: the namespace and its mounts go with them.
     drop(namespace);
     deliveries
+}
+
+/// How long an environment among others may take to be gone after SIGKILL.
+const OWN_GONE_WITHIN: Duration = Duration::from_secs(2);
+
+/// The cleanup of one environment among others (`lambda serve`): the Lab's
+/// (every live run's cgroup, every child of coldstart) would take the others
+/// with it. Its process groups are already SIGKILLed; here its cgroup's
+/// processes are, then its own processes' exits are awaited and the orphans it
+/// left (reparented to coldstart, the subreaper) are reaped by pid.
+async fn kill_own(
+    shared: &super::state::Shared,
+    procs: &[Process],
+    sandbox: Option<&super::sandbox::Sandbox>,
+    mut strays: Vec<i32>,
+) {
+    let own: Vec<i32> = procs.iter().map(|p| p.pid).collect();
+    let deadline = now_ns() + OWN_GONE_WITHIN.as_nanos() as u64;
+    let sweep = |strays: &mut Vec<i32>| {
+        for pid in sandbox.map(|sb| sb.kill_all()).unwrap_or_default() {
+            if !own.contains(&pid) && !strays.contains(&pid) {
+                strays.push(pid);
+            }
+        }
+        // One that left its process group (setsid) with no cgroup to hold it:
+        // seen as the environment's moments ago, so its pid is still its own.
+        for &pid in strays.iter().filter(|&&p| running(p)) {
+            let _ = coldstart_sys::signal::kill(pid, libc::SIGKILL);
+        }
+    };
+    sweep(&mut strays);
+    shared
+        .wait_until(deadline, |st| {
+            own.iter().all(|pid| st.exits.iter().any(|e| e.pid == *pid))
+        })
+        .await;
+    while now_ns() < deadline {
+        sweep(&mut strays);
+        // Reaped here if it was reparented to us; gone if another reaped it.
+        strays.retain(|&pid| crate::launch::reaping::reap_exited(pid).is_none() && running(pid));
+        if strays.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    crate::out::errln!(
+        "coldstart: processes {strays:?} of a Lambda environment survived SIGKILL: check `ps -o pid,stat,cmd -p {}`",
+        strays.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
+    );
+}
+
+/// Whether `pid` exists and is not a zombie nobody reaped yet.
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| t.rfind(')').map(|i| t[i + 1..].trim_start().to_string()))
+        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
+}
+
+/// The environment's processes besides its own roots: their descendants and
+/// whatever else is in its cgroup.
+pub(super) fn members(procs: &[Process], sandbox: Option<&super::sandbox::Sandbox>) -> Vec<i32> {
+    let own: Vec<i32> = procs.iter().map(|p| p.pid).collect();
+    let mut stack = own.clone();
+    if let Some(sb) = sandbox {
+        stack.extend(sb.pids());
+    }
+    let mut seen: Vec<i32> = Vec::new();
+    while let Some(pid) = stack.pop() {
+        if seen.contains(&pid) {
+            continue;
+        }
+        seen.push(pid);
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten();
+        for t in tasks {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            stack.extend(children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()));
+        }
+    }
+    seen.retain(|p| !own.contains(p));
+    seen
 }

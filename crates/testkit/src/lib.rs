@@ -27,7 +27,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 21] = [
+pub const SWITCHES: [&str; 22] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -52,6 +52,8 @@ pub const SWITCHES: [&str; 21] = [
     "JSONSCHEMA",
     // A running Slurm cluster with a usable node (tests/fixtures/slurm/start.sh).
     "SLURM",
+    // boto3, pinned (tests/fixtures/boto3-setup.sh): the SDK that drives `lambda serve`.
+    "BOTO3",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").
