@@ -55,6 +55,8 @@ fn real_main() -> anyhow::Result<i32> {
         flags::Command::Man(a) => return cmd::shell::man(a),
         // Writes a file: nothing is run.
         flags::Command::FleetEmit(a) => return cmd::fleet::emit(a),
+        // Runs the ecosystem's installer: nothing is measured.
+        flags::Command::LambdaSetup(a) => return cmd::lambda::setup(a),
         _ => {}
     }
     // Before any thread: it forks the watchdog.
@@ -69,7 +71,10 @@ fn real_main() -> anyhow::Result<i32> {
         flags::Command::Gate(a) => cmd::history::gate(a),
         flags::Command::Report(a) => cmd::report::run(a),
         flags::Command::FleetStatus(a) => cmd::fleet::status(a),
-        flags::Command::Completions(_) | flags::Command::Man(_) | flags::Command::FleetEmit(_) => Ok(0),
+        flags::Command::Completions(_)
+        | flags::Command::Man(_)
+        | flags::Command::FleetEmit(_)
+        | flags::Command::LambdaSetup(_) => Ok(0),
         flags::Command::Tune(a) => cmd::tune::run(a),
         flags::Command::Lambda(a) => cmd::lambda::run(a),
         flags::Command::LambdaServe(a) => cmd::lambda::serve(a),

@@ -543,3 +543,27 @@ fn serve_functions(args: &LambdaServeArgs) -> Result<Vec<crate::lambda::serve::D
     }
     Ok(defs)
 }
+
+/// `coldstart lambda setup RUNTIME`: one managed runtime's pinned client, into the
+/// user's cache (or --dir), with a line per step.
+pub fn setup(args: &crate::flags::raw::LambdaSetupFlags) -> Result<i32> {
+    let ids = crate::lambda::managed::SUPPORTED.map(|r| r.id()).join(", ");
+    let Some(id) = args.runtime.as_deref() else {
+        bail!("lambda setup needs a runtime: one of {ids}");
+    };
+    let Some(runtime) = crate::lambda::managed::Runtime::parse(id) else {
+        bail!("lambda setup {id}: not a managed runtime coldstart runs; one of {ids}");
+    };
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None => crate::lambda::managed::user_cache()
+            .ok_or_else(|| anyhow::anyhow!("neither XDG_CACHE_HOME nor HOME is set: give --dir DIR"))?,
+    };
+    let quiet = args.quiet;
+    crate::lambda::setup::install(runtime, &dir, &mut |line| {
+        if !quiet {
+            crate::out::errln!("coldstart lambda setup: {line}");
+        }
+    })?;
+    Ok(0)
+}

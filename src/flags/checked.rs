@@ -155,6 +155,7 @@ pub fn check(raw: RawCommand, split: Split) -> Result<Command, String> {
             flags: *l,
             functions: split.lambda,
         })),
+        RawCommand::LambdaSetup(s) => Command::LambdaSetup(s),
         RawCommand::Tune(t) => tune(t, split)?,
         RawCommand::Compare(c) => {
             writes(&c.export, "compare", true, true, false)?;

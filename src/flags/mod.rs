@@ -33,6 +33,7 @@ pub enum Command {
     Gate(GateArgs),
     Lambda(Box<LambdaArgs>),
     LambdaServe(Box<LambdaServeArgs>),
+    LambdaSetup(raw::LambdaSetupFlags),
     Tune(Box<TuneArgs>),
     Report(ReportArgs),
     Completions(CompletionsArgs),
@@ -128,8 +129,13 @@ where
     let mut args: Vec<String> = args.into_iter().map(Into::into).collect();
     // `lambda serve` is its own command (its flags are not lambda's), spelled
     // `lambda-serve` to clap.
-    if args.get(1).is_some_and(|a| a == "lambda") && args.get(2).is_some_and(|a| a == "serve") {
-        args.splice(1..3, ["lambda-serve".to_string()]);
+    // So is `lambda setup`.
+    if args.get(1).is_some_and(|a| a == "lambda") {
+        match args.get(2).map(String::as_str) {
+            Some("serve") => drop(args.splice(1..3, ["lambda-serve".to_string()])),
+            Some("setup") => drop(args.splice(1..3, ["lambda-setup".to_string()])),
+            _ => {}
+        }
     }
     let name = args.get(1).cloned().unwrap_or_default();
     let split = variants::split(&name, args.get(2..).unwrap_or_default()).map_err(Error::Usage)?;

@@ -92,6 +92,17 @@ pub enum RawCommand {
                           [--layer DIR] [--memory MB] [--name G ...]"
     )]
     LambdaServe(Box<LambdaServeFlags>),
+    /// Install a managed runtime's interface client (`coldstart lambda setup RUNTIME`).
+    ///
+    /// The pinned client of python3.11 (awslambdaric, pip), nodejs20.x
+    /// (aws-lambda-ric, npm) or java17 (Maven Central), once, into the user's cache,
+    /// where `coldstart lambda --runtime RUNTIME` finds it from any directory.
+    #[command(
+        name = "lambda-setup",
+        hide = true,
+        override_usage = "coldstart lambda setup python3.11|nodejs20.x|java17 [--dir DIR]"
+    )]
+    LambdaSetup(LambdaSetupFlags),
     /// Try the runtime's cold-start optimizations, keep what helps.
     ///
     /// The candidates for the program's runtime (JVM, Python, Node, Go, BEAM,
@@ -1030,6 +1041,22 @@ pub struct LambdaFlags {
     pub common: CommonArgs,
     #[command(flatten)]
     pub shared: LambdaVariantArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct LambdaSetupFlags {
+    /// The runtime: python3.11, nodejs20.x or java17.
+    #[arg(value_name = "RUNTIME")]
+    pub runtime: Option<String>,
+    /// Install here instead of the user's cache.
+    ///
+    /// The default is $XDG_CACHE_HOME/coldstart/lambda-ric (~/.cache/coldstart/lambda-ric);
+    /// elsewhere, point COLDSTART_LAMBDA_RIC_DIR at it when running functions.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]

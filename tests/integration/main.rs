@@ -28,6 +28,7 @@ mod lambda_managed;
 mod lambda_memory;
 mod lambda_sandbox;
 mod lambda_serve;
+mod lambda_setup;
 mod limits;
 mod marks;
 mod probes;

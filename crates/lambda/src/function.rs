@@ -84,7 +84,7 @@ impl Function {
         }
         super::namespace::check(&layout)?;
         let kind = match runtime {
-            Ok(rt) => Kind::Managed(Resolved::find(rt, &managed::clients_dir())?),
+            Ok(rt) => Kind::Managed(Resolved::find(rt, &managed::clients_dir(rt))?),
             Err(t) => Kind::Bootstrap(t),
         };
         if let Kind::Managed(r) = &kind {

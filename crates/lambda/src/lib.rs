@@ -46,6 +46,7 @@ pub mod sandbox;
 pub mod serve;
 pub mod server;
 pub mod settings;
+pub mod setup;
 mod shutdown;
 pub mod state;
 pub mod telemetry;

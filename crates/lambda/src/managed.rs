@@ -3,8 +3,9 @@
 //! the ecosystem's registry (awslambdaric from PyPI, aws-lambda-ric from npm, the
 //! Java client from Maven Central) instead of a user's `bootstrap`.
 //!
-//! The clients are installed by examples/lambda-ric/setup.sh into one directory
-//! (COLDSTART_LAMBDA_RIC_DIR, else target/lambda-ric of the project); the
+//! The clients are installed by `coldstart lambda setup RUNTIME` into the user's
+//! cache (crates/lambda/src/setup.rs), or by examples/lambda-ric/setup.sh into a
+//! project's target/lambda-ric (see [`clients_dir`] for the order); the
 //! interpreters are the host's, found on PATH, and must be the runtime's version.
 //! Each command is the one the runtime's bootstrap execs (sources in
 //! docs/lambda.md, "Managed runtimes"), wrapped by AWS_LAMBDA_EXEC_WRAPPER when the
@@ -52,6 +53,16 @@ impl Runtime {
         SUPPORTED.into_iter().find(|r| r.id() == id)
     }
 
+    /// The client's subdirectory of a clients' directory.
+    pub fn client_subdir(self) -> &'static str {
+        self.client().0
+    }
+
+    /// The client's package, as its registry names it.
+    pub fn client_name(self) -> &'static str {
+        self.client().1
+    }
+
     /// The client's subdirectory of the clients' directory and the package in it.
     fn client(self) -> (&'static str, &'static str) {
         match self {
@@ -94,11 +105,12 @@ fn supported() -> String {
     SUPPORTED.map(Runtime::id).join(", ")
 }
 
-/// The clients' directory: COLDSTART_LAMBDA_RIC_DIR, else the project's
-/// target/lambda-ric (where examples/lambda-ric/setup.sh installs them), else
-/// the one beside this coldstart's build (target/{debug,release}/../lambda-ric),
-/// so a user's function directory needs no copy of the clients.
-pub fn clients_dir() -> PathBuf {
+/// Where `runtime`'s client is: COLDSTART_LAMBDA_RIC_DIR alone when set; else the
+/// first of the user's cache (`coldstart lambda setup`), the project's
+/// target/lambda-ric (examples/lambda-ric/setup.sh) and the one beside this
+/// coldstart's build (target/{debug,release}/../lambda-ric) that holds it; else
+/// the user's cache, where `coldstart lambda setup` would put it.
+pub fn clients_dir(runtime: Runtime) -> PathBuf {
     if let Some(d) = std::env::var_os("COLDSTART_LAMBDA_RIC_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(d);
     }
@@ -106,11 +118,38 @@ pub fn clients_dir() -> PathBuf {
     let beside_exe = std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.join("lambda-ric")));
-    [Some(project.clone()), beside_exe]
+    let cache = user_cache();
+    [cache.clone(), Some(project.clone()), beside_exe]
         .into_iter()
         .flatten()
-        .find(|d| d.is_dir())
+        .find(|d| client_marker(runtime, &d.join(runtime.client_subdir())).is_some_and(|m| m.is_file()))
+        .or(cache)
         .unwrap_or(project)
+}
+
+/// The user's cache of clients (`coldstart lambda setup` installs there): `$XDG_CACHE_HOME/coldstart/lambda-ric`, else
+/// `~/.cache/coldstart/lambda-ric` (None without either variable).
+pub fn user_cache() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("XDG_CACHE_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| var("HOME").map(|h| h.join(".cache")))
+        .map(|c| c.join("coldstart").join("lambda-ric"))
+}
+
+/// The file that shows `runtime`'s client is installed in `client` (its directory).
+fn client_marker(runtime: Runtime, client: &Path) -> Option<PathBuf> {
+    match runtime {
+        Runtime::Python311 => Some(client.join("awslambdaric/__main__.py")),
+        Runtime::Nodejs20 => Some(client.join("node_modules/aws-lambda-ric/bin/index.mjs")),
+        Runtime::Java17 => java_client_jar(client),
+    }
+}
+
+/// The Python that runs python3.11 functions, for installing the client whose C
+/// extension must match it.
+pub fn python_for_clients() -> Result<PathBuf> {
+    interpreter(Runtime::Python311).map(|(path, _, _)| path)
 }
 
 /// A managed runtime with its interpreter and client found, ready to give the
@@ -142,7 +181,7 @@ impl Resolved {
     }
 
     /// Which interpreter runs the runtime, and which earlier ones on PATH were
-    /// passed over: `python3.11: /usr/bin/python3.11 (3.11.9)`.
+    /// passed over, and its client: `python3.11: /usr/bin/python3.11 (3.11.9), client /…/python`.
     pub fn chosen(&self) -> String {
         let mut s = format!(
             "{}: {} ({})",
@@ -153,6 +192,7 @@ impl Resolved {
         if !self.skipped.is_empty() {
             s.push_str(&format!(", not {}", self.skipped.join(", not ")));
         }
+        s.push_str(&format!(", client {}", self.client.display()));
         s
     }
 
@@ -160,16 +200,13 @@ impl Resolved {
     pub fn find(runtime: Runtime, clients: &Path) -> Result<Self> {
         let (sub, package) = runtime.client();
         let client = clients.join(sub);
-        let marker = match runtime {
-            Runtime::Python311 => client.join("awslambdaric/__main__.py"),
-            Runtime::Nodejs20 => client.join("node_modules/aws-lambda-ric/bin/index.mjs"),
-            Runtime::Java17 => java_client_jar(&client).unwrap_or_else(|| client.join("(none)")),
-        };
-        if !marker.is_file() {
+        if !client_marker(runtime, &client).is_some_and(|m| m.is_file()) {
             bail!(
-                "--runtime {}: its runtime interface client {package} is not installed in {}; run `bash examples/lambda-ric/setup.sh` (or set COLDSTART_LAMBDA_RIC_DIR to where it is)",
+                "--runtime {}: its runtime interface client {package} is not installed (looked in {}); \
+                 run `coldstart lambda setup {}` once (or set COLDSTART_LAMBDA_RIC_DIR to where it is)",
                 runtime.id(),
-                client.display()
+                client.display(),
+                runtime.id()
             );
         }
         let (interpreter, version, skipped) = interpreter(runtime)?;
