@@ -12,6 +12,8 @@ use coldstart_core::{
     analysis, bounds, clock, config, experiment, launch, limits, out, probe, profile, run, sample, stats,
     store, target, Lab,
 };
+#[cfg(feature = "aws")]
+use coldstart_aws as aws;
 use coldstart_explain as explain;
 use coldstart_fleet as fleet;
 use coldstart_lambda as lambda;

@@ -13,6 +13,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[cfg(feature = "aws")]
+mod aws;
+
 /// Lambda's smallest and largest memory sizes.
 const MEMORY_RANGE: std::ops::RangeInclusive<u64> = 128..=10_240;
 
@@ -305,6 +308,17 @@ fn announce(opts: &Options, configs: &[Point]) {
 }
 
 pub fn run(args: &LambdaArgs) -> Result<i32> {
+    if args.aws {
+        #[cfg(feature = "aws")]
+        return aws::run(args);
+        #[cfg(not(feature = "aws"))]
+        bail!("--aws: this coldstart was built without the `aws` feature (cargo build --features aws)");
+    }
+    for a in std::iter::once(&args.shared).chain(args.variants.iter().map(|v| &v.args)) {
+        if a.function.is_some() || !a.layer_arn.is_empty() {
+            bail!("--function and --layer-arn name deployed functions and layers: give --aws with them");
+        }
+    }
     crate::bounds::runs("--runs", args.runs, 1)?;
     crate::bounds::runs("--warmup", args.warmup, 0)?;
     crate::bounds::count("--invokes", args.invokes, 0, 10_000)?;
@@ -353,7 +367,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         init_boost,
         cgroups,
         function_name: args.function_name.clone(),
-        region: args.region.clone(),
+        region: args.region.clone().unwrap_or_else(|| "us-east-1".to_string()),
         log,
         save_response: args.save_response.clone(),
         tail_lines: args.common.output_lines,
