@@ -21,6 +21,7 @@ mod explain_store;
 mod fleet;
 mod html_report;
 mod lambda;
+mod lambda_aws;
 mod lambda_managed;
 mod lambda_memory;
 mod lambda_sandbox;

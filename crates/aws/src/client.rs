@@ -68,15 +68,24 @@ impl ServiceError {
         E: ProvideErrorMetadata + std::error::Error + 'static,
     {
         match err {
-            SdkError::ServiceError(s) => ServiceError {
-                code: s.err().code().map(str::to_string),
-                message: s
-                    .err()
-                    .message()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| aws_sdk_lambda::error::DisplayErrorContext(err).to_string()),
-                status: Some(s.raw().status().as_u16()),
-            },
+            SdkError::ServiceError(s) => {
+                // An error body the SDK could not read (an XML one from a proxy or
+                // an emulator) still says its code and message.
+                let body = s.raw().body().bytes().map(|b| String::from_utf8_lossy(b).into_owned());
+                let (code, message) = match (s.err().code(), s.err().message()) {
+                    (Some(c), m) => (Some(c.to_string()), m.map(str::to_string)),
+                    (None, m) => {
+                        let (c, bm) = body.as_deref().map(from_body).unwrap_or_default();
+                        (c, m.map(str::to_string).or(bm))
+                    }
+                };
+                let status = s.raw().status().as_u16();
+                ServiceError {
+                    message: message.unwrap_or_else(|| format!("HTTP {status} with an error the SDK could not read")),
+                    code,
+                    status: Some(status),
+                }
+            }
             _ => ServiceError {
                 code: None,
                 message: aws_sdk_lambda::error::DisplayErrorContext(err).to_string(),
@@ -89,12 +98,29 @@ impl ServiceError {
         self.code.as_deref() == Some(code)
     }
 
-    /// The service refused for want of a permission.
+    /// The service refused for want of a permission (a 403 that is not about
+    /// the credentials themselves).
     pub fn denied(&self) -> bool {
+        !self.bad_credentials()
+            && (matches!(
+                self.code.as_deref(),
+                Some("AccessDeniedException" | "AccessDenied" | "UnauthorizedOperation")
+            ) || self.status == Some(403))
+    }
+
+    /// The credentials or the request's signature were refused.
+    pub fn bad_credentials(&self) -> bool {
         matches!(
             self.code.as_deref(),
-            Some("AccessDeniedException" | "AccessDenied" | "UnauthorizedOperation" | "UnrecognizedClientException")
-        ) || self.status == Some(403)
+            Some(
+                "UnrecognizedClientException"
+                    | "InvalidSignatureException"
+                    | "SignatureDoesNotMatch"
+                    | "InvalidClientTokenId"
+                    | "ExpiredTokenException"
+                    | "ExpiredToken"
+            )
+        )
     }
 
     /// `CODE: message` (or the message alone).
@@ -104,6 +130,27 @@ impl ServiceError {
             None => self.message.clone(),
         }
     }
+}
+
+/// The code and message of an error body: JSON (`__type`/`code`, `message`) or
+/// XML (`<Code>`, `<Message>`).
+fn from_body(body: &str) -> (Option<String>, Option<String>) {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
+        let field = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| v.get(*n).and_then(|x| x.as_str()))
+                .map(|s| s.rsplit('#').next().unwrap_or(s).to_string())
+        };
+        return (field(&["__type", "code", "Code", "Type"]), field(&["message", "Message"]));
+    }
+    let tag = |t: &str| {
+        let open = format!("<{t}>");
+        let start = body.find(&open)? + open.len();
+        let end = body[start..].find(&format!("</{t}>"))? + start;
+        Some(body[start..end].trim().to_string())
+    };
+    (tag("Code"), tag("Message"))
 }
 
 /// The IAM action a denial names: the one in the service's message (`… is not
@@ -126,6 +173,12 @@ pub fn explain(e: &ServiceError, action: &str, function: &str, endpoint: &Endpoi
         return anyhow!(
             "access denied: the caller may not {} on {function} ({}); grant it (docs/lambda-aws.md lists the minimal policy)",
             denied_action(&e.message, action),
+            e.short()
+        );
+    }
+    if e.bad_credentials() {
+        return anyhow!(
+            "{action} on {function}: the credentials were refused ({}): check AWS_PROFILE, the access keys or the SSO session",
             e.short()
         );
     }
@@ -169,6 +222,28 @@ mod tests {
         };
         let text = explain(&e, "lambda:PublishVersion", "f", &Endpoint::default()).to_string();
         assert!(text.starts_with("access denied: the caller may not lambda:PublishVersion on f"), "{text}");
+    }
+
+    #[test]
+    fn an_unread_error_body_still_gives_its_code_and_message() {
+        let xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<ErrorResponse><Errors><Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match the signature you provided.</Message><Type>Sender</Type></Error></Errors></ErrorResponse>";
+        assert_eq!(
+            from_body(xml),
+            (
+                Some("SignatureDoesNotMatch".into()),
+                Some("The request signature we calculated does not match the signature you provided.".into())
+            )
+        );
+        let json = r#"{"__type":"com.amazon.coral.service#AccessDeniedException","message":"no"}"#;
+        assert_eq!(from_body(json), (Some("AccessDeniedException".into()), Some("no".into())));
+        let e = ServiceError {
+            code: Some("SignatureDoesNotMatch".into()),
+            message: "The request signature we calculated does not match".into(),
+            status: Some(403),
+        };
+        assert!(!e.denied());
+        let text = explain(&e, "lambda:GetFunction", "fn", &Endpoint::default()).to_string();
+        assert!(text.starts_with("lambda:GetFunction on fn: the credentials were refused (SignatureDoesNotMatch"), "{text}");
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 21] = [
+pub const SWITCHES: [&str; 22] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -52,6 +52,8 @@ pub const SWITCHES: [&str; 21] = [
     "JSONSCHEMA",
     // A running Slurm cluster with a usable node (tests/fixtures/slurm/start.sh).
     "SLURM",
+    // moto's server, pinned (tests/fixtures/moto-setup.sh): `coldstart lambda --aws`'s control plane.
+    "MOTO",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").
