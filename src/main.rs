@@ -8,12 +8,12 @@ mod session;
 use coldstart_testkit as testkit;
 
 // The library crates' modules under their own names: the commands read `crate::run::…`.
+#[cfg(feature = "aws")]
+use coldstart_aws as aws;
 use coldstart_core::{
     analysis, bounds, clock, config, experiment, launch, limits, out, probe, profile, run, sample, stats,
     store, target, Lab,
 };
-#[cfg(feature = "aws")]
-use coldstart_aws as aws;
 use coldstart_explain as explain;
 use coldstart_fleet as fleet;
 use coldstart_lambda as lambda;

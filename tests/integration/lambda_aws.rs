@@ -34,7 +34,10 @@ impl Drop for Moto {
 fn moto(env: &[(&str, &str)]) -> Option<Moto> {
     let site = repo().join("target/moto/python");
     if !site.join("moto").is_dir() {
-        skip("MOTO", "moto's server is missing: run tests/fixtures/moto-setup.sh");
+        skip(
+            "MOTO",
+            "moto's server is missing: run tests/fixtures/moto-setup.sh",
+        );
         return None;
     }
     let python = real_python().or_else(|| {
@@ -65,7 +68,11 @@ fn moto(env: &[(&str, &str)]) -> Option<Moto> {
     // Ready when it accepts a connection (polled, with a deadline).
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "moto did not listen on {port}: {}", m.log_text());
+        assert!(
+            Instant::now() < deadline,
+            "moto did not listen on {port}: {}",
+            m.log_text()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     Some(m)
@@ -117,7 +124,14 @@ impl Moto {
 
 /// `coldstart lambda --aws` at this moto, with test credentials and a store.
 fn aws(m: &Moto, store: &Path, args: &[&str]) -> Cs {
-    let mut c = cs(&["lambda", "--aws", "--endpoint-url", &m.url(), "--region", "us-east-1"]);
+    let mut c = cs(&[
+        "lambda",
+        "--aws",
+        "--endpoint-url",
+        &m.url(),
+        "--region",
+        "us-east-1",
+    ]);
     c.args(["--store", store.to_str().expect("utf-8 path")]);
     c.args(args);
     c.env("AWS_ACCESS_KEY_ID", "testing")
@@ -139,8 +153,10 @@ fn assert_untouched(m: &Moto, name: &str) {
 
 fn open_journal_rows(store: &Path) -> i64 {
     let db = rusqlite::Connection::open(store).expect("open store");
-    db.query_row("SELECT COUNT(*) FROM aws_journal WHERE done = 0", [], |r| r.get(0))
-        .expect("count")
+    db.query_row("SELECT COUNT(*) FROM aws_journal WHERE done = 0", [], |r| {
+        r.get(0)
+    })
+    .expect("count")
 }
 
 /// Two variants × 2 runs: per run UpdateFunctionConfiguration → the waiter's
@@ -161,8 +177,27 @@ fn each_run_updates_waits_publishes_invokes_and_everything_is_undone() {
         &m,
         &store,
         &[
-            "--runs", "2", "--warmup", "0", "--keep-going", "--name", "a", "--function", "fn", "--memory", "256",
-            "--name", "b", "--function", "fn", "--memory", "512", "--env", "X=1", "--layer-arn", layer,
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--keep-going",
+            "--name",
+            "a",
+            "--function",
+            "fn",
+            "--memory",
+            "256",
+            "--name",
+            "b",
+            "--function",
+            "fn",
+            "--memory",
+            "512",
+            "--env",
+            "X=1",
+            "--layer-arn",
+            layer,
         ],
     )
     .run();
@@ -170,21 +205,33 @@ fn each_run_updates_waits_publishes_invokes_and_everything_is_undone() {
     assert_eq!(out.code(), Some(1), "failed runs: exit 1\n{}", out.streams());
     let err = out.stderr();
     assert_eq!(
-        err.matches("failed with function error Handled and no log tail (no REPORT)").count(),
+        err.matches("failed with function error Handled and no log tail (no REPORT)")
+            .count(),
         4,
         "{err}"
     );
     let calls = m.requests();
     // (The layer's publish is under the 2018-10-31 API, not listed.)
-    assert_eq!(calls[0], ("POST".into(), "/2015-03-31/functions".into()), "{calls:?}");
-    assert_eq!(calls[1], ("GET".into(), "/2015-03-31/functions/fn".into()), "one GetFunction first: {calls:?}");
+    assert_eq!(
+        calls[0],
+        ("POST".into(), "/2015-03-31/functions".into()),
+        "{calls:?}"
+    );
+    assert_eq!(
+        calls[1],
+        ("GET".into(), "/2015-03-31/functions/fn".into()),
+        "one GetFunction first: {calls:?}"
+    );
     let reads = 2;
     let mut expected: Vec<(String, String)> = Vec::new();
     for v in 1..=4 {
         expected.push(("PUT".into(), "/2015-03-31/functions/fn/configuration".into()));
         expected.push(("GET".into(), "/2015-03-31/functions/fn".into()));
         expected.push(("POST".into(), "/2015-03-31/functions/fn/versions".into()));
-        expected.push(("POST".into(), format!("/2015-03-31/functions/fn/invocations?Qualifier={v}")));
+        expected.push((
+            "POST".into(),
+            format!("/2015-03-31/functions/fn/invocations?Qualifier={v}"),
+        ));
     }
     for v in 1..=4 {
         expected.push(("DELETE".into(), format!("/2015-03-31/functions/fn?Qualifier={v}")));
@@ -194,7 +241,10 @@ fn each_run_updates_waits_publishes_invokes_and_everything_is_undone() {
     expected.push(("GET".into(), "/2015-03-31/functions/fn".into()));
     assert_eq!(calls[reads..], expected[..], "the calls in order");
     assert!(err.contains("fn: deleted version 4"), "{err}");
-    assert!(err.contains("fn: configuration restored (memory 128 MB, 0 layer(s), 1 environment variable(s))"), "{err}");
+    assert!(
+        err.contains("fn: configuration restored (memory 128 MB, 0 layer(s), 1 environment variable(s))"),
+        "{err}"
+    );
     assert_untouched(&m, "fn");
     assert_eq!(open_journal_rows(&store), 0);
     say(&format!(
@@ -213,7 +263,20 @@ fn dry_run_and_max_cost_change_nothing() {
     m.boto("create", "fn");
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let plan = &["--runs", "3", "--warmup", "1", "--seed", "7", "--name", "a", "--function", "fn", "--memory", "1024"];
+    let plan = &[
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--seed",
+        "7",
+        "--name",
+        "a",
+        "--function",
+        "fn",
+        "--memory",
+        "1024",
+    ];
     let out = aws(&m, &store, &[&["--dry-run"][..], plan].concat()).ok();
     let text = out.stdout();
     for want in [
@@ -232,7 +295,8 @@ fn dry_run_and_max_cost_change_nothing() {
     }
     let out = aws(&m, &store, &[&["--max-cost", "0.0001"][..], plan].concat()).fails();
     assert!(
-        out.stderr().contains("--max-cost 0.0001: the runs could cost up to $0.0009"),
+        out.stderr()
+            .contains("--max-cost 0.0001: the runs could cost up to $0.0009"),
         "{}",
         out.streams()
     );
@@ -247,8 +311,16 @@ fn dry_run_and_max_cost_change_nothing() {
 /// Wait until moto has published a version (its log says so), polled.
 fn until_published(m: &Moto) {
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !m.requests().iter().any(|(method, path)| method == "POST" && path.ends_with("/versions")) {
-        assert!(Instant::now() < deadline, "no version was published: {}", m.log_text());
+    while !m
+        .requests()
+        .iter()
+        .any(|(method, path)| method == "POST" && path.ends_with("/versions"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no version was published: {}",
+            m.log_text()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -257,7 +329,20 @@ fn long_run(m: &Moto, store: &Path) -> Child {
     aws(
         m,
         store,
-        &["-q", "--runs", "500", "--warmup", "0", "--keep-going", "--name", "a", "--function", "fn", "--memory", "256"],
+        &[
+            "-q",
+            "--runs",
+            "500",
+            "--warmup",
+            "0",
+            "--keep-going",
+            "--name",
+            "a",
+            "--function",
+            "fn",
+            "--memory",
+            "256",
+        ],
     )
     .stdout(Stdio::null())
     .stderr(Stdio::piped())
@@ -286,14 +371,19 @@ fn cleanup_after_sigkill_undoes_what_the_journal_holds() {
     let refused = aws(&m, &store, &["--runs", "1", "--function", "fn"]).fails();
     assert!(
         refused.stderr().contains("fn: the journal in")
-            && refused.stderr().contains("run `coldstart lambda --aws --cleanup` first"),
+            && refused
+                .stderr()
+                .contains("run `coldstart lambda --aws --cleanup` first"),
         "{}",
         refused.streams()
     );
 
     let out = aws(&m, &store, &["--cleanup"]).ok();
     let text = out.stdout();
-    assert!(text.contains("coldstart lambda --aws --cleanup: fn: deleted version 1"), "{text}");
+    assert!(
+        text.contains("coldstart lambda --aws --cleanup: fn: deleted version 1"),
+        "{text}"
+    );
     assert!(
         text.contains("coldstart lambda --aws --cleanup: fn: configuration restored (memory 128 MB"),
         "{text}"
@@ -309,7 +399,10 @@ fn cleanup_after_sigkill_undoes_what_the_journal_holds() {
 #[test]
 fn an_interrupt_undoes_the_changes_before_exiting() {
     let _turn = beside();
-    for (signal, code) in [(nix::sys::signal::Signal::SIGINT, 130), (nix::sys::signal::Signal::SIGTERM, 143)] {
+    for (signal, code) in [
+        (nix::sys::signal::Signal::SIGINT, 130),
+        (nix::sys::signal::Signal::SIGTERM, 143),
+    ] {
         let Some(m) = moto(&[]) else { return };
         m.boto("create", "fn");
         let dir = tempfile::tempdir().unwrap();
@@ -341,17 +434,32 @@ fn an_interrupt_undoes_the_changes_before_exiting() {
 fn a_refused_request_stops_before_any_change_in_one_line() {
     let _turn = beside();
     // create: CreateRole + CreateFunction; restrict: CreateUser + PutUserPolicy + CreateAccessKey.
-    let Some(m) = moto(&[("INITIAL_NO_AUTH_ACTION_COUNT", "5")]) else { return };
+    let Some(m) = moto(&[("INITIAL_NO_AUTH_ACTION_COUNT", "5")]) else {
+        return;
+    };
     m.boto("create", "fn");
     let key = m.boto("restrict", "fn");
     let mut key = key.split_whitespace();
     let (id, secret) = (key.next().expect("key id"), key.next().expect("secret"));
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.db");
-    let out = aws(&m, &store, &["--runs", "1", "--warmup", "0", "--function", "fn", "--memory", "256"])
-        .env("AWS_ACCESS_KEY_ID", id)
-        .env("AWS_SECRET_ACCESS_KEY", secret)
-        .fails();
+    let out = aws(
+        &m,
+        &store,
+        &[
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--function",
+            "fn",
+            "--memory",
+            "256",
+        ],
+    )
+    .env("AWS_ACCESS_KEY_ID", id)
+    .env("AWS_SECRET_ACCESS_KEY", secret)
+    .fails();
     let err = out.stderr();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
@@ -359,9 +467,17 @@ fn a_refused_request_stops_before_any_change_in_one_line() {
         "{err}"
     );
     let calls = m.requests();
-    assert!(calls.iter().all(|(method, _)| method == "GET" || method == "POST" && path_is_setup(&calls)), "{calls:?}");
+    assert!(
+        calls
+            .iter()
+            .all(|(method, _)| method == "GET" || method == "POST" && path_is_setup(&calls)),
+        "{calls:?}"
+    );
 }
 
 fn path_is_setup(calls: &[(String, String)]) -> bool {
-    calls.iter().filter(|(method, _)| method != "GET").all(|(_, p)| p == "/2015-03-31/functions")
+    calls
+        .iter()
+        .filter(|(method, _)| method != "GET")
+        .all(|(_, p)| p == "/2015-03-31/functions")
 }

@@ -67,7 +67,11 @@ pub async fn read(client: &Client, function: &str, at: &Endpoint) -> Result<Func
     Ok(Function {
         configuration: Configuration {
             memory_mb: c.memory_size().unwrap_or(128).max(0) as u64,
-            layers: c.layers().iter().filter_map(|l| l.arn().map(str::to_string)).collect(),
+            layers: c
+                .layers()
+                .iter()
+                .filter_map(|l| l.arn().map(str::to_string))
+                .collect(),
             env,
         },
         architecture: c
@@ -84,7 +88,12 @@ pub async fn read(client: &Client, function: &str, at: &Endpoint) -> Result<Func
 
 /// UpdateFunctionConfiguration to `to` (memory, layers, the whole environment);
 /// its RevisionId, when the API returns one, so the publish takes this revision.
-pub async fn update(client: &Client, function: &str, to: &Configuration, at: &Endpoint) -> Result<Option<String>> {
+pub async fn update(
+    client: &Client,
+    function: &str,
+    to: &Configuration,
+    at: &Endpoint,
+) -> Result<Option<String>> {
     let out = client
         .update_function_configuration()
         .function_name(function)
@@ -135,7 +144,12 @@ pub async fn wait_updated(client: &Client, function: &str, at: &Endpoint) -> Res
 }
 
 /// PublishVersion of the revision just configured; the new version's number.
-pub async fn publish(client: &Client, function: &str, revision: Option<&str>, at: &Endpoint) -> Result<String> {
+pub async fn publish(
+    client: &Client,
+    function: &str,
+    revision: Option<&str>,
+    at: &Endpoint,
+) -> Result<String> {
     let out = client
         .publish_version()
         .function_name(function)
@@ -217,7 +231,12 @@ pub async fn delete_version(client: &Client, function: &str, version: &str, at: 
             if se.is("ResourceNotFoundException") {
                 Ok(())
             } else {
-                Err(fail(e, "lambda:DeleteFunction", &format!("{function}:{version}"), at))
+                Err(fail(
+                    e,
+                    "lambda:DeleteFunction",
+                    &format!("{function}:{version}"),
+                    at,
+                ))
             }
         }
     }
@@ -225,7 +244,12 @@ pub async fn delete_version(client: &Client, function: &str, version: &str, at: 
 
 /// The published versions whose environment has `COLDSTART_RUN=marker`: what a
 /// publish journaled before it returned left behind.
-pub async fn versions_marked(client: &Client, function: &str, marker: &str, at: &Endpoint) -> Result<Vec<String>> {
+pub async fn versions_marked(
+    client: &Client,
+    function: &str,
+    marker: &str,
+    at: &Endpoint,
+) -> Result<Vec<String>> {
     let mut found = Vec::new();
     let mut pages = client
         .list_versions_by_function()

@@ -71,7 +71,11 @@ impl ServiceError {
             SdkError::ServiceError(s) => {
                 // An error body the SDK could not read (an XML one from a proxy or
                 // an emulator) still says its code and message.
-                let body = s.raw().body().bytes().map(|b| String::from_utf8_lossy(b).into_owned());
+                let body = s
+                    .raw()
+                    .body()
+                    .bytes()
+                    .map(|b| String::from_utf8_lossy(b).into_owned());
                 let (code, message) = match (s.err().code(), s.err().message()) {
                     (Some(c), m) => (Some(c.to_string()), m.map(str::to_string)),
                     (None, m) => {
@@ -81,7 +85,8 @@ impl ServiceError {
                 };
                 let status = s.raw().status().as_u16();
                 ServiceError {
-                    message: message.unwrap_or_else(|| format!("HTTP {status} with an error the SDK could not read")),
+                    message: message
+                        .unwrap_or_else(|| format!("HTTP {status} with an error the SDK could not read")),
                     code,
                     status: Some(status),
                 }
@@ -142,7 +147,10 @@ fn from_body(body: &str) -> (Option<String>, Option<String>) {
                 .find_map(|n| v.get(*n).and_then(|x| x.as_str()))
                 .map(|s| s.rsplit('#').next().unwrap_or(s).to_string())
         };
-        return (field(&["__type", "code", "Code", "Type"]), field(&["message", "Message"]));
+        return (
+            field(&["__type", "code", "Code", "Type"]),
+            field(&["message", "Message"]),
+        );
     }
     let tag = |t: &str| {
         let open = format!("<{t}>");
@@ -184,12 +192,21 @@ pub fn explain(e: &ServiceError, action: &str, function: &str, endpoint: &Endpoi
     }
     match &e.code {
         Some(_) => anyhow!("{action} on {function}: {}", e.short()),
-        None => anyhow!("{action} on {function}: no answer from {}: {}", endpoint.describe(), e.message),
+        None => anyhow!(
+            "{action} on {function}: no answer from {}: {}",
+            endpoint.describe(),
+            e.message
+        ),
     }
 }
 
 /// `explain` for an SDK error.
-pub fn fail<E>(err: SdkError<E, HttpResponse>, action: &str, function: &str, endpoint: &Endpoint) -> anyhow::Error
+pub fn fail<E>(
+    err: SdkError<E, HttpResponse>,
+    action: &str,
+    function: &str,
+    endpoint: &Endpoint,
+) -> anyhow::Error
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
@@ -209,7 +226,13 @@ mod tests {
             message: "User: arn:aws:iam::123456789012:user/dev is not authorized to perform: lambda:UpdateFunctionConfiguration on resource: arn:aws:lambda:us-east-1:123456789012:function:my-fn because no identity-based policy allows the lambda:UpdateFunctionConfiguration action".into(),
             status: Some(403),
         };
-        let text = explain(&e, "lambda:UpdateFunctionConfiguration", "my-fn", &Endpoint::default()).to_string();
+        let text = explain(
+            &e,
+            "lambda:UpdateFunctionConfiguration",
+            "my-fn",
+            &Endpoint::default(),
+        )
+        .to_string();
         assert!(
             text.starts_with("access denied: the caller may not lambda:UpdateFunctionConfiguration on my-fn"),
             "{text}"
@@ -221,7 +244,10 @@ mod tests {
             status: Some(403),
         };
         let text = explain(&e, "lambda:PublishVersion", "f", &Endpoint::default()).to_string();
-        assert!(text.starts_with("access denied: the caller may not lambda:PublishVersion on f"), "{text}");
+        assert!(
+            text.starts_with("access denied: the caller may not lambda:PublishVersion on f"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -235,7 +261,10 @@ mod tests {
             )
         );
         let json = r#"{"__type":"com.amazon.coral.service#AccessDeniedException","message":"no"}"#;
-        assert_eq!(from_body(json), (Some("AccessDeniedException".into()), Some("no".into())));
+        assert_eq!(
+            from_body(json),
+            (Some("AccessDeniedException".into()), Some("no".into()))
+        );
         let e = ServiceError {
             code: Some("SignatureDoesNotMatch".into()),
             message: "The request signature we calculated does not match".into(),
@@ -243,7 +272,10 @@ mod tests {
         };
         assert!(!e.denied());
         let text = explain(&e, "lambda:GetFunction", "fn", &Endpoint::default()).to_string();
-        assert!(text.starts_with("lambda:GetFunction on fn: the credentials were refused (SignatureDoesNotMatch"), "{text}");
+        assert!(
+            text.starts_with("lambda:GetFunction on fn: the credentials were refused (SignatureDoesNotMatch"),
+            "{text}"
+        );
     }
 
     #[test]

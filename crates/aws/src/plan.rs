@@ -102,7 +102,10 @@ fn variant_line(v: &Variant, f: &Function) -> String {
 pub fn render(p: &Printed) -> String {
     let mut s = String::new();
     let find = |name: &str| p.functions.iter().find(|(n, _)| n == name).map(|(_, f)| f);
-    let _ = writeln!(s, "coldstart lambda --aws: the plan (a dry run: nothing was changed)");
+    let _ = writeln!(
+        s,
+        "coldstart lambda --aws: the plan (a dry run: nothing was changed)"
+    );
     let _ = writeln!(s, "  API: {}", p.endpoint);
     let _ = writeln!(s, "  functions (read with GetFunction; restored afterwards):");
     for (name, f) in p.functions {
@@ -114,7 +117,11 @@ pub fn render(p: &Printed) -> String {
             f.timeout_s,
             f.configuration.layers.len(),
             f.configuration.env.len(),
-            if f.snapstart { ", SnapStart on published versions" } else { "" }
+            if f.snapstart {
+                ", SnapStart on published versions"
+            } else {
+                ""
+            }
         );
     }
     let _ = writeln!(s, "  variants:");
@@ -133,11 +140,21 @@ pub fn render(p: &Printed) -> String {
         "  runs: {runs}: {runs} configuration updates, {runs} versions published, {runs} invokes; afterwards the {runs} versions are deleted and {} configuration(s) restored",
         p.functions.len()
     );
-    let _ = write!(s, "  order (seed {}; give --seed {} to run this order):", p.seed, p.seed);
+    let _ = write!(
+        s,
+        "  order (seed {}; give --seed {} to run this order):",
+        p.seed, p.seed
+    );
     for (i, (v, round, warmup)) in p.order.iter().enumerate() {
         let name = p.variants.get(*v).map_or("?", |v| v.name.as_str());
         let kind = if *warmup { " warmup" } else { "" };
-        let _ = write!(s, "{}{}. {name} (round {}{kind})", if i % 4 == 0 { "\n    " } else { "  " }, i + 1, round + 1);
+        let _ = write!(
+            s,
+            "{}{}. {name} (round {}{kind})",
+            if i % 4 == 0 { "\n    " } else { "  " },
+            i + 1,
+            round + 1
+        );
     }
     let _ = writeln!(s);
     let _ = writeln!(
@@ -211,7 +228,10 @@ mod tests {
         let e = estimate(std::slice::from_ref(&v), &[&f], 10);
         assert_eq!(e.invokes, 10);
         assert!((e.gb_seconds - 65.0).abs() < 1e-9, "{e:?}");
-        assert!((e.usd - (65.0 * 0.0000166667 + 10.0 * 0.2e-6)).abs() < 1e-12, "{e:?}");
+        assert!(
+            (e.usd - (65.0 * 0.0000166667 + 10.0 * 0.2e-6)).abs() < 1e-12,
+            "{e:?}"
+        );
         let arm = function(128, "arm64", 3);
         assert!(estimate(std::slice::from_ref(&v), &[&arm], 10).usd < e.usd);
     }

@@ -124,7 +124,10 @@ mod tests {
         let r = parse(
             "REPORT RequestId: 8fc6f963-411b-58b5-8483-a32130c0f45d Duration: 201.67 ms Billed Duration: 202 ms Memory Size: 2048 MB Max Memory Used: 81 MB Init Duration: 480.25 ms XRAY TraceId: 1-61c86fa4-59b3c6d959653c527fd10966 SegmentId: 107ea78a5750a811 Sampled: true",
         );
-        assert_eq!(r.request_id.as_deref(), Some("8fc6f963-411b-58b5-8483-a32130c0f45d"));
+        assert_eq!(
+            r.request_id.as_deref(),
+            Some("8fc6f963-411b-58b5-8483-a32130c0f45d")
+        );
         assert_eq!(r.duration_ms, Some(201.67));
         assert_eq!(r.billed_ms, Some(202.0));
         assert_eq!(r.memory_size_mb, Some(2048.0));
@@ -168,7 +171,10 @@ mod tests {
     fn snapstart_restore() {
         let tail = "2023/06/02/[72]88ab219a63d343d294d0a9947e8ab36a 2023-06-02T11:27:25.060000 END RequestId: 8c360c87-d4b7-4423-b5f3-af02be3c1763\n2023/06/02/[72]88ab219a63d343d294d0a9947e8ab36a 2023-06-02T11:27:25.060000 REPORT RequestId: 8c360c87-d4b7-4423-b5f3-af02be3c1763\tDuration: 2338.66 ms\tBilled Duration: 2521 ms\tMemory Size: 3009 MB\tMax Memory Used: 173 MB\tRestore Duration: 398.97 ms\tBilled Restore Duration: 182 ms\t\n";
         let r = find(tail).unwrap();
-        assert_eq!(r.request_id.as_deref(), Some("8c360c87-d4b7-4423-b5f3-af02be3c1763"));
+        assert_eq!(
+            r.request_id.as_deref(),
+            Some("8c360c87-d4b7-4423-b5f3-af02be3c1763")
+        );
         assert_eq!(r.duration_ms, Some(2338.66));
         assert_eq!(r.billed_ms, Some(2521.0));
         assert_eq!(r.memory_size_mb, Some(3009.0));

@@ -113,7 +113,8 @@ impl AwsColdStarts {
             .filter(|r| self.journaled.contains(&r.id))
             .collect();
         let (store, endpoint, client) = (&mut self.store, &self.opts.endpoint, &self.client);
-        self.rt.block_on(undo::undo(store, &mine, Some((endpoint, client))))
+        self.rt
+            .block_on(undo::undo(store, &mine, Some((endpoint, client))))
     }
 
     /// One run's steps up to the invoke's answer; an error is the run's failure.
@@ -133,7 +134,9 @@ impl AwsColdStarts {
             marker: marker.to_string(),
             version: None,
         })?;
-        let row = self.store.journal_add(self.experiment, &v.function, undo::VERSION, &detail)?;
+        let row = self
+            .store
+            .journal_add(self.experiment, &v.function, undo::VERSION, &detail)?;
         self.journaled.push(row);
         let (client, at, event) = (&self.client, &self.opts.endpoint, &self.opts.event);
         let steps = async {
@@ -153,9 +156,12 @@ impl AwsColdStarts {
         })?;
         self.store.journal_update(row, &detail)?;
         let t0 = coldstart_core::clock::now_ns();
-        let invoked = self
-            .rt
-            .block_on(unless_interrupted(calls::invoke(client, &v.function, &version, event)));
+        let invoked = self.rt.block_on(unless_interrupted(calls::invoke(
+            client,
+            &v.function,
+            &version,
+            event,
+        )));
         Ok(invoked.map(|i| (i, t0)))
     }
 }
@@ -169,7 +175,9 @@ impl Runner for AwsColdStarts {
                 endpoint: self.opts.endpoint.clone(),
                 configuration: f.configuration.clone(),
             })?;
-            let row = self.store.journal_add(experiment, name, undo::CONFIGURATION, &detail)?;
+            let row = self
+                .store
+                .journal_add(experiment, name, undo::CONFIGURATION, &detail)?;
             self.journaled.push(row);
         }
         Ok(())
@@ -228,7 +236,10 @@ pub fn judge(sample: &mut Sample, invoked: &calls::Invoked) {
     let Some(r) = invoked.tail.as_deref().and_then(report::find) else {
         let payload = String::from_utf8_lossy(&invoked.payload);
         let why = match (&invoked.tail, &invoked.function_error) {
-            (None, Some(fe)) => format!("function error {fe} and no log tail (no REPORT): {}", clip(&payload)),
+            (None, Some(fe)) => format!(
+                "function error {fe} and no log tail (no REPORT): {}",
+                clip(&payload)
+            ),
             (None, None) => "the Invoke answer has no log tail (X-Amz-Log-Result): no REPORT".to_string(),
             (Some(_), _) => "the 4 KB log tail has no REPORT line (cut before it)".to_string(),
         };
@@ -242,10 +253,19 @@ pub fn judge(sample: &mut Sample, invoked: &calls::Invoked) {
     }
     if let Some(fe) = &invoked.function_error {
         let what = r.error_type.clone().unwrap_or_else(|| fe.clone());
-        return fail(sample, format!("function error {what}: {}", clip(&String::from_utf8_lossy(&invoked.payload))));
+        return fail(
+            sample,
+            format!(
+                "function error {what}: {}",
+                clip(&String::from_utf8_lossy(&invoked.payload))
+            ),
+        );
     }
     if let Some(status) = &r.status {
-        let what = r.error_type.as_deref().map_or_else(String::new, |t| format!(" {t}"));
+        let what = r
+            .error_type
+            .as_deref()
+            .map_or_else(String::new, |t| format!(" {t}"));
         return fail(sample, format!("REPORT Status: {status}{what}"));
     }
     match r.ready_ms() {
@@ -326,9 +346,15 @@ mod tests {
     #[test]
     fn no_report_throttle_and_function_error_fail_with_the_reason() {
         let mut s = sample();
-        judge(&mut s, &invoked(Some("START RequestId: r Version: 3\nsome output\n")));
+        judge(
+            &mut s,
+            &invoked(Some("START RequestId: r Version: 3\nsome output\n")),
+        );
         assert_eq!(error(&s), "the 4 KB log tail has no REPORT line (cut before it)");
-        assert_eq!(s.output_tail, vec!["START RequestId: r Version: 3", "some output"]);
+        assert_eq!(
+            s.output_tail,
+            vec!["START RequestId: r Version: 3", "some output"]
+        );
 
         let mut s = sample();
         let mut i = invoked(None);
@@ -338,21 +364,33 @@ mod tests {
             status: Some(429),
         });
         judge(&mut s, &i);
-        assert_eq!(error(&s), "the Invoke call failed: TooManyRequestsException: Rate Exceeded.");
+        assert_eq!(
+            error(&s),
+            "the Invoke call failed: TooManyRequestsException: Rate Exceeded."
+        );
 
         let mut s = sample();
         let mut i = invoked(None);
         i.function_error = Some("Handled".into());
         i.payload = b"error running docker: no daemon".to_vec();
         judge(&mut s, &i);
-        assert_eq!(error(&s), "function error Handled and no log tail (no REPORT): error running docker: no daemon");
+        assert_eq!(
+            error(&s),
+            "function error Handled and no log tail (no REPORT): error running docker: no daemon"
+        );
 
         let mut s = sample();
         let mut i = invoked(Some("REPORT RequestId: r\tDuration: 5.00 ms\tBilled Duration: 200 ms\tMemory Size: 128 MB\tMax Memory Used: 30 MB\tInit Duration: 190.00 ms\tStatus: error\tError Type: Runtime.ExitError"));
         i.function_error = Some("Unhandled".into());
         i.payload = br#"{"errorType":"Runtime.ExitError"}"#.to_vec();
         judge(&mut s, &i);
-        assert_eq!(error(&s), r#"function error Runtime.ExitError: {"errorType":"Runtime.ExitError"}"#);
-        assert_eq!(s.metrics["init_ms"], 190.0, "the figures are kept on a failed run");
+        assert_eq!(
+            error(&s),
+            r#"function error Runtime.ExitError: {"errorType":"Runtime.ExitError"}"#
+        );
+        assert_eq!(
+            s.metrics["init_ms"], 190.0,
+            "the figures are kept on a failed run"
+        );
     }
 }

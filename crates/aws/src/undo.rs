@@ -36,7 +36,11 @@ pub struct Published {
 /// Undo `rows` (versions first, then configurations), marking each done once
 /// undone; what was done, one line each. A row that fails stays open (said in
 /// its line) and the others go on.
-pub async fn undo(store: &mut Store, rows: &[Entry], reuse: Option<(&Endpoint, &aws_sdk_lambda::Client)>) -> Result<Vec<String>> {
+pub async fn undo(
+    store: &mut Store,
+    rows: &[Entry],
+    reuse: Option<(&Endpoint, &aws_sdk_lambda::Client)>,
+) -> Result<Vec<String>> {
     let mut said = Vec::new();
     let mut clients: Vec<(Endpoint, aws_sdk_lambda::Client)> = Vec::new();
     if let Some((e, c)) = reuse {
@@ -64,7 +68,10 @@ pub async fn undo(store: &mut Store, rows: &[Entry], reuse: Option<(&Endpoint, &
             }
             Err(e) => {
                 open += 1;
-                said.push(format!("NOT undone (journal row {}, kept for --cleanup): {e:#}", row.id));
+                said.push(format!(
+                    "NOT undone (journal row {}, kept for --cleanup): {e:#}",
+                    row.id
+                ));
             }
         }
     }

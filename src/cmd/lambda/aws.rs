@@ -41,10 +41,18 @@ fn variants(args: &LambdaArgs) -> Result<Vec<(Variant, Vec<(String, String)>)>> 
         name: String::new(),
         args: LambdaVariantArgs::default(),
     }];
-    let specs: &[LambdaVariantSpec] = if args.variants.is_empty() { &unnamed } else { &args.variants };
+    let specs: &[LambdaVariantSpec] = if args.variants.is_empty() {
+        &unnamed
+    } else {
+        &args.variants
+    };
     refuse_local(&args.shared)?;
     let memories = |a: &LambdaVariantArgs| -> Vec<Option<u64>> {
-        let m = if a.memory.is_empty() { &args.shared.memory } else { &a.memory };
+        let m = if a.memory.is_empty() {
+            &args.shared.memory
+        } else {
+            &a.memory
+        };
         if m.is_empty() {
             vec![None]
         } else {
@@ -82,7 +90,11 @@ fn variants(args: &LambdaArgs) -> Result<Vec<(Variant, Vec<(String, String)>)>> 
             if let Some(mb) = mb.filter(|mb| !super::MEMORY_RANGE.contains(mb)) {
                 bail!("--memory {mb}: Lambda allows 128 to 10240 MB");
             }
-            let base = if spec.name.is_empty() { function.clone() } else { spec.name.clone() };
+            let base = if spec.name.is_empty() {
+                function.clone()
+            } else {
+                spec.name.clone()
+            };
             let params = match (swept, mb) {
                 (true, Some(mb)) => vec![("memory".to_string(), mb.to_string())],
                 (true, None) => vec![("memory".to_string(), "own".to_string())],
@@ -119,7 +131,9 @@ fn sweep(variants: &[(Variant, Vec<(String, String)>)], along: Option<&str>) -> 
     }
     if values.is_empty() {
         if let Some(a) = along {
-            bail!("--compare-along {a}: only a memory sweep (--memory 128,512,...) has a parameter, `memory`");
+            bail!(
+                "--compare-along {a}: only a memory sweep (--memory 128,512,...) has a parameter, `memory`"
+            );
         }
         return Ok(None);
     }
@@ -132,7 +146,10 @@ fn sweep(variants: &[(Variant, Vec<(String, String)>)], along: Option<&str>) -> 
         compare_along: along.map(str::to_string),
     };
     sweep.check().map_err(|e| anyhow!(e))?;
-    let mut bases: Vec<&str> = variants.iter().map(|(v, _)| v.name.split('[').next().unwrap_or(&v.name)).collect();
+    let mut bases: Vec<&str> = variants
+        .iter()
+        .map(|(v, _)| v.name.split('[').next().unwrap_or(&v.name))
+        .collect();
     bases.dedup();
     sweep.default_along(bases.len());
     Ok(Some(sweep))
@@ -161,7 +178,10 @@ fn order(plan: &Plan) -> Result<Vec<(usize, usize, bool)>> {
 fn cleanup(mut store: Store) -> Result<i32> {
     let rows = store.journal_pending()?;
     if rows.is_empty() {
-        crate::out::outln!("coldstart lambda --aws --cleanup: nothing to undo (no open change in the journal in {})", store.location)?;
+        crate::out::outln!(
+            "coldstart lambda --aws --cleanup: nothing to undo (no open change in the journal in {})",
+            store.location
+        )?;
         return Ok(0);
     }
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -173,6 +193,48 @@ fn cleanup(mut store: Store) -> Result<i32> {
         crate::out::outln!("coldstart lambda --aws --cleanup: {l}")?;
     }
     Ok(if store.journal_pending()?.is_empty() { 0 } else { 1 })
+}
+
+/// `--max-cost`: refuse, before any change, runs that could cost more.
+fn check_cost(max: Option<f64>, estimate: &plan::Estimate) -> Result<()> {
+    if let Some(max) = max {
+        if estimate.usd > max {
+            bail!(
+                "--max-cost {max}: the runs could cost up to ${:.4} (an estimate: {} invokes, {:.1} GB-s at most; --dry-run shows the plan); nothing was changed",
+                estimate.usd,
+                estimate.invokes,
+                estimate.gb_seconds
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The scheduler's plan: a variant per function and memory size, ready at Init
+/// Duration (`lambda:init`, as the emulator's).
+fn plan_of(args: &LambdaArgs, points: &[(Variant, Vec<(String, String)>)]) -> Plan {
+    Plan {
+        variants: points
+            .iter()
+            .map(|(v, params)| crate::experiment::Variant {
+                name: v.name.clone(),
+                target: Target {
+                    argv: vec!["aws:lambda".into(), v.function.clone()],
+                    program: format!("aws:lambda:{}", v.function).into(),
+                    env: v.env.clone(),
+                    cwd: None,
+                    limits: Default::default(),
+                },
+                readiness: LAMBDA_INIT.to_string(),
+                params: params.clone(),
+            })
+            .collect(),
+        warmup: args.warmup,
+        order: args.order.into(),
+        stop: StopRule::Fixed { runs: args.runs },
+        keep_going: args.common.keep_going,
+        seed: args.common.seed(),
+    }
 }
 
 pub fn run(args: &LambdaArgs) -> Result<i32> {
@@ -199,28 +261,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         endpoint_url: args.endpoint_url.clone(),
         region: args.region.clone(),
     };
-    let plan = Plan {
-        variants: points
-            .iter()
-            .map(|(v, params)| crate::experiment::Variant {
-                name: v.name.clone(),
-                target: Target {
-                    argv: vec!["aws:lambda".into(), v.function.clone()],
-                    program: format!("aws:lambda:{}", v.function).into(),
-                    env: v.env.clone(),
-                    cwd: None,
-                    limits: Default::default(),
-                },
-                readiness: LAMBDA_INIT.to_string(),
-                params: params.clone(),
-            })
-            .collect(),
-        warmup: args.warmup,
-        order: args.order.into(),
-        stop: StopRule::Fixed { runs: args.runs },
-        keep_going: args.common.keep_going,
-        seed: args.common.seed(),
-    };
+    let plan = plan_of(args, &points);
     let variants: Vec<Variant> = points.into_iter().map(|(v, _)| v).collect();
     let mut runner = AwsColdStarts::new(
         Options {
@@ -230,10 +271,15 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         variants.clone(),
         store,
     )?;
-    let functions: Vec<(String, crate::aws::calls::Function)> =
-        runner.functions.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let per_variant: Vec<&crate::aws::calls::Function> =
-        variants.iter().filter_map(|v| runner.functions.get(&v.function)).collect();
+    let functions: Vec<(String, crate::aws::calls::Function)> = runner
+        .functions
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let per_variant: Vec<&crate::aws::calls::Function> = variants
+        .iter()
+        .filter_map(|v| runner.functions.get(&v.function))
+        .collect();
     let estimate = plan::estimate(&variants, &per_variant, args.warmup + args.runs);
     if args.dry_run {
         let order = order(&plan)?;
@@ -250,16 +296,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         )?;
         return Ok(0);
     }
-    if let Some(max) = args.max_cost {
-        if estimate.usd > max {
-            bail!(
-                "--max-cost {max}: the runs could cost up to ${:.4} (an estimate: {} invokes, {:.1} GB-s at most; --dry-run shows the plan); nothing was changed",
-                estimate.usd,
-                estimate.invokes,
-                estimate.gb_seconds
-            );
-        }
-    }
+    check_cost(args.max_cost, &estimate)?;
     let recorded = RunSettings {
         timeout: Duration::from_secs(10),
         poll_interval: Duration::ZERO,
@@ -276,7 +313,13 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
             spec
         );
     }
-    let measured = session::measure(&plan, crate::experiment::Kind::Lambda, &settings, &outputs, &mut runner);
+    let measured = session::measure(
+        &plan,
+        crate::experiment::Kind::Lambda,
+        &settings,
+        &outputs,
+        &mut runner,
+    );
     // Undo before anything else is said: also after a failure or an interrupt.
     let undone = runner.finish();
     if let Ok(lines) = &undone {

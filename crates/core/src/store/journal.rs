@@ -105,7 +105,8 @@ fn entry(r: &[Value]) -> Result<Entry> {
         created_unix_s: r[2].int().unwrap_or(0),
         function: r[3].text().unwrap_or_default(),
         action: r[4].text().unwrap_or_default(),
-        detail: serde_json::from_str(&text).with_context(|| format!("journal row {}: detail {text}", r[0].int().unwrap_or(0)))?,
+        detail: serde_json::from_str(&text)
+            .with_context(|| format!("journal row {}: detail {text}", r[0].int().unwrap_or(0)))?,
         done: r[6].int().unwrap_or(0) != 0,
     })
 }
