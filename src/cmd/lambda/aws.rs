@@ -35,8 +35,11 @@ fn refuse_local(a: &LambdaVariantArgs) -> Result<()> {
     Ok(())
 }
 
+/// A variant and its sweep parameters (`memory`, when several sizes run).
+type Point = (Variant, Vec<(String, String)>);
+
 /// The variants (one per memory size when several run) from the arguments.
-fn variants(args: &LambdaArgs) -> Result<Vec<(Variant, Vec<(String, String)>)>> {
+fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
     let unnamed = [LambdaVariantSpec {
         name: String::new(),
         args: LambdaVariantArgs::default(),
@@ -63,7 +66,7 @@ fn variants(args: &LambdaArgs) -> Result<Vec<(Variant, Vec<(String, String)>)>> 
     sizes.sort_unstable();
     sizes.dedup();
     let swept = sizes.len() > 1;
-    let mut out: Vec<(Variant, Vec<(String, String)>)> = Vec::new();
+    let mut out: Vec<Point> = Vec::new();
     for spec in specs {
         let a = &spec.args;
         refuse_local(a)?;
@@ -120,7 +123,7 @@ fn variants(args: &LambdaArgs) -> Result<Vec<(Variant, Vec<(String, String)>)>> 
 }
 
 /// A memory sweep's parameter (the sizes given, in order).
-fn sweep(variants: &[(Variant, Vec<(String, String)>)], along: Option<&str>) -> Result<Option<Sweep>> {
+fn sweep(variants: &[Point], along: Option<&str>) -> Result<Option<Sweep>> {
     let mut values: Vec<String> = Vec::new();
     for (_, params) in variants {
         for (_, v) in params {
@@ -212,7 +215,7 @@ fn check_cost(max: Option<f64>, estimate: &plan::Estimate) -> Result<()> {
 
 /// The scheduler's plan: a variant per function and memory size, ready at Init
 /// Duration (`lambda:init`, as the emulator's).
-fn plan_of(args: &LambdaArgs, points: &[(Variant, Vec<(String, String)>)]) -> Plan {
+fn plan_of(args: &LambdaArgs, points: &[Point]) -> Plan {
     Plan {
         variants: points
             .iter()
