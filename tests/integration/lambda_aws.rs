@@ -481,3 +481,34 @@ fn path_is_setup(calls: &[(String, String)]) -> bool {
         .filter(|(method, _)| method != "GET")
         .all(|(_, p)| p == "/2015-03-31/functions")
 }
+
+/// A configuration update the service refuses (a layer that does not exist)
+/// fails the run with the service's words, and the function is left as it was.
+#[test]
+fn a_refused_update_fails_the_run_with_the_service_message() {
+    let _turn = beside();
+    let Some(m) = moto(&[]) else { return };
+    m.boto("create", "fn");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = aws(
+        &m,
+        &store,
+        &[
+            "--runs", "1", "--warmup", "0", "--function", "fn", "--layer-arn",
+            "arn:aws:lambda:us-east-1:123456789012:layer:nope:1",
+        ],
+    )
+    .run();
+    assert_eq!(out.code(), Some(1), "{}", out.streams());
+    assert!(
+        out.stderr().contains(
+            "failed with lambda:UpdateFunctionConfiguration on fn: ResourceNotFoundException: One or more LayerVersion does not exist"
+        ),
+        "{}",
+        out.streams()
+    );
+    assert!(out.stderr().contains("fn: run 1-1 published no version: nothing to delete"), "{}", out.streams());
+    assert_untouched(&m, "fn");
+    assert_eq!(open_journal_rows(&store), 0);
+}
