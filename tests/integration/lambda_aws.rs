@@ -495,7 +495,13 @@ fn a_refused_update_fails_the_run_with_the_service_message() {
         &m,
         &store,
         &[
-            "--runs", "1", "--warmup", "0", "--function", "fn", "--layer-arn",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--function",
+            "fn",
+            "--layer-arn",
             "arn:aws:lambda:us-east-1:123456789012:layer:nope:1",
         ],
     )
@@ -508,7 +514,12 @@ fn a_refused_update_fails_the_run_with_the_service_message() {
         "{}",
         out.streams()
     );
-    assert!(out.stderr().contains("fn: run 1-1 published no version: nothing to delete"), "{}", out.streams());
+    assert!(
+        out.stderr()
+            .contains("fn: run 1-1 published no version: nothing to delete"),
+        "{}",
+        out.streams()
+    );
     assert_untouched(&m, "fn");
     assert_eq!(open_journal_rows(&store), 0);
 }
