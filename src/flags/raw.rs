@@ -997,22 +997,22 @@ pub struct LambdaFlags {
     /// Duration. See docs/lambda-aws.md.
     #[arg(long)]
     pub aws: bool,
-    /// With --aws: a Lambda-compatible API.
+    /// --aws: a Lambda-compatible API.
     ///
     /// E.g. http://127.0.0.1:9001 [default: the service's endpoint for the region].
     #[arg(long, value_name = "URL", requires = "aws")]
     pub endpoint_url: Option<String>,
-    /// With --aws: print the plan and its cost.
+    /// --aws: print the plan and cost only.
     ///
     /// Reads the functions (GetFunction) and changes nothing.
     #[arg(long, requires = "aws")]
     pub dry_run: bool,
-    /// With --aws: refuse a plan that could cost more.
+    /// --aws: refuse a costlier plan.
     ///
     /// In US dollars, against the estimate's upper bound (--dry-run shows it).
     #[arg(long, value_name = "USD", requires = "aws")]
     pub max_cost: Option<f64>,
-    /// With --aws: undo what a killed coldstart left.
+    /// --aws: undo what a killed run left.
     ///
     /// Deletes the versions it published and restores the configurations it
     /// changed, from the journal in the store; says what it did.
@@ -1125,12 +1125,12 @@ pub struct LambdaVariantArgs {
     /// No emulator, no extensions: the baseline of the emulator's overhead.
     #[arg(long)]
     pub bare: bool,
-    /// With --aws: the deployed function.
+    /// --aws: the deployed function.
     ///
     /// Its name, partial ARN or ARN (a different one per variant is fine).
     #[arg(long, value_name = "NAME|ARN")]
     pub function: Option<String>,
-    /// With --aws: a layer version ARN (repeatable).
+    /// --aws: a layer version ARN (repeatable).
     ///
     /// The variant's whole layer list, in order, replacing the function's.
     #[arg(long, value_name = "ARN")]
