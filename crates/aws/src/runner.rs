@@ -231,7 +231,16 @@ pub fn judge(sample: &mut Sample, invoked: &calls::Invoked) {
         sample.output_tail = tail.clone();
     };
     if let Some(e) = &invoked.error {
-        return fail(sample, format!("the Invoke call failed: {}", e.short()));
+        let why = if e.denied() {
+            format!(
+                "access denied: the caller may not {} ({}); grant it (docs/lambda-aws.md lists the minimal policy)",
+                client::denied_action(&e.message, "lambda:InvokeFunction"),
+                e.short()
+            )
+        } else {
+            format!("the Invoke call failed: {}", e.short())
+        };
+        return fail(sample, why);
     }
     let Some(r) = invoked.tail.as_deref().and_then(report::find) else {
         let payload = String::from_utf8_lossy(&invoked.payload);
@@ -367,6 +376,22 @@ mod tests {
         assert_eq!(
             error(&s),
             "the Invoke call failed: TooManyRequestsException: Rate Exceeded."
+        );
+
+        let mut s = sample();
+        let mut i = invoked(None);
+        i.error = Some(client::ServiceError {
+            code: Some("AccessDeniedException".into()),
+            message: "User: arn:aws:iam::123456789012:user/dev is not authorized to perform: lambda:InvokeFunction on resource: arn:aws:lambda:us-east-1:123456789012:function:my-fn:3".into(),
+            status: Some(403),
+        });
+        judge(&mut s, &i);
+        assert!(
+            error(&s).starts_with(
+                "access denied: the caller may not lambda:InvokeFunction (AccessDeniedException: User: "
+            ),
+            "{}",
+            error(&s)
         );
 
         let mut s = sample();
