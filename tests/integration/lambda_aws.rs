@@ -123,7 +123,7 @@ impl Moto {
 }
 
 /// `coldstart lambda --aws` at this moto, with test credentials and a store.
-fn aws(m: &Moto, store: &Path, args: &[&str]) -> Cs {
+fn aws(m: &Moto, store: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Cs {
     let mut c = cs(&[
         "lambda",
         "--aws",
@@ -132,7 +132,7 @@ fn aws(m: &Moto, store: &Path, args: &[&str]) -> Cs {
         "--region",
         "us-east-1",
     ]);
-    c.args(["--store", store.to_str().expect("utf-8 path")]);
+    c.arg("--store").arg(store);
     c.args(args);
     c.env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
@@ -325,7 +325,7 @@ fn until_published(m: &Moto) {
     }
 }
 
-fn long_run(m: &Moto, store: &Path) -> Child {
+fn long_run(m: &Moto, store: &str) -> Child {
     aws(
         m,
         store,
@@ -349,49 +349,51 @@ fn long_run(m: &Moto, store: &Path) -> Child {
     .spawn()
 }
 
-/// SIGKILL after the first version exists: the journal keeps what was changed,
-/// `--cleanup` deletes the versions and restores the configuration and says so;
-/// a second `--cleanup` has nothing to do. A new experiment on a function with
-/// open journal rows is refused until then.
+/// SIGKILL after the first version exists: the journal keeps what was changed
+/// (a new experiment on the function is refused until it is undone),
+/// `--cleanup` deletes the versions and restores the configuration and says
+/// so; a second `--cleanup` has nothing to do. On SQLite and PostgreSQL.
 #[test]
 fn cleanup_after_sigkill_undoes_what_the_journal_holds() {
     let _turn = beside();
-    let Some(m) = moto(&[]) else { return };
-    m.boto("create", "fn");
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s.db");
-    let mut child = long_run(&m, &store);
-    until_published(&m);
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
-    assert!(open_journal_rows(&store) > 0);
-    let changed = m.show("fn");
-    assert_ne!(changed["versions"], serde_json::json!(["$LATEST"]), "{changed}");
+    for (_dir, store) in stores("lambda_aws") {
+        let Some(m) = moto(&[]) else { return };
+        m.boto("create", "fn");
+        let mut child = long_run(&m, &store);
+        until_published(&m);
+        child.kill().expect("SIGKILL");
+        let _ = child.wait();
+        let changed = m.show("fn");
+        assert_ne!(changed["versions"], serde_json::json!(["$LATEST"]), "{changed}");
 
-    let refused = aws(&m, &store, &["--runs", "1", "--function", "fn"]).fails();
-    assert!(
-        refused.stderr().contains("fn: the journal in")
-            && refused
-                .stderr()
-                .contains("run `coldstart lambda --aws --cleanup` first"),
-        "{}",
-        refused.streams()
-    );
+        let refused = aws(&m, &store, &["--runs", "1", "--function", "fn"]).fails();
+        assert!(
+            refused.stderr().contains("fn: the journal in")
+                && refused
+                    .stderr()
+                    .contains("run `coldstart lambda --aws --cleanup` first"),
+            "{}",
+            refused.streams()
+        );
 
-    let out = aws(&m, &store, &["--cleanup"]).ok();
-    let text = out.stdout();
-    assert!(
-        text.contains("coldstart lambda --aws --cleanup: fn: deleted version 1"),
-        "{text}"
-    );
-    assert!(
-        text.contains("coldstart lambda --aws --cleanup: fn: configuration restored (memory 128 MB"),
-        "{text}"
-    );
-    assert_untouched(&m, "fn");
-    assert_eq!(open_journal_rows(&store), 0);
-    let again = aws(&m, &store, &["--cleanup"]).ok();
-    assert!(again.stdout().contains("nothing to undo"), "{}", again.streams());
+        let out = aws(&m, &store, &["--cleanup"]).ok();
+        let text = out.stdout();
+        assert!(
+            text.contains("coldstart lambda --aws --cleanup: fn: deleted version 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("coldstart lambda --aws --cleanup: fn: configuration restored (memory 128 MB"),
+            "{text}"
+        );
+        assert_untouched(&m, "fn");
+        let again = aws(&m, &store, &["--cleanup"]).ok();
+        assert!(
+            again.stdout().contains("nothing to undo"),
+            "{store}: {}",
+            again.streams()
+        );
+    }
 }
 
 /// Ctrl-C (SIGINT) and SIGTERM mid-experiment: coldstart undoes its changes
@@ -407,7 +409,7 @@ fn an_interrupt_undoes_the_changes_before_exiting() {
         m.boto("create", "fn");
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("s.db");
-        let mut child = long_run(&m, &store);
+        let mut child = long_run(&m, store.to_str().expect("utf-8 path"));
         until_published(&m);
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).expect("signal");
         let stderr = child.stderr.take().expect("stderr");

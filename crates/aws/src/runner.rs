@@ -113,8 +113,7 @@ impl AwsColdStarts {
             .filter(|r| self.journaled.contains(&r.id))
             .collect();
         let (store, endpoint, client) = (&mut self.store, &self.opts.endpoint, &self.client);
-        self.rt
-            .block_on(undo::undo(store, &mine, Some((endpoint, client))))
+        undo::undo(&self.rt, store, &mine, Some((endpoint, client)))
     }
 
     /// One run's steps up to the invoke's answer; an error is the run's failure.

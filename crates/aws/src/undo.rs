@@ -33,10 +33,13 @@ pub struct Published {
     pub version: Option<String>,
 }
 
-/// Undo `rows` (versions first, then configurations), marking each done once
-/// undone; what was done, one line each. A row that fails stays open (said in
-/// its line) and the others go on.
-pub async fn undo(
+/// Undo `rows` (versions first, then configurations) on `rt`, marking each
+/// done once undone; what was done, one line each. A row that fails stays open
+/// (said in its line) and the others go on. The store is written between the
+/// calls, never inside the runtime: the PostgreSQL client blocks on a runtime of
+/// its own, which cannot start inside another.
+pub fn undo(
+    rt: &tokio::runtime::Runtime,
     store: &mut Store,
     rows: &[Entry],
     reuse: Option<(&Endpoint, &aws_sdk_lambda::Client)>,
@@ -56,12 +59,12 @@ pub async fn undo(
         let client = match clients.iter().find(|(e, _)| *e == endpoint) {
             Some((_, c)) => c.clone(),
             None => {
-                let c = client::connect(&endpoint).await?;
+                let c = rt.block_on(client::connect(&endpoint))?;
                 clients.push((endpoint.clone(), c.clone()));
                 c
             }
         };
-        match undo_row(&client, row, &endpoint).await {
+        match rt.block_on(undo_row(&client, row, &endpoint)) {
             Ok(line) => {
                 store.journal_done(row.id)?;
                 said.push(line);

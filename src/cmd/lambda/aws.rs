@@ -191,7 +191,7 @@ fn cleanup(mut store: Store) -> Result<i32> {
         .enable_all()
         .build()
         .context("starting the async runtime for the AWS SDK")?;
-    let lines = rt.block_on(undo::undo(&mut store, &rows, None))?;
+    let lines = undo::undo(&rt, &mut store, &rows, None)?;
     for l in &lines {
         crate::out::outln!("coldstart lambda --aws --cleanup: {l}")?;
     }
