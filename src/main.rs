@@ -8,6 +8,8 @@ mod session;
 use coldstart_testkit as testkit;
 
 // The library crates' modules under their own names: the commands read `crate::run::…`.
+#[cfg(feature = "aws")]
+use coldstart_aws as aws;
 use coldstart_core::{
     analysis, bounds, clock, config, experiment, launch, limits, out, probe, profile, run, sample, stats,
     store, target, Lab,

@@ -63,6 +63,7 @@ pub fn run(
             Some((store, id))
         }
     };
+    runner.started(store.as_ref().map(|(_, id)| *id))?;
     let mut progress = Progress::new(outputs.quiet);
     let mut recorder = Recorder {
         progress: &mut progress,

@@ -13,6 +13,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[cfg(feature = "aws")]
+mod aws;
+
 /// Lambda's smallest and largest memory sizes.
 const MEMORY_RANGE: std::ops::RangeInclusive<u64> = 128..=10_240;
 
@@ -305,7 +308,39 @@ fn announce(opts: &Options, configs: &[Point]) {
     crate::out::errln!("coldstart lambda: {} variant(s), {limits}{chosen}", configs.len());
 }
 
+/// `--aws`: deployed functions on the service (`aws::run`), in a build with the
+/// `aws` feature.
+#[cfg(feature = "aws")]
+fn on_aws(args: &LambdaArgs) -> Result<i32> {
+    aws::run(args)
+}
+
+#[cfg(not(feature = "aws"))]
+fn on_aws(_: &LambdaArgs) -> Result<i32> {
+    bail!("--aws: this coldstart was built without the `aws` feature (cargo build --features aws)")
+}
+
+/// The deployed-function flags belong to --aws.
+fn local_only(args: &LambdaArgs) -> Result<()> {
+    let given = std::iter::once(&args.shared)
+        .chain(args.variants.iter().map(|v| &v.args))
+        .find_map(|a| {
+            a.function
+                .as_ref()
+                .map(|_| "--function")
+                .or((!a.layer_arn.is_empty()).then_some("--layer-arn"))
+        });
+    match given {
+        Some(flag) => bail!("{flag} names a deployed function or layer: give --aws with it"),
+        None => Ok(()),
+    }
+}
+
 pub fn run(args: &LambdaArgs) -> Result<i32> {
+    if args.aws {
+        return on_aws(args);
+    }
+    local_only(args)?;
     crate::bounds::runs("--runs", args.runs, 1)?;
     crate::bounds::runs("--warmup", args.warmup, 0)?;
     crate::bounds::count("--invokes", args.invokes, 0, 10_000)?;
@@ -354,7 +389,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         init_boost,
         cgroups,
         function_name: args.function_name.clone(),
-        region: args.region.clone(),
+        region: args.region.clone().unwrap_or_else(|| "us-east-1".to_string()),
         log,
         save_response: args.save_response.clone(),
         tail_lines: args.common.output_lines,

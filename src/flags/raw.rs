@@ -1017,9 +1017,39 @@ pub struct LambdaFlags {
     /// AWS_LAMBDA_FUNCTION_NAME.
     #[arg(long, default_value = "coldstart-function", value_name = "NAME")]
     pub function_name: String,
-    /// AWS_REGION.
-    #[arg(long, default_value = "us-east-1")]
-    pub region: String,
+    /// AWS_REGION [default: us-east-1].
+    ///
+    /// With --aws: the region called [default: the AWS configuration's].
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// Measure deployed functions on AWS Lambda.
+    ///
+    /// Each variant names a --function; every run forces a cold start (a new
+    /// configuration and version, invoked once) and reads the REPORT's Init
+    /// Duration. See docs/lambda-aws.md.
+    #[arg(long)]
+    pub aws: bool,
+    /// --aws: a Lambda-compatible API.
+    ///
+    /// E.g. http://127.0.0.1:9001 [default: the service's endpoint for the region].
+    #[arg(long, value_name = "URL", requires = "aws")]
+    pub endpoint_url: Option<String>,
+    /// --aws: print the plan and cost only.
+    ///
+    /// Reads the functions (GetFunction) and changes nothing.
+    #[arg(long, requires = "aws")]
+    pub dry_run: bool,
+    /// --aws: refuse a costlier plan.
+    ///
+    /// In US dollars, against the estimate's upper bound (--dry-run shows it).
+    #[arg(long, value_name = "USD", requires = "aws")]
+    pub max_cost: Option<f64>,
+    /// --aws: undo what a killed run left.
+    ///
+    /// Deletes the versions it published and restores the configurations it
+    /// changed, from the journal in the store; says what it did.
+    #[arg(long, requires = "aws")]
+    pub cleanup: bool,
     /// Append the log lines to this file.
     ///
     /// The platform lines (INIT_START, START, END, REPORT, INIT_REPORT) and the
@@ -1205,6 +1235,16 @@ pub struct LambdaVariantArgs {
     /// No emulator, no extensions: the baseline of the emulator's overhead.
     #[arg(long)]
     pub bare: bool,
+    /// --aws: the deployed function.
+    ///
+    /// Its name, partial ARN or ARN (a different one per variant is fine).
+    #[arg(long, value_name = "NAME|ARN")]
+    pub function: Option<String>,
+    /// --aws: a layer version ARN (repeatable).
+    ///
+    /// The variant's whole layer list, in order, replacing the function's.
+    #[arg(long, value_name = "ARN")]
+    pub layer_arn: Vec<String>,
 }
 
 /// `--order` (the library's [`Order`] knows nothing of the command line).

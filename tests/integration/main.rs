@@ -24,6 +24,7 @@ mod fleet_shards;
 mod fleet_stored;
 mod html_report;
 mod lambda;
+mod lambda_aws;
 mod lambda_managed;
 mod lambda_memory;
 mod lambda_sandbox;

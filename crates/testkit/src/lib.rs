@@ -27,7 +27,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 22] = [
+pub const SWITCHES: [&str; 23] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -54,6 +54,8 @@ pub const SWITCHES: [&str; 22] = [
     "SLURM",
     // boto3, pinned (tests/fixtures/boto3-setup.sh): the SDK that drives `lambda serve`.
     "BOTO3",
+    // moto's server, pinned (tests/fixtures/moto-setup.sh): `coldstart lambda --aws`'s control plane.
+    "MOTO",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").

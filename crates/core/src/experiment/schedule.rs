@@ -120,6 +120,13 @@ pub trait Runner {
     /// One run of variant `variant` (an index into the plan's variants; the same
     /// as `id.variant`).
     fn run(&mut self, variant: usize, id: RunId) -> Result<Sample>;
+
+    /// Told the stored experiment's id (None: not stored) before the first run:
+    /// a runner that changes things outside coldstart journals them under it
+    /// (`coldstart lambda --aws`).
+    fn started(&mut self, _experiment: Option<i64>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A closure is a runner (tests' mocks, one-off embedders).

@@ -5,6 +5,7 @@
 
 pub mod db;
 pub mod fleet;
+pub mod journal;
 pub mod meta;
 #[cfg(feature = "postgres")]
 mod postgres;

@@ -5,7 +5,7 @@ use super::db::{transaction, Db, Dialect, Value};
 use crate::experiment::{Kind, Order};
 use anyhow::{bail, Result};
 
-pub const CURRENT: i64 = 12;
+pub const CURRENT: i64 = 13;
 
 /// Migration N takes the schema from version N-1 to N (2: `explanations`, one
 /// row per `coldstart explain`, its explanation as the JSON export has it; IF NOT
@@ -17,7 +17,9 @@ pub const CURRENT: i64 = 12;
 /// `experiments.run_order` (`experiment::Order`), both filled in for the rows
 /// before them by `fill`; 7–12: fleet experiments, `store::fleet`: an
 /// experiment's fleet name (unique), shard count and plan, each run's shard and
-/// attempt, and a row per shard with its machine and times). Written for SQLite;
+/// attempt, and a row per shard with its machine and times; 13: `aws_journal`,
+/// what `coldstart lambda --aws` changed on a deployed function, written before
+/// each change, so `--cleanup` can undo it after a SIGKILL: `store::journal`). Written for SQLite;
 /// `sql_for` adapts the few words PostgreSQL spells differently.
 const MIGRATIONS: &[&str] = &[
     "
@@ -102,6 +104,17 @@ CREATE TABLE IF NOT EXISTS shards (
     load_json TEXT,
     replaced_runs BIGINT NOT NULL,
     PRIMARY KEY (experiment_id, idx)
+);
+",
+    "
+CREATE TABLE IF NOT EXISTS aws_journal (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    experiment_id BIGINT REFERENCES experiments(id),
+    created_unix_s BIGINT NOT NULL,
+    function TEXT NOT NULL,
+    action TEXT NOT NULL,
+    detail_json TEXT NOT NULL,
+    done BIGINT NOT NULL
 );
 ",
 ];
