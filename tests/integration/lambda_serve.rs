@@ -656,3 +656,143 @@ fn control_plane_names_layers_revisions_and_versions() {
         .collect();
     assert_eq!(versions, ["$LATEST", "1", "3"]);
 }
+
+/// Issue 23's end to end: `coldstart lambda --aws` driving `coldstart lambda serve`
+/// through the official AWS SDK, 2 variants × 2 memory sizes. Every run is a real
+/// cold start: each run's Init Duration, parsed by the driver from the invoke's log
+/// tail, is one that the server's own log (an independent parse here) reports for
+/// a new environment; the verdicts and the store work; afterwards no published
+/// version and no changed configuration remain.
+#[test]
+fn lambda_aws_drives_lambda_serve_with_forced_cold_starts_and_undoes_everything() {
+    let _turn = beside();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("serve.log");
+    let log_arg = log.display().to_string();
+    let boot = bootstrap();
+    let server = Server::start(&[
+        "--log",
+        &log_arg,
+        "--name",
+        "hello",
+        "--runtime",
+        &boot,
+        "--memory",
+        "128",
+        "--env",
+        "A=1",
+    ]);
+    let config = format!("{}/2015-03-31/functions/hello/configuration", server.url);
+    let versions = format!("{}/2015-03-31/functions/hello/versions", server.url);
+    let (_, _, before) = call("GET", &config, None);
+
+    let store = dir.path().join("store.db");
+    let json = dir.path().join("aws.json");
+    let o = cs(&[
+        "lambda",
+        "--aws",
+        "--endpoint-url",
+        &server.url,
+        "--region",
+        "us-east-1",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--memory",
+        "256,512",
+    ])
+    .arg("--store")
+    .arg(&store)
+    .arg("--export-json")
+    .arg(&json)
+    .args([
+        "--name",
+        "a",
+        "--function",
+        "hello",
+        "--name",
+        "b",
+        "--function",
+        "hello",
+        "--env",
+        "B=1",
+    ])
+    .env("AWS_ACCESS_KEY_ID", "testing")
+    .env("AWS_SECRET_ACCESS_KEY", "testing")
+    .env_remove("AWS_PROFILE")
+    .env("AWS_CONFIG_FILE", "/dev/null")
+    .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    .run();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let doc = json_file(&json);
+    let variants = doc["variants"].as_array().expect("variants");
+    assert_eq!(variants.len(), 4, "2 variants × 2 memory sizes: {doc}");
+
+    // The server's log, read on its own: one REPORT with Init Duration per cold
+    // environment (`Init Duration: X ms`).
+    let text = std::fs::read_to_string(&log).expect("the server's log");
+    let mut cold: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with("REPORT "))
+        .filter_map(|l| {
+            l.split('\t')
+                .find_map(|f| f.trim().strip_prefix("Init Duration: "))
+                .and_then(|v| v.trim_end_matches(" ms").parse().ok())
+        })
+        .collect();
+    let mut measured: Vec<f64> = (0..4u64)
+        .flat_map(|v| testkit::ready_ns(&doc, v))
+        .map(|ns| ns as f64 / 1e6)
+        .collect();
+    assert_eq!(measured.len(), 12, "3 cold starts of each of 4 variants: {doc}");
+    cold.sort_by(f64::total_cmp);
+    measured.sort_by(f64::total_cmp);
+    assert_eq!(cold.len(), measured.len(), "every invoke was cold:\n{text}");
+    for (m, c) in measured.iter().zip(&cold) {
+        assert!(
+            (m - c).abs() < 0.006,
+            "run's Init Duration {m} ms vs the server's {c} ms"
+        );
+    }
+    // Memory size as configured per variant, in each run's REPORT.
+    for (i, v) in variants.iter().enumerate() {
+        let want = if v["name"].as_str().is_some_and(|n| n.contains("512")) {
+            512.0
+        } else {
+            256.0
+        };
+        let got = v["stats"]["metrics"]["memory_size_mb"]["p50"].as_f64();
+        assert_eq!(got, Some(want), "variant {i}: {v}");
+    }
+    // Stored, with a verdict for b against a at each size.
+    assert!(
+        err.contains("stored as experiment") || stdout(&o).contains("stored as experiment"),
+        "{err}"
+    );
+    for v in variants
+        .iter()
+        .filter(|v| v["name"].as_str().is_some_and(|n| n.starts_with("b[")))
+    {
+        let vs = &v["stats"]["vs_baseline"];
+        assert!(
+            vs["verdict"].is_string() && vs["shift"]["estimate"].is_number(),
+            "{v}"
+        );
+    }
+
+    // Nothing left: only $LATEST, and the configuration as it was.
+    let (_, _, listed) = call("GET", &versions, None);
+    let names: Vec<&str> = listed["Versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .filter_map(|v| v["Version"].as_str())
+        .collect();
+    assert_eq!(names, ["$LATEST"], "{listed}");
+    let (_, _, after) = call("GET", &config, None);
+    for key in ["MemorySize", "Environment", "Layers"] {
+        assert_eq!(after[key], before[key], "{key}: {after}");
+    }
+}
