@@ -985,11 +985,6 @@ pub struct LambdaFlags {
     /// `sequential`: all runs of the first variant, then all of the next.
     #[arg(long, value_enum, default_value_t = OrderArg::Shuffled, value_name = "shuffled|sequential", hide_possible_values = true)]
     pub order: OrderArg,
-    /// The event to invoke with [default: {}].
-    ///
-    /// A JSON file.
-    #[arg(long, value_name = "PATH")]
-    pub event: Option<PathBuf>,
     /// Function timeout, seconds.
     ///
     /// The invoke's, and a suppressed init's; at most 900, as on Lambda.
@@ -1245,6 +1240,18 @@ pub struct LambdaVariantArgs {
     /// The variant's whole layer list, in order, replacing the function's.
     #[arg(long, value_name = "ARN")]
     pub layer_arn: Vec<String>,
+    /// The event to invoke with [default: {}].
+    ///
+    /// A JSON file. With --aws also per variant (each variant's invokes carry
+    /// its own); the emulator takes one, before the first --name.
+    #[arg(long, value_name = "PATH")]
+    pub event: Option<PathBuf>,
+    /// --aws: SnapStart on published versions.
+    ///
+    /// The variant's runs restore a snapshot (ApplyOn=PublishedVersions); ready
+    /// at the REPORT's Restore Duration [default: the function's own setting].
+    #[arg(long)]
+    pub snapstart: bool,
 }
 
 /// `--order` (the library's [`Order`] knows nothing of the command line).

@@ -525,3 +525,33 @@ fn a_refused_update_fails_the_run_with_the_service_message() {
     assert_untouched(&m, "fn");
     assert_eq!(open_journal_rows(&store), 0);
 }
+
+/// The flags of the service are refused where they cannot mean anything: a
+/// variant's own --event and --snapstart with the emulator, and all of them in
+/// `lambda serve` (its callers choose per request). Nothing runs.
+#[test]
+fn aws_only_flags_are_refused_without_aws() {
+    let dir = tempfile::tempdir().unwrap();
+    let event = dir.path().join("e.json");
+    std::fs::write(&event, "{}").unwrap();
+    let event = event.display().to_string();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["lambda", "--runtime", "./b", "--name", "a", "--event", &event],
+            "--event per variant is for --aws: the emulator invokes every variant with one --event, given before the first --name",
+        ),
+        (
+            &["lambda", "--runtime", "./b", "--name", "a", "--snapstart"],
+            "--snapstart is SnapStart on the service: give --aws with it",
+        ),
+        (
+            &["lambda", "serve", "--name", "f", "--runtime", "./b", "--event", &event],
+            "--event, --snapstart, --function and --layer-arn are flags of `coldstart lambda`",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = cs(args).run();
+        assert_eq!(out.code(), Some(2), "{args:?}: {}", out.streams());
+        assert!(out.stderr().contains(want), "{args:?}: {}", out.streams());
+    }
+}

@@ -18,6 +18,9 @@ pub struct Variant {
     pub layers: Option<Vec<String>>,
     /// `--env K=V`: set over the function's own environment.
     pub env: Vec<(String, String)>,
+    /// The payload of this variant's invokes (its `--event`, else the shared
+    /// one, else `{}`).
+    pub event: Vec<u8>,
 }
 
 impl Variant {
@@ -96,7 +99,12 @@ fn variant_line(v: &Variant, f: &Function) -> String {
         None => format!("its {} layer(s)", f.configuration.layers.len()),
     };
     let env: String = v.env.iter().map(|(k, val)| format!(", +{k}={val}")).collect();
-    format!("{}: {}, {memory}, {layers}{env}", v.name, v.function)
+    let event = if v.event == b"{}" {
+        String::new()
+    } else {
+        format!(", event of {} bytes", v.event.len())
+    };
+    format!("{}: {}, {memory}, {layers}{env}{event}", v.name, v.function)
 }
 
 pub fn render(p: &Printed) -> String {
@@ -196,6 +204,7 @@ mod tests {
             memory_mb: None,
             layers: None,
             env: vec![("B".into(), "2".into())],
+            event: b"{}".to_vec(),
         };
         let c = v.configure(&f.configuration, "7-3");
         assert_eq!(c.memory_mb, 128);
@@ -223,6 +232,7 @@ mod tests {
             memory_mb: Some(512),
             layers: None,
             env: Vec::new(),
+            event: b"{}".to_vec(),
         };
         let f = function(128, "x86_64", 3);
         let e = estimate(std::slice::from_ref(&v), &[&f], 10);

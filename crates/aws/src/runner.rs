@@ -27,8 +27,6 @@ use std::time::Duration;
 /// What every run shares.
 pub struct Options {
     pub endpoint: Endpoint,
-    /// The invoke's payload (`--event`, else `{}`).
-    pub event: Vec<u8>,
 }
 
 pub struct AwsColdStarts {
@@ -137,7 +135,7 @@ impl AwsColdStarts {
             .store
             .journal_add(self.experiment, &v.function, undo::VERSION, &detail)?;
         self.journaled.push(row);
-        let (client, at, event) = (&self.client, &self.opts.endpoint, &self.opts.event);
+        let (client, at, event) = (&self.client, &self.opts.endpoint, &v.event);
         let steps = async {
             let revision = calls::update(client, &v.function, &to, at).await?;
             calls::wait_updated(client, &v.function, at).await?;

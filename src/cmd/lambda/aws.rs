@@ -89,6 +89,8 @@ fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
         if spec.name.contains(['[', ']']) {
             bail!("bad --name '{}': brackets mark parameter values (name[memory=512]); pick a name without them", spec.name);
         }
+        // The variant's own --event, else the one for all.
+        let event = super::read_event(a.event.as_deref().or(args.shared.event.as_deref()))?;
         for mb in memories(a) {
             if let Some(mb) = mb.filter(|mb| !super::MEMORY_RANGE.contains(mb)) {
                 bail!("--memory {mb}: Lambda allows 128 to 10240 MB");
@@ -114,6 +116,7 @@ fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     memory_mb: mb,
                     layers: layers.clone(),
                     env: env.clone(),
+                    event: event.clone(),
                 },
                 params,
             ));
@@ -259,7 +262,6 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     args.common.export.check_dirs()?;
     let points = variants(args)?;
     let sweep = sweep(&points, args.compare_along.as_deref())?;
-    let event = super::read_event(args.event.as_deref())?;
     let endpoint = Endpoint {
         endpoint_url: args.endpoint_url.clone(),
         region: args.region.clone(),
@@ -269,7 +271,6 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let mut runner = AwsColdStarts::new(
         Options {
             endpoint: endpoint.clone(),
-            event,
         },
         variants.clone(),
         store,
