@@ -101,6 +101,31 @@ impl Moto {
             .collect()
     }
 
+    /// The configuration updates moto served (PUT …/configuration) with their
+    /// JSON bodies, in order: from moto's own request recorder
+    /// (MOTO_ENABLE_RECORDING, written to `moto_recording` in its directory).
+    fn updates(&self, function: &str) -> Vec<serde_json::Value> {
+        use base64::Engine;
+        let path = format!("/2015-03-31/functions/{function}/configuration");
+        let text = std::fs::read_to_string(self._dir.path().join("moto_recording"))
+            .expect("moto's recording (start it with MOTO_ENABLE_RECORDING)");
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a recorded request"))
+            .filter(|r| r["method"] == "PUT" && r["url"].as_str().is_some_and(|u| u.contains(&path)))
+            .map(|r| {
+                let body = r["body"].as_str().unwrap_or_default();
+                let bytes = if r["body_encoded"] == true {
+                    base64::engine::general_purpose::STANDARD
+                        .decode(body)
+                        .expect("a base64 body")
+                } else {
+                    body.as_bytes().to_vec()
+                };
+                serde_json::from_slice(&bytes).expect("a JSON body")
+            })
+            .collect()
+    }
+
     /// boto3 through tests/fixtures/moto/lambda_fn.py.
     fn boto(&self, what: &str, name: &str) -> String {
         let out = Command::new(&self.python)
@@ -554,4 +579,108 @@ fn aws_only_flags_are_refused_without_aws() {
         assert_eq!(out.code(), Some(2), "{args:?}: {}", out.streams());
         assert!(out.stderr().contains(want), "{args:?}: {}", out.streams());
     }
+}
+
+/// `--snapstart`: the variant's updates turn SnapStart on (ApplyOn
+/// PublishedVersions), the other variant's on the same function off again, and
+/// the restore puts the original setting back; a function no variant asks
+/// SnapStart of never gets the field. moto accepts the field and keeps nothing
+/// of it, so the bodies are read from moto's own request recorder. A SnapStart
+/// version is invoked once Active. The journal row holds the original setting.
+#[test]
+fn snapstart_is_set_per_variant_and_restored() {
+    let _turn = beside();
+    let Some(m) = moto(&[("MOTO_ENABLE_RECORDING", "True")]) else {
+        return;
+    };
+    m.boto("create", "fn");
+    m.boto("create", "plain");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = aws(
+        &m,
+        &store,
+        &[
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--keep-going",
+            "--name",
+            "off",
+            "--function",
+            "fn",
+            "--memory",
+            "256",
+            "--name",
+            "on",
+            "--function",
+            "fn",
+            "--memory",
+            "512",
+            "--snapstart",
+            "--name",
+            "plain",
+            "--function",
+            "plain",
+        ],
+    )
+    .run();
+    assert_eq!(out.code(), Some(1), "moto's invokes fail: {}", out.streams());
+    let apply_on = |u: &serde_json::Value| u["SnapStart"]["ApplyOn"].as_str().map(str::to_string);
+    let updates = m.updates("fn");
+    assert_eq!(updates.len(), 5, "4 runs and the restore: {updates:?}");
+    for u in &updates[..4] {
+        let want = if u["MemorySize"] == 512 {
+            "PublishedVersions"
+        } else {
+            "None"
+        };
+        assert_eq!(apply_on(u).as_deref(), Some(want), "{u}");
+    }
+    // A SnapStart version is waited for until Active (GetFunction of it) before
+    // its invoke; the other runs' versions are invoked at once.
+    let calls = m.requests();
+    let waited: Vec<&(String, String)> = calls
+        .iter()
+        .filter(|(method, p)| method == "GET" && p.starts_with("/2015-03-31/functions/fn?Qualifier="))
+        .collect();
+    assert_eq!(waited.len(), 2, "one wait per SnapStart run: {calls:?}");
+    for (_, p) in waited {
+        let invoke = (
+            "POST".to_string(),
+            format!(
+                "/2015-03-31/functions/fn/invocations{}",
+                &p["/2015-03-31/functions/fn".len()..]
+            ),
+        );
+        let at = calls.iter().position(|c| c == &invoke);
+        let wait = calls.iter().position(|c| &c.1 == p);
+        assert!(wait < at && at.is_some(), "waited before the invoke: {calls:?}");
+    }
+    let restore = &updates[4];
+    assert_eq!(restore["MemorySize"], 128, "{restore}");
+    assert_eq!(apply_on(restore).as_deref(), Some("None"), "{restore}");
+    let plain = m.updates("plain");
+    assert_eq!(plain.len(), 3, "{plain:?}");
+    assert!(plain.iter().all(|u| u.get("SnapStart").is_none()), "{plain:?}");
+    assert!(
+        out.stderr()
+            .contains("fn: configuration restored (memory 128 MB, 0 layer(s), 1 environment variable(s), SnapStart off)"),
+        "{}",
+        out.streams()
+    );
+    let db = rusqlite::Connection::open(&store).expect("open store");
+    let detail: String = db
+        .query_row(
+            "SELECT detail_json FROM aws_journal WHERE function = 'fn' AND action = 'configuration'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the configuration row");
+    let detail: serde_json::Value = serde_json::from_str(&detail).expect("JSON");
+    assert_eq!(detail["configuration"]["snapstart"], false, "{detail}");
+    assert_untouched(&m, "fn");
+    assert_untouched(&m, "plain");
+    assert_eq!(open_journal_rows(&store), 0);
 }

@@ -801,7 +801,10 @@ fn lambda_aws_drives_lambda_serve_with_forced_cold_starts_and_undoes_everything(
 /// payload (a shared `--event` before the first `--name` is the others'
 /// default). The fixture's bootstrap logs the event it got with its memory
 /// size; the variants differ in memory, so the server's log says which
-/// configuration was invoked with which event.
+/// configuration was invoked with which event. Variant b also asks for
+/// SnapStart: the server keeps no snapshot (its GetFunction says SnapStart is
+/// off), but the driver's path for it (the update with SnapStart, waiting for
+/// the version to be Active, the restore) runs through the SDK here too.
 #[test]
 fn lambda_aws_invokes_each_variant_with_its_own_event() {
     let _turn = beside();
@@ -840,7 +843,16 @@ fn lambda_aws_invokes_each_variant_with_its_own_event() {
     .arg("--event")
     .arg(&shared)
     .args(["--name", "a", "--function", "hello", "--memory", "256"])
-    .args(["--name", "b", "--function", "hello", "--memory", "512", "--event"])
+    .args([
+        "--name",
+        "b",
+        "--function",
+        "hello",
+        "--memory",
+        "512",
+        "--snapstart",
+        "--event",
+    ])
     .arg(&own)
     .env("AWS_ACCESS_KEY_ID", "testing")
     .env("AWS_SECRET_ACCESS_KEY", "testing")
@@ -866,4 +878,9 @@ fn lambda_aws_invokes_each_variant_with_its_own_event() {
     assert_eq!(of("256"), [a.clone(), a], "variant a, the shared event:\n{text}");
     assert_eq!(of("512"), [b.clone(), b], "variant b, its own event:\n{text}");
     assert_eq!(got.len(), 4, "{text}");
+    assert!(
+        stderr(&o).contains("hello: configuration restored (memory 128 MB, 0 layer(s), 0 environment variable(s), SnapStart off)"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -84,7 +84,13 @@ impl AwsColdStarts {
                     row.experiment_id.map_or_else(|| "none".to_string(), |e| e.to_string())
                 );
             }
-            let f = rt.block_on(calls::read(&client, &v.function, &opts.endpoint))?;
+            let mut f = rt.block_on(calls::read(&client, &v.function, &opts.endpoint))?;
+            // SnapStart is sent (in the runs' updates and the restore) only for a
+            // function a variant asks it of: a function coldstart does not switch
+            // keeps its setting untouched.
+            if !variants.iter().any(|w| w.function == v.function && w.snapstart) {
+                f.configuration.snapstart = None;
+            }
             functions.insert(v.function.clone(), f);
         }
         Ok(AwsColdStarts {
@@ -140,6 +146,9 @@ impl AwsColdStarts {
             let revision = calls::update(client, &v.function, &to, at).await?;
             calls::wait_updated(client, &v.function, at).await?;
             let version = calls::publish(client, &v.function, revision.as_deref(), at).await?;
+            if to.snapstart == Some(true) {
+                calls::wait_active(client, &v.function, &version, at).await?;
+            }
             Ok::<_, anyhow::Error>(version)
         };
         let Some(version) = self.rt.block_on(unless_interrupted(steps)) else {

@@ -116,6 +116,7 @@ fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     memory_mb: mb,
                     layers: layers.clone(),
                     env: env.clone(),
+                    snapstart: a.snapstart || args.shared.snapstart,
                     event: event.clone(),
                 },
                 params,
