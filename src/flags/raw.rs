@@ -1039,6 +1039,13 @@ pub struct LambdaFlags {
     /// In US dollars, against the estimate's upper bound (--dry-run shows it).
     #[arg(long, value_name = "USD", requires = "aws")]
     pub max_cost: Option<f64>,
+    /// --aws: runs prepared ahead.
+    ///
+    /// Runs whose version is being made (update, wait, publish) or waits for its
+    /// invoke, the current one's included; invokes stay one at a time in the
+    /// scheduler's order. 1: each run's just before its invoke.
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "aws")]
+    pub parallel: usize,
     /// --aws: undo what a killed run left.
     ///
     /// Deletes the versions it published and restores the configurations it

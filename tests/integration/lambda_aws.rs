@@ -684,3 +684,102 @@ fn snapstart_is_set_per_variant_and_restored() {
     assert_untouched(&m, "plain");
     assert_eq!(open_journal_rows(&store), 0);
 }
+
+/// `--parallel N`: versions are made ahead, at most N runs prepared or waiting
+/// for their invoke at a time, and the invokes keep the scheduler's order (the
+/// one `--dry-run` prints for the seed), one at a time. moto's invokes fail:
+/// without --keep-going the experiment stops after its first run, and the run
+/// prepared ahead of it was made all the same (2 publishes for 1 invoke),
+/// then deleted like the others.
+#[test]
+fn parallel_prepares_versions_ahead_and_invokes_in_the_scheduler_s_order() {
+    let _turn = beside();
+    let Some(m) = moto(&[]) else { return };
+    m.boto("create", "fn");
+    m.boto("create", "g");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let variants = [
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--seed",
+        "7",
+        "--name",
+        "a",
+        "--function",
+        "fn",
+        "--name",
+        "b",
+        "--function",
+        "g",
+    ];
+    let count = |calls: &[(String, String)], method: &str, part: &str| {
+        calls
+            .iter()
+            .filter(|(m, p)| m == method && p.contains(part))
+            .count()
+    };
+
+    // Stopped by the first failed run: the second run's version was made ahead.
+    let out = aws(&m, &store, &[&["--parallel", "2"][..], &variants].concat()).run();
+    assert_eq!(out.code(), Some(1), "{}", out.streams());
+    let calls = m.requests();
+    assert_eq!(count(&calls, "POST", "/invocations"), 1, "{calls:?}");
+    assert_eq!(count(&calls, "POST", "/versions"), 2, "{calls:?}");
+    assert_eq!(count(&calls, "DELETE", "?Qualifier="), 2, "{calls:?}");
+    assert_untouched(&m, "fn");
+    assert_untouched(&m, "g");
+    assert_eq!(open_journal_rows(&store), 0);
+
+    // Every run, --parallel 3: the invokes in the dry run's order, and never
+    // more than 3 versions made and not yet invoked.
+    let plan = aws(
+        &m,
+        &store,
+        &[&["--dry-run", "--parallel", "3"][..], &variants].concat(),
+    )
+    .ok();
+    let text = plan.stdout();
+    assert!(
+        text.contains("prepared ahead: up to 3 runs' versions made or waiting at a time (--parallel 3)"),
+        "{text}"
+    );
+    let order: Vec<&str> = text
+        .split_whitespace()
+        .zip(text.split_whitespace().skip(1))
+        .filter(|(n, _)| n.ends_with('.') && n.trim_end_matches('.').parse::<u32>().is_ok())
+        .map(|(_, v)| if v == "a" { "fn" } else { "g" })
+        .collect();
+    assert_eq!(order.len(), 6, "{text}");
+    let before = m.requests().len();
+    let out = aws(
+        &m,
+        &store,
+        &[&["--parallel", "3", "--keep-going"][..], &variants].concat(),
+    )
+    .run();
+    assert_eq!(out.code(), Some(1), "moto's invokes fail: {}", out.streams());
+    let calls = m.requests()[before..].to_vec();
+    let invoked: Vec<&str> = calls
+        .iter()
+        .filter(|(m, p)| m == "POST" && p.contains("/invocations"))
+        .filter_map(|(_, p)| p.strip_prefix("/2015-03-31/functions/")?.split('/').next())
+        .collect();
+    assert_eq!(invoked, order, "the invokes in the scheduler's order");
+    let mut made = 0i32;
+    for (method, path) in &calls {
+        if method == "POST" && path.ends_with("/versions") {
+            made += 1;
+        } else if method == "POST" && path.contains("/invocations") {
+            made -= 1;
+        }
+        assert!(made <= 3, "more than --parallel 3 versions ahead: {calls:?}");
+    }
+    assert_eq!(count(&calls, "POST", "/versions"), 6, "{calls:?}");
+    assert_eq!(count(&calls, "DELETE", "?Qualifier="), 6, "{calls:?}");
+    assert_untouched(&m, "fn");
+    assert_untouched(&m, "g");
+    assert_eq!(open_journal_rows(&store), 0);
+}

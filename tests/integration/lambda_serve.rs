@@ -658,7 +658,8 @@ fn control_plane_names_layers_revisions_and_versions() {
 }
 
 /// Issue 23's end to end: `coldstart lambda --aws` driving `coldstart lambda serve`
-/// through the official AWS SDK, 2 variants × 2 memory sizes. Every run is a real
+/// through the official AWS SDK, 2 variants × 2 memory sizes, up to 3 versions
+/// prepared ahead (`--parallel 3`). Every run is a real
 /// cold start: each run's Init Duration, parsed by the driver from the invoke's log
 /// tail, is one that the server's own log (an independent parse here) reports for
 /// a new environment; the verdicts and the store work; afterwards no published
@@ -701,6 +702,10 @@ fn lambda_aws_drives_lambda_serve_with_forced_cold_starts_and_undoes_everything(
         "0",
         "--memory",
         "256,512",
+        // Versions made ahead (the next run's while this one's invoke runs):
+        // each is still a new environment's cold start.
+        "--parallel",
+        "3",
     ])
     .arg("--store")
     .arg(&store)

@@ -94,6 +94,8 @@ pub struct Printed<'a> {
     pub order: &'a [(usize, usize, bool)],
     pub seed: u64,
     pub estimate: Estimate,
+    /// `--parallel`: runs prepared at a time.
+    pub parallel: usize,
 }
 
 fn variant_line(v: &Variant, f: &Function) -> String {
@@ -160,6 +162,13 @@ pub fn render(p: &Printed) -> String {
         "  runs: {runs}: {runs} configuration updates, {runs} versions published, {runs} invokes; afterwards the {runs} versions are deleted and {} configuration(s) restored",
         p.functions.len()
     );
+    if p.parallel > 1 {
+        let _ = writeln!(
+            s,
+            "  prepared ahead: up to {} runs' versions made or waiting at a time (--parallel {}), one function's updates one after another; the invokes one at a time, in this order",
+            p.parallel, p.parallel
+        );
+    }
     let _ = write!(
         s,
         "  order (seed {}; give --seed {} to run this order):",

@@ -20,13 +20,33 @@ use coldstart_core::experiment::Runner;
 use coldstart_core::launch::signals;
 use coldstart_core::sample::{Outcome, RunId, Sample};
 use coldstart_core::store::Store;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What every run shares.
 pub struct Options {
     pub endpoint: Endpoint,
+    /// `--parallel`: runs whose version is being prepared (update → wait →
+    /// publish) or waits for its invoke, the current run's included. 1: each
+    /// run's version is made just before its invoke.
+    pub parallel: usize,
+    /// The scheduler's run order, (variant, round, warmup) each: what to prepare
+    /// ahead. A run not found in it is prepared when it comes.
+    pub order: Vec<Key>,
+}
+
+/// A run as the scheduler names it: (variant, round, warmup).
+pub type Key = (usize, usize, bool);
+
+/// A run whose version is being made: its journal row and the task making it.
+struct Preparing {
+    key: Key,
+    row: i64,
+    marker: String,
+    /// update → wait → publish (→ wait until Active, SnapStart): the version.
+    task: tokio::task::JoinHandle<Result<String>>,
 }
 
 pub struct AwsColdStarts {
@@ -42,6 +62,14 @@ pub struct AwsColdStarts {
     journaled: Vec<i64>,
     /// Runs started (the `<run>` of `COLDSTART_RUN`).
     runs: usize,
+    /// The scheduler's runs not yet prepared, in order.
+    ahead: VecDeque<Key>,
+    /// Runs being prepared (or prepared, not yet invoked), in order.
+    preparing: VecDeque<Preparing>,
+    /// One per function: a function's update → wait → publish are never
+    /// interleaved with another run's (Lambda refuses an update while one is in
+    /// progress, and a publish must take its own revision).
+    locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// A tag for runs when the experiment is not stored (`pid<PID>`).
     tag: String,
 }
@@ -64,7 +92,10 @@ impl AwsColdStarts {
     /// yet): refused when one has an update in progress, or has journaled
     /// changes not undone (its "original" configuration would be coldstart's).
     pub fn new(opts: Options, variants: Vec<Variant>, mut store: Store) -> Result<AwsColdStarts> {
-        let rt = tokio::runtime::Builder::new_current_thread()
+        // Threads of its own, so that versions prepared ahead progress while the
+        // main thread waits on an invoke or writes the store.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
             .enable_all()
             .build()
             .map_err(|e| anyhow!("starting the async runtime for the AWS SDK: {e}"))?;
@@ -95,6 +126,9 @@ impl AwsColdStarts {
         }
         Ok(AwsColdStarts {
             rt,
+            ahead: opts.order.iter().copied().collect(),
+            preparing: VecDeque::new(),
+            locks: BTreeMap::new(),
             opts,
             client,
             variants,
@@ -110,6 +144,7 @@ impl AwsColdStarts {
     /// Undo what this experiment changed (its journal rows still open): delete
     /// its versions, restore the configurations. One line per change.
     pub fn finish(&mut self) -> Result<Vec<String>> {
+        self.settle()?;
         let mine: Vec<_> = self
             .store
             .journal_pending()?
@@ -120,53 +155,136 @@ impl AwsColdStarts {
         undo::undo(&self.rt, store, &mine, Some((endpoint, client)))
     }
 
-    /// One run's steps up to the invoke's answer; an error is the run's failure.
-    fn cold_start(&mut self, variant: usize, marker: &str) -> Result<Option<(calls::Invoked, u64)>> {
+    /// Versions prepared ahead and never invoked: let each preparation end (or,
+    /// after an interrupt, stop it) before the undo, so that no update or
+    /// publish of ours runs behind it; a version made is journaled by number.
+    fn settle(&mut self) -> Result<()> {
+        while let Some(mut p) = self.preparing.pop_front() {
+            let made = match self.rt.block_on(unless_interrupted(&mut p.task)) {
+                Some(made) => made,
+                None => {
+                    p.task.abort();
+                    self.rt.block_on(&mut p.task)
+                }
+            };
+            // A failed or stopped preparation: the undo looks for its version,
+            // if it made one, by its marker.
+            if let Ok(Ok(version)) = made {
+                self.journal_version(&p, &version)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn journal_version(&mut self, p: &Preparing, version: &str) -> Result<()> {
+        let detail = serde_json::to_value(Published {
+            endpoint: self.opts.endpoint.clone(),
+            marker: p.marker.clone(),
+            version: Some(version.to_string()),
+        })?;
+        self.store.journal_update(p.row, &detail)
+    }
+
+    /// Start making run `key`'s version: journaled first (by its marker), then
+    /// update → wait → publish on the runtime's threads, one run at a time per
+    /// function.
+    fn prepare(&mut self, key: Key) -> Result<Preparing> {
+        self.runs += 1;
+        let marker = match self.experiment {
+            Some(e) => format!("{e}-{}", self.runs),
+            None => format!("{}-{}", self.tag, self.runs),
+        };
         let v = self
             .variants
-            .get(variant)
-            .ok_or_else(|| anyhow!("no variant {variant}: the plan and the runner disagree"))?
-            .clone();
+            .get(key.0)
+            .ok_or_else(|| anyhow!("no variant {}: the plan and the runner disagree", key.0))?;
         let f = self
             .functions
             .get(&v.function)
             .ok_or_else(|| anyhow!("{} was not read before the runs", v.function))?;
-        let to = v.configure(&f.configuration, marker);
+        let to = v.configure(&f.configuration, &marker);
+        let function = v.function.clone();
         let detail = serde_json::to_value(Published {
             endpoint: self.opts.endpoint.clone(),
-            marker: marker.to_string(),
+            marker: marker.clone(),
             version: None,
         })?;
         let row = self
             .store
-            .journal_add(self.experiment, &v.function, undo::VERSION, &detail)?;
+            .journal_add(self.experiment, &function, undo::VERSION, &detail)?;
         self.journaled.push(row);
-        let (client, at, event) = (&self.client, &self.opts.endpoint, &v.event);
-        let steps = async {
-            let revision = calls::update(client, &v.function, &to, at).await?;
-            calls::wait_updated(client, &v.function, at).await?;
-            let version = calls::publish(client, &v.function, revision.as_deref(), at).await?;
+        let lock = self.locks.entry(function.clone()).or_default().clone();
+        let (client, at) = (self.client.clone(), self.opts.endpoint.clone());
+        let task = self.rt.spawn(async move {
+            let turn = lock.lock().await;
+            let revision = calls::update(&client, &function, &to, &at).await?;
+            calls::wait_updated(&client, &function, &at).await?;
+            let version = calls::publish(&client, &function, revision.as_deref(), &at).await?;
+            // The version is made: the next run's update may start while the
+            // snapshot of this one is taken.
+            drop(turn);
             if to.snapstart == Some(true) {
-                calls::wait_active(client, &v.function, &version, at).await?;
+                calls::wait_active(&client, &function, &version, &at).await?;
             }
-            Ok::<_, anyhow::Error>(version)
+            Ok(version)
+        });
+        Ok(Preparing {
+            key,
+            row,
+            marker,
+            task,
+        })
+    }
+
+    /// The current run in preparation, and up to `--parallel` runs in all,
+    /// taken from the scheduler's order.
+    fn top_up(&mut self, current: Key) -> Result<()> {
+        if !self.preparing.iter().any(|p| p.key == current) {
+            if let Some(i) = self.ahead.iter().position(|k| *k == current) {
+                self.ahead.drain(..=i);
+            }
+            let p = self.prepare(current)?;
+            self.preparing.push_back(p);
+        }
+        while self.preparing.len() < self.opts.parallel.max(1) {
+            let Some(next) = self.ahead.pop_front() else {
+                break;
+            };
+            let p = self.prepare(next)?;
+            self.preparing.push_back(p);
+        }
+        Ok(())
+    }
+
+    /// One run's steps up to the invoke's answer; an error is the run's failure.
+    fn cold_start(&mut self, key: Key) -> Result<Option<(calls::Invoked, u64)>> {
+        self.top_up(key)?;
+        let i = self
+            .preparing
+            .iter()
+            .position(|p| p.key == key)
+            .ok_or_else(|| anyhow!("run {key:?} was not prepared"))?;
+        let Some(mut p) = self.preparing.remove(i) else {
+            bail!("run {key:?} was not prepared");
         };
-        let Some(version) = self.rt.block_on(unless_interrupted(steps)) else {
+        let Some(made) = self.rt.block_on(unless_interrupted(&mut p.task)) else {
+            // Left to `finish`, which stops it before the undo.
+            self.preparing.push_front(p);
             return Ok(None);
         };
-        let version = version?;
-        let detail = serde_json::to_value(Published {
-            endpoint: self.opts.endpoint.clone(),
-            marker: marker.to_string(),
-            version: Some(version.clone()),
-        })?;
-        self.store.journal_update(row, &detail)?;
+        let version = made.map_err(|e| anyhow!("preparing the run's version: {e}"))??;
+        self.journal_version(&p, &version)?;
+        let function = self
+            .variants
+            .get(key.0)
+            .map(|v| (v.function.clone(), v.event.clone()))
+            .ok_or_else(|| anyhow!("no variant {}", key.0))?;
         let t0 = coldstart_core::clock::now_ns();
         let invoked = self.rt.block_on(unless_interrupted(calls::invoke(
-            client,
-            &v.function,
+            &self.client,
+            &function.0,
             &version,
-            event,
+            &function.1,
         )));
         Ok(invoked.map(|i| (i, t0)))
     }
@@ -190,17 +308,12 @@ impl Runner for AwsColdStarts {
     }
 
     fn run(&mut self, variant: usize, id: RunId) -> Result<Sample> {
-        self.runs += 1;
-        let marker = match self.experiment {
-            Some(e) => format!("{e}-{}", self.runs),
-            None => format!("{}-{}", self.tag, self.runs),
-        };
         let mut sample = Sample::begin(&id, coldstart_core::clock::now_ns());
         if signals::interrupted() {
             sample.outcome = Outcome::Interrupted;
             return Ok(sample);
         }
-        match self.cold_start(variant, &marker) {
+        match self.cold_start((variant, id.round, id.warmup)) {
             Ok(Some((invoked, t0))) => {
                 sample.t0_mono_ns = t0;
                 judge(&mut sample, &invoked);

@@ -269,9 +269,13 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     };
     let plan = plan_of(args, &points);
     let variants: Vec<Variant> = points.into_iter().map(|(v, _)| v).collect();
+    let parallel = crate::bounds::count("--parallel", args.parallel, 1, 64)?;
+    let order = order(&plan)?;
     let mut runner = AwsColdStarts::new(
         Options {
             endpoint: endpoint.clone(),
+            parallel,
+            order: order.clone(),
         },
         variants.clone(),
         store,
@@ -287,7 +291,6 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         .collect();
     let estimate = plan::estimate(&variants, &per_variant, args.warmup + args.runs);
     if args.dry_run {
-        let order = order(&plan)?;
         crate::out::out!(
             "{}",
             plan::render(&plan::Printed {
@@ -297,6 +300,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
                 order: &order,
                 seed: plan.seed,
                 estimate,
+                parallel,
             })
         )?;
         return Ok(0);
