@@ -101,18 +101,20 @@ impl Moto {
             .collect()
     }
 
-    /// The configuration updates moto served (PUT …/configuration) with their
-    /// JSON bodies, in order: from moto's own request recorder
-    /// (MOTO_ENABLE_RECORDING, written to `moto_recording` in its directory).
-    fn updates(&self, function: &str) -> Vec<serde_json::Value> {
+    /// The Lambda API requests moto received, in the order they arrived:
+    /// (method, path and query, JSON body or Null), from moto's own request
+    /// recorder (MOTO_ENABLE_RECORDING, written to `moto_recording` in its
+    /// directory, one write per request). Unlike the access log, whose lines
+    /// concurrent requests can run together, it holds every request whole.
+    fn recorded(&self) -> Vec<(String, String, serde_json::Value)> {
         use base64::Engine;
-        let path = format!("/2015-03-31/functions/{function}/configuration");
         let text = std::fs::read_to_string(self._dir.path().join("moto_recording"))
             .expect("moto's recording (start it with MOTO_ENABLE_RECORDING)");
         text.lines()
             .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a recorded request"))
-            .filter(|r| r["method"] == "PUT" && r["url"].as_str().is_some_and(|u| u.contains(&path)))
-            .map(|r| {
+            .filter_map(|r| {
+                let url = r["url"].as_str()?;
+                let path = &url[url.find("/2015-03-31/")?..];
                 let body = r["body"].as_str().unwrap_or_default();
                 let bytes = if r["body_encoded"] == true {
                     base64::engine::general_purpose::STANDARD
@@ -121,8 +123,19 @@ impl Moto {
                 } else {
                     body.as_bytes().to_vec()
                 };
-                serde_json::from_slice(&bytes).expect("a JSON body")
+                let json = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+                Some((r["method"].as_str()?.to_string(), path.to_string(), json))
             })
+            .collect()
+    }
+
+    /// The configuration updates of `function` moto received, their bodies in order.
+    fn updates(&self, function: &str) -> Vec<serde_json::Value> {
+        let path = format!("/2015-03-31/functions/{function}/configuration");
+        self.recorded()
+            .into_iter()
+            .filter(|(method, p, _)| method == "PUT" && *p == path)
+            .map(|(_, _, body)| body)
             .collect()
     }
 
@@ -690,11 +703,20 @@ fn snapstart_is_set_per_variant_and_restored() {
 /// one `--dry-run` prints for the seed), one at a time. moto's invokes fail:
 /// without --keep-going the experiment stops after its first run, and the run
 /// prepared ahead of it was made all the same (2 publishes for 1 invoke),
-/// then deleted like the others.
+/// then deleted like the others. The requests are read from moto's recorder:
+/// concurrent ones can run together in its access log.
 #[test]
 fn parallel_prepares_versions_ahead_and_invokes_in_the_scheduler_s_order() {
     let _turn = beside();
-    let Some(m) = moto(&[]) else { return };
+    let Some(m) = moto(&[("MOTO_ENABLE_RECORDING", "True")]) else {
+        return;
+    };
+    let calls_of = |m: &Moto| -> Vec<(String, String)> {
+        m.recorded()
+            .into_iter()
+            .map(|(method, path, _)| (method, path))
+            .collect()
+    };
     m.boto("create", "fn");
     m.boto("create", "g");
     let dir = tempfile::tempdir().unwrap();
@@ -725,7 +747,7 @@ fn parallel_prepares_versions_ahead_and_invokes_in_the_scheduler_s_order() {
     // Stopped by the first failed run: the second run's version was made ahead.
     let out = aws(&m, &store, &[&["--parallel", "2"][..], &variants].concat()).run();
     assert_eq!(out.code(), Some(1), "{}", out.streams());
-    let calls = m.requests();
+    let calls = calls_of(&m);
     assert_eq!(count(&calls, "POST", "/invocations"), 1, "{calls:?}");
     assert_eq!(count(&calls, "POST", "/versions"), 2, "{calls:?}");
     assert_eq!(count(&calls, "DELETE", "?Qualifier="), 2, "{calls:?}");
@@ -753,7 +775,7 @@ fn parallel_prepares_versions_ahead_and_invokes_in_the_scheduler_s_order() {
         .map(|(_, v)| if v == "a" { "fn" } else { "g" })
         .collect();
     assert_eq!(order.len(), 6, "{text}");
-    let before = m.requests().len();
+    let before = calls_of(&m).len();
     let out = aws(
         &m,
         &store,
@@ -761,7 +783,7 @@ fn parallel_prepares_versions_ahead_and_invokes_in_the_scheduler_s_order() {
     )
     .run();
     assert_eq!(out.code(), Some(1), "moto's invokes fail: {}", out.streams());
-    let calls = m.requests()[before..].to_vec();
+    let calls = calls_of(&m)[before..].to_vec();
     let invoked: Vec<&str> = calls
         .iter()
         .filter(|(m, p)| m == "POST" && p.contains("/invocations"))
