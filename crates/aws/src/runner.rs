@@ -3,9 +3,13 @@
 //! (Restore Duration for SnapStart).
 //!
 //! A run: journal the version about to be made → UpdateFunctionConfiguration
-//! (the variant's memory, layers and environment + a unique `COLDSTART_RUN`) →
-//! the FunctionUpdatedV2 waiter → PublishVersion → Invoke that version with
-//! LogType=Tail. A new version has never run, so its first invoke starts a new
+//! (the variant's memory, layers, environment + a unique `COLDSTART_RUN`, and
+//! SnapStart when a variant sets it) → the FunctionUpdatedV2 waiter →
+//! PublishVersion (→ FunctionActiveV2 on that version, SnapStart) → Invoke that
+//! version with LogType=Tail and the variant's event. The steps before the
+//! invoke run as a task on the runtime's threads, up to `--parallel` runs ahead
+//! in the scheduler's order (one function's one at a time); the invokes are made
+//! here, one at a time, in the order the scheduler asks for them. A new version has never run, so its first invoke starts a new
 //! execution environment (AWS Lambda Power Tuning's `onlyColdStarts` method);
 //! the REPORT says whether it did, and a run whose REPORT has neither Init
 //! Duration nor Restore Duration fails as "not cold".
