@@ -320,7 +320,8 @@ fn on_aws(_: &LambdaArgs) -> Result<i32> {
     bail!("--aws: this coldstart was built without the `aws` feature (cargo build --features aws)")
 }
 
-/// The deployed-function flags belong to --aws.
+/// The deployed-function flags belong to --aws; the emulator invokes every
+/// variant with one event.
 fn local_only(args: &LambdaArgs) -> Result<()> {
     let given = std::iter::once(&args.shared)
         .chain(args.variants.iter().map(|v| &v.args))
@@ -330,10 +331,17 @@ fn local_only(args: &LambdaArgs) -> Result<()> {
                 .map(|_| "--function")
                 .or((!a.layer_arn.is_empty()).then_some("--layer-arn"))
         });
-    match given {
-        Some(flag) => bail!("{flag} names a deployed function or layer: give --aws with it"),
-        None => Ok(()),
+    if let Some(flag) = given {
+        bail!("{flag} names a deployed function or layer: give --aws with it");
     }
+    let all = || std::iter::once(&args.shared).chain(args.variants.iter().map(|v| &v.args));
+    if all().any(|a| a.snapstart) {
+        bail!("--snapstart is SnapStart on the service: give --aws with it (the emulator has no snapshots)");
+    }
+    if args.variants.iter().any(|v| v.args.event.is_some()) {
+        bail!("--event per variant is for --aws: the emulator invokes every variant with one --event, given before the first --name");
+    }
+    Ok(())
 }
 
 pub fn run(args: &LambdaArgs) -> Result<i32> {
@@ -366,7 +374,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let configs = variants(args)?;
     let fleet = args.common.fleet()?;
     let sweep = memory_sweep(&configs, args.compare_along.as_deref())?;
-    let event = read_event(args.event.as_deref())?;
+    let event = read_event(args.shared.event.as_deref())?;
     let cgroups = if args.no_cgroup || configs.iter().all(|(_, _, c)| c.bare) {
         None
     } else {
@@ -535,6 +543,11 @@ fn serve_functions(args: &LambdaServeArgs) -> Result<Vec<crate::lambda::serve::D
         }
         if a.bare || shared.bare {
             bail!("--bare measures a spawn, not a function: lambda serve has no use for it");
+        }
+        for a in [a, shared] {
+            if a.event.is_some() || a.snapstart || a.function.is_some() || !a.layer_arn.is_empty() {
+                bail!("--event, --snapstart, --function and --layer-arn are flags of `coldstart lambda`: lambda serve's callers choose the event and configuration per request");
+            }
         }
         let runtime = a.runtime.as_ref().or(shared.runtime.as_ref()).ok_or_else(|| {
             anyhow!("function {name}: no runtime: give --runtime python3.11|nodejs20.x|java17 with --code DIR, or --runtime ./bootstrap")

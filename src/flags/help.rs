@@ -217,7 +217,7 @@ A cgroup per run (v2, or v1 cpu + memory) holds memory at --memory and CPU at me
 --runtime python3.11, nodejs20.x or java17 runs --handler from --code with that runtime's real interface client (awslambdaric, aws-lambda-ric, the Java client; installed by examples/lambda-ric/setup.sh into target/lambda-ric, or COLDSTART_LAMBDA_RIC_DIR) on the host's Python 3.11, Node 20 or Java 17, with Lambda's command line, AWS_EXECUTION_ENV, layer paths (PYTHONPATH, NODE_PATH, the classpath) and AWS_LAMBDA_EXEC_WRAPPER (--env). Any other value of --runtime is a bootstrap's path.
 
 # ON AWS LAMBDA (--aws)
-Each variant names a deployed --function (with its own --memory, --layer-arn, --env); credentials and region come from the AWS SDK's standard chain (--region, --endpoint-url override). Every run: UpdateFunctionConfiguration (+ COLDSTART_RUN=<experiment>-<run>), wait for LastUpdateStatus Successful, PublishVersion, Invoke that version with its log tail; ready = the REPORT's Init Duration (Restore Duration for SnapStart); a REPORT with neither fails the run as not cold. Everything changed is journaled in the store first and undone at the end (also after Ctrl-C); --cleanup undoes what a killed coldstart left. --dry-run prints the plan and a cost estimate; --max-cost USD refuses a costlier one. See docs/lambda-aws.md.
+Each variant names a deployed --function (with its own --memory, --layer-arn, --env, --event FILE: its invokes' payload, --snapstart: SnapStart on its published versions, restored afterwards); credentials and region come from the AWS SDK's standard chain (--region, --endpoint-url override). Every run: UpdateFunctionConfiguration (+ COLDSTART_RUN=<experiment>-<run>), wait for LastUpdateStatus Successful, PublishVersion, Invoke that version with its log tail; ready = the REPORT's Init Duration (Restore Duration for SnapStart); a REPORT with neither fails the run as not cold. Everything changed is journaled in the store first and undone at the end (also after Ctrl-C); --cleanup undoes what a killed coldstart left. --parallel N prepares up to N runs' versions at a time (invokes stay one at a time, in the scheduler's order). --dry-run prints the plan and a cost estimate; --max-cost USD refuses a costlier one. See docs/lambda-aws.md.
 
 # EXAMPLES
   coldstart lambda --runtime python3.11 --code ./unzipped \\
@@ -236,7 +236,10 @@ Each variant names a deployed --function (with its own --memory, --layer-arn, --
   # on AWS Lambda itself: the plan and its cost, nothing changed (`--dry-run`):
   coldstart lambda --aws --runs 25 --dry-run \\
       --name base --function my-fn --layer-arn ARN_A \\
-      --name new --function my-fn --layer-arn ARN_B";
+      --name new --function my-fn --layer-arn ARN_B
+  # SnapStart off vs on, each variant with its own event:
+  coldstart lambda --aws --runs 25 --name off --function my-fn --event a.json \\
+      --name on --function my-fn --snapstart --event b.json";
 
 const TUNE: &str = "\
 # CANDIDATES

@@ -985,11 +985,6 @@ pub struct LambdaFlags {
     /// `sequential`: all runs of the first variant, then all of the next.
     #[arg(long, value_enum, default_value_t = OrderArg::Shuffled, value_name = "shuffled|sequential", hide_possible_values = true)]
     pub order: OrderArg,
-    /// The event to invoke with [default: {}].
-    ///
-    /// A JSON file.
-    #[arg(long, value_name = "PATH")]
-    pub event: Option<PathBuf>,
     /// Function timeout, seconds.
     ///
     /// The invoke's, and a suppressed init's; at most 900, as on Lambda.
@@ -1044,6 +1039,13 @@ pub struct LambdaFlags {
     /// In US dollars, against the estimate's upper bound (--dry-run shows it).
     #[arg(long, value_name = "USD", requires = "aws")]
     pub max_cost: Option<f64>,
+    /// --aws: runs prepared ahead.
+    ///
+    /// Runs whose version is being made (update, wait, publish) or waits for its
+    /// invoke, the current one's included; invokes stay one at a time in the
+    /// scheduler's order. 1: each run's just before its invoke.
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "aws")]
+    pub parallel: usize,
     /// --aws: undo what a killed run left.
     ///
     /// Deletes the versions it published and restores the configurations it
@@ -1245,6 +1247,18 @@ pub struct LambdaVariantArgs {
     /// The variant's whole layer list, in order, replacing the function's.
     #[arg(long, value_name = "ARN")]
     pub layer_arn: Vec<String>,
+    /// The event to invoke with [default: {}].
+    ///
+    /// A JSON file. With --aws also per variant (each variant's invokes carry
+    /// its own); the emulator takes one, before the first --name.
+    #[arg(long, value_name = "PATH")]
+    pub event: Option<PathBuf>,
+    /// --aws: SnapStart on published versions.
+    ///
+    /// The variant's runs restore a snapshot (ApplyOn=PublishedVersions); ready
+    /// at the REPORT's Restore Duration [default: the function's own setting].
+    #[arg(long)]
+    pub snapstart: bool,
 }
 
 /// `--order` (the library's [`Order`] knows nothing of the command line).

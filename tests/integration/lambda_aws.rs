@@ -101,6 +101,44 @@ impl Moto {
             .collect()
     }
 
+    /// The Lambda API requests moto received, in the order they arrived:
+    /// (method, path and query, JSON body or Null), from moto's own request
+    /// recorder (MOTO_ENABLE_RECORDING, written to `moto_recording` in its
+    /// directory, one write per request). Unlike the access log, whose lines
+    /// concurrent requests can run together, it holds every request whole.
+    fn recorded(&self) -> Vec<(String, String, serde_json::Value)> {
+        use base64::Engine;
+        let text = std::fs::read_to_string(self._dir.path().join("moto_recording"))
+            .expect("moto's recording (start it with MOTO_ENABLE_RECORDING)");
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a recorded request"))
+            .filter_map(|r| {
+                let url = r["url"].as_str()?;
+                let path = &url[url.find("/2015-03-31/")?..];
+                let body = r["body"].as_str().unwrap_or_default();
+                let bytes = if r["body_encoded"] == true {
+                    base64::engine::general_purpose::STANDARD
+                        .decode(body)
+                        .expect("a base64 body")
+                } else {
+                    body.as_bytes().to_vec()
+                };
+                let json = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+                Some((r["method"].as_str()?.to_string(), path.to_string(), json))
+            })
+            .collect()
+    }
+
+    /// The configuration updates of `function` moto received, their bodies in order.
+    fn updates(&self, function: &str) -> Vec<serde_json::Value> {
+        let path = format!("/2015-03-31/functions/{function}/configuration");
+        self.recorded()
+            .into_iter()
+            .filter(|(method, p, _)| method == "PUT" && *p == path)
+            .map(|(_, _, body)| body)
+            .collect()
+    }
+
     /// boto3 through tests/fixtures/moto/lambda_fn.py.
     fn boto(&self, what: &str, name: &str) -> String {
         let out = Command::new(&self.python)
@@ -523,5 +561,247 @@ fn a_refused_update_fails_the_run_with_the_service_message() {
         out.streams()
     );
     assert_untouched(&m, "fn");
+    assert_eq!(open_journal_rows(&store), 0);
+}
+
+/// The flags of the service are refused where they cannot mean anything: a
+/// variant's own --event and --snapstart with the emulator, and all of them in
+/// `lambda serve` (its callers choose per request). Nothing runs.
+#[test]
+fn aws_only_flags_are_refused_without_aws() {
+    let dir = tempfile::tempdir().unwrap();
+    let event = dir.path().join("e.json");
+    std::fs::write(&event, "{}").unwrap();
+    let event = event.display().to_string();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["lambda", "--runtime", "./b", "--name", "a", "--event", &event],
+            "--event per variant is for --aws: the emulator invokes every variant with one --event, given before the first --name",
+        ),
+        (
+            &["lambda", "--runtime", "./b", "--name", "a", "--snapstart"],
+            "--snapstart is SnapStart on the service: give --aws with it",
+        ),
+        (
+            &["lambda", "serve", "--name", "f", "--runtime", "./b", "--event", &event],
+            "--event, --snapstart, --function and --layer-arn are flags of `coldstart lambda`",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = cs(args).run();
+        assert_eq!(out.code(), Some(2), "{args:?}: {}", out.streams());
+        assert!(out.stderr().contains(want), "{args:?}: {}", out.streams());
+    }
+}
+
+/// `--snapstart`: the variant's updates turn SnapStart on (ApplyOn
+/// PublishedVersions), the other variant's on the same function off again, and
+/// the restore puts the original setting back; a function no variant asks
+/// SnapStart of never gets the field. moto accepts the field and keeps nothing
+/// of it, so the bodies are read from moto's own request recorder. A SnapStart
+/// version is invoked once Active. The journal row holds the original setting.
+#[test]
+fn snapstart_is_set_per_variant_and_restored() {
+    let _turn = beside();
+    let Some(m) = moto(&[("MOTO_ENABLE_RECORDING", "True")]) else {
+        return;
+    };
+    m.boto("create", "fn");
+    m.boto("create", "plain");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let out = aws(
+        &m,
+        &store,
+        &[
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--keep-going",
+            "--name",
+            "off",
+            "--function",
+            "fn",
+            "--memory",
+            "256",
+            "--name",
+            "on",
+            "--function",
+            "fn",
+            "--memory",
+            "512",
+            "--snapstart",
+            "--name",
+            "plain",
+            "--function",
+            "plain",
+        ],
+    )
+    .run();
+    assert_eq!(out.code(), Some(1), "moto's invokes fail: {}", out.streams());
+    let apply_on = |u: &serde_json::Value| u["SnapStart"]["ApplyOn"].as_str().map(str::to_string);
+    let updates = m.updates("fn");
+    assert_eq!(updates.len(), 5, "4 runs and the restore: {updates:?}");
+    for u in &updates[..4] {
+        let want = if u["MemorySize"] == 512 {
+            "PublishedVersions"
+        } else {
+            "None"
+        };
+        assert_eq!(apply_on(u).as_deref(), Some(want), "{u}");
+    }
+    // A SnapStart version is waited for until Active (GetFunction of it) before
+    // its invoke; the other runs' versions are invoked at once.
+    let calls = m.requests();
+    let waited: Vec<&(String, String)> = calls
+        .iter()
+        .filter(|(method, p)| method == "GET" && p.starts_with("/2015-03-31/functions/fn?Qualifier="))
+        .collect();
+    assert_eq!(waited.len(), 2, "one wait per SnapStart run: {calls:?}");
+    for (_, p) in waited {
+        let invoke = (
+            "POST".to_string(),
+            format!(
+                "/2015-03-31/functions/fn/invocations{}",
+                &p["/2015-03-31/functions/fn".len()..]
+            ),
+        );
+        let at = calls.iter().position(|c| c == &invoke);
+        let wait = calls.iter().position(|c| &c.1 == p);
+        assert!(wait < at && at.is_some(), "waited before the invoke: {calls:?}");
+    }
+    let restore = &updates[4];
+    assert_eq!(restore["MemorySize"], 128, "{restore}");
+    assert_eq!(apply_on(restore).as_deref(), Some("None"), "{restore}");
+    let plain = m.updates("plain");
+    assert_eq!(plain.len(), 3, "{plain:?}");
+    assert!(plain.iter().all(|u| u.get("SnapStart").is_none()), "{plain:?}");
+    assert!(
+        out.stderr()
+            .contains("fn: configuration restored (memory 128 MB, 0 layer(s), 1 environment variable(s), SnapStart off)"),
+        "{}",
+        out.streams()
+    );
+    let db = rusqlite::Connection::open(&store).expect("open store");
+    let detail: String = db
+        .query_row(
+            "SELECT detail_json FROM aws_journal WHERE function = 'fn' AND action = 'configuration'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the configuration row");
+    let detail: serde_json::Value = serde_json::from_str(&detail).expect("JSON");
+    assert_eq!(detail["configuration"]["snapstart"], false, "{detail}");
+    assert_untouched(&m, "fn");
+    assert_untouched(&m, "plain");
+    assert_eq!(open_journal_rows(&store), 0);
+}
+
+/// `--parallel N`: versions are made ahead, at most N runs prepared or waiting
+/// for their invoke at a time, and the invokes keep the scheduler's order (the
+/// one `--dry-run` prints for the seed), one at a time. moto's invokes fail:
+/// without --keep-going the experiment stops after its first run, and the run
+/// prepared ahead of it was made all the same (2 publishes for 1 invoke),
+/// then deleted like the others. The requests are read from moto's recorder:
+/// concurrent ones can run together in its access log.
+#[test]
+fn parallel_prepares_versions_ahead_and_invokes_in_the_scheduler_s_order() {
+    let _turn = beside();
+    let Some(m) = moto(&[("MOTO_ENABLE_RECORDING", "True")]) else {
+        return;
+    };
+    let calls_of = |m: &Moto| -> Vec<(String, String)> {
+        m.recorded()
+            .into_iter()
+            .map(|(method, path, _)| (method, path))
+            .collect()
+    };
+    m.boto("create", "fn");
+    m.boto("create", "g");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    let variants = [
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--seed",
+        "7",
+        "--name",
+        "a",
+        "--function",
+        "fn",
+        "--name",
+        "b",
+        "--function",
+        "g",
+    ];
+    let count = |calls: &[(String, String)], method: &str, part: &str| {
+        calls
+            .iter()
+            .filter(|(m, p)| m == method && p.contains(part))
+            .count()
+    };
+
+    // Stopped by the first failed run: the second run's version was made ahead.
+    let out = aws(&m, &store, &[&["--parallel", "2"][..], &variants].concat()).run();
+    assert_eq!(out.code(), Some(1), "{}", out.streams());
+    let calls = calls_of(&m);
+    assert_eq!(count(&calls, "POST", "/invocations"), 1, "{calls:?}");
+    assert_eq!(count(&calls, "POST", "/versions"), 2, "{calls:?}");
+    assert_eq!(count(&calls, "DELETE", "?Qualifier="), 2, "{calls:?}");
+    assert_untouched(&m, "fn");
+    assert_untouched(&m, "g");
+    assert_eq!(open_journal_rows(&store), 0);
+
+    // Every run, --parallel 3: the invokes in the dry run's order, and never
+    // more than 3 versions made and not yet invoked.
+    let plan = aws(
+        &m,
+        &store,
+        &[&["--dry-run", "--parallel", "3"][..], &variants].concat(),
+    )
+    .ok();
+    let text = plan.stdout();
+    assert!(
+        text.contains("prepared ahead: up to 3 runs' versions made or waiting at a time (--parallel 3)"),
+        "{text}"
+    );
+    let order: Vec<&str> = text
+        .split_whitespace()
+        .zip(text.split_whitespace().skip(1))
+        .filter(|(n, _)| n.ends_with('.') && n.trim_end_matches('.').parse::<u32>().is_ok())
+        .map(|(_, v)| if v == "a" { "fn" } else { "g" })
+        .collect();
+    assert_eq!(order.len(), 6, "{text}");
+    let before = calls_of(&m).len();
+    let out = aws(
+        &m,
+        &store,
+        &[&["--parallel", "3", "--keep-going"][..], &variants].concat(),
+    )
+    .run();
+    assert_eq!(out.code(), Some(1), "moto's invokes fail: {}", out.streams());
+    let calls = calls_of(&m)[before..].to_vec();
+    let invoked: Vec<&str> = calls
+        .iter()
+        .filter(|(m, p)| m == "POST" && p.contains("/invocations"))
+        .filter_map(|(_, p)| p.strip_prefix("/2015-03-31/functions/")?.split('/').next())
+        .collect();
+    assert_eq!(invoked, order, "the invokes in the scheduler's order");
+    let mut made = 0i32;
+    for (method, path) in &calls {
+        if method == "POST" && path.ends_with("/versions") {
+            made += 1;
+        } else if method == "POST" && path.contains("/invocations") {
+            made -= 1;
+        }
+        assert!(made <= 3, "more than --parallel 3 versions ahead: {calls:?}");
+    }
+    assert_eq!(count(&calls, "POST", "/versions"), 6, "{calls:?}");
+    assert_eq!(count(&calls, "DELETE", "?Qualifier="), 6, "{calls:?}");
+    assert_untouched(&m, "fn");
+    assert_untouched(&m, "g");
     assert_eq!(open_journal_rows(&store), 0);
 }

@@ -658,7 +658,8 @@ fn control_plane_names_layers_revisions_and_versions() {
 }
 
 /// Issue 23's end to end: `coldstart lambda --aws` driving `coldstart lambda serve`
-/// through the official AWS SDK, 2 variants × 2 memory sizes. Every run is a real
+/// through the official AWS SDK, 2 variants × 2 memory sizes, up to 3 versions
+/// prepared ahead (`--parallel 3`). Every run is a real
 /// cold start: each run's Init Duration, parsed by the driver from the invoke's log
 /// tail, is one that the server's own log (an independent parse here) reports for
 /// a new environment; the verdicts and the store work; afterwards no published
@@ -701,6 +702,10 @@ fn lambda_aws_drives_lambda_serve_with_forced_cold_starts_and_undoes_everything(
         "0",
         "--memory",
         "256,512",
+        // Versions made ahead (the next run's while this one's invoke runs):
+        // each is still a new environment's cold start.
+        "--parallel",
+        "3",
     ])
     .arg("--store")
     .arg(&store)
@@ -795,4 +800,92 @@ fn lambda_aws_drives_lambda_serve_with_forced_cold_starts_and_undoes_everything(
     for key in ["MemorySize", "Environment", "Layers"] {
         assert_eq!(after[key], before[key], "{key}: {after}");
     }
+}
+
+/// `--event` per variant with `--aws`: each variant's invokes carry its own
+/// payload (a shared `--event` before the first `--name` is the others'
+/// default). The fixture's bootstrap logs the event it got with its memory
+/// size; the variants differ in memory, so the server's log says which
+/// configuration was invoked with which event. Variant b also asks for
+/// SnapStart: the server keeps no snapshot (its GetFunction says SnapStart is
+/// off), but the driver's path for it (the update with SnapStart, waiting for
+/// the version to be Active, the restore) runs through the SDK here too.
+#[test]
+fn lambda_aws_invokes_each_variant_with_its_own_event() {
+    let _turn = beside();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("serve.log");
+    let log_arg = log.display().to_string();
+    let boot = bootstrap();
+    let server = Server::start(&[
+        "--log",
+        &log_arg,
+        "--name",
+        "hello",
+        "--runtime",
+        &boot,
+        "--memory",
+        "128",
+    ]);
+    let shared = dir.path().join("shared.json");
+    let own = dir.path().join("own.json");
+    std::fs::write(&shared, r#"{"from": "shared"}"#).expect("write event");
+    std::fs::write(&own, "{\n  \"from\": \"b's own\"\n}\n").expect("write event");
+    let o = cs(&[
+        "lambda",
+        "--aws",
+        "--endpoint-url",
+        &server.url,
+        "--region",
+        "us-east-1",
+        "--runs",
+        "2",
+        "--warmup",
+        "0",
+    ])
+    .arg("--store")
+    .arg(dir.path().join("store.db"))
+    .arg("--event")
+    .arg(&shared)
+    .args(["--name", "a", "--function", "hello", "--memory", "256"])
+    .args([
+        "--name",
+        "b",
+        "--function",
+        "hello",
+        "--memory",
+        "512",
+        "--snapstart",
+        "--event",
+    ])
+    .arg(&own)
+    .env("AWS_ACCESS_KEY_ID", "testing")
+    .env("AWS_SECRET_ACCESS_KEY", "testing")
+    .env_remove("AWS_PROFILE")
+    .env("AWS_CONFIG_FILE", "/dev/null")
+    .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    .run();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&log).expect("the server's log");
+    let got: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("bootstrap memory "))
+        .filter_map(|l| l.split_once(" event: "))
+        .collect();
+    let of = |mb: &str| -> Vec<Value> {
+        got.iter()
+            .filter(|(m, _)| *m == mb)
+            .map(|(_, e)| serde_json::from_str(e).unwrap_or_else(|err| panic!("{err}: {e}")))
+            .collect()
+    };
+    let a = serde_json::json!({"from": "shared"});
+    let b = serde_json::json!({"from": "b's own"});
+    assert_eq!(of("256"), [a.clone(), a], "variant a, the shared event:\n{text}");
+    assert_eq!(of("512"), [b.clone(), b], "variant b, its own event:\n{text}");
+    assert_eq!(got.len(), 4, "{text}");
+    assert!(
+        stderr(&o).contains("hello: configuration restored (memory 128 MB, 0 layer(s), 0 environment variable(s), SnapStart off)"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -7,7 +7,9 @@
 use crate::client::{fail, Endpoint, ServiceError};
 use anyhow::{anyhow, bail, Result};
 use aws_sdk_lambda::client::Waiters;
-use aws_sdk_lambda::types::{Environment, InvocationType, LastUpdateStatus, LogType};
+use aws_sdk_lambda::types::{
+    Environment, InvocationType, LastUpdateStatus, LogType, SnapStart, SnapStartApplyOn,
+};
 use aws_sdk_lambda::Client;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -28,6 +30,12 @@ pub struct Configuration {
     /// Layer version ARNs, in order.
     pub layers: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// SnapStart on published versions (ApplyOn PublishedVersions) or off
+    /// (None). `None` here: left as it is, not sent in the update; so it is in
+    /// the journal rows of a coldstart before `--snapstart`, and for a function
+    /// no variant asks SnapStart of.
+    #[serde(default)]
+    pub snapstart: Option<bool>,
 }
 
 /// What the driver reads of a function before it changes anything.
@@ -59,6 +67,10 @@ pub async fn read(client: &Client, function: &str, at: &Endpoint) -> Result<Func
             "{function}: its $LATEST has an update in progress (LastUpdateStatus InProgress); wait until it is done (`aws lambda wait function-updated-v2 --function-name {function}`) and run again"
         );
     }
+    let snapstart = c
+        .snap_start()
+        .and_then(|s| s.apply_on())
+        .is_some_and(|a| *a == SnapStartApplyOn::PublishedVersions);
     let env = c
         .environment()
         .and_then(|e| e.variables())
@@ -73,21 +85,20 @@ pub async fn read(client: &Client, function: &str, at: &Endpoint) -> Result<Func
                 .filter_map(|l| l.arn().map(str::to_string))
                 .collect(),
             env,
+            snapstart: Some(snapstart),
         },
         architecture: c
             .architectures()
             .first()
             .map_or_else(|| "x86_64".to_string(), |a| a.as_str().to_string()),
         timeout_s: c.timeout().unwrap_or(3).max(1) as u64,
-        snapstart: c
-            .snap_start()
-            .and_then(|s| s.apply_on())
-            .is_some_and(|a| a.as_str() == "PublishedVersions"),
+        snapstart,
     })
 }
 
-/// UpdateFunctionConfiguration to `to` (memory, layers, the whole environment);
-/// its RevisionId, when the API returns one, so the publish takes this revision.
+/// UpdateFunctionConfiguration to `to` (memory, layers, the whole environment,
+/// SnapStart when `to` says); its RevisionId, when the API returns one, so the
+/// publish takes this revision.
 pub async fn update(
     client: &Client,
     function: &str,
@@ -104,6 +115,15 @@ pub async fn update(
                 .set_variables(Some(to.env.clone().into_iter().collect()))
                 .build(),
         )
+        .set_snap_start(to.snapstart.map(|on| {
+            SnapStart::builder()
+                .apply_on(if on {
+                    SnapStartApplyOn::PublishedVersions
+                } else {
+                    SnapStartApplyOn::None
+                })
+                .build()
+        }))
         .send()
         .await
         .map_err(|e| fail(e, "lambda:UpdateFunctionConfiguration", function, at))?;
@@ -138,6 +158,41 @@ pub async fn wait_updated(client: &Client, function: &str, at: &Endpoint) -> Res
                 ),
                 W::OperationFailed(o) => fail(o.into_error(), "lambda:GetFunction", function, at),
                 other => anyhow!("{function}: waiting for the configuration update: {other}"),
+            }
+        })?;
+    Ok(())
+}
+
+/// The SDK's FunctionActiveV2 waiter on one published version: a SnapStart
+/// version is `Pending` while Lambda runs its init and takes the snapshot, and
+/// an invoke before it is `Active` is refused.
+pub async fn wait_active(client: &Client, function: &str, version: &str, at: &Endpoint) -> Result<()> {
+    client
+        .wait_until_function_active_v2()
+        .function_name(function)
+        .qualifier(version)
+        .wait(UPDATE_WAIT)
+        .await
+        .map_err(|e| {
+            use aws_sdk_lambda::waiters::function_active_v2::WaitUntilFunctionActiveV2Error as W;
+            match e {
+                W::FailureState(f) => {
+                    let reason = f
+                        .final_poll()
+                        .as_result()
+                        .ok()
+                        .and_then(|o| o.configuration())
+                        .and_then(|c| c.state_reason())
+                        .unwrap_or("no reason given")
+                        .to_string();
+                    anyhow!("{function}:{version}: the published version failed (State Failed): {reason}")
+                }
+                W::ExceededMaxWait(_) => anyhow!(
+                    "{function}:{version}: the published version was not Active within {} s",
+                    UPDATE_WAIT.as_secs()
+                ),
+                W::OperationFailed(o) => fail(o.into_error(), "lambda:GetFunction", function, at),
+                other => anyhow!("{function}:{version}: waiting for the version to be Active: {other}"),
             }
         })?;
     Ok(())

@@ -18,6 +18,12 @@ pub struct Variant {
     pub layers: Option<Vec<String>>,
     /// `--env K=V`: set over the function's own environment.
     pub env: Vec<(String, String)>,
+    /// `--snapstart`: SnapStart on published versions (false: the function's own
+    /// setting, or off when another variant of the function turns it on).
+    pub snapstart: bool,
+    /// The payload of this variant's invokes (its `--event`, else the shared
+    /// one, else `{}`).
+    pub event: Vec<u8>,
 }
 
 impl Variant {
@@ -31,6 +37,11 @@ impl Variant {
             memory_mb: self.memory_mb.unwrap_or(original.memory_mb),
             layers: self.layers.clone().unwrap_or_else(|| original.layers.clone()),
             env,
+            snapstart: if self.snapstart {
+                Some(true)
+            } else {
+                original.snapstart
+            },
         }
     }
 }
@@ -83,6 +94,8 @@ pub struct Printed<'a> {
     pub order: &'a [(usize, usize, bool)],
     pub seed: u64,
     pub estimate: Estimate,
+    /// `--parallel`: runs prepared at a time.
+    pub parallel: usize,
 }
 
 fn variant_line(v: &Variant, f: &Function) -> String {
@@ -96,7 +109,16 @@ fn variant_line(v: &Variant, f: &Function) -> String {
         None => format!("its {} layer(s)", f.configuration.layers.len()),
     };
     let env: String = v.env.iter().map(|(k, val)| format!(", +{k}={val}")).collect();
-    format!("{}: {}, {memory}, {layers}{env}", v.name, v.function)
+    let snapstart = if v.snapstart { ", SnapStart" } else { "" };
+    let event = if v.event == b"{}" {
+        String::new()
+    } else {
+        format!(", event of {} bytes", v.event.len())
+    };
+    format!(
+        "{}: {}, {memory}, {layers}{env}{snapstart}{event}",
+        v.name, v.function
+    )
 }
 
 pub fn render(p: &Printed) -> String {
@@ -140,6 +162,13 @@ pub fn render(p: &Printed) -> String {
         "  runs: {runs}: {runs} configuration updates, {runs} versions published, {runs} invokes; afterwards the {runs} versions are deleted and {} configuration(s) restored",
         p.functions.len()
     );
+    if p.parallel > 1 {
+        let _ = writeln!(
+            s,
+            "  prepared ahead: up to {} runs' versions made or waiting at a time (--parallel {}), one function's updates one after another; the invokes one at a time, in this order",
+            p.parallel, p.parallel
+        );
+    }
     let _ = write!(
         s,
         "  order (seed {}; give --seed {} to run this order):",
@@ -180,6 +209,7 @@ mod tests {
                 memory_mb: mb,
                 layers: vec!["arn:aws:lambda:us-east-1:123456789012:layer:a:1".into()],
                 env: [("A".to_string(), "1".to_string())].into_iter().collect(),
+                snapstart: Some(false),
             },
             architecture: arch.into(),
             timeout_s,
@@ -196,6 +226,8 @@ mod tests {
             memory_mb: None,
             layers: None,
             env: vec![("B".into(), "2".into())],
+            snapstart: false,
+            event: b"{}".to_vec(),
         };
         let c = v.configure(&f.configuration, "7-3");
         assert_eq!(c.memory_mb, 128);
@@ -211,6 +243,24 @@ mod tests {
         let c = v.configure(&f.configuration, "7-4");
         assert_eq!(c.memory_mb, 1024);
         assert!(c.layers.is_empty(), "--layer-arn replaces the list");
+        assert_eq!(c.snapstart, Some(false), "the function's own SnapStart");
+        let on = Variant { snapstart: true, ..v };
+        assert_eq!(on.configure(&f.configuration, "7-5").snapstart, Some(true));
+        let untouched = Configuration {
+            snapstart: None,
+            ..f.configuration.clone()
+        };
+        assert_eq!(on.configure(&untouched, "7-6").snapstart, Some(true));
+    }
+
+    /// A journal row written before `--snapstart` existed has no `snapstart`:
+    /// it still reads, and its restore leaves SnapStart alone.
+    #[test]
+    fn an_older_journal_configuration_still_reads() {
+        let c: Configuration = serde_json::from_str(r#"{"memory_mb": 128, "layers": [], "env": {"A": "1"}}"#)
+            .expect("an older row");
+        assert_eq!(c.snapstart, None);
+        assert_eq!(c.memory_mb, 128);
     }
 
     /// The bound by hand: 10 invokes × 0.5 GB × (10 s + 3 s) = 65 GB-s at x86's
@@ -223,6 +273,8 @@ mod tests {
             memory_mb: Some(512),
             layers: None,
             env: Vec::new(),
+            snapstart: false,
+            event: b"{}".to_vec(),
         };
         let f = function(128, "x86_64", 3);
         let e = estimate(std::slice::from_ref(&v), &[&f], 10);

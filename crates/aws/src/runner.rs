@@ -3,9 +3,13 @@
 //! (Restore Duration for SnapStart).
 //!
 //! A run: journal the version about to be made → UpdateFunctionConfiguration
-//! (the variant's memory, layers and environment + a unique `COLDSTART_RUN`) →
-//! the FunctionUpdatedV2 waiter → PublishVersion → Invoke that version with
-//! LogType=Tail. A new version has never run, so its first invoke starts a new
+//! (the variant's memory, layers, environment + a unique `COLDSTART_RUN`, and
+//! SnapStart when a variant sets it) → the FunctionUpdatedV2 waiter →
+//! PublishVersion (→ FunctionActiveV2 on that version, SnapStart) → Invoke that
+//! version with LogType=Tail and the variant's event. The steps before the
+//! invoke run as a task on the runtime's threads, up to `--parallel` runs ahead
+//! in the scheduler's order (one function's one at a time); the invokes are made
+//! here, one at a time, in the order the scheduler asks for them. A new version has never run, so its first invoke starts a new
 //! execution environment (AWS Lambda Power Tuning's `onlyColdStarts` method);
 //! the REPORT says whether it did, and a run whose REPORT has neither Init
 //! Duration nor Restore Duration fails as "not cold".
@@ -20,15 +24,33 @@ use coldstart_core::experiment::Runner;
 use coldstart_core::launch::signals;
 use coldstart_core::sample::{Outcome, RunId, Sample};
 use coldstart_core::store::Store;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What every run shares.
 pub struct Options {
     pub endpoint: Endpoint,
-    /// The invoke's payload (`--event`, else `{}`).
-    pub event: Vec<u8>,
+    /// `--parallel`: runs whose version is being prepared (update → wait →
+    /// publish) or waits for its invoke, the current run's included. 1: each
+    /// run's version is made just before its invoke.
+    pub parallel: usize,
+    /// The scheduler's run order, (variant, round, warmup) each: what to prepare
+    /// ahead. A run not found in it is prepared when it comes.
+    pub order: Vec<Key>,
+}
+
+/// A run as the scheduler names it: (variant, round, warmup).
+pub type Key = (usize, usize, bool);
+
+/// A run whose version is being made: its journal row and the task making it.
+struct Preparing {
+    key: Key,
+    row: i64,
+    marker: String,
+    /// update → wait → publish (→ wait until Active, SnapStart): the version.
+    task: tokio::task::JoinHandle<Result<String>>,
 }
 
 pub struct AwsColdStarts {
@@ -44,6 +66,14 @@ pub struct AwsColdStarts {
     journaled: Vec<i64>,
     /// Runs started (the `<run>` of `COLDSTART_RUN`).
     runs: usize,
+    /// The scheduler's runs not yet prepared, in order.
+    ahead: VecDeque<Key>,
+    /// Runs being prepared (or prepared, not yet invoked), in order.
+    preparing: VecDeque<Preparing>,
+    /// One per function: a function's update → wait → publish are never
+    /// interleaved with another run's (Lambda refuses an update while one is in
+    /// progress, and a publish must take its own revision).
+    locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// A tag for runs when the experiment is not stored (`pid<PID>`).
     tag: String,
 }
@@ -66,7 +96,10 @@ impl AwsColdStarts {
     /// yet): refused when one has an update in progress, or has journaled
     /// changes not undone (its "original" configuration would be coldstart's).
     pub fn new(opts: Options, variants: Vec<Variant>, mut store: Store) -> Result<AwsColdStarts> {
-        let rt = tokio::runtime::Builder::new_current_thread()
+        // Threads of its own, so that versions prepared ahead progress while the
+        // main thread waits on an invoke or writes the store.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
             .enable_all()
             .build()
             .map_err(|e| anyhow!("starting the async runtime for the AWS SDK: {e}"))?;
@@ -86,11 +119,20 @@ impl AwsColdStarts {
                     row.experiment_id.map_or_else(|| "none".to_string(), |e| e.to_string())
                 );
             }
-            let f = rt.block_on(calls::read(&client, &v.function, &opts.endpoint))?;
+            let mut f = rt.block_on(calls::read(&client, &v.function, &opts.endpoint))?;
+            // SnapStart is sent (in the runs' updates and the restore) only for a
+            // function a variant asks it of: a function coldstart does not switch
+            // keeps its setting untouched.
+            if !variants.iter().any(|w| w.function == v.function && w.snapstart) {
+                f.configuration.snapstart = None;
+            }
             functions.insert(v.function.clone(), f);
         }
         Ok(AwsColdStarts {
             rt,
+            ahead: opts.order.iter().copied().collect(),
+            preparing: VecDeque::new(),
+            locks: BTreeMap::new(),
             opts,
             client,
             variants,
@@ -106,6 +148,7 @@ impl AwsColdStarts {
     /// Undo what this experiment changed (its journal rows still open): delete
     /// its versions, restore the configurations. One line per change.
     pub fn finish(&mut self) -> Result<Vec<String>> {
+        self.settle()?;
         let mine: Vec<_> = self
             .store
             .journal_pending()?
@@ -116,50 +159,136 @@ impl AwsColdStarts {
         undo::undo(&self.rt, store, &mine, Some((endpoint, client)))
     }
 
-    /// One run's steps up to the invoke's answer; an error is the run's failure.
-    fn cold_start(&mut self, variant: usize, marker: &str) -> Result<Option<(calls::Invoked, u64)>> {
+    /// Versions prepared ahead and never invoked: let each preparation end (or,
+    /// after an interrupt, stop it) before the undo, so that no update or
+    /// publish of ours runs behind it; a version made is journaled by number.
+    fn settle(&mut self) -> Result<()> {
+        while let Some(mut p) = self.preparing.pop_front() {
+            let made = match self.rt.block_on(unless_interrupted(&mut p.task)) {
+                Some(made) => made,
+                None => {
+                    p.task.abort();
+                    self.rt.block_on(&mut p.task)
+                }
+            };
+            // A failed or stopped preparation: the undo looks for its version,
+            // if it made one, by its marker.
+            if let Ok(Ok(version)) = made {
+                self.journal_version(&p, &version)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn journal_version(&mut self, p: &Preparing, version: &str) -> Result<()> {
+        let detail = serde_json::to_value(Published {
+            endpoint: self.opts.endpoint.clone(),
+            marker: p.marker.clone(),
+            version: Some(version.to_string()),
+        })?;
+        self.store.journal_update(p.row, &detail)
+    }
+
+    /// Start making run `key`'s version: journaled first (by its marker), then
+    /// update → wait → publish on the runtime's threads, one run at a time per
+    /// function.
+    fn prepare(&mut self, key: Key) -> Result<Preparing> {
+        self.runs += 1;
+        let marker = match self.experiment {
+            Some(e) => format!("{e}-{}", self.runs),
+            None => format!("{}-{}", self.tag, self.runs),
+        };
         let v = self
             .variants
-            .get(variant)
-            .ok_or_else(|| anyhow!("no variant {variant}: the plan and the runner disagree"))?
-            .clone();
+            .get(key.0)
+            .ok_or_else(|| anyhow!("no variant {}: the plan and the runner disagree", key.0))?;
         let f = self
             .functions
             .get(&v.function)
             .ok_or_else(|| anyhow!("{} was not read before the runs", v.function))?;
-        let to = v.configure(&f.configuration, marker);
+        let to = v.configure(&f.configuration, &marker);
+        let function = v.function.clone();
         let detail = serde_json::to_value(Published {
             endpoint: self.opts.endpoint.clone(),
-            marker: marker.to_string(),
+            marker: marker.clone(),
             version: None,
         })?;
         let row = self
             .store
-            .journal_add(self.experiment, &v.function, undo::VERSION, &detail)?;
+            .journal_add(self.experiment, &function, undo::VERSION, &detail)?;
         self.journaled.push(row);
-        let (client, at, event) = (&self.client, &self.opts.endpoint, &self.opts.event);
-        let steps = async {
-            let revision = calls::update(client, &v.function, &to, at).await?;
-            calls::wait_updated(client, &v.function, at).await?;
-            let version = calls::publish(client, &v.function, revision.as_deref(), at).await?;
-            Ok::<_, anyhow::Error>(version)
+        let lock = self.locks.entry(function.clone()).or_default().clone();
+        let (client, at) = (self.client.clone(), self.opts.endpoint.clone());
+        let task = self.rt.spawn(async move {
+            let turn = lock.lock().await;
+            let revision = calls::update(&client, &function, &to, &at).await?;
+            calls::wait_updated(&client, &function, &at).await?;
+            let version = calls::publish(&client, &function, revision.as_deref(), &at).await?;
+            // The version is made: the next run's update may start while the
+            // snapshot of this one is taken.
+            drop(turn);
+            if to.snapstart == Some(true) {
+                calls::wait_active(&client, &function, &version, &at).await?;
+            }
+            Ok(version)
+        });
+        Ok(Preparing {
+            key,
+            row,
+            marker,
+            task,
+        })
+    }
+
+    /// The current run in preparation, and up to `--parallel` runs in all,
+    /// taken from the scheduler's order.
+    fn top_up(&mut self, current: Key) -> Result<()> {
+        if !self.preparing.iter().any(|p| p.key == current) {
+            if let Some(i) = self.ahead.iter().position(|k| *k == current) {
+                self.ahead.drain(..=i);
+            }
+            let p = self.prepare(current)?;
+            self.preparing.push_back(p);
+        }
+        while self.preparing.len() < self.opts.parallel.max(1) {
+            let Some(next) = self.ahead.pop_front() else {
+                break;
+            };
+            let p = self.prepare(next)?;
+            self.preparing.push_back(p);
+        }
+        Ok(())
+    }
+
+    /// One run's steps up to the invoke's answer; an error is the run's failure.
+    fn cold_start(&mut self, key: Key) -> Result<Option<(calls::Invoked, u64)>> {
+        self.top_up(key)?;
+        let i = self
+            .preparing
+            .iter()
+            .position(|p| p.key == key)
+            .ok_or_else(|| anyhow!("run {key:?} was not prepared"))?;
+        let Some(mut p) = self.preparing.remove(i) else {
+            bail!("run {key:?} was not prepared");
         };
-        let Some(version) = self.rt.block_on(unless_interrupted(steps)) else {
+        let Some(made) = self.rt.block_on(unless_interrupted(&mut p.task)) else {
+            // Left to `finish`, which stops it before the undo.
+            self.preparing.push_front(p);
             return Ok(None);
         };
-        let version = version?;
-        let detail = serde_json::to_value(Published {
-            endpoint: self.opts.endpoint.clone(),
-            marker: marker.to_string(),
-            version: Some(version.clone()),
-        })?;
-        self.store.journal_update(row, &detail)?;
+        let version = made.map_err(|e| anyhow!("preparing the run's version: {e}"))??;
+        self.journal_version(&p, &version)?;
+        let function = self
+            .variants
+            .get(key.0)
+            .map(|v| (v.function.clone(), v.event.clone()))
+            .ok_or_else(|| anyhow!("no variant {}", key.0))?;
         let t0 = coldstart_core::clock::now_ns();
         let invoked = self.rt.block_on(unless_interrupted(calls::invoke(
-            client,
-            &v.function,
+            &self.client,
+            &function.0,
             &version,
-            event,
+            &function.1,
         )));
         Ok(invoked.map(|i| (i, t0)))
     }
@@ -183,17 +312,12 @@ impl Runner for AwsColdStarts {
     }
 
     fn run(&mut self, variant: usize, id: RunId) -> Result<Sample> {
-        self.runs += 1;
-        let marker = match self.experiment {
-            Some(e) => format!("{e}-{}", self.runs),
-            None => format!("{}-{}", self.tag, self.runs),
-        };
         let mut sample = Sample::begin(&id, coldstart_core::clock::now_ns());
         if signals::interrupted() {
             sample.outcome = Outcome::Interrupted;
             return Ok(sample);
         }
-        match self.cold_start(variant, &marker) {
+        match self.cold_start((variant, id.round, id.warmup)) {
             Ok(Some((invoked, t0))) => {
                 sample.t0_mono_ns = t0;
                 judge(&mut sample, &invoked);

@@ -112,8 +112,13 @@ async fn undo_row(client: &aws_sdk_lambda::Client, row: &Entry, at: &Endpoint) -
             calls::update(client, f, &o.configuration, at).await?;
             calls::wait_updated(client, f, at).await?;
             let c = &o.configuration;
+            let snapstart = match c.snapstart {
+                Some(true) => ", SnapStart on published versions",
+                Some(false) => ", SnapStart off",
+                None => "",
+            };
             Ok(format!(
-                "{f}: configuration restored (memory {} MB, {} layer(s), {} environment variable(s))",
+                "{f}: configuration restored (memory {} MB, {} layer(s), {} environment variable(s){snapstart})",
                 c.memory_mb,
                 c.layers.len(),
                 c.env.len()

@@ -89,6 +89,8 @@ fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
         if spec.name.contains(['[', ']']) {
             bail!("bad --name '{}': brackets mark parameter values (name[memory=512]); pick a name without them", spec.name);
         }
+        // The variant's own --event, else the one for all.
+        let event = super::read_event(a.event.as_deref().or(args.shared.event.as_deref()))?;
         for mb in memories(a) {
             if let Some(mb) = mb.filter(|mb| !super::MEMORY_RANGE.contains(mb)) {
                 bail!("--memory {mb}: Lambda allows 128 to 10240 MB");
@@ -114,6 +116,8 @@ fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     memory_mb: mb,
                     layers: layers.clone(),
                     env: env.clone(),
+                    snapstart: a.snapstart || args.shared.snapstart,
+                    event: event.clone(),
                 },
                 params,
             ));
@@ -259,17 +263,19 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     args.common.export.check_dirs()?;
     let points = variants(args)?;
     let sweep = sweep(&points, args.compare_along.as_deref())?;
-    let event = super::read_event(args.event.as_deref())?;
     let endpoint = Endpoint {
         endpoint_url: args.endpoint_url.clone(),
         region: args.region.clone(),
     };
     let plan = plan_of(args, &points);
     let variants: Vec<Variant> = points.into_iter().map(|(v, _)| v).collect();
+    let parallel = crate::bounds::count("--parallel", args.parallel, 1, 64)?;
+    let order = order(&plan)?;
     let mut runner = AwsColdStarts::new(
         Options {
             endpoint: endpoint.clone(),
-            event,
+            parallel,
+            order: order.clone(),
         },
         variants.clone(),
         store,
@@ -285,7 +291,6 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         .collect();
     let estimate = plan::estimate(&variants, &per_variant, args.warmup + args.runs);
     if args.dry_run {
-        let order = order(&plan)?;
         crate::out::out!(
             "{}",
             plan::render(&plan::Printed {
@@ -295,6 +300,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
                 order: &order,
                 seed: plan.seed,
                 estimate,
+                parallel,
             })
         )?;
         return Ok(0);
