@@ -495,6 +495,7 @@ pub fn serve(args: &LambdaServeArgs) -> Result<i32> {
         region: args.region.clone(),
         log,
         quiet: args.quiet,
+        reuse_environments: args.reuse_environments,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

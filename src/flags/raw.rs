@@ -1136,6 +1136,13 @@ pub struct LambdaServeFlags {
     /// No cgroups: no memory or CPU limit.
     #[arg(long)]
     pub no_cgroup: bool,
+    /// Fault injection: serve each new version from the one before's environment.
+    ///
+    /// A misbehaving service whose new versions are warm: for testing that a client
+    /// (`coldstart lambda --aws`, your own tooling) tells a warm invoke from a cold
+    /// one. The service never does this.
+    #[arg(long)]
+    pub reuse_environments: bool,
     /// AWS_REGION.
     ///
     /// And the region in ARNs.

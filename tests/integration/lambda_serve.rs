@@ -889,3 +889,62 @@ fn lambda_aws_invokes_each_variant_with_its_own_event() {
         stderr(&o)
     );
 }
+
+/// A warm invoke of a new version (a service that reused an environment, made
+/// with `lambda serve --reuse-environments`) is a failed run "not cold", never a
+/// fast cold start; the first run, cold, counts; everything is undone.
+#[test]
+fn lambda_aws_fails_a_warm_reuse_as_not_cold() {
+    let _turn = beside();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let boot = bootstrap();
+    let server = Server::start(&["--reuse-environments", "--name", "hello", "--runtime", &boot]);
+    let json = dir.path().join("aws.json");
+    let o = cs(&[
+        "lambda",
+        "--aws",
+        "--endpoint-url",
+        &server.url,
+        "--region",
+        "us-east-1",
+        "--runs",
+        "3",
+        "--warmup",
+        "0",
+        "--keep-going",
+        "--function",
+        "hello",
+    ])
+    .arg("--store")
+    .arg(dir.path().join("store.db"))
+    .arg("--export-json")
+    .arg(&json)
+    .env("AWS_ACCESS_KEY_ID", "testing")
+    .env("AWS_SECRET_ACCESS_KEY", "testing")
+    .env_remove("AWS_PROFILE")
+    .env("AWS_CONFIG_FILE", "/dev/null")
+    .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    .run();
+    let doc = json_file(&json);
+    let samples = doc["samples"].as_array().expect("samples");
+    let kinds: Vec<&str> = samples
+        .iter()
+        .filter_map(|s| s["outcome"]["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["ready", "failed", "failed"], "{}\n{doc}", stderr(&o));
+    for s in &samples[1..] {
+        let text = s["outcome"].to_string();
+        assert!(text.contains("not cold"), "{text}");
+        assert!(s["ready_ns"].is_null(), "a warm run has no time to ready: {s}");
+    }
+    // --keep-going: the failures are counted in the table (the exit code is 0 while
+    // every variant has a successful run, as documented).
+    assert!(stdout(&o).contains("1 (2 failed)"), "{}", stdout(&o));
+    let (_, _, listed) = call(
+        "GET",
+        &format!("{}/2015-03-31/functions/hello/versions", server.url),
+        None,
+    );
+    let left = listed["Versions"].as_array().map_or(0, Vec::len);
+    assert_eq!(left, 1, "only $LATEST: {listed}");
+}

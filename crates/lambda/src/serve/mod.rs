@@ -93,6 +93,9 @@ pub struct Settings {
     pub log: Option<Arc<Mutex<std::fs::File>>>,
     /// No line per environment on stderr.
     pub quiet: bool,
+    /// Fault injection (`--reuse-environments`): a new version shares the previous
+    /// version's environment, so its first invoke is warm.
+    pub reuse_environments: bool,
 }
 
 /// Serve until SIGINT/SIGTERM; then every environment is shut down and cleaned

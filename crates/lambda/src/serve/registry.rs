@@ -348,6 +348,11 @@ impl Registry {
                     func.next_version += 1;
                     let mut v = Version::new(func.latest.def.clone());
                     v.last_modified = func.latest.last_modified.clone();
+                    if self.settings.reuse_environments {
+                        if let Some(before) = func.published.values().next_back() {
+                            v.slot = before.slot.clone();
+                        }
+                    }
                     func.published.insert(n, v);
                     func.last_publish = Some((func.latest.revision.clone(), n));
                     n
@@ -378,7 +383,10 @@ impl Registry {
         };
         match removed {
             Some(v) => {
-                self.retire(v.slot);
+                // A slot other versions share (--reuse-environments) ends with the last.
+                if !self.settings.reuse_environments || Arc::strong_count(&v.slot) == 1 {
+                    self.retire(v.slot);
+                }
                 Ok(())
             }
             None => Err(ApiError::not_found(format!(
