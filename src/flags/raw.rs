@@ -1136,9 +1136,10 @@ pub struct LambdaServeFlags {
     /// No cgroups: no memory or CPU limit.
     #[arg(long)]
     pub no_cgroup: bool,
-    /// Fault injection: serve each new version from the one before's environment.
+    /// Fault injection: a new version starts warm.
     ///
-    /// A misbehaving service whose new versions are warm: for testing that a client
+    /// Each newly published version shares the previous version's environment: a
+    /// misbehaving service whose new versions are warm, for testing that a client
     /// (`coldstart lambda --aws`, your own tooling) tells a warm invoke from a cold
     /// one. The service never does this.
     #[arg(long)]
