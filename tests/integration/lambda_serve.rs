@@ -689,46 +689,36 @@ fn lambda_aws_drives_lambda_serve_with_forced_cold_starts_and_undoes_everything(
 
     let store = dir.path().join("store.db");
     let json = dir.path().join("aws.json");
-    let o = cs(&[
-        "lambda",
-        "--aws",
-        "--endpoint-url",
-        &server.url,
-        "--region",
-        "us-east-1",
-        "--runs",
-        "3",
-        "--warmup",
-        "0",
-        "--memory",
-        "256,512",
-        // Versions made ahead (the next run's while this one's invoke runs):
-        // each is still a new environment's cold start.
-        "--parallel",
-        "3",
-    ])
-    .arg("--store")
-    .arg(&store)
-    .arg("--export-json")
-    .arg(&json)
-    .args([
-        "--name",
-        "a",
-        "--function",
-        "hello",
-        "--name",
-        "b",
-        "--function",
-        "hello",
-        "--env",
-        "B=1",
-    ])
-    .env("AWS_ACCESS_KEY_ID", "testing")
-    .env("AWS_SECRET_ACCESS_KEY", "testing")
-    .env_remove("AWS_PROFILE")
-    .env("AWS_CONFIG_FILE", "/dev/null")
-    .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-    .run();
+    let o = aws_at(&server)
+        .args([
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--memory",
+            "256,512",
+            // Versions made ahead (the next run's while this one's invoke runs):
+            // each is still a new environment's cold start.
+            "--parallel",
+            "3",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .arg("--export-json")
+        .arg(&json)
+        .args([
+            "--name",
+            "a",
+            "--function",
+            "hello",
+            "--name",
+            "b",
+            "--function",
+            "hello",
+            "--env",
+            "B=1",
+        ])
+        .run();
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     let doc = json_file(&json);
@@ -831,40 +821,25 @@ fn lambda_aws_invokes_each_variant_with_its_own_event() {
     let own = dir.path().join("own.json");
     std::fs::write(&shared, r#"{"from": "shared"}"#).expect("write event");
     std::fs::write(&own, "{\n  \"from\": \"b's own\"\n}\n").expect("write event");
-    let o = cs(&[
-        "lambda",
-        "--aws",
-        "--endpoint-url",
-        &server.url,
-        "--region",
-        "us-east-1",
-        "--runs",
-        "2",
-        "--warmup",
-        "0",
-    ])
-    .arg("--store")
-    .arg(dir.path().join("store.db"))
-    .arg("--event")
-    .arg(&shared)
-    .args(["--name", "a", "--function", "hello", "--memory", "256"])
-    .args([
-        "--name",
-        "b",
-        "--function",
-        "hello",
-        "--memory",
-        "512",
-        "--snapstart",
-        "--event",
-    ])
-    .arg(&own)
-    .env("AWS_ACCESS_KEY_ID", "testing")
-    .env("AWS_SECRET_ACCESS_KEY", "testing")
-    .env_remove("AWS_PROFILE")
-    .env("AWS_CONFIG_FILE", "/dev/null")
-    .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-    .run();
+    let o = aws_at(&server)
+        .args(["--runs", "2", "--warmup", "0"])
+        .arg("--store")
+        .arg(dir.path().join("store.db"))
+        .arg("--event")
+        .arg(&shared)
+        .args(["--name", "a", "--function", "hello", "--memory", "256"])
+        .args([
+            "--name",
+            "b",
+            "--function",
+            "hello",
+            "--memory",
+            "512",
+            "--snapstart",
+            "--event",
+        ])
+        .arg(&own)
+        .run();
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&log).expect("the server's log");
     let got: Vec<(&str, &str)> = text
@@ -900,31 +875,21 @@ fn lambda_aws_fails_a_warm_reuse_as_not_cold() {
     let boot = bootstrap();
     let server = Server::start(&["--reuse-environments", "--name", "hello", "--runtime", &boot]);
     let json = dir.path().join("aws.json");
-    let o = cs(&[
-        "lambda",
-        "--aws",
-        "--endpoint-url",
-        &server.url,
-        "--region",
-        "us-east-1",
-        "--runs",
-        "3",
-        "--warmup",
-        "0",
-        "--keep-going",
-        "--function",
-        "hello",
-    ])
-    .arg("--store")
-    .arg(dir.path().join("store.db"))
-    .arg("--export-json")
-    .arg(&json)
-    .env("AWS_ACCESS_KEY_ID", "testing")
-    .env("AWS_SECRET_ACCESS_KEY", "testing")
-    .env_remove("AWS_PROFILE")
-    .env("AWS_CONFIG_FILE", "/dev/null")
-    .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-    .run();
+    let o = aws_at(&server)
+        .args([
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--keep-going",
+            "--function",
+            "hello",
+        ])
+        .arg("--store")
+        .arg(dir.path().join("store.db"))
+        .arg("--export-json")
+        .arg(&json)
+        .run();
     let doc = json_file(&json);
     let samples = doc["samples"].as_array().expect("samples");
     let kinds: Vec<&str> = samples
@@ -947,4 +912,23 @@ fn lambda_aws_fails_a_warm_reuse_as_not_cold() {
     );
     let left = listed["Versions"].as_array().map_or(0, Vec::len);
     assert_eq!(left, 1, "only $LATEST: {listed}");
+}
+
+/// `coldstart lambda --aws` at this `lambda serve`, with test credentials (no
+/// profile or config file of the machine's is read).
+fn aws_at(server: &Server) -> Cs {
+    let mut c = cs(&[
+        "lambda",
+        "--aws",
+        "--endpoint-url",
+        &server.url,
+        "--region",
+        "us-east-1",
+    ]);
+    c.env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env_remove("AWS_PROFILE")
+        .env("AWS_CONFIG_FILE", "/dev/null")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null");
+    c
 }

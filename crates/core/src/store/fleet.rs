@@ -6,6 +6,7 @@
 
 use super::db::{transaction, Db, Dialect, Value};
 use super::meta::Metadata;
+use super::now_unix_s;
 use super::Store;
 use crate::experiment::shard::{Fleet, FleetRecord, Host, ShardRecord};
 use crate::experiment::{ExperimentSettings, Kind, StopReason, Variant};
@@ -158,13 +159,6 @@ fn row_lock(dialect: Dialect) -> &'static str {
         Dialect::Postgres => " FOR NO KEY UPDATE",
         Dialect::Sqlite => "",
     }
-}
-
-fn now_unix_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 /// A database's unique-index refusal: two first shards created the experiment at

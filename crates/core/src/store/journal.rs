@@ -7,6 +7,7 @@
 //! what an action means is the executor's.
 
 use super::db::{transaction, Value};
+use super::now_unix_s;
 use super::Store;
 use anyhow::{anyhow, Context, Result};
 
@@ -25,12 +26,6 @@ pub struct Entry {
     pub detail: serde_json::Value,
     /// Undone (or found to need no undoing).
     pub done: bool,
-}
-
-fn now_unix_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 impl Store {

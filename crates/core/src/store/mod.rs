@@ -137,6 +137,13 @@ fn open_postgres(_spec: &str) -> Result<(Box<dyn Db>, String)> {
     )
 }
 
+/// Wall-clock seconds, as the store's *_unix_s columns hold them.
+fn now_unix_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 /// The experiment's row and its variants' (inside the caller's transaction).
 fn insert_experiment(
     db: &mut dyn Db,
@@ -146,10 +153,7 @@ fn insert_experiment(
     order: Order,
     variants: &[Variant],
 ) -> Result<i64> {
-    let created = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+    let created = now_unix_s();
     let rows = db.query(
         "INSERT INTO experiments (created_unix_s, command_line, git_commit, git_dirty, hostname, kernel, \
          cpu_model, cores, loadavg, coldstart_version, settings_json, kind, run_order) \
