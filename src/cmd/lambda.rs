@@ -338,6 +338,9 @@ fn local_only(args: &LambdaArgs) -> Result<()> {
     if all().any(|a| a.snapstart) {
         bail!("--snapstart is SnapStart on the service: give --aws with it (the emulator has no snapshots)");
     }
+    if all().any(|a| a.architecture.is_some()) {
+        bail!("--architecture checks a deployed function's: give --aws with it (the emulator runs on this machine's)");
+    }
     if args.variants.iter().any(|v| v.args.event.is_some()) {
         bail!("--event per variant is for --aws: the emulator invokes every variant with one --event, given before the first --name");
     }
@@ -546,8 +549,13 @@ fn serve_functions(args: &LambdaServeArgs) -> Result<Vec<crate::lambda::serve::D
             bail!("--bare measures a spawn, not a function: lambda serve has no use for it");
         }
         for a in [a, shared] {
-            if a.event.is_some() || a.snapstart || a.function.is_some() || !a.layer_arn.is_empty() {
-                bail!("--event, --snapstart, --function and --layer-arn are flags of `coldstart lambda`: lambda serve's callers choose the event and configuration per request");
+            if a.event.is_some()
+                || a.snapstart
+                || a.function.is_some()
+                || !a.layer_arn.is_empty()
+                || a.architecture.is_some()
+            {
+                bail!("--event, --snapstart, --function, --layer-arn and --architecture are flags of `coldstart lambda --aws`: lambda serve's callers choose the event and configuration per request");
             }
         }
         let runtime = a.runtime.as_ref().or(shared.runtime.as_ref()).ok_or_else(|| {

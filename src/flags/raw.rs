@@ -1052,6 +1052,14 @@ pub struct LambdaFlags {
     /// changed, from the journal in the store; says what it did.
     #[arg(long, requires = "aws")]
     pub cleanup: bool,
+    /// --aws: a mark from a log line (repeatable).
+    ///
+    /// NAME=REGEX with a (?P<ms>…) group: the first line of the invoke's log tail
+    /// that matches gives mark NAME at `ms` milliseconds (the tail has no times,
+    /// so the line carries its own). SDK checkpoints in the tail are always
+    /// collected, timed from the first.
+    #[arg(long = "mark", value_name = "NAME=REGEX", requires = "aws")]
+    pub marks: Vec<String>,
     /// Append the log lines to this file.
     ///
     /// The platform lines (INIT_START, START, END, REPORT, INIT_REPORT) and the
@@ -1267,6 +1275,30 @@ pub struct LambdaVariantArgs {
     /// at the REPORT's Restore Duration [default: the function's own setting].
     #[arg(long)]
     pub snapstart: bool,
+    /// --aws: the architecture the function must have.
+    ///
+    /// Checked before any change: a function is built for one, and coldstart
+    /// never deploys code (name an arm64 build's function with --function).
+    #[arg(long, value_name = "ARCH")]
+    pub architecture: Option<ArchArg>,
+}
+
+/// `--architecture`, as Lambda names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ArchArg {
+    #[value(name = "x86_64")]
+    X86_64,
+    #[value(name = "arm64")]
+    Arm64,
+}
+
+impl ArchArg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArchArg::X86_64 => "x86_64",
+            ArchArg::Arm64 => "arm64",
+        }
+    }
 }
 
 /// `--order` (the library's [`Order`] knows nothing of the command line).

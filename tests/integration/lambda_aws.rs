@@ -573,7 +573,7 @@ fn aws_only_flags_are_refused_without_aws() {
     let event = dir.path().join("e.json");
     std::fs::write(&event, "{}").unwrap();
     let event = event.display().to_string();
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["lambda", "--runtime", "./b", "--name", "a", "--event", &event],
             "--event per variant is for --aws: the emulator invokes every variant with one --event, given before the first --name",
@@ -584,7 +584,15 @@ fn aws_only_flags_are_refused_without_aws() {
         ),
         (
             &["lambda", "serve", "--name", "f", "--runtime", "./b", "--event", &event],
-            "--event, --snapstart, --function and --layer-arn are flags of `coldstart lambda`",
+            "--event, --snapstart, --function, --layer-arn and --architecture are flags of `coldstart lambda --aws`",
+        ),
+        (
+            &["lambda", "--runtime", "./b", "--architecture", "arm64"],
+            "--architecture checks a deployed function's: give --aws with it",
+        ),
+        (
+            &["lambda", "--runtime", "./b", "--mark", "a=(?P<ms>1)"],
+            "--aws",
         ),
     ];
     for (args, want) in cases {

@@ -914,6 +914,202 @@ fn lambda_aws_fails_a_warm_reuse_as_not_cold() {
     assert_eq!(left, 1, "only $LATEST: {listed}");
 }
 
+/// Marks from the log tail: the function's SDK checkpoint lines (timed from the
+/// first) and a `--mark` line carrying its own milliseconds (the fixture prints
+/// known values, so the oracle is exact); `--architecture` the function has
+/// passes; the settings record the API, the function and the variant.
+#[test]
+fn lambda_aws_reads_marks_from_the_log_tail_and_records_what_it_ran_against() {
+    let _turn = beside();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let boot = bootstrap();
+    let server = Server::start(&["--name", "hello", "--runtime", &boot, "--env", "SECRET=s3cr3t"]);
+    let json = dir.path().join("aws.json");
+    let o = aws_at(&server)
+        .args([
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--function",
+            "hello",
+            "--env",
+            "MARKS=1",
+        ])
+        .args(["--architecture", "x86_64"])
+        .args(["--mark", r"ready=ready after (?P<ms>[0-9.]+) ms"])
+        .arg("--store")
+        .arg(dir.path().join("store.db"))
+        .arg("--export-json")
+        .arg(&json)
+        .run();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc = json_file(&json);
+    let samples = doc["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), 2, "{doc}");
+    for s in samples {
+        let marks: Vec<(&str, &str, u64)> = s["marks"]
+            .as_array()
+            .expect("marks")
+            .iter()
+            .filter_map(|m| Some((m["name"].as_str()?, m["source"].as_str()?, m["t_ns"].as_u64()?)))
+            .collect();
+        assert_eq!(
+            marks,
+            [
+                ("start", "checkpoint", 0),
+                ("ready", "log", 7_250_000),
+                ("config loaded", "checkpoint", 12_500_000)
+            ],
+            "{s}"
+        );
+    }
+    let text = doc["settings"].to_string();
+    let aws = &doc["settings"]["lambda_aws"];
+    assert_eq!(aws["endpoint"].as_str(), Some(server.url.as_str()), "{text}");
+    assert_eq!(aws["functions"][0]["name"], "hello", "{text}");
+    assert_eq!(aws["functions"][0]["architecture"], "x86_64", "{text}");
+    assert_eq!(
+        aws["functions"][0]["env_keys"],
+        serde_json::json!(["SECRET"]),
+        "{text}"
+    );
+    assert!(
+        !text.contains("s3cr3t"),
+        "a function's variable values are not recorded: {text}"
+    );
+    assert_eq!(aws["variants"][0]["memory_mb"], 1769, "{text}");
+    assert_eq!(aws["marks"][0], r"ready=ready after (?P<ms>[0-9.]+) ms", "{text}");
+}
+
+/// `--architecture` the function is not built for, and a `--mark` without the
+/// `ms` group that times it: refused in one line before any change.
+#[test]
+fn lambda_aws_refuses_another_architecture_and_an_untimed_mark_before_any_change() {
+    let _turn = beside();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let boot = bootstrap();
+    let server = Server::start(&["--name", "hello", "--runtime", &boot]);
+    let config = format!("{}/2015-03-31/functions/hello/configuration", server.url);
+    let (_, _, before) = call("GET", &config, None);
+    let store = dir.path().join("store.db");
+    let o = aws_at(&server)
+        .args(["--runs", "1", "--function", "hello", "--architecture", "arm64"])
+        .arg("--store")
+        .arg(&store)
+        .fails();
+    let err = o.stderr();
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--architecture arm64, but function hello is built for x86_64"),
+        "{err}"
+    );
+    let o = aws_at(&server)
+        .args([
+            "--runs",
+            "1",
+            "--function",
+            "hello",
+            "--mark",
+            "ready=ready after",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .fails();
+    let err = o.stderr();
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("(?P<ms>"), "{err}");
+    let (_, _, after) = call("GET", &config, None);
+    assert_eq!(after, before, "nothing changed");
+    let versions = format!("{}/2015-03-31/functions/hello/versions", server.url);
+    let (_, _, listed) = call("GET", &versions, None);
+    assert_eq!(listed["Versions"].as_array().map_or(0, Vec::len), 1, "{listed}");
+}
+
+/// Wait until the server holds a published version of `function`.
+fn until_published(server: &Server, function: &str) {
+    let versions = format!("{}/2015-03-31/functions/{function}/versions", server.url);
+    let deadline = std::time::Instant::now() + SAYS_WITHIN;
+    loop {
+        let (_, _, listed) = call("GET", &versions, None);
+        if listed["Versions"].as_array().map_or(0, Vec::len) > 1 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no version was published: {listed}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Ctrl-C mid-experiment, then SIGKILL + `--cleanup`, against `lambda serve`:
+/// afterwards no published version and no changed configuration remain.
+#[test]
+fn lambda_aws_leaves_nothing_after_sigint_or_sigkill_and_cleanup() {
+    let _turn = beside();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let boot = bootstrap();
+    let server = Server::start(&["--name", "hello", "--runtime", &boot, "--memory", "128"]);
+    let config = format!("{}/2015-03-31/functions/hello/configuration", server.url);
+    let versions = format!("{}/2015-03-31/functions/hello/versions", server.url);
+    let (_, _, before) = call("GET", &config, None);
+    let untouched = |what: &str| {
+        let (_, _, listed) = call("GET", &versions, None);
+        let names: Vec<&str> = listed["Versions"]
+            .as_array()
+            .expect("versions")
+            .iter()
+            .filter_map(|v| v["Version"].as_str())
+            .collect();
+        assert_eq!(names, ["$LATEST"], "{what}: {listed}");
+        let (_, _, after) = call("GET", &config, None);
+        for key in ["MemorySize", "Environment", "Layers"] {
+            assert_eq!(after[key], before[key], "{what}: {key}: {after}");
+        }
+    };
+    let store = dir.path().join("store.db");
+    let long = || {
+        let mut c = aws_at(&server);
+        c.args(["-q", "--runs", "500", "--warmup", "0", "--keep-going"])
+            .args(["--function", "hello", "--memory", "256"])
+            .arg("--store")
+            .arg(&store)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        c.spawn()
+    };
+
+    let mut child = long();
+    until_published(&server, "hello");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let stderr = child.stderr.take().expect("stderr");
+    let lines: Vec<String> = BufReader::new(stderr).lines().map_while(Result::ok).collect();
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("hello: configuration restored")),
+        "{lines:?}"
+    );
+    untouched("after SIGINT");
+
+    let mut child = long();
+    until_published(&server, "hello");
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let o = aws_at(&server).arg("--cleanup").arg("--store").arg(&store).ok();
+    let text = o.stdout();
+    assert!(text.contains("hello: deleted version"), "{text}");
+    assert!(
+        text.contains("hello: configuration restored (memory 128 MB"),
+        "{text}"
+    );
+    untouched("after SIGKILL and --cleanup");
+    let again = aws_at(&server).arg("--cleanup").arg("--store").arg(&store).ok();
+    assert!(again.stdout().contains("nothing to undo"), "{}", again.streams());
+}
+
 /// `coldstart lambda --aws` at this `lambda serve`, with test credentials (no
 /// profile or config file of the machine's is read).
 fn aws_at(server: &Server) -> Cs {

@@ -21,6 +21,8 @@ pub struct Variant {
     /// `--snapstart`: SnapStart on published versions (false: the function's own
     /// setting, or off when another variant of the function turns it on).
     pub snapstart: bool,
+    /// `--architecture`: what the function must be built for (None: any).
+    pub architecture: Option<String>,
     /// The payload of this variant's invokes (its `--event`, else the shared
     /// one, else `{}`).
     pub event: Vec<u8>,
@@ -33,6 +35,10 @@ impl Variant {
         let mut env: BTreeMap<String, String> = original.env.clone();
         env.extend(self.env.iter().cloned());
         env.insert(RUN_VAR.to_string(), marker.to_string());
+        // coldstart's checkpoint SDKs write their `cs1` lines to stderr, which is
+        // the function's log: the run's marks come from its tail. A function
+        // without the SDK never reads it; one that sets COLDSTART_FD keeps it.
+        env.entry(FD_VAR.to_string()).or_insert_with(|| "2".to_string());
         Configuration {
             memory_mb: self.memory_mb.unwrap_or(original.memory_mb),
             layers: self.layers.clone().unwrap_or_else(|| original.layers.clone()),
@@ -44,7 +50,37 @@ impl Variant {
             },
         }
     }
+
+    /// `--architecture` where the function allows it: a function is built for
+    /// one architecture, and Lambda changes it only with new code
+    /// (UpdateFunctionCode), which coldstart never calls.
+    pub fn check_architecture(&self, f: &Function) -> Result<(), String> {
+        match &self.architecture {
+            Some(want) if *want != f.architecture => Err(format!(
+                "variant {}: --architecture {want}, but function {} is built for {} (Lambda changes a function's architecture only with new code, and coldstart never deploys code): deploy a {want} build as another function and name it with --function",
+                self.name, self.function, f.architecture
+            )),
+            _ => Ok(()),
+        }
+    }
 }
+
+/// `--mark NAME=REGEX`, each with the `ms` group that times it.
+pub fn log_marks(given: &[String]) -> anyhow::Result<Vec<(String, regex::Regex)>> {
+    given
+        .iter()
+        .map(|m| {
+            let (name, regex) = coldstart_core::marks::parse_log_mark(m)?;
+            if !regex.capture_names().any(|n| n == Some("ms")) {
+                anyhow::bail!("--mark '{m}': with --aws the log tail has no times, so the line must carry its own: add a (?P<ms>[0-9.]+) group for the milliseconds it says");
+            }
+            Ok((name, regex))
+        })
+        .collect()
+}
+
+/// The checkpoint SDKs' variable: the fd their `cs1` lines go to.
+pub const FD_VAR: &str = "COLDSTART_FD";
 
 /// Public prices (US East (N. Virginia), first tier), for the estimate only.
 pub const PRICE_SOURCE: &str = "AWS Lambda's public us-east-1 first-tier price as of 2026-05: $0.20 per 1M requests, $0.0000166667 per GB-s (x86_64), $0.0000133334 per GB-s (arm64); other regions and tiers differ; the free tier is not deducted";
@@ -110,13 +146,17 @@ fn variant_line(v: &Variant, f: &Function) -> String {
     };
     let env: String = v.env.iter().map(|(k, val)| format!(", +{k}={val}")).collect();
     let snapstart = if v.snapstart { ", SnapStart" } else { "" };
+    let architecture = match &v.architecture {
+        Some(a) => format!(", {a}"),
+        None => String::new(),
+    };
     let event = if v.event == b"{}" {
         String::new()
     } else {
         format!(", event of {} bytes", v.event.len())
     };
     format!(
-        "{}: {}, {memory}, {layers}{env}{snapstart}{event}",
+        "{}: {}{architecture}, {memory}, {layers}{env}{snapstart}{event}",
         v.name, v.function
     )
 }
@@ -227,6 +267,7 @@ mod tests {
             layers: None,
             env: vec![("B".into(), "2".into())],
             snapstart: false,
+            architecture: None,
             event: b"{}".to_vec(),
         };
         let c = v.configure(&f.configuration, "7-3");
@@ -235,6 +276,23 @@ mod tests {
         assert_eq!(c.env.get("A").map(String::as_str), Some("1"));
         assert_eq!(c.env.get("B").map(String::as_str), Some("2"));
         assert_eq!(c.env.get(RUN_VAR).map(String::as_str), Some("7-3"));
+        assert_eq!(
+            c.env.get(FD_VAR).map(String::as_str),
+            Some("2"),
+            "cs1 lines to the log"
+        );
+        let own = Variant {
+            env: vec![(FD_VAR.into(), String::new())],
+            ..v.clone()
+        };
+        assert_eq!(
+            own.configure(&f.configuration, "7-3")
+                .env
+                .get(FD_VAR)
+                .map(String::as_str),
+            Some(""),
+            "a variant's own COLDSTART_FD (here: off) is kept"
+        );
         let v = Variant {
             memory_mb: Some(1024),
             layers: Some(Vec::new()),
@@ -251,6 +309,33 @@ mod tests {
             ..f.configuration.clone()
         };
         assert_eq!(on.configure(&untouched, "7-6").snapstart, Some(true));
+    }
+
+    #[test]
+    fn an_architecture_the_function_is_not_built_for_is_refused() {
+        let v = Variant {
+            name: "b".into(),
+            function: "fn".into(),
+            memory_mb: None,
+            layers: None,
+            env: Vec::new(),
+            snapstart: false,
+            architecture: Some("arm64".into()),
+            event: b"{}".to_vec(),
+        };
+        let why = v
+            .check_architecture(&function(128, "x86_64", 3))
+            .expect_err("x86_64 function, arm64 asked");
+        assert!(
+            why.contains("built for x86_64") && why.contains("--function"),
+            "{why}"
+        );
+        assert_eq!(v.check_architecture(&function(128, "arm64", 3)), Ok(()));
+        let any = Variant {
+            architecture: None,
+            ..v
+        };
+        assert_eq!(any.check_architecture(&function(128, "x86_64", 3)), Ok(()));
     }
 
     /// A journal row written before `--snapstart` existed has no `snapstart`:
@@ -274,6 +359,7 @@ mod tests {
             layers: None,
             env: Vec::new(),
             snapstart: false,
+            architecture: None,
             event: b"{}".to_vec(),
         };
         let f = function(128, "x86_64", 3);

@@ -22,7 +22,8 @@ use crate::undo::{self, Original, Published};
 use anyhow::{anyhow, bail, Result};
 use coldstart_core::experiment::Runner;
 use coldstart_core::launch::signals;
-use coldstart_core::sample::{Outcome, RunId, Sample};
+use coldstart_core::marks;
+use coldstart_core::sample::{Mark, MarkSource, Outcome, RunId, Sample};
 use coldstart_core::store::Store;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -39,6 +40,9 @@ pub struct Options {
     /// The scheduler's run order, (variant, round, warmup) each: what to prepare
     /// ahead. A run not found in it is prepared when it comes.
     pub order: Vec<Key>,
+    /// `--mark NAME=REGEX`, each with a `(?P<ms>…)` group: the log tail has no
+    /// times of its own, so a line carries its mark's.
+    pub marks: Vec<(String, regex::Regex)>,
 }
 
 /// A run as the scheduler names it: (variant, round, warmup).
@@ -120,6 +124,9 @@ impl AwsColdStarts {
                 );
             }
             let mut f = rt.block_on(calls::read(&client, &v.function, &opts.endpoint))?;
+            for w in variants.iter().filter(|w| w.function == v.function) {
+                w.check_architecture(&f).map_err(|why| anyhow!(why))?;
+            }
             // SnapStart is sent (in the runs' updates and the restore) only for a
             // function a variant asks it of: a function coldstart does not switch
             // keeps its setting untouched.
@@ -321,6 +328,9 @@ impl Runner for AwsColdStarts {
             Ok(Some((invoked, t0))) => {
                 sample.t0_mono_ns = t0;
                 judge(&mut sample, &invoked);
+                if sample.outcome == Outcome::Ready {
+                    sample.marks = log_marks(invoked.tail.as_deref().unwrap_or_default(), &self.opts.marks);
+                }
             }
             Ok(None) => sample.outcome = Outcome::Interrupted,
             Err(e) => {
@@ -410,6 +420,45 @@ pub fn judge(sample: &mut Sample, invoked: &calls::Invoked) {
             "not cold: the REPORT has no Init Duration and no Restore Duration (an existing execution environment served the invoke)".into(),
         ),
     }
+}
+
+/// The marks in a cold invoke's log tail. The tail has no times, and the
+/// function's clock has no instant of its init's start, so:
+/// - SDK checkpoints (`cs1 <CLOCK_MONOTONIC ns> <name>`, written to stderr since
+///   every run sets COLDSTART_FD=2) are timed from the first checkpoint in the
+///   tail (`checkpoint("start")` first thing in the code makes that the start);
+/// - a `--mark NAME=REGEX` line says its own time: the regex's `ms` group, in
+///   milliseconds (the first matching line).
+///
+/// Lines cut from the 4 KB tail give no mark.
+pub fn log_marks(tail: &str, regexes: &[(String, regex::Regex)]) -> Vec<Mark> {
+    let checkpoints: Vec<Mark> = tail
+        .lines()
+        .filter_map(|l| marks::parse_checkpoint(l, 0))
+        .collect();
+    let zero = checkpoints.iter().map(|m| m.t_ns).min().unwrap_or(0);
+    let mut out: Vec<Mark> = checkpoints
+        .into_iter()
+        .map(|m| Mark::new(m.name, MarkSource::Checkpoint, m.t_ns - zero))
+        .collect();
+    for (name, regex) in regexes {
+        let ms = tail.lines().find_map(|l| {
+            regex
+                .captures(l)
+                .and_then(|c| c.name("ms"))
+                .and_then(|m| m.as_str().parse::<f64>().ok())
+                .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        });
+        if let Some(ms) = ms {
+            out.push(Mark::new(
+                name.clone(),
+                MarkSource::Log,
+                (ms * 1e6).round() as u64,
+            ));
+        }
+    }
+    out.sort_by_key(|m| m.t_ns);
+    out
 }
 
 /// A payload in a message: one line, at most 300 bytes.
@@ -540,5 +589,43 @@ mod tests {
             s.metrics["init_ms"], 190.0,
             "the figures are kept on a failed run"
         );
+    }
+
+    /// Checkpoints are timed from the first one in the tail (whatever order the
+    /// lines come in: extensions and the runtime share stderr); a --mark line
+    /// carries its own milliseconds; other lines, malformed checkpoints and a
+    /// regex that matches nothing give no mark.
+    #[test]
+    fn marks_come_from_the_tail_checkpoints_from_the_first_and_log_lines_with_their_ms() {
+        let tail = "INIT_START Runtime Version: provided:coldstart\n\
+                    cs1 1012500000 config loaded\n\
+                    cs1 1000000000 start\n\
+                    cs1 12x bad\n\
+                    handler ready after 7.25 ms\n\
+                    handler ready after 9 ms\n\
+                    REPORT RequestId: r\tInit Duration: 20.00 ms";
+        let regexes = vec![
+            (
+                "ready".to_string(),
+                regex::Regex::new(r"ready after (?P<ms>[0-9.]+) ms").unwrap(),
+            ),
+            (
+                "never".to_string(),
+                regex::Regex::new(r"nothing (?P<ms>[0-9]+)").unwrap(),
+            ),
+        ];
+        let got: Vec<(String, MarkSource, u64)> = log_marks(tail, &regexes)
+            .into_iter()
+            .map(|m| (m.name, m.source, m.t_ns))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("start".to_string(), MarkSource::Checkpoint, 0),
+                ("ready".to_string(), MarkSource::Log, 7_250_000),
+                ("config loaded".to_string(), MarkSource::Checkpoint, 12_500_000),
+            ]
+        );
+        assert!(log_marks("START\nREPORT", &regexes).is_empty());
     }
 }

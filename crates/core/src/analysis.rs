@@ -248,6 +248,7 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
             let ok: Vec<_> = measured.iter().filter(|s| s.ok()).collect();
             let of =
                 |f: &dyn Fn(&crate::sample::Sample) -> Option<f64>| summarize(ok.iter().filter_map(|s| f(s)));
+            let seen = |s: &crate::sample::Sample| s.usage.processes > 0;
             let mut names: Vec<&String> = ok.iter().flat_map(|s| s.captures.keys()).collect();
             names.sort();
             names.dedup();
@@ -303,12 +304,19 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
                         .map(|ns| *ns as f64 / 1e6),
                 ),
                 shutdown_ms: of(&|s| s.shutdown_ns.map(|ns| ns as f64 / 1e6)),
-                cpu_ms: of(&|s| Some(s.usage.cpu_total_us as f64 / 1e3)),
-                peak_rss_mb: of(&|s| s.usage.peak_rss_kb.map(|kb| kb as f64 / 1024.0)),
-                minor_faults: of(&|s| Some(s.usage.minor_faults as f64)),
-                major_faults: of(&|s| Some(s.usage.major_faults as f64)),
-                processes: of(&|s| Some(s.usage.processes as f64)),
-                threads: of(&|s| Some(s.usage.threads as f64)),
+                // A run that saw no process (on the Lambda service) measured no
+                // usage: its zeros are not figures.
+                cpu_ms: of(&|s| seen(s).then_some(s.usage.cpu_total_us as f64 / 1e3)),
+                peak_rss_mb: of(&|s| {
+                    s.usage
+                        .peak_rss_kb
+                        .filter(|_| seen(s))
+                        .map(|kb| kb as f64 / 1024.0)
+                }),
+                minor_faults: of(&|s| seen(s).then_some(s.usage.minor_faults as f64)),
+                major_faults: of(&|s| seen(s).then_some(s.usage.major_faults as f64)),
+                processes: of(&|s| seen(s).then_some(s.usage.processes as f64)),
+                threads: of(&|s| seen(s).then_some(s.usage.threads as f64)),
                 captures,
                 metrics,
                 marks,

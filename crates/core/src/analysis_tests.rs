@@ -68,6 +68,7 @@ fn resources_and_requests_come_from_ok_runs() {
         let mut s = sample(0, round, false, Some(10.0));
         s.usage.cpu_total_us = cpu_us;
         s.usage.peak_rss_kb = Some(2048);
+        s.usage.processes = 1;
         s.requests_ns = vec![9_000_000, 1_000_000, 3_000_000];
         samples.push(s);
     }
@@ -97,6 +98,23 @@ fn resources_and_requests_come_from_ok_runs() {
         "requests 2..N pooled"
     );
     assert!(v.shutdown_ms.is_none(), "no run measured a shutdown");
+}
+
+/// A run that saw no process (on the Lambda service, or a root reaped by the
+/// tracer) measured no usage: its zeros are left out, not summarised as 0 µs.
+#[test]
+fn usage_of_runs_that_saw_no_process_is_not_a_figure() {
+    let mut seen = sample(0, 0, false, Some(10.0));
+    seen.usage.cpu_total_us = 4_000;
+    seen.usage.processes = 1;
+    let mut unseen = sample(0, 1, false, Some(10.0));
+    unseen.usage.processes = 0;
+    let a = analyze(&result(vec![seen, unseen.clone()]), crate::stats::DEFAULT_NOISE);
+    let cpu = a.variants[0].cpu_ms.as_ref().expect("cpu");
+    assert_eq!((cpu.n, cpu.p50), (1, 4.0));
+    let a = analyze(&result(vec![unseen]), crate::stats::DEFAULT_NOISE);
+    let v = &a.variants[0];
+    assert!(v.cpu_ms.is_none() && v.processes.is_none() && v.minor_faults.is_none());
 }
 
 #[test]

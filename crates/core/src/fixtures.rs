@@ -23,6 +23,8 @@ pub fn sample(variant: usize, round: usize, warmup: bool, ready_ms: Option<f64>)
         },
         1_000,
     );
+    // A local run's: its process was seen (its usage measured).
+    s.usage.processes = 1;
     match ready_ms {
         Some(ms) => {
             s.outcome = crate::sample::Outcome::Ready;

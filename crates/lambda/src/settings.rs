@@ -77,3 +77,48 @@ pub fn record<'a>(
             .collect(),
     }
 }
+
+/// What a `coldstart lambda --aws` experiment ran against, recorded in its
+/// settings: the API, each function as it was before the runs, each variant's
+/// configuration. The functions' variable values are not recorded (they may
+/// hold secrets); their names are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AwsSettings {
+    /// `--endpoint-url`, or the service's endpoint for the region.
+    pub endpoint: String,
+    /// `--parallel`: runs prepared ahead.
+    pub parallel: usize,
+    pub functions: Vec<AwsFunction>,
+    pub variants: Vec<AwsVariant>,
+    /// `--mark NAME=REGEX`, as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<String>,
+}
+
+/// A deployed function as GetFunction read it before the first change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AwsFunction {
+    /// Name, partial ARN or ARN, as given.
+    pub name: String,
+    pub architecture: String,
+    pub memory_mb: u64,
+    pub timeout_s: u64,
+    pub layers: Vec<String>,
+    /// Its environment variables' names.
+    pub env_keys: Vec<String>,
+    /// SnapStart on published versions.
+    pub snapstart: bool,
+}
+
+/// One variant's runs: the configuration each run's version got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AwsVariant {
+    pub name: String,
+    pub function: String,
+    pub architecture: String,
+    pub memory_mb: u64,
+    pub layers: Vec<String>,
+    pub snapstart: bool,
+    /// The invokes' payload's size.
+    pub event_bytes: usize,
+}

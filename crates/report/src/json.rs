@@ -21,6 +21,9 @@ pub struct KindSettings {
     /// A `coldstart lambda` experiment's function, limits and init CPU model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lambda: Option<crate::lambda::settings::LambdaSettings>,
+    /// A `coldstart lambda --aws` experiment's API, functions and variants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda_aws: Option<crate::lambda::settings::AwsSettings>,
 }
 
 #[derive(Serialize)]

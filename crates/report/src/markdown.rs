@@ -73,10 +73,21 @@ pub fn render(analysis: &Analysis) -> String {
         }
         out.push('\n');
     }
-    out.push_str("\nSpawn → ready. `*`: tail quantile from too few runs to be reliable.\n");
+    let what = if super::terminal::measured(analysis) == "Init Duration" {
+        "Init Duration"
+    } else {
+        "Spawn → ready"
+    };
+    out.push_str(&format!(
+        "\n{what}. `*`: tail quantile from too few runs to be reliable.\n"
+    ));
     if let Some((header, rows)) = super::terminal::mark_cells(analysis) {
         // The marks (checkpoints, log marks, Lambda's instants), as in the terminal.
-        out.push_str("\nMarks (since spawn):\n\n");
+        if super::terminal::on_service(analysis) {
+            out.push_str(&format!("\nMarks ({}):\n\n", super::terminal::MARKS_ON_SERVICE));
+        } else {
+            out.push_str("\nMarks (since spawn):\n\n");
+        }
         let cells: Vec<String> = header.iter().map(|c| escape(c)).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
         let align: Vec<&str> = (0..header.len())

@@ -435,10 +435,45 @@ fn json_export_has_every_documented_field() {
         serde_json::from_str::<serde_json::Value>(&text).expect("valid JSON")
     };
     assert_eq!(lambda["settings"]["lambda"]["variants"][0]["memory_mb"], 512);
+    // A lambda --aws experiment's settings (docs: settings.lambda_aws).
+    let on_service = {
+        use crate::lambda::settings::{AwsFunction, AwsSettings, AwsVariant};
+        let mut s = settings();
+        s.of_kind.lambda_aws = Some(AwsSettings {
+            endpoint: "http://127.0.0.1:9001".into(),
+            parallel: 1,
+            functions: vec![AwsFunction {
+                name: "fn".into(),
+                architecture: "x86_64".into(),
+                memory_mb: 128,
+                timeout_s: 3,
+                layers: vec![],
+                env_keys: vec!["A".into()],
+                snapstart: false,
+            }],
+            variants: vec![AwsVariant {
+                name: "a".into(),
+                function: "fn".into(),
+                architecture: "x86_64".into(),
+                memory_mb: 256,
+                layers: vec![],
+                snapstart: false,
+                event_bytes: 2,
+            }],
+            marks: vec!["ready=after (?P<ms>[0-9]+)".into()],
+        });
+        let text = json::render(&r, &analyze(&r, 0.01), &s).expect("json");
+        serde_json::from_str::<serde_json::Value>(&text).expect("valid JSON")
+    };
+    assert_eq!(
+        on_service["settings"]["lambda_aws"]["variants"][0]["memory_mb"],
+        256
+    );
     let fleet = fleet_export();
     let mut present = BTreeSet::new();
     keys_of(&fleet, &mut present);
     keys_of(&lambda, &mut present);
+    keys_of(&on_service, &mut present);
     keys_of(&doc, &mut present);
     keys_of(&swept, &mut present);
     keys_of(&tuned, &mut present);

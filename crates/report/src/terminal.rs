@@ -70,7 +70,11 @@ fn summaries(analysis: &Analysis) -> String {
     right_align(&mut t, 1..9);
     // Least useful first: mean ± sd, p99, min, max.
     let hidden = super::width::fit_table(&mut t, &[7, 5, 2, 6]);
-    out.push_str(&format!("spawn → ready ({})\n", readiness_line(analysis)));
+    out.push_str(&format!(
+        "{} ({})\n",
+        measured(analysis),
+        readiness_line(analysis)
+    ));
     out.push_str(&t.to_string());
     out.push('\n');
     out.push_str(&super::width::hidden_note(&hidden));
@@ -220,8 +224,21 @@ fn marks(a: &Analysis) -> String {
     }
     right_align(&mut t, 3..5);
     super::width::fit_table(&mut t, &[]);
-    format!("marks\n{t}\n")
+    match on_service(a) {
+        true => format!("marks ({MARKS_ON_SERVICE})\n{t}\n"),
+        false => format!("marks\n{t}\n"),
+    }
 }
+
+/// The runs were on the Lambda service (`coldstart lambda --aws`): no spawn
+/// is seen there, and the marks come from the invoke's log tail.
+pub(super) fn on_service(a: &Analysis) -> bool {
+    !a.variants.is_empty() && a.variants.iter().all(|v| v.command.starts_with("aws:lambda"))
+}
+
+/// How marks from the service's log tail are timed.
+pub(super) const MARKS_ON_SERVICE: &str =
+    "from the log tail: SDK checkpoints since the first one, --mark lines as they say";
 
 /// The marks table's header and rows (terminal and Markdown): variant, mark,
 /// source, median since spawn with its CI, runs, and "Δ vs baseline" when any
@@ -234,7 +251,12 @@ pub(super) fn mark_cells(a: &Analysis) -> Option<(Vec<String>, Vec<Vec<String>>)
         .variants
         .iter()
         .any(|v| v.marks.iter().any(|m| m.vs_baseline.is_some()));
-    let mut header: Vec<String> = ["variant", "mark", "source", "since spawn p50 [95% CI]", "runs"]
+    let when = if on_service(a) {
+        "p50 [95% CI]"
+    } else {
+        "since spawn p50 [95% CI]"
+    };
+    let mut header: Vec<String> = ["variant", "mark", "source", when, "runs"]
         .map(String::from)
         .to_vec();
     if compared {
@@ -262,6 +284,15 @@ pub(super) fn mark_cells(a: &Analysis) -> Option<(Vec<String>, Vec<Vec<String>>)
     Some((header, rows))
 }
 
+/// What the table's times are: a Lambda init's is its Init Duration.
+pub(super) fn measured(a: &Analysis) -> &'static str {
+    if !a.variants.is_empty() && a.variants.iter().all(|v| v.readiness == "lambda:init") {
+        "Init Duration"
+    } else {
+        "spawn → ready"
+    }
+}
+
 fn readiness_line(a: &Analysis) -> String {
     let mut kinds: Vec<&str> = a.variants.iter().map(|v| v.readiness.as_str()).collect();
     kinds.dedup();
@@ -286,18 +317,23 @@ fn resources(a: &Analysis) -> String {
         .variants
         .iter()
         .any(|v| v.metrics.contains_key(MEMORY_PEAK_METRIC));
+    // Runs on the Lambda service see no process: no usage columns at all.
+    let has_usage = a.variants.iter().any(|v| v.cpu_ms.is_some());
     let has_requests = a.variants.iter().any(|v| v.first_request_ms.is_some());
     let has_shutdown = a.variants.iter().any(|v| v.shutdown_ms.is_some());
-    let mut header = vec![
-        "medians",
-        "cpu (user+sys)",
-        "peak rss",
-        "faults min/maj",
-        "procs/threads",
-    ];
+    if !has_usage && !has_cgroup_peak && !has_requests && !has_shutdown {
+        return String::new();
+    }
+    let mut header = vec!["medians"];
+    if has_usage {
+        header.extend(["cpu (user+sys)", "peak rss"]);
+    }
     if has_cgroup_peak {
         // The whole tree's, from its first instruction (limited runs only).
-        header.insert(3, "peak mem (cgroup)");
+        header.push("peak mem (cgroup)");
+    }
+    if has_usage {
+        header.extend(["faults min/maj", "procs/threads"]);
     }
     if has_requests {
         header.extend(["1st request", "later requests"]);
@@ -309,35 +345,39 @@ fn resources(a: &Analysis) -> String {
     t.set_header(header.clone());
     for v in &a.variants {
         let med = |s: &Option<Summary>| s.as_ref().map(|s| s.p50);
-        let mut row = vec![
-            v.name.clone(),
-            med(&v.cpu_ms).map(ms).unwrap_or_default(),
+        let mut row = vec![v.name.clone()];
+        if has_usage {
+            row.push(med(&v.cpu_ms).map(ms).unwrap_or_default());
             // † only where the footnote below explains it: a variant without a
             // successful run has no figures at all.
-            med(&v.peak_rss_mb)
-                .map(|m| format!("{m:.1} MiB"))
-                .unwrap_or_else(|| {
-                    if v.ok_runs > 0 {
-                        "n/a †".into()
-                    } else {
-                        String::new()
-                    }
-                }),
-            match (med(&v.minor_faults), med(&v.major_faults)) {
-                (Some(a), Some(b)) => format!("{a:.0}/{b:.0}"),
-                _ => String::new(),
-            },
-            match (med(&v.processes), med(&v.threads)) {
-                (Some(p), Some(t)) => format!("{p:.0}/{t:.0}"),
-                _ => String::new(),
-            },
-        ];
+            row.push(
+                med(&v.peak_rss_mb)
+                    .map(|m| format!("{m:.1} MiB"))
+                    .unwrap_or_else(|| {
+                        if v.ok_runs > 0 && v.cpu_ms.is_some() {
+                            "n/a †".into()
+                        } else {
+                            String::new()
+                        }
+                    }),
+            );
+        }
         if has_cgroup_peak {
             let peak = v
                 .metrics
                 .get(MEMORY_PEAK_METRIC)
                 .map(|s| format!("{:.1} MiB", s.p50));
-            row.insert(3, peak.unwrap_or_default());
+            row.push(peak.unwrap_or_default());
+        }
+        if has_usage {
+            row.push(match (med(&v.minor_faults), med(&v.major_faults)) {
+                (Some(a), Some(b)) => format!("{a:.0}/{b:.0}"),
+                _ => String::new(),
+            });
+            row.push(match (med(&v.processes), med(&v.threads)) {
+                (Some(p), Some(t)) => format!("{p:.0}/{t:.0}"),
+                _ => String::new(),
+            });
         }
         if has_requests {
             row.push(med(&v.first_request_ms).map(ms).unwrap_or_default());
@@ -353,7 +393,7 @@ fn resources(a: &Analysis) -> String {
     let mut out = format!("{t}\n");
     if a.variants
         .iter()
-        .any(|v| v.peak_rss_mb.is_none() && v.ok_runs > 0)
+        .any(|v| v.peak_rss_mb.is_none() && v.ok_runs > 0 && v.cpu_ms.is_some())
     {
         out.push_str("  † peak RSS not measurable: below coldstart's own (Linux starts a vfork+exec child's maxrss at the parent's)\n");
     }

@@ -11,6 +11,7 @@ use crate::config;
 use crate::experiment::sweep::point_name;
 use crate::experiment::{Observer, Param, Plan, StopRule, Sweep};
 use crate::flags::{LambdaArgs, LambdaVariantArgs, LambdaVariantSpec};
+use crate::lambda::settings::{AwsFunction, AwsSettings, AwsVariant};
 use crate::sample::{Outcome, RunId, Sample};
 use crate::session::{self, RunSettings};
 use crate::store::Store;
@@ -117,6 +118,10 @@ fn variants(args: &LambdaArgs) -> Result<Vec<Point>> {
                     layers: layers.clone(),
                     env: env.clone(),
                     snapstart: a.snapstart || args.shared.snapstart,
+                    architecture: a
+                        .architecture
+                        .or(args.shared.architecture)
+                        .map(|a| a.as_str().to_string()),
                     event: event.clone(),
                 },
                 params,
@@ -179,6 +184,50 @@ fn order(plan: &Plan) -> Result<Vec<(usize, usize, bool)>> {
         })
     })?;
     Ok(seen)
+}
+
+/// What the experiment ran against, for its settings (variable values left out).
+fn record(
+    endpoint: &str,
+    parallel: usize,
+    variants: &[Variant],
+    functions: &[(String, crate::aws::calls::Function)],
+    marks: &[String],
+) -> AwsSettings {
+    let find = |name: &str| functions.iter().find(|(n, _)| n == name).map(|(_, f)| f);
+    AwsSettings {
+        endpoint: endpoint.to_string(),
+        parallel,
+        functions: functions
+            .iter()
+            .map(|(name, f)| AwsFunction {
+                name: name.clone(),
+                architecture: f.architecture.clone(),
+                memory_mb: f.configuration.memory_mb,
+                timeout_s: f.timeout_s,
+                layers: f.configuration.layers.clone(),
+                env_keys: f.configuration.env.keys().cloned().collect(),
+                snapstart: f.snapstart,
+            })
+            .collect(),
+        variants: variants
+            .iter()
+            .filter_map(|v| {
+                let f = find(&v.function)?;
+                let c = v.configure(&f.configuration, "");
+                Some(AwsVariant {
+                    name: v.name.clone(),
+                    function: v.function.clone(),
+                    architecture: f.architecture.clone(),
+                    memory_mb: c.memory_mb,
+                    layers: c.layers,
+                    snapstart: c.snapstart.unwrap_or(false),
+                    event_bytes: v.event.len(),
+                })
+            })
+            .collect(),
+        marks: marks.to_vec(),
+    }
 }
 
 /// `--cleanup`: undo every change the journal holds open.
@@ -271,11 +320,13 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let variants: Vec<Variant> = points.into_iter().map(|(v, _)| v).collect();
     let parallel = crate::bounds::count("--parallel", args.parallel, 1, 64)?;
     let order = order(&plan)?;
+    let marks = plan::log_marks(&args.marks)?;
     let mut runner = AwsColdStarts::new(
         Options {
             endpoint: endpoint.clone(),
             parallel,
             order: order.clone(),
+            marks,
         },
         variants.clone(),
         store,
@@ -313,6 +364,13 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     };
     let mut settings = session::settings(&plan, recorded, args.common.noise.noise);
     settings.sweep = sweep;
+    settings.of_kind.lambda_aws = Some(record(
+        &endpoint.describe(),
+        parallel,
+        &variants,
+        &functions,
+        &args.marks,
+    ));
     if !args.common.quiet {
         crate::out::errln!(
             "coldstart lambda --aws: {} variant(s) on {} function(s) at {}; every change is journaled in {} and undone at the end",
