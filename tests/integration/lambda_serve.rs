@@ -982,6 +982,45 @@ fn lambda_aws_reads_marks_from_the_log_tail_and_records_what_it_ran_against() {
     assert_eq!(aws["marks"][0], r"ready=ready after (?P<ms>[0-9.]+) ms", "{text}");
 }
 
+/// The comparison's oracle, an injected delay: variant b's configuration makes
+/// the runtime sleep 50 ms in its init, so b is slower and the shift's interval
+/// meets 50 ms (plus at most the `sleep` process's own start and the timer's
+/// slack); without the delay (an A/A) the interval stays near 0.
+#[test]
+fn lambda_aws_finds_an_injected_init_delay_and_no_difference_in_an_a_a() {
+    let _turn = crate::common::timed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let boot = bootstrap();
+    let server = Server::start(&["--name", "hello", "--runtime", &boot]);
+    let run = |b_env: &str, json: &std::path::Path| {
+        let o = aws_at(&server)
+            .args(["-q", "--runs", "10", "--warmup", "1"])
+            .arg("--store")
+            .arg(dir.path().join("store.db"))
+            .arg("--export-json")
+            .arg(json)
+            .args(["--name", "a", "--function", "hello"])
+            .args(["--name", "b", "--function", "hello", "--env", b_env])
+            .run();
+        assert!(o.status.success(), "{}", stderr(&o));
+        json_file(json)["variants"][1]["stats"]["vs_baseline"].clone()
+    };
+    let vs = run("INIT_SLEEP=0.05", &dir.path().join("ab.json"));
+    assert_eq!(vs["verdict"], "slower", "{vs}");
+    let ci = &vs["shift"]["ci"];
+    let (lo, hi) = (ci[0].as_f64().expect("lo"), ci[1].as_f64().expect("hi"));
+    assert!(
+        lo <= 50.0 + 15.0 && hi >= 50.0,
+        "shift CI [{lo}, {hi}] ms vs 50 ms injected: {vs}"
+    );
+    // A/A: a single experiment may call 5 % of A/As different, so the contract
+    // is the interval's: far from the injected 50 ms, around 0.
+    let vs = run("SAME=1", &dir.path().join("aa.json"));
+    let ci = &vs["shift"]["ci"];
+    let (lo, hi) = (ci[0].as_f64().expect("lo"), ci[1].as_f64().expect("hi"));
+    assert!(lo > -15.0 && hi < 15.0, "A/A shift CI [{lo}, {hi}] ms: {vs}");
+}
+
 /// `--architecture` the function is not built for, and a `--mark` without the
 /// `ms` group that times it: refused in one line before any change.
 #[test]
