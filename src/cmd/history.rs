@@ -429,7 +429,13 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         markdown += &different.replace('\n', "  \n");
         markdown += &report::markdown::render(&analysis);
         markdown += "\n";
-        docs.push(serde_json::json!({ "variants": analysis.variants }));
+        let mut doc = serde_json::json!({ "variants": analysis.variants });
+        if let [bv, cv] = &result.variants[..] {
+            if calibration(bv, cv).is_some() {
+                doc["calibration"] = serde_json::Value::Bool(true);
+            }
+        }
+        docs.push(doc);
         shown.push((result, analysis));
     }
     let (mut overhead_text, overhead_doc) = overheads(&mut store, &b, &c)?;
@@ -467,6 +473,9 @@ fn different_commands(result: &ExperimentResult) -> String {
     let [b, c] = &result.variants[..] else {
         return String::new();
     };
+    if let Some(note) = calibration(b, c) {
+        return note;
+    }
     let (bc, cc) = (b.target.display_command(), c.target.display_command());
     let mut note = String::new();
     if bc != cc {
@@ -482,6 +491,28 @@ fn different_commands(result: &ExperimentResult) -> String {
         );
     }
     note
+}
+
+/// The emulator's Init Duration against the service's for the same function: a
+/// calibration of the emulator, which the commands' difference is the point of.
+fn calibration(b: &crate::experiment::Variant, c: &crate::experiment::Variant) -> Option<String> {
+    let on_service = |v: &crate::experiment::Variant| {
+        v.target.argv.first().map(String::as_str) == Some(crate::target::LAMBDA_SERVICE)
+    };
+    let emulated =
+        |v: &crate::experiment::Variant| v.readiness == crate::target::LAMBDA_INIT && !on_service(v);
+    let (emulator, service) = match (on_service(b), on_service(c)) {
+        (false, true) if emulated(b) => (b, c),
+        (true, false) if emulated(c) => (c, b),
+        _ => return None,
+    };
+    Some(format!(
+        "calibration: the emulator ({}) against the service ({}): the service's Init Duration \
+         also holds its microVM's start, the code and layers' download and unpack, and its own \
+         runtime build; the shift below is how far the emulator is from the service for this \
+         function (measured apart, so no verdict)\n",
+        emulator.name, service.name
+    ))
 }
 
 pub fn gate(args: &GateArgs) -> Result<i32> {

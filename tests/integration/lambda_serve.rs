@@ -1021,6 +1021,45 @@ fn lambda_aws_finds_an_injected_init_delay_and_no_difference_in_an_a_a() {
     assert!(lo > -15.0 && hi < 15.0, "A/A shift CI [{lo}, {hi}] ms: {vs}");
 }
 
+/// `compare` of the emulator's experiment with the service's for the same
+/// function is a calibration: said so, with the shift and no verdict.
+#[test]
+fn compare_of_the_emulator_with_the_service_is_a_calibration() {
+    let _turn = beside();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let boot = bootstrap();
+    let server = Server::start(&["--name", "hello", "--runtime", &boot]);
+    let store = dir.path().join("store.db");
+    let mut local = cs(&["lambda", "-q", "--runs", "3", "--warmup", "0", "--runtime", &boot]);
+    if !with_cgroups() {
+        local.arg("--no-cgroup");
+    }
+    local.arg("--store").arg(&store).ok();
+    aws_at(&server)
+        .args(["-q", "--runs", "3", "--warmup", "0", "--function", "hello"])
+        .arg("--store")
+        .arg(&store)
+        .ok();
+    let json = dir.path().join("compare.json");
+    let o = cs(&["compare", "1", "2"])
+        .arg("--store")
+        .arg(&store)
+        .arg("--export-json")
+        .arg(&json)
+        .ok();
+    let text = o.stdout();
+    assert!(
+        text.contains("calibration: the emulator (") && text.contains("against the service (hello@2)"),
+        "{text}"
+    );
+    assert!(!text.contains("ran different commands"), "{text}");
+    let doc = json_file(&json);
+    assert_eq!(doc["pairs"][0]["calibration"], true, "{doc}");
+    let vs = &doc["pairs"][0]["variants"][1]["vs_baseline"];
+    assert_eq!(vs["verdict"], "none", "measured apart: {vs}");
+    assert!(vs["shift"]["estimate"].is_number(), "{vs}");
+}
+
 /// `--architecture` the function is not built for, and a `--mark` without the
 /// `ms` group that times it: refused in one line before any change.
 #[test]

@@ -121,6 +121,10 @@ pub(crate) fn resolve_program(name: &str, path_env: &str, cwd: Option<&Path>) ->
 /// end of an emulated Lambda init, which no probe of a plain run can see.
 pub const LAMBDA_INIT: &str = "lambda:init";
 
+/// argv[0] of a `coldstart lambda --aws` variant's target: a deployed function,
+/// measured on the service (its argv[1] names the function).
+pub const LAMBDA_SERVICE: &str = "aws:lambda";
+
 /// When a run counts as started.
 #[derive(Debug, Clone)]
 pub enum Readiness {

@@ -15,7 +15,7 @@ use crate::lambda::settings::{AwsFunction, AwsSettings, AwsVariant};
 use crate::sample::{Outcome, RunId, Sample};
 use crate::session::{self, RunSettings};
 use crate::store::Store;
-use crate::target::{parse_env, Target, LAMBDA_INIT};
+use crate::target::{parse_env, Target, LAMBDA_INIT, LAMBDA_SERVICE};
 use anyhow::{anyhow, bail, Context, Result};
 use std::time::Duration;
 
@@ -275,8 +275,8 @@ fn plan_of(args: &LambdaArgs, points: &[Point]) -> Plan {
             .map(|(v, params)| crate::experiment::Variant {
                 name: v.name.clone(),
                 target: Target {
-                    argv: vec!["aws:lambda".into(), v.function.clone()],
-                    program: format!("aws:lambda:{}", v.function).into(),
+                    argv: vec![LAMBDA_SERVICE.into(), v.function.clone()],
+                    program: format!("{LAMBDA_SERVICE}:{}", v.function).into(),
                     env: v.env.clone(),
                     cwd: None,
                     limits: Default::default(),
