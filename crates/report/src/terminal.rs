@@ -285,7 +285,7 @@ pub(super) fn mark_cells(a: &Analysis) -> Option<(Vec<String>, Vec<Vec<String>>)
 }
 
 /// What the table's times are: a Lambda init's is its Init Duration.
-pub(super) fn measured(a: &Analysis) -> &'static str {
+pub(crate) fn measured(a: &Analysis) -> &'static str {
     if !a.variants.is_empty() && a.variants.iter().all(|v| v.readiness == "lambda:init") {
         "Init Duration"
     } else {

@@ -128,7 +128,7 @@ pub fn distribution(id: &str, r: &ExperimentResult, a: &Analysis) -> Markup {
     let axis_y = 12.0 + rows * ROW;
     let labels = labels(a);
     let body = html! {
-        (svg::x_axis(&x, axis_y, 6.0, " ms", "spawn → ready (ms)"))
+        (svg::x_axis(&x, axis_y, 6.0, " ms", &format!("{} (ms)", crate::terminal::measured(a))))
         @for (i, v) in a.variants.iter().enumerate() {
             @let xs = r.ready_ms(i);
             @let (f_lo, f_hi) = fences(&xs);
@@ -182,7 +182,7 @@ pub fn distribution(id: &str, r: &ExperimentResult, a: &Analysis) -> Markup {
     };
     let body = html! {
         figure {
-            (chart(&format!("{id}-dist"), height, "Distribution of spawn → ready per variant", desc, body))
+            (chart(&format!("{id}-dist"), height, &format!("Distribution of {} per variant", crate::terminal::measured(a)), desc, body))
             figcaption { (desc) }
         }
         (table)
