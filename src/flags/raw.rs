@@ -1275,11 +1275,12 @@ pub struct LambdaVariantArgs {
     /// at the REPORT's Restore Duration [default: the function's own setting].
     #[arg(long)]
     pub snapstart: bool,
-    /// --aws: the architecture the function must have.
+    /// --aws: the function's architecture.
     ///
-    /// Checked before any change: a function is built for one, and coldstart
-    /// never deploys code (name an arm64 build's function with --function).
-    #[arg(long, value_name = "ARCH")]
+    /// x86_64 or arm64, checked before any change: a function is built for one,
+    /// and coldstart never deploys code (name an arm64 build's function with
+    /// --function).
+    #[arg(long, value_name = "ARCH", hide_possible_values = true)]
     pub architecture: Option<ArchArg>,
 }
 
