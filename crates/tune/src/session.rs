@@ -92,6 +92,7 @@ pub fn find(opts: &Options) -> Result<Found> {
                 exe: target.program.clone(),
                 version: None,
                 shim: None,
+                app: None,
             }
         }
         None => {
@@ -114,6 +115,10 @@ pub fn find(opts: &Options) -> Result<Found> {
         }
     }
     rt.version = super::version(&rt, &cat.file);
+    if rt.name == "jvm" {
+        let app = super::spring::fit(&mut cat, &target.argv, target.cwd.as_deref());
+        rt.app = app.map(|a| a.describe());
+    }
     Ok(Found {
         runtime: rt,
         catalogue: cat,
@@ -495,7 +500,7 @@ fn combination<R: Recorded>(
         ..Candidate::default()
     };
     Ok(
-        match plan::check(combined, &ctx.opts.base.readiness, &ctx.opts.run)? {
+        match plan::check(combined, &ctx.opts.base.readiness, &ctx.opts.run, ctx.file)? {
             Prepared::Ready(_) => {
                 let opts = ctx.opts;
                 let rounds =
