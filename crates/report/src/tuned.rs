@@ -96,10 +96,11 @@ fn first_line(s: &str) -> &str {
 /// The terminal table (and the recommended line).
 pub fn terminal(t: &Tuned) -> String {
     let mut out = format!(
-        "tune: {} {}({}) · baseline {}{}\n",
+        "tune: {} {}({}){} · baseline {}{}\n",
         t.runtime,
         t.version.as_deref().map(|v| format!("{v} ")).unwrap_or_default(),
         t.executable,
+        t.app.as_deref().map(|a| format!(" · {a}")).unwrap_or_default(),
         t.baseline,
         t.baseline_ready_ms
             .map(|m| format!(" · ready {}", ms(m)))
@@ -259,9 +260,10 @@ pub fn inconclusive(t: &Tuned) -> Option<String> {
 /// The same table in Markdown, with each candidate's rationale and source.
 pub fn markdown(t: &Tuned) -> String {
     let mut out = format!(
-        "## coldstart tune: {} {}\n\nBaseline: `{}`{}\n\n| | candidate | effect on ready | apply |\n|---|---|---|---|\n",
+        "## coldstart tune: {} {}\n\n{}Baseline: `{}`{}\n\n| | candidate | effect on ready | apply |\n|---|---|---|---|\n",
         t.runtime,
         t.version.as_deref().unwrap_or(""),
+        t.app.as_deref().map(|a| format!("Application: {a}. ")).unwrap_or_default(),
         t.baseline,
         t.baseline_ready_ms
             .map(|m| format!(", ready {}", ms(m)))
@@ -346,6 +348,7 @@ mod tests {
             runtime: "python".into(),
             executable: "/x/python3".into(),
             version: None,
+            app: None,
             baseline: "python3 -c pass".into(),
             baseline_ready_ms: Some(100.0),
             baseline_first_request_ms: None,
@@ -489,6 +492,7 @@ mod tests {
             runtime: "jvm".into(),
             executable: "/x/java".into(),
             version: Some("17".into()),
+            app: None,
             baseline: "java -jar app.jar".into(),
             baseline_ready_ms: Some(1000.0),
             baseline_first_request_ms: Some(52.0),

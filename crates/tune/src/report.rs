@@ -224,6 +224,10 @@ pub struct Tuned {
     pub runtime: String,
     pub executable: String,
     pub version: Option<String>,
+    /// What the command runs, when tune recognises it: `Spring Boot 3.5.7 fat jar
+    /// app.jar`, `jar app.jar`, `exploded class path (2 directories, 3 jars)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
     pub baseline: String,
     pub baseline_ready_ms: Option<f64>,
     /// The baseline's first request (median, ms), with --requests: to --request-url,

@@ -161,6 +161,7 @@ pub fn run<R: Recorded>(
             runtime: rt.name.clone(),
             version: rt.version.clone(),
             executable: rt.exe.display().to_string(),
+            app: rt.app.clone(),
             ..TuneSettings::default()
         },
     };
@@ -192,6 +193,7 @@ pub fn run<R: Recorded>(
         runtime: rt.name.clone(),
         executable: rt.exe.display().to_string(),
         version: rt.version.clone(),
+        app: rt.app.clone(),
         baseline: opts.base.target.display_command(),
         baseline_ready_ms: baseline.ready_ms,
         baseline_first_request_ms: baseline.first_request_ms,
@@ -469,14 +471,21 @@ fn recommend<R: Recorded>(
     } else if members.len() > 1 {
         row = None;
     }
+    // Each member's set-up in order: its prepare line (the extraction), then its training run.
     let train = members
         .iter()
-        .filter_map(|c| {
-            plan::trainee(c, &ctx.work.join(&c.id), target, ctx.file)
+        .flat_map(|c| {
+            let work = ctx.work.join(&c.id);
+            let prepare = c
+                .prepare
+                .as_deref()
+                .map(|p| super::show::strip_work(&catalogue::expand(p, &work), ctx.work));
+            let trainee = plan::trainee(c, &work, target, ctx.file)
                 .ok()
                 .flatten()
+                .map(|t| command_line(&t, target, ctx.work));
+            prepare.into_iter().chain(trainee)
         })
-        .map(|t| command_line(&t, target, ctx.work))
         .collect();
     let mut rec = recommendation(ids, &combined, target, ctx.work, row);
     rec.train = train;

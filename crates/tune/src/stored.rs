@@ -18,6 +18,9 @@ pub struct TuneSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     pub executable: String,
+    /// What the command runs, when recognised (a Spring Boot fat jar…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
     /// The measured candidates (variants `tune:ID`).
     pub candidates: Vec<StoredCandidate>,
     /// Rows decided before measuring (broken, unavailable, not applicable).
@@ -112,6 +115,7 @@ pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned>
         runtime: t.runtime.clone(),
         executable: t.executable.clone(),
         version: t.version.clone(),
+        app: t.app.clone(),
         baseline: base.command.clone(),
         baseline_ready_ms: base.ready_ms.as_ref().map(|s| s.p50),
         baseline_first_request_ms: base.first_request_ms.as_ref().map(|s| s.p50),
