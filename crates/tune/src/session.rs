@@ -244,7 +244,11 @@ impl Ctx<'_> {
             max_runs,
             target: self.opts.target_ci.0,
             relative: self.opts.target_ci.1,
-            of: CiOf::Shift,
+            // Until each candidate is settled against the noise threshold (a
+            // gain, or none worth having), or as precise as --target-ci asks.
+            of: CiOf::Verdict {
+                noise: self.opts.noise,
+            },
         }
     }
 
