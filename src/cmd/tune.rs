@@ -204,7 +204,7 @@ fn write_html(exports: &Exports, experiments: &[Measured]) -> Result<()> {
                     .of_kind
                     .tune
                     .as_ref()
-                    .and_then(|t| crate::tune::stored::tuned(t, &e.m.analysis, e.settings.noise)),
+                    .and_then(|t| crate::tune::stored::tuned(t, &e.m.result, &e.m.analysis, e.settings.noise)),
             })
             .collect(),
         history: Vec::new(),

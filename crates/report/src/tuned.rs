@@ -181,7 +181,7 @@ pub fn recommended_line(t: &Tuned) -> String {
                 s.push_str(&format!("  note: {n}\n"));
             }
             for line in &rec.train {
-                s.push_str(&format!("  train once: {line}\n"));
+                s.push_str(&format!("  set up once: {line}\n"));
             }
             if !rec.env.is_empty() {
                 s.push_str(&format!("  env: {}\n", rec.env.join(" ")));
@@ -290,13 +290,28 @@ pub fn markdown(t: &Tuned) -> String {
     out
 }
 
-/// Why the recommended set is smaller than the winners.
+/// Why the recommended set is smaller than the winners: the next larger set, what
+/// it did, and (measured) its step against the set recommended.
 pub fn rejected(r: &Rejected) -> String {
-    format!(
-        "{} together: {}; the best single one is recommended",
-        r.ids.join(" + "),
-        effect(&r.row)
-    )
+    let smaller = r.smaller.join(" + ");
+    match (&r.step, smaller.is_empty()) {
+        (Some(step), false) => format!(
+            "{} was measured too: {}; against {smaller} alone {} — not better, so the set stops at {smaller}",
+            r.ids.join(" + "),
+            effect(&r.row),
+            effect(step)
+        ),
+        (None, false) => format!(
+            "{} together: {}; the set stops at {smaller}",
+            r.ids.join(" + "),
+            effect(&r.row)
+        ),
+        _ => format!(
+            "{} together: {}; the best single one is recommended",
+            r.ids.join(" + "),
+            effect(&r.row)
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -551,7 +566,7 @@ mod tests {
         );
         assert!(
             out.contains("recommended set: appcds")
-                && out.contains("train once: java -XX:ArchiveClassesAtExit"),
+                && out.contains("set up once: java -XX:ArchiveClassesAtExit"),
             "{out}"
         );
         let md = markdown(&t);

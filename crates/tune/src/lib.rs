@@ -15,6 +15,7 @@ pub mod jar;
 pub mod plan;
 pub mod report;
 pub mod session;
+pub mod sets;
 pub mod show;
 pub mod spring;
 pub mod stored;

@@ -137,10 +137,18 @@ pub fn work_dir(root: &Path, id: &str) -> Result<PathBuf> {
 /// The program as the candidate's training run starts it; None without one.
 pub fn trainee(c: &Candidate, work: &Path, base: &Target, file: &File) -> Result<Option<Target>> {
     let Some(train) = &c.train else { return Ok(None) };
-    // On the candidate's own command (the extracted jar), so the class path matches.
+    // On the candidate's own command (the extracted jar), so the class path matches;
+    // a flag the command already has is not given twice.
+    let argv = Change::of(c, work).argv;
+    let has = argv.as_ref().unwrap_or(&base.argv).clone();
     let change = Change {
-        argv: Change::of(c, work).argv,
-        args: train.args.iter().map(|a| expand(a, work)).collect(),
+        argv,
+        args: train
+            .args
+            .iter()
+            .map(|a| expand(a, work))
+            .filter(|a| !has.contains(a))
+            .collect(),
         env: train
             .env
             .iter()

@@ -69,9 +69,15 @@ fn concrete(c: &mut Candidate, argv: &[String], app: &JavaApp) {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| written.clone());
     // The command with this jar and these flags after the launcher, as a shell line.
+    // (A flag the command already has is not written twice.)
     let line = |jar: &str, flags: &[String]| {
+        let flags: Vec<String> = flags
+            .iter()
+            .map(|f| f.replace("{work}/", ""))
+            .filter(|f| !argv.contains(f))
+            .collect();
         let mut words = vec![argv[0].clone()];
-        words.extend(flags.iter().map(|f| f.replace("{work}/", "")));
+        words.extend(flags.iter().cloned());
         words.extend(argv[1..].iter().cloned());
         words[app.index + flags.len()] = jar.to_string();
         shell_join(&words)
