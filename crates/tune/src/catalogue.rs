@@ -36,7 +36,7 @@ pub struct File {
     pub version_regex: Option<String>,
     /// How to tell that the runtime refused an archive a training run made.
     #[serde(default)]
-    pub archive_check: Option<ArchiveCheck>,
+    pub archive_check: Vec<ArchiveCheck>,
     #[serde(default, rename = "candidate")]
     pub candidates: Vec<Candidate>,
 }
@@ -106,14 +106,15 @@ pub struct Candidate {
     pub not_here: Option<String>,
 }
 
-/// A candidate whose flags map an archive (a flag starting with one of `flags`) has
-/// its check run with `args` added: with them the runtime refuses to start when it
-/// cannot use the archive (the JVM's -Xshare:on), where by default it runs on
-/// without it, silently, and the candidate would be measured as no gain.
+/// A candidate whose flags map an archive (a flag starting with `flag`) has its
+/// check run with `args` added: with them the runtime refuses to start when it
+/// cannot use the archive (the JVM's -Xshare:on; -XX:AOTMode=on for an AOT
+/// cache), where by default it runs on without it, silently, and the candidate
+/// would be measured as no gain.
 #[derive(Debug, Clone, Deserialize, Serialize, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ArchiveCheck {
-    pub flags: Vec<String>,
+    pub flag: String,
     pub args: Vec<String>,
 }
 
@@ -258,7 +259,7 @@ fn merge(into: &mut File, f: File) {
             *field.0 = field.1;
         }
     }
-    if f.archive_check.is_some() {
+    if !f.archive_check.is_empty() {
         into.archive_check = f.archive_check;
     }
     if !f.version_args.is_empty() {

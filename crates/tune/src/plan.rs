@@ -253,23 +253,23 @@ pub fn check(target: &Target, readiness: &Readiness, opts: &RunOptions, file: &F
     }))
 }
 
-/// The archive check's flags when `target` maps an archive (a flag of the check's
-/// in its argv or options variable); None otherwise.
+/// The archive check's flags when `target` maps an archive (a check's flag in its
+/// argv or options variable); None otherwise.
 fn archive_check(target: &Target, file: &File) -> Option<Vec<String>> {
-    let check = file.archive_check.as_ref()?;
     let options = file
         .options_env
         .as_ref()
         .and_then(|var| target.env.iter().rev().find(|(k, _)| k == var))
         .map(|(_, v)| v.split_whitespace().collect::<Vec<_>>())
         .unwrap_or_default();
-    let maps = target
-        .argv
+    let words: Vec<&str> = target.argv.iter().map(String::as_str).chain(options).collect();
+    let args: Vec<String> = file
+        .archive_check
         .iter()
-        .map(String::as_str)
-        .chain(options)
-        .any(|a| check.flags.iter().any(|f| a.starts_with(f.as_str())));
-    maps.then(|| check.args.clone())
+        .filter(|check| words.iter().any(|a| a.starts_with(check.flag.as_str())))
+        .flat_map(|check| check.args.iter().cloned())
+        .collect();
+    (!args.is_empty()).then_some(args)
 }
 
 /// A check run with the archive check's flags failed: the runtime's refusal first
