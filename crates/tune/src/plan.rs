@@ -185,7 +185,11 @@ pub fn prepare(
         let mut long = opts.clone();
         long.grace = long.grace.max(Duration::from_secs(60));
         let exits = c.train.as_ref().is_some_and(|t| t.exits);
-        let readiness = if exits { Readiness::Exit } else { base.readiness.clone() };
+        let readiness = if exits {
+            Readiness::Exit
+        } else {
+            base.readiness.clone()
+        };
         let s = run_once(&trainee, &readiness, &long, untimed())?;
         if !s.ok() {
             return Ok(Prepared::Broken(format!(
@@ -246,11 +250,13 @@ pub fn check(target: &Target, readiness: &Readiness, opts: &RunOptions, file: &F
         return Ok(Prepared::Ready(target.clone()));
     }
     let failure = describe_failure(&strict.display_command(), &s);
-    Ok(Prepared::Broken(if strict.argv != target.argv || strict.env != target.env {
-        refused(&failure)
-    } else {
-        failure
-    }))
+    Ok(Prepared::Broken(
+        if strict.argv != target.argv || strict.env != target.env {
+            refused(&failure)
+        } else {
+            failure
+        },
+    ))
 }
 
 /// The archive check's flags when `target` maps an archive (a check's flag in its

@@ -558,7 +558,8 @@ fn measure_sets<R: Recorded>(
             ..Candidate::default()
         })
         .collect();
-    let rounds = rounds_for(opts, ctx.run_cost, nested.len() + 1).min(opts.max_runs.div_ceil(2).max(opts.min_runs));
+    let rounds =
+        rounds_for(opts, ctx.run_cost, nested.len() + 1).min(opts.max_runs.div_ceil(2).max(opts.min_runs));
     let stored = TuneSettings {
         candidates: combos
             .iter()
