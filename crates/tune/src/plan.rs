@@ -252,7 +252,7 @@ pub fn check(target: &Target, readiness: &Readiness, opts: &RunOptions, file: &F
     let failure = describe_failure(&strict.display_command(), &s);
     Ok(Prepared::Broken(
         if strict.argv != target.argv || strict.env != target.env {
-            refused(&failure)
+            refused(&failure, &strict, target)
         } else {
             failure
         },
@@ -278,17 +278,30 @@ fn archive_check(target: &Target, file: &File) -> Option<Vec<String>> {
     (!args.is_empty()).then_some(args)
 }
 
-/// A check run with the archive check's flags failed: the runtime's refusal first
-/// when its output says so.
-fn refused(failure: &str) -> String {
+/// A check run with the archive check's flags (`strict`) failed: a refusal when the
+/// runtime's output says so, else a failure of that run, saying which flags it had.
+fn refused(failure: &str, strict: &Target, target: &Target) -> String {
+    let added: Vec<&str> = strict
+        .argv
+        .iter()
+        .filter(|a| !target.argv.contains(a))
+        .map(String::as_str)
+        .collect();
+    let added = if added.is_empty() {
+        "the archive check's flags".to_string()
+    } else {
+        added.join(" ")
+    };
     let refusal = failure
         .lines()
         .map(|l| l.trim_start_matches("  | ").trim())
         .find(|l| l.contains("Unable to use shared archive") || l.contains("AOT cache"));
-    format!(
-        "set-up failed: the runtime refused the archive the training run made{} (checked with the archive check's flags; without them it would run on without the archive, as no gain)\n{failure}",
-        refusal.map(|r| format!(": {r}")).unwrap_or_default()
-    )
+    match refusal {
+        Some(r) => format!(
+            "set-up failed: the runtime refused the archive the training run made: {r} (checked with {added}; without it the runs would go on without the archive, as no gain)\n{failure}"
+        ),
+        None => format!("set-up failed: the check run with {added} (the archive check) failed\n{failure}"),
+    }
 }
 
 /// The winners that go together, best first: a candidate joins unless it
