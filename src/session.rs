@@ -158,7 +158,7 @@ pub fn write_html(
                 .of_kind
                 .tune
                 .as_ref()
-                .and_then(|t| crate::tune::stored::tuned(t, &m.analysis, settings.noise)),
+                .and_then(|t| crate::tune::stored::tuned(t, &m.result, &m.analysis, settings.noise)),
         }],
         history: Vec::new(),
         gate: None,

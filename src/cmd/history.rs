@@ -112,7 +112,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
             .of_kind
             .tune
             .as_ref()
-            .and_then(|t| crate::tune::stored::tuned(t, &analysis, settings.noise))
+            .and_then(|t| crate::tune::stored::tuned(t, &stored.result, &analysis, settings.noise))
         {
             Some(t) => out!("{}", crate::tuned::terminal(&t))?,
             None => out!("{}", report::terminal::render(&stored.result, &analysis))?,

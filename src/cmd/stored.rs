@@ -58,7 +58,7 @@ pub fn experiment<'a>(
         explanation: x,
         tuned: settings
             .and_then(|s| Some((s.of_kind.tune.as_ref()?, s.noise)))
-            .and_then(|(t, noise)| crate::tune::stored::tuned(t, a, noise)),
+            .and_then(|(t, noise)| crate::tune::stored::tuned(t, &s.result, a, noise)),
     }
 }
 

@@ -199,12 +199,9 @@ fn write_html(exports: &Exports, experiments: &[Measured]) -> Result<()> {
                 result: &e.m.result,
                 analysis: &e.m.analysis,
                 explanation: None,
-                tuned: e
-                    .settings
-                    .of_kind
-                    .tune
-                    .as_ref()
-                    .and_then(|t| crate::tune::stored::tuned(t, &e.m.analysis, e.settings.noise)),
+                tuned: e.settings.of_kind.tune.as_ref().and_then(|t| {
+                    crate::tune::stored::tuned(t, &e.m.result, &e.m.analysis, e.settings.noise)
+                }),
             })
             .collect(),
         history: Vec::new(),

@@ -243,7 +243,7 @@ Each variant names a deployed --function (with its own --memory, --layer-arn, --
 
 const TUNE: &str = "\
 # CANDIDATES
-Candidates come from the built-in catalogue (catalogue/*.toml) and --catalogue files (same format: docs/tune.md). Each is set up once (untimed: training run, cache), checked by one run (a failure is reported broken), then measured against the unchanged command.
+Candidates come from the built-in catalogue (catalogue/*.toml) and --catalogue files (same format: docs/tune.md). Each is set up once (untimed: extraction, training run, cache), checked by one run (a failure is reported broken; an archive the JVM refuses, under -Xshare:on, is a failed set-up), then measured against the unchanged command until each is settled against --noise. A Spring Boot fat jar also gets Spring Boot's extract + AppCDS flow. The winners grow the recommended set one at a time, each step measured.
 
 # EXAMPLES
   coldstart tune --ready http://127.0.0.1:8080/health -- java -jar app.jar

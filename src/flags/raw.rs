@@ -1382,8 +1382,9 @@ pub struct TuneFlags {
     pub budget: f64,
     /// Precision to stop at.
     ///
-    /// Stop once both ends of every candidate's shift CI are within this of the shift
-    /// (% of the baseline median, or ms).
+    /// Runs go on until every candidate is settled against --noise (a gain beyond it,
+    /// or none worth having), or both ends of its shift CI are within this of the
+    /// shift (% of the baseline median, or ms).
     #[arg(long, default_value = "2%", value_name = "PCT|MS")]
     pub target_ci: String,
     /// Runs per variant before stopping.

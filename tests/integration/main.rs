@@ -42,6 +42,7 @@ mod sweep;
 mod terminal_width;
 mod trust;
 mod tune;
+mod tune_spring;
 
 /// What every module uses: the testkit, and the binary under test.
 mod common {

@@ -885,8 +885,12 @@ fn beam_tunes_end_to_end() {
     assert!(stdout(&o).contains("recommended set:"), "{}", stdout(&o));
 }
 
+/// The winners are measured as nested sets, and a step that is not better stops
+/// the set: `us` and `ms` each beat the baseline, but together the µs variable
+/// wins (the sleeper reads it first), so us + ms is us again, measured so, and
+/// the set recommended is `us` with a note saying what us + ms did against it.
 #[test]
-fn winners_that_go_together_are_measured_as_one_set() {
+fn a_winner_that_adds_nothing_to_the_set_is_measured_and_left_out() {
     let _turn = crate::common::timed();
     let Some(sleeper) = testkit::c_example("sleeper", &[]) else {
         return;
@@ -921,22 +925,28 @@ fn winners_that_go_together_are_measured_as_one_set() {
         ],
     );
     let rec = &doc["recommended"];
-    // Best first: us (−120 ms) before ms (−90 ms).
-    assert_eq!(rec["ids"], serde_json::json!(["us", "ms"]), "{doc:#}");
+    // Best first: us (−120 ms) before ms (−90 ms); us + ms is not faster than us.
+    assert_eq!(rec["ids"], serde_json::json!(["us"]), "{doc:#}");
     assert_eq!(rec["row"]["status"]["kind"], "faster", "{doc:#}");
     assert!(
         rec["row"]["runs"].as_u64().unwrap() >= 6,
-        "measured on its own: {doc:#}"
+        "measured in the sets' experiment: {doc:#}"
     );
+    let rejected = &rec["rejected"];
+    assert_eq!(rejected["ids"], serde_json::json!(["us", "ms"]), "{doc:#}");
+    assert_eq!(rejected["smaller"], serde_json::json!(["us"]), "{doc:#}");
+    assert_ne!(rejected["step"]["status"]["kind"], "faster", "{doc:#}");
+    assert!(rejected["step"]["relative_ci"].is_array(), "{doc:#}");
     assert_eq!(doc["experiments"].as_array().unwrap().len(), 2, "{doc:#}");
-    let command = rec["command"].as_str().unwrap();
+    let out = stdout(&o);
     assert!(
-        command.contains("COLDSTART_EXAMPLE_DELAY_US=30000")
-            && command.contains("COLDSTART_EXAMPLE_DELAY_MS=60"),
-        "{command}"
+        out.contains("recommended set: us — −")
+            && out.contains("note: us + ms was measured too")
+            && out.contains("not better, so the set stops at us"),
+        "{out}"
     );
-    assert!(stdout(&o).contains("recommended set: us + ms"), "{}", stdout(&o));
-    // `show` draws the stored experiments as tune's table, not bench's.
+    // `show` draws the stored experiments as tune's table, not bench's, and
+    // chooses from the stored sets as tune did.
     let store = dir.path().join("store.db");
     let show = |id: &serde_json::Value| {
         let o = cs(&["show", "--store", store.to_str().unwrap(), &id.to_string()]).run();
@@ -954,8 +964,69 @@ fn winners_that_go_together_are_measured_as_one_set() {
     assert!(!first.contains("p50 [95% CI]"), "bench's table: {first}");
     let second = show(&doc["experiments"][1]);
     assert!(
-        second.contains("recommended set: us + ms — −")
-            && second.contains("run: COLDSTART_EXAMPLE_DELAY_MS=60 COLDSTART_EXAMPLE_DELAY_US=30000 "),
+        second.contains("recommended set: us — −")
+            && second.contains("run: COLDSTART_EXAMPLE_DELAY_US=30000 ")
+            && second.contains("not better, so the set stops at us"),
         "{second}"
     );
+}
+
+/// Winners whose gains add up grow the set: a (−120 ms) then b (−80 ms) are each
+/// a step faster, measured; d repeats b's change, so a + b + d is a + b again and
+/// the set stops at a + b (or a + d: b and d tie).
+#[test]
+fn winners_that_add_up_are_measured_as_one_growing_set() {
+    let _turn = crate::common::timed();
+    let sh = testkit::which("sh").expect("sh on PATH");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let cat = dir.path().join("sets.toml");
+    std::fs::write(
+        &cat,
+        "runtime = \"native\"\n\
+         [[candidate]]\nid = \"a\"\ntitle = \"a\"\nenv = { A = \"0.03\" }\n\
+         [[candidate]]\nid = \"b\"\ntitle = \"b\"\nenv = { B = \"0.07\" }\n\
+         [[candidate]]\nid = \"d\"\ntitle = \"d\"\nenv = { B = \"0.07\" }\n",
+    )
+    .unwrap();
+    let (o, doc) = tune(
+        dir.path(),
+        &[
+            "--runtime",
+            "native",
+            "--catalogue",
+            cat.to_str().unwrap(),
+            "--only",
+            "a,b,d",
+            "-w",
+            "0",
+            "--min-runs",
+            "6",
+            "--max-runs",
+            "6",
+            "-e",
+            "A=0.15",
+            "-e",
+            "B=0.15",
+            "--",
+            sh.to_str().unwrap(),
+            "-c",
+            "sleep \"$A\"; sleep \"$B\"",
+        ],
+    );
+    let rec = &doc["recommended"];
+    let ids: Vec<&str> = rec["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert!(ids == ["a", "b"] || ids == ["a", "d"], "{doc:#}");
+    assert_eq!(rec["row"]["status"]["kind"], "faster", "{doc:#}");
+    assert_eq!(rec["rejected"]["ids"].as_array().unwrap().len(), 3, "{doc:#}");
+    let command = rec["command"].as_str().unwrap();
+    assert!(
+        command.contains("A=0.03") && command.contains("B=0.07"),
+        "{command}"
+    );
+    assert!(stdout(&o).contains("the set stops at a + "), "{}", stdout(&o));
 }

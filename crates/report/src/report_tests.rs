@@ -386,6 +386,7 @@ fn json_export_has_every_documented_field() {
             runtime: "jvm".into(),
             version: Some("17".into()),
             executable: "/usr/bin/java".into(),
+            app: Some("Spring Boot 3.5.7 fat jar app.jar".into()),
             candidates: vec![StoredCandidate {
                 id: "appcds".into(),
                 title: "AppCDS archive".into(),

@@ -96,10 +96,11 @@ fn first_line(s: &str) -> &str {
 /// The terminal table (and the recommended line).
 pub fn terminal(t: &Tuned) -> String {
     let mut out = format!(
-        "tune: {} {}({}) · baseline {}{}\n",
+        "tune: {} {}({}){} · baseline {}{}\n",
         t.runtime,
         t.version.as_deref().map(|v| format!("{v} ")).unwrap_or_default(),
         t.executable,
+        t.app.as_deref().map(|a| format!(" · {a}")).unwrap_or_default(),
         t.baseline,
         t.baseline_ready_ms
             .map(|m| format!(" · ready {}", ms(m)))
@@ -180,7 +181,7 @@ pub fn recommended_line(t: &Tuned) -> String {
                 s.push_str(&format!("  note: {n}\n"));
             }
             for line in &rec.train {
-                s.push_str(&format!("  train once: {line}\n"));
+                s.push_str(&format!("  set up once: {line}\n"));
             }
             if !rec.env.is_empty() {
                 s.push_str(&format!("  env: {}\n", rec.env.join(" ")));
@@ -259,9 +260,10 @@ pub fn inconclusive(t: &Tuned) -> Option<String> {
 /// The same table in Markdown, with each candidate's rationale and source.
 pub fn markdown(t: &Tuned) -> String {
     let mut out = format!(
-        "## coldstart tune: {} {}\n\nBaseline: `{}`{}\n\n| | candidate | effect on ready | apply |\n|---|---|---|---|\n",
+        "## coldstart tune: {} {}\n\n{}Baseline: `{}`{}\n\n| | candidate | effect on ready | apply |\n|---|---|---|---|\n",
         t.runtime,
         t.version.as_deref().unwrap_or(""),
+        t.app.as_deref().map(|a| format!("Application: {a}. ")).unwrap_or_default(),
         t.baseline,
         t.baseline_ready_ms
             .map(|m| format!(", ready {}", ms(m)))
@@ -288,13 +290,28 @@ pub fn markdown(t: &Tuned) -> String {
     out
 }
 
-/// Why the recommended set is smaller than the winners.
+/// Why the recommended set is smaller than the winners: the next larger set, what
+/// it did, and (measured) its step against the set recommended.
 pub fn rejected(r: &Rejected) -> String {
-    format!(
-        "{} together: {}; the best single one is recommended",
-        r.ids.join(" + "),
-        effect(&r.row)
-    )
+    let smaller = r.smaller.join(" + ");
+    match (&r.step, smaller.is_empty()) {
+        (Some(step), false) => format!(
+            "{} was measured too: {}; against {smaller} alone {} — not better, so the set stops at {smaller}",
+            r.ids.join(" + "),
+            effect(&r.row),
+            effect(step)
+        ),
+        (None, false) => format!(
+            "{} together: {}; the set stops at {smaller}",
+            r.ids.join(" + "),
+            effect(&r.row)
+        ),
+        _ => format!(
+            "{} together: {}; the best single one is recommended",
+            r.ids.join(" + "),
+            effect(&r.row)
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -346,6 +363,7 @@ mod tests {
             runtime: "python".into(),
             executable: "/x/python3".into(),
             version: None,
+            app: None,
             baseline: "python3 -c pass".into(),
             baseline_ready_ms: Some(100.0),
             baseline_first_request_ms: None,
@@ -489,6 +507,7 @@ mod tests {
             runtime: "jvm".into(),
             executable: "/x/java".into(),
             version: Some("17".into()),
+            app: None,
             baseline: "java -jar app.jar".into(),
             baseline_ready_ms: Some(1000.0),
             baseline_first_request_ms: Some(52.0),
@@ -547,7 +566,7 @@ mod tests {
         );
         assert!(
             out.contains("recommended set: appcds")
-                && out.contains("train once: java -XX:ArchiveClassesAtExit"),
+                && out.contains("set up once: java -XX:ArchiveClassesAtExit"),
             "{out}"
         );
         let md = markdown(&t);

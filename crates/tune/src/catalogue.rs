@@ -34,6 +34,9 @@ pub struct File {
     pub version_args: Vec<String>,
     #[serde(default)]
     pub version_regex: Option<String>,
+    /// How to tell that the runtime refused an archive a training run made.
+    #[serde(default)]
+    pub archive_check: Vec<ArchiveCheck>,
     #[serde(default, rename = "candidate")]
     pub candidates: Vec<Candidate>,
 }
@@ -74,6 +77,14 @@ pub struct Candidate {
     /// A shell line run once before the measured runs (after the training run).
     #[serde(default)]
     pub setup: Option<String>,
+    /// A shell line run once before the training run, whose output the training and
+    /// the measured runs use (Spring Boot's extraction of the fat jar).
+    #[serde(default)]
+    pub prepare: Option<String>,
+    /// The jar the command runs instead of its own `-jar` one (`{work}/app/{jar_name}`:
+    /// the extracted application); only with `applies_when.app`.
+    #[serde(default)]
+    pub jar: Option<String>,
     #[serde(default)]
     pub applies_when: AppliesWhen,
     /// Candidates it cannot be combined with.
@@ -89,6 +100,22 @@ pub struct Candidate {
     /// read off the traced run; never from a catalogue file).
     #[serde(skip)]
     pub argv: Option<Vec<String>>,
+    /// Why it does not apply to this command (not the application `applies_when.app`
+    /// names): set when the catalogue is fitted to the command, never from a file.
+    #[serde(skip)]
+    pub not_here: Option<String>,
+}
+
+/// A candidate whose flags map an archive (a flag starting with `flag`) has its
+/// check run with `args` added: with them the runtime refuses to start when it
+/// cannot use the archive (the JVM's -Xshare:on; -XX:AOTMode=on for an AOT
+/// cache), where by default it runs on without it, silently, and the candidate
+/// would be measured as no gain.
+#[derive(Debug, Clone, Deserialize, Serialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveCheck {
+    pub flag: String,
+    pub args: Vec<String>,
 }
 
 /// The training run: the program with these flags and variables added.
@@ -99,6 +126,10 @@ pub struct Train {
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The training run stops by itself (`-Dspring.context.exit=onRefresh`): it is
+    /// done when it exits, whatever the measured runs' readiness.
+    #[serde(default)]
+    pub exits: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, Default, PartialEq)]
@@ -113,6 +144,12 @@ pub struct AppliesWhen {
     /// Why it does not apply outside the range (shown in the table).
     #[serde(default)]
     pub unavailable: Option<String>,
+    /// Only for this kind of application: "spring-boot" (a Spring Boot fat jar run with -jar).
+    #[serde(default)]
+    pub app: Option<String>,
+    /// Inclusive lower bound of that application's framework version (Spring Boot's).
+    #[serde(default)]
+    pub min_app_version: Option<String>,
 }
 
 /// The catalogue for one runtime: the built-in file merged with the user's.
@@ -135,9 +172,14 @@ fn parse(name: &str, text: &str) -> Result<File> {
                 c.id
             );
         }
-        if c.advice_only.is_none() && c.args.is_empty() && c.env.is_empty() && c.env_append.is_empty() {
+        if c.advice_only.is_none()
+            && c.args.is_empty()
+            && c.env.is_empty()
+            && c.env_append.is_empty()
+            && c.jar.is_none()
+        {
             bail!(
-                "{name}: candidate '{}' changes nothing: give it args, env, env_append or advice_only",
+                "{name}: candidate '{}' changes nothing: give it args, env, env_append, jar or advice_only",
                 c.id
             );
         }
@@ -217,6 +259,9 @@ fn merge(into: &mut File, f: File) {
             *field.0 = field.1;
         }
     }
+    if !f.archive_check.is_empty() {
+        into.archive_check = f.archive_check;
+    }
     if !f.version_args.is_empty() {
         into.version_args = f.version_args;
     }
@@ -246,6 +291,9 @@ impl Candidate {
     pub fn unavailable(&self, version: Option<&str>) -> Option<String> {
         if let Some(why) = &self.advice_only {
             return Some(format!("advice only: {why}"));
+        }
+        if let Some(why) = &self.not_here {
+            return Some(why.clone());
         }
         let w = &self.applies_when;
         if w.min_version.is_none() && w.max_version.is_none() {

@@ -11,10 +11,13 @@ use coldstart_core::{analysis, experiment, launch, out, run, sample, stats, targ
 use coldstart_explain as explain;
 
 pub mod catalogue;
+pub mod jar;
 pub mod plan;
 pub mod report;
 pub mod session;
+pub mod sets;
 pub mod show;
+pub mod spring;
 pub mod stored;
 
 use crate::explain::adapter::{self, FinalExec};
@@ -34,6 +37,8 @@ pub struct Runtime {
     pub version: Option<String>,
     /// argv[0] is a shim script (a version manager's) that execs this program in the end.
     pub shim: Option<Shim>,
+    /// What the command runs on it, when tune recognises it (`Spring Boot 3.5.7 fat jar app.jar`).
+    pub app: Option<String>,
 }
 
 /// A version manager's shim (pyenv, rbenv, asdf, nvm, sdkman, jenv, mise…), as the
@@ -131,6 +136,7 @@ pub fn detect(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Resu
         exe,
         version: None,
         shim,
+        app: None,
     })
 }
 

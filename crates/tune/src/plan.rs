@@ -26,7 +26,10 @@ pub struct Change {
 impl Change {
     pub fn of(c: &Candidate, work: &Path) -> Change {
         Change {
-            argv: c.argv.clone(),
+            argv: c
+                .argv
+                .as_ref()
+                .map(|argv| argv.iter().map(|a| expand(a, work)).collect()),
             args: c.args.iter().map(|a| expand(a, work)).collect(),
             env: c.env.iter().map(|(k, v)| (k.clone(), expand(v, work))).collect(),
             env_append: c
@@ -134,9 +137,18 @@ pub fn work_dir(root: &Path, id: &str) -> Result<PathBuf> {
 /// The program as the candidate's training run starts it; None without one.
 pub fn trainee(c: &Candidate, work: &Path, base: &Target, file: &File) -> Result<Option<Target>> {
     let Some(train) = &c.train else { return Ok(None) };
+    // On the candidate's own command (the extracted jar), so the class path matches;
+    // a flag the command already has is not given twice.
+    let argv = Change::of(c, work).argv;
+    let has = argv.as_ref().unwrap_or(&base.argv).clone();
     let change = Change {
-        argv: None,
-        args: train.args.iter().map(|a| expand(a, work)).collect(),
+        argv,
+        args: train
+            .args
+            .iter()
+            .map(|a| expand(a, work))
+            .filter(|a| !has.contains(a))
+            .collect(),
         env: train
             .env
             .iter()
@@ -147,10 +159,11 @@ pub fn trainee(c: &Candidate, work: &Path, base: &Target, file: &File) -> Result
     apply(base, file, &change).map(Some)
 }
 
-/// A candidate's set-up, once and untimed: its training run (the program with
-/// the training flags, waited for ready and stopped as every run is, with a long
-/// grace so an archive written at exit is not cut short), its shell line, then one
-/// check run of the candidate itself. Nothing here is measured.
+/// A candidate's set-up, once and untimed: its prepare line (Spring Boot's
+/// extraction), its training run (the program with the training flags, waited for
+/// ready, or for its exit when the training stops by itself, and stopped as every
+/// run is, with a long grace so an archive written at exit is not cut short), its
+/// shell line, then one check run of the candidate itself. Nothing here is measured.
 pub fn prepare(
     c: &Candidate,
     work: &Path,
@@ -159,19 +172,25 @@ pub fn prepare(
     opts: &RunOptions,
     target: &Target,
 ) -> Result<Prepared> {
-    let untimed = RunId {
-        variant: 0,
-        round: 0,
-        warmup: true,
-    };
     let trainee = match trainee(c, work, &base.target, file) {
         Ok(t) => t,
         Err(e) => return Ok(Prepared::NotApplicable(format!("{e:#}"))),
     };
+    if let Some(line) = &c.prepare {
+        if let Some(broken) = shell("prepare", &expand(line, work), target, opts)? {
+            return Ok(broken);
+        }
+    }
     if let Some(trainee) = trainee {
         let mut long = opts.clone();
         long.grace = long.grace.max(Duration::from_secs(60));
-        let s = run_once(&trainee, &base.readiness, &long, untimed)?;
+        let exits = c.train.as_ref().is_some_and(|t| t.exits);
+        let readiness = if exits {
+            Readiness::Exit
+        } else {
+            base.readiness.clone()
+        };
+        let s = run_once(&trainee, &readiness, &long, untimed())?;
         if !s.ok() {
             return Ok(Prepared::Broken(format!(
                 "training run failed: {}",
@@ -180,39 +199,109 @@ pub fn prepare(
         }
     }
     if let Some(line) = &c.setup {
-        let line = expand(line, work);
-        if let Err(f) = hooks::run(
-            "setup",
-            &line,
-            &["sh".to_string()],
-            target,
-            false,
-            opts.tail_lines,
-        )? {
-            return Ok(Prepared::Broken(format!(
-                "set-up `{line}` failed ({}){}",
-                f.how,
-                f.tail.iter().map(|l| format!("\n  | {l}")).collect::<String>()
-            )));
+        if let Some(broken) = shell("setup", &expand(line, work), target, opts)? {
+            return Ok(broken);
         }
     }
-    check(target, &base.readiness, opts)
+    check(target, &base.readiness, opts, file)
 }
 
-/// One run of the candidate: it must start as the baseline does (ready, exit 0,
-/// its requests answered). A failure makes it broken, never fast.
-pub fn check(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result<Prepared> {
-    let id = RunId {
+fn untimed() -> RunId {
+    RunId {
         variant: 0,
         round: 0,
         warmup: true,
+    }
+}
+
+/// A set-up shell line through the hooks' machinery: None when it succeeded.
+fn shell(what: &str, line: &str, target: &Target, opts: &RunOptions) -> Result<Option<Prepared>> {
+    Ok(
+        match hooks::run(what, line, &["sh".to_string()], target, false, opts.tail_lines)? {
+            Ok(()) => None,
+            Err(f) => Some(Prepared::Broken(format!(
+                "{what} `{line}` failed ({}){}",
+                f.how,
+                f.tail.iter().map(|l| format!("\n  | {l}")).collect::<String>()
+            ))),
+        },
+    )
+}
+
+/// One run of the candidate: it must start as the baseline does (ready, exit 0,
+/// its requests answered). A failure makes it broken, never fast. When its flags
+/// map an archive (the catalogue's `archive_check`), this run adds the flags that
+/// make the runtime refuse an archive it cannot use: a refusal is a failed set-up,
+/// where the measured runs would have gone on without the archive, as no gain.
+pub fn check(target: &Target, readiness: &Readiness, opts: &RunOptions, file: &File) -> Result<Prepared> {
+    let strict = match archive_check(target, file) {
+        Some(args) => apply(
+            target,
+            file,
+            &Change {
+                args,
+                ..Change::default()
+            },
+        )?,
+        None => target.clone(),
     };
-    let s = run_once(target, readiness, opts, id)?;
-    Ok(if s.ok() {
-        Prepared::Ready(target.clone())
+    let s = run_once(&strict, readiness, opts, untimed())?;
+    if s.ok() {
+        return Ok(Prepared::Ready(target.clone()));
+    }
+    let failure = describe_failure(&strict.display_command(), &s);
+    Ok(Prepared::Broken(
+        if strict.argv != target.argv || strict.env != target.env {
+            refused(&failure, &strict, target)
+        } else {
+            failure
+        },
+    ))
+}
+
+/// The archive check's flags when `target` maps an archive (a check's flag in its
+/// argv or options variable); None otherwise.
+fn archive_check(target: &Target, file: &File) -> Option<Vec<String>> {
+    let options = file
+        .options_env
+        .as_ref()
+        .and_then(|var| target.env.iter().rev().find(|(k, _)| k == var))
+        .map(|(_, v)| v.split_whitespace().collect::<Vec<_>>())
+        .unwrap_or_default();
+    let words: Vec<&str> = target.argv.iter().map(String::as_str).chain(options).collect();
+    let args: Vec<String> = file
+        .archive_check
+        .iter()
+        .filter(|check| words.iter().any(|a| a.starts_with(check.flag.as_str())))
+        .flat_map(|check| check.args.iter().cloned())
+        .collect();
+    (!args.is_empty()).then_some(args)
+}
+
+/// A check run with the archive check's flags (`strict`) failed: a refusal when the
+/// runtime's output says so, else a failure of that run, saying which flags it had.
+fn refused(failure: &str, strict: &Target, target: &Target) -> String {
+    let added: Vec<&str> = strict
+        .argv
+        .iter()
+        .filter(|a| !target.argv.contains(a))
+        .map(String::as_str)
+        .collect();
+    let added = if added.is_empty() {
+        "the archive check's flags".to_string()
     } else {
-        Prepared::Broken(describe_failure(&target.display_command(), &s))
-    })
+        added.join(" ")
+    };
+    let refusal = failure
+        .lines()
+        .map(|l| l.trim_start_matches("  | ").trim())
+        .find(|l| l.contains("Unable to use shared archive") || l.contains("AOT cache"));
+    match refusal {
+        Some(r) => format!(
+            "set-up failed: the runtime refused the archive the training run made: {r} (checked with {added}; without it the runs would go on without the archive, as no gain)\n{failure}"
+        ),
+        None => format!("set-up failed: the check run with {added} (the archive check) failed\n{failure}"),
+    }
 }
 
 /// The winners that go together, best first: a candidate joins unless it

@@ -192,11 +192,19 @@ pub struct Recommended {
     pub row: Option<Row>,
 }
 
-/// A combination of winners that was measured and not recommended.
+/// A set of winners that was measured (or broke) and is not recommended.
 #[derive(Debug, Clone, Serialize)]
 pub struct Rejected {
     pub ids: Vec<String>,
+    /// Its effect against the baseline (or why it broke).
     pub row: Row,
+    /// The set it grew from (without its last member), which is recommended
+    /// instead; empty when nothing was (the best single winner then is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub smaller: Vec<String>,
+    /// It against that smaller set, in the same experiment: not faster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<Row>,
 }
 
 /// The schema of tune's `--export-json` (docs/json-schema.md lists its changes):
@@ -224,6 +232,10 @@ pub struct Tuned {
     pub runtime: String,
     pub executable: String,
     pub version: Option<String>,
+    /// What the command runs, when tune recognises it: `Spring Boot 3.5.7 fat jar
+    /// app.jar`, `jar app.jar`, `exploded class path (2 directories, 3 jars)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
     pub baseline: String,
     pub baseline_ready_ms: Option<f64>,
     /// The baseline's first request (median, ms), with --requests: to --request-url,

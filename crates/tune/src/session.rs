@@ -9,6 +9,7 @@
 use super::catalogue::{self, Candidate, Catalogue};
 use super::plan::{self, Change, Prepared};
 use super::report::{self, Recommended, Row, Status, Tuned};
+use super::sets;
 use super::show::{command_line, recommendation, shown};
 use super::stored::{StoredCandidate, StoredRow, TuneSettings, PREFIX};
 use super::Runtime;
@@ -92,6 +93,7 @@ pub fn find(opts: &Options) -> Result<Found> {
                 exe: target.program.clone(),
                 version: None,
                 shim: None,
+                app: None,
             }
         }
         None => {
@@ -114,6 +116,10 @@ pub fn find(opts: &Options) -> Result<Found> {
         }
     }
     rt.version = super::version(&rt, &cat.file);
+    if rt.name == "jvm" {
+        let app = super::spring::fit(&mut cat, &target.argv, target.cwd.as_deref());
+        rt.app = app.map(|a| a.describe());
+    }
     Ok(Found {
         runtime: rt,
         catalogue: cat,
@@ -156,6 +162,7 @@ pub fn run<R: Recorded>(
             runtime: rt.name.clone(),
             version: rt.version.clone(),
             executable: rt.exe.display().to_string(),
+            app: rt.app.clone(),
             ..TuneSettings::default()
         },
     };
@@ -187,6 +194,7 @@ pub fn run<R: Recorded>(
         runtime: rt.name.clone(),
         executable: rt.exe.display().to_string(),
         version: rt.version.clone(),
+        app: rt.app.clone(),
         baseline: opts.base.target.display_command(),
         baseline_ready_ms: baseline.ready_ms,
         baseline_first_request_ms: baseline.first_request_ms,
@@ -237,7 +245,11 @@ impl Ctx<'_> {
             max_runs,
             target: self.opts.target_ci.0,
             relative: self.opts.target_ci.1,
-            of: CiOf::Shift,
+            // Until each candidate is settled against the noise threshold (a
+            // gain, or none worth having), or as precise as --target-ci asks.
+            of: CiOf::Verdict {
+                noise: self.opts.noise,
+            },
         }
     }
 
@@ -414,9 +426,11 @@ fn screen(ctx: &Ctx, rt: &Runtime, chosen: &[&Candidate]) -> Result<Screened> {
     Ok(out)
 }
 
-/// The significant winners together (best first, conflicts left out), checked and
-/// measured against the baseline in a second, short experiment; when that
-/// combination breaks or is not itself faster, the best single winner.
+/// The recommended set: the significant winners that go together (best first,
+/// conflicts left out, at most `sets::MAX_SET`), grown one at a time as nested
+/// sets, each checked, then measured together against the baseline in a second,
+/// short experiment (`sets::choose` keeps a winner only while its step is faster).
+/// A single winner is recommended with its own row.
 fn recommend<R: Recorded>(
     ctx: &Ctx,
     chosen: &[&Candidate],
@@ -439,93 +453,140 @@ fn recommend<R: Recorded>(
     }
     winners.sort_by(|a, b| a.2.total_cmp(&b.2));
     let pairs: Vec<(&Candidate, PathBuf)> = winners.iter().map(|(c, d, _)| (*c, d.clone())).collect();
-    let (mut members, change) = plan::combine(&pairs);
+    let (mut members, _) = plan::combine(&pairs);
+    members.truncate(sets::MAX_SET);
+    let (sets_, broke) = nested(ctx, &members)?;
+    let (index, row, rejected) = if sets_.len() > 1 && !*interrupted {
+        let names: Vec<String> = sets_.iter().map(|s| s.0.join(" + ")).collect();
+        ctx.say(format!("tune: measuring the sets {}…", names.join("; ")));
+        let (index, measured_rows, rejected) = measure_sets(ctx, &sets_, experiments, interrupted, record)?;
+        (index, measured_rows.into_iter().nth(index), rejected.or(broke))
+    } else {
+        let first = rows.iter().find(|r| r.id == sets_[0].0[0]).cloned();
+        (0, first, broke)
+    };
+    let (ids, combined) = &sets_[index];
     let target = &ctx.opts.base.target;
-    let mut combined = plan::apply(target, ctx.file, &change)?;
-    let mut ids: Vec<String> = members.iter().map(|c| c.id.clone()).collect();
-    let mut rejected = None;
-    let mut row = rows.iter().find(|r| r.id == ids[0]).cloned();
-    if members.len() > 1 && !*interrupted {
-        ctx.say(format!("tune: measuring the combination {}…", ids.join(" + ")));
-        let combo_row = combination(ctx, &ids, &combined, experiments, interrupted, record)?;
-        if combo_row.status == Status::Faster {
-            row = Some(combo_row);
-        } else {
-            // Not recommended: the best single winner is, and the note says why.
-            let best = members[0];
-            rejected = Some(report::Rejected {
-                ids: ids.clone(),
-                row: shown(combo_row, ctx.work),
-            });
-            members = vec![best];
-            ids = vec![best.id.clone()];
-            combined = plan::apply(target, ctx.file, &Change::of(best, &ctx.work.join(&best.id)))?;
-        }
-    } else if members.len() > 1 {
-        row = None;
-    }
-    let train = members
-        .iter()
-        .filter_map(|c| {
-            plan::trainee(c, &ctx.work.join(&c.id), target, ctx.file)
-                .ok()
-                .flatten()
-        })
-        .map(|t| command_line(&t, target, ctx.work))
-        .collect();
-    let mut rec = recommendation(ids, &combined, target, ctx.work, row);
-    rec.train = train;
-    rec.rejected = rejected;
+    let mut rec = recommendation(ids.clone(), combined, target, ctx.work, row);
+    rec.train = setup_lines(ctx, &members[..ids.len()]);
+    rec.rejected = rejected.map(|mut r| {
+        r.row = shown(r.row, ctx.work);
+        r
+    });
     Ok(Some(rec))
 }
 
-/// The winners together (`combined`), checked, then measured against the
-/// baseline in a short experiment of their own: its row.
-fn combination<R: Recorded>(
+/// The nested sets of `members` (the first; the first two; …) as targets, each
+/// larger one checked; a larger set that breaks ends the list, and is why.
+type Nested = (Vec<(Vec<String>, Target)>, Option<report::Rejected>);
+
+fn nested(ctx: &Ctx, members: &[&Candidate]) -> Result<Nested> {
+    let target = &ctx.opts.base.target;
+    let mut change = Change::default();
+    let mut out: Vec<(Vec<String>, Target)> = Vec::new();
+    for (k, c) in members.iter().enumerate() {
+        // plan::combine joined them already; a None here would be a clash it let through.
+        let Some(joined) = change.join(&Change::of(c, &ctx.work.join(&c.id))) else {
+            break;
+        };
+        change = joined;
+        let ids: Vec<String> = members[..=k].iter().map(|c| c.id.clone()).collect();
+        let t = plan::apply(target, ctx.file, &change)?;
+        if k > 0 {
+            if let Prepared::Broken(why) | Prepared::NotApplicable(why) =
+                plan::check(&t, &ctx.opts.base.readiness, &ctx.opts.run, ctx.file)?
+            {
+                let combo = Candidate {
+                    id: ids.join("+"),
+                    title: ids.join(" + "),
+                    ..Candidate::default()
+                };
+                let smaller = ids[..k].to_vec();
+                return Ok((
+                    out,
+                    Some(report::Rejected {
+                        ids,
+                        row: Row::unmeasured(&combo, Status::Broken { why }),
+                        smaller,
+                        step: None,
+                    }),
+                ));
+            }
+        }
+        out.push((ids, t));
+    }
+    Ok((out, None))
+}
+
+/// Each member's set-up in order, as the user runs it once: its prepare line (the
+/// extraction), then its training run, with the work directory's paths as plain names.
+fn setup_lines(ctx: &Ctx, members: &[&Candidate]) -> Vec<String> {
+    let target = &ctx.opts.base.target;
+    members
+        .iter()
+        .flat_map(|c| {
+            let work = ctx.work.join(&c.id);
+            let prepare = c
+                .prepare
+                .as_deref()
+                .map(|p| super::show::strip_work(&catalogue::expand(p, &work), ctx.work));
+            let trainee = plan::trainee(c, &work, target, ctx.file)
+                .ok()
+                .flatten()
+                .map(|t| command_line(&t, target, ctx.work));
+            prepare.into_iter().chain(trainee)
+        })
+        .collect()
+}
+
+/// The nested sets measured against the baseline in one short experiment: the
+/// index of the set `sets::choose` keeps, each set's row, and the first larger
+/// set that was not better.
+fn measure_sets<R: Recorded>(
     ctx: &Ctx,
-    ids: &[String],
-    combined: &Target,
+    nested: &[(Vec<String>, Target)],
     experiments: &mut Vec<R>,
     interrupted: &mut bool,
     record: &mut Record<R>,
-) -> Result<Row> {
-    let combo = Candidate {
-        id: ids.join("+"),
-        title: "recommended set".into(),
-        ..Candidate::default()
+) -> Result<(usize, Vec<Row>, Option<report::Rejected>)> {
+    let opts = ctx.opts;
+    let combos: Vec<Candidate> = nested
+        .iter()
+        .map(|(ids, _)| Candidate {
+            id: ids.join("+"),
+            title: ids.join(" + "),
+            ..Candidate::default()
+        })
+        .collect();
+    let rounds =
+        rounds_for(opts, ctx.run_cost, nested.len() + 1).min(opts.max_runs.div_ceil(2).max(opts.min_runs));
+    let stored = TuneSettings {
+        candidates: combos
+            .iter()
+            .zip(nested)
+            .map(|(c, (_, t))| StoredCandidate::of(c, command_line(t, &opts.base.target, ctx.work)))
+            .collect(),
+        recommended_set: true,
+        ..ctx.stored.clone()
     };
-    Ok(
-        match plan::check(combined, &ctx.opts.base.readiness, &ctx.opts.run)? {
-            Prepared::Ready(_) => {
-                let opts = ctx.opts;
-                let rounds =
-                    rounds_for(opts, ctx.run_cost, 2).min(opts.max_runs.div_ceil(2).max(opts.min_runs));
-                let stored = TuneSettings {
-                    candidates: vec![StoredCandidate::of(
-                        &combo,
-                        command_line(combined, &opts.base.target, ctx.work),
-                    )],
-                    recommended_set: true,
-                    ..ctx.stored.clone()
-                };
-                let mut m = ctx.measure(
-                    &[(combo.id.clone(), combined.clone())],
-                    rounds,
-                    opts.seed ^ 1,
-                    stored,
-                    record,
-                )?;
-                *interrupted |= m.result().stopped == Some(StopReason::Interrupted);
-                let analysis = m.analysis();
-                let row = Row::measured(&combo, &analysis.variants[1], &analysis.variants[0]);
-                experiments.push(m);
-                row
-            }
-            Prepared::Broken(why) | Prepared::NotApplicable(why) => {
-                Row::unmeasured(&combo, Status::Broken { why })
-            }
-        },
-    )
+    let variants: Vec<(String, Target)> = combos
+        .iter()
+        .zip(nested)
+        .map(|(c, (_, t))| (c.id.clone(), t.clone()))
+        .collect();
+    let mut m = ctx.measure(&variants, rounds, opts.seed ^ 1, stored, record)?;
+    *interrupted |= m.result().stopped == Some(StopReason::Interrupted);
+    let rows: Vec<Row> = {
+        let analysis = m.analysis();
+        combos
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Row::measured(c, &analysis.variants[i + 1], &analysis.variants[0]))
+            .collect()
+    };
+    let (index, rejected) = sets::choose(m.result(), &rows, opts.noise);
+    experiments.push(m);
+    Ok((index, rows, rejected))
 }
 
 fn untimed() -> RunId {

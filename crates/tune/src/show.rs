@@ -92,6 +92,9 @@ pub fn list(rt: &Runtime, chosen: &[&Candidate]) -> String {
                 s.push_str(&format!("  {label}: {text}\n"));
             }
         }
+        if let Some(p) = &c.prepare {
+            s.push_str(&format!("  set-up: {p}, once, untimed\n"));
+        }
         if c.train.is_some() || c.setup.is_some() {
             s.push_str("  set-up: a training run of the program, once, untimed\n");
         }

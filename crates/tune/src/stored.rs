@@ -6,7 +6,9 @@
 
 use super::catalogue::Candidate;
 use super::report::{Recommended, Row, Status, Tuned};
+use super::sets;
 use crate::analysis::Analysis;
+use crate::experiment::ExperimentResult;
 use serde::{Deserialize, Serialize};
 
 /// The variant name prefix of a candidate in the store: `tune:ID`.
@@ -18,6 +20,9 @@ pub struct TuneSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     pub executable: String,
+    /// What the command runs, when recognised (a Spring Boot fat jar…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
     /// The measured candidates (variants `tune:ID`).
     pub candidates: Vec<StoredCandidate>,
     /// Rows decided before measuring (broken, unavailable, not applicable).
@@ -69,9 +74,9 @@ impl StoredCandidate {
 
 /// The table of a stored tune experiment: each `tune:ID` variant against the
 /// baseline (variant 0), then the rows decided without measuring; for the
-/// recommended set's experiment, the set with its effect. None when the
+/// recommended set's experiment (nested sets), the set tune chose with its effect. None when the
 /// variants are not tune's (a subset without the baseline, say).
-pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned> {
+pub fn tuned(t: &TuneSettings, result: &ExperimentResult, analysis: &Analysis, noise: f64) -> Option<Tuned> {
     let base = analysis.variants.first().filter(|v| v.name == "baseline")?;
     if analysis.variants.len() < 2 {
         return None;
@@ -94,17 +99,19 @@ pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned>
         };
         rows.push(Row::unmeasured(&c, r.status.clone()));
     }
-    let recommended = match (t.recommended_set, &rows[..]) {
-        (true, [row]) => Some(Recommended {
-            ids: row.id.split('+').map(str::to_string).collect(),
+    // The nested sets, chosen from as tune chose when it ran (sets::choose).
+    let recommended = (t.recommended_set && !rows.is_empty()).then(|| {
+        let (index, rejected) = sets::choose(result, &rows, noise);
+        let row = &rows[index];
+        Recommended {
+            ids: sets::ids(&row.id),
             command: row.apply.clone(),
             env: Vec::new(),
             train: Vec::new(),
-            rejected: None,
+            rejected,
             row: Some(row.clone()),
-        }),
-        _ => None,
-    };
+        }
+    });
     if recommended.is_some() {
         rows.clear();
     }
@@ -112,6 +119,7 @@ pub fn tuned(t: &TuneSettings, analysis: &Analysis, noise: f64) -> Option<Tuned>
         runtime: t.runtime.clone(),
         executable: t.executable.clone(),
         version: t.version.clone(),
+        app: t.app.clone(),
         baseline: base.command.clone(),
         baseline_ready_ms: base.ready_ms.as_ref().map(|s| s.p50),
         baseline_first_request_ms: base.first_request_ms.as_ref().map(|s| s.p50),

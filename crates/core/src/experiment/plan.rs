@@ -88,7 +88,7 @@ pub enum StopRule {
 }
 
 /// Which interval adaptive stopping narrows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum CiOf {
     /// Each variant's median.
@@ -98,6 +98,13 @@ pub enum CiOf {
     /// report's relative effect) for a relative target, the Hodges–Lehmann shift's
     /// for one in ms.
     Shift,
+    /// Each variant's comparison with the baseline decided against this noise
+    /// threshold (a fraction), on the ratio's interval as the verdicts use it:
+    /// wholly beyond −noise (a gain), or its faster end at −noise or above (no gain
+    /// worth having, or slower); an undecided one stops the runs only once its
+    /// interval is as precise as `Shift` asks. tune's rule: run until each
+    /// candidate is settled, not merely until its interval is narrow.
+    Verdict { noise: f64 },
 }
 
 impl StopRule {

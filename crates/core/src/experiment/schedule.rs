@@ -266,17 +266,11 @@ fn should_stop(
     if runs < min_runs {
         return None;
     }
-    let median_of = |v: usize| {
-        let mut xs = result.ready_ms(v);
-        xs.sort_by(f64::total_cmp);
-        stats::summarize(&xs)
-    };
     let within = |half: f64, median: f64| half <= if relative { target * median } else { target };
-    // How far the interval reaches from its estimate, on its wider side.
-    let reach = |estimate: f64, (lo, hi): (f64, f64)| (estimate - lo).max(hi - estimate);
+    let shift_tight = |v: usize| shift_tight(plan, result, v, target, relative);
     let all_tight = match of {
         CiOf::Median => range.into_iter().all(|v| {
-            let Some(summary) = median_of(v) else {
+            let Some(summary) = median_of(result, v) else {
                 return false;
             };
             let Some(ci) = summary.p50_ci else {
@@ -286,32 +280,61 @@ fn should_stop(
         }),
         // Each variant against its baseline: the first variant, or in a sweep the
         // baseline variant at the same parameter values.
-        CiOf::Shift => (0..plan.variants.len()).all(|v| {
+        CiOf::Shift => (0..plan.variants.len()).all(shift_tight),
+        CiOf::Verdict { noise } => (0..plan.variants.len()).all(|v| {
             let Some(b) = super::sweep::baseline_of(&plan.variants, v) else {
                 return true;
             };
-            let Some(base) = median_of(b) else {
-                return false;
-            };
-            let (bx, cx) = (result.ready_ms(b), result.ready_ms(v));
-            // A share is judged on the interval the report prints for it: the
-            // ratio's (stats::compare's `relative`), whose units are already
-            // shares; milliseconds, and times with no log, on the shift's.
-            if relative {
-                if let Some(r) = stats::ratio(&bx, &cx, stats::COMPARE_CONFIDENCE) {
-                    return r.ci.is_some_and(|ci| reach(r.estimate, ci) <= target);
-                }
-            }
-            match stats::hodges_lehmann(&bx, &cx, stats::COMPARE_CONFIDENCE) {
-                Some(stats::Shift {
-                    estimate,
-                    ci: Some(ci),
-                }) => within(reach(estimate, ci), base.p50),
-                _ => false,
-            }
+            // The ratio's interval, as stats::compare's `relative` (ratio − 1).
+            let decided = stats::ratio(
+                &result.ready_ms(b),
+                &result.ready_ms(v),
+                stats::COMPARE_CONFIDENCE,
+            )
+            .and_then(|r| r.ci)
+            .is_some_and(|(lo, hi)| hi - 1.0 < -noise || lo - 1.0 >= -noise);
+            decided || shift_tight(v)
         }),
     };
     all_tight.then_some(StopReason::TargetCi)
+}
+
+fn median_of(result: &ExperimentResult, v: usize) -> Option<stats::Summary> {
+    let mut xs = result.ready_ms(v);
+    xs.sort_by(f64::total_cmp);
+    stats::summarize(&xs)
+}
+
+/// How far the interval reaches from its estimate, on its wider side.
+fn reach(estimate: f64, (lo, hi): (f64, f64)) -> f64 {
+    (estimate - lo).max(hi - estimate)
+}
+
+/// Whether `v`'s comparison with its baseline is as precise as `target` asks.
+fn shift_tight(plan: &Plan, result: &ExperimentResult, v: usize, target: f64, relative: bool) -> bool {
+    let Some(b) = super::sweep::baseline_of(&plan.variants, v) else {
+        return true;
+    };
+    let Some(base) = median_of(result, b) else {
+        return false;
+    };
+    let (bx, cx) = (result.ready_ms(b), result.ready_ms(v));
+    // A share is judged on the interval the report prints for it: the
+    // ratio's (stats::compare's `relative`), whose units are already
+    // shares; milliseconds, and times with no log, on the shift's.
+    if relative {
+        if let Some(r) = stats::ratio(&bx, &cx, stats::COMPARE_CONFIDENCE) {
+            return r.ci.is_some_and(|ci| reach(r.estimate, ci) <= target);
+        }
+    }
+    let within = |half: f64, median: f64| half <= if relative { target * median } else { target };
+    match stats::hodges_lehmann(&bx, &cx, stats::COMPARE_CONFIDENCE) {
+        Some(stats::Shift {
+            estimate,
+            ci: Some(ci),
+        }) => within(reach(estimate, ci), base.p50),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

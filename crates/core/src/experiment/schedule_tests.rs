@@ -424,6 +424,64 @@ fn adaptive_stop_on_the_shift_narrows_the_comparison_not_the_medians() {
 }
 
 #[test]
+fn adaptive_stop_on_the_verdict_waits_until_each_candidate_is_settled() {
+    // The baseline spreads over 100–110 ms. Candidate 1 halves it (a gain far
+    // beyond 1 %), candidate 2 is 30 % slower, each as noisy: with a 1 % precision
+    // target neither interval is ever that narrow, but both are soon decided, so
+    // the verdict rule stops early where the precision rule runs to the maximum.
+    let script = |v: usize, n: usize| {
+        let wobble = 1.0 + 0.1 * ((n * 7 + v * 3) % 11) as f64 / 10.0;
+        Reply::Ready(
+            match v {
+                1 => 50.0,
+                2 => 130.0,
+                _ => 100.0,
+            } * wobble,
+        )
+    };
+    let run = |of| {
+        let p = Plan {
+            stop: adaptive(6, 30, 0.01, true, of),
+            ..plan(3, 0, 0, Order::Shuffled, 5)
+        };
+        let mut mock = Mock::new(script);
+        let (result, _) = execute(&p, &mut mock);
+        (result, mock.rounds().len())
+    };
+    let (result, rounds) = run(CiOf::Verdict { noise: 0.01 });
+    assert_eq!(result.stopped, Some(StopReason::TargetCi));
+    assert!(rounds < 15, "{rounds}");
+    // Where it stopped, each comparison's verdict is settled: the gain's interval
+    // wholly beyond −1 %, the slower one's faster end at −1 % or above.
+    let rel = |v| {
+        let c = stats::compare(
+            &result.ready_ms(0),
+            &result.ready_ms(v),
+            stats::CompareOptions::default(),
+        );
+        c.relative.and_then(|r| r.ci).expect("an interval")
+    };
+    assert!(rel(1).1 < -0.01, "{:?}", rel(1));
+    assert!(rel(2).0 >= -0.01, "{:?}", rel(2));
+    // The precision rule alone runs to the maximum on the same runs.
+    assert_eq!(run(CiOf::Shift).0.stopped, Some(StopReason::MaxRuns));
+    assert_eq!(run(CiOf::Shift).1, 30);
+    // A candidate 3 % faster with ±5 % wobble is not settled at 6 runs: the rule
+    // keeps going (until its interval clears −1 % or the maximum).
+    let close = |v, n: usize| {
+        let wobble = 1.0 + 0.05 * ((n * 7 + v * 3) % 5) as f64 / 4.0;
+        Reply::Ready(if v == 1 { 97.0 } else { 100.0 } * wobble)
+    };
+    let p = Plan {
+        stop: adaptive(6, 30, 0.01, true, CiOf::Verdict { noise: 0.01 }),
+        ..plan(2, 0, 0, Order::Shuffled, 5)
+    };
+    let mut mock = Mock::new(close);
+    execute(&p, &mut mock);
+    assert!(mock.rounds().len() > 6, "{}", mock.rounds().len());
+}
+
+#[test]
 fn adaptive_sequential_stops_each_variant_on_its_own() {
     let p = Plan {
         stop: adaptive(8, 20, 0.01, true, CiOf::Median),
@@ -520,7 +578,7 @@ fn adaptive_stop_waits_until_both_ends_of_the_interval_are_within_the_target() {
                 let s = stats::summarize(&c).expect("summary");
                 (s.p50, s.p50_ci.expect("ci"), s.p50)
             }
-            CiOf::Shift => {
+            CiOf::Shift | CiOf::Verdict { .. } => {
                 let sh = stats::hodges_lehmann(&b, &c, stats::COMPARE_CONFIDENCE).expect("shift");
                 (sh.estimate, sh.ci.expect("ci"), 100.0)
             }

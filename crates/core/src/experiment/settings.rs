@@ -46,7 +46,7 @@ impl std::fmt::Display for Kind {
 
 /// How many runs each variant was planned: a fixed count, or adaptive stopping
 /// between two counts (see `StopRule`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Runs {
     Fixed(usize),
     Adaptive { min: usize, max: usize, of: CiOf },
@@ -70,20 +70,26 @@ impl From<&StopRule> for Runs {
     }
 }
 
-fn ci_of_word(of: CiOf) -> &'static str {
+/// What an adaptive stop waits for, in the schema's words.
+fn ci_of_words(of: CiOf) -> String {
     match of {
-        CiOf::Median => "median",
-        CiOf::Shift => "shift",
+        CiOf::Median => "target CI of the median".into(),
+        CiOf::Shift => "target CI of the shift".into(),
+        // In percent, rounded to 4 decimals: 0.07 prints as 7, not 7.000000000000001.
+        CiOf::Verdict { noise } => format!("{VERDICT_WORDS}{}%", (noise * 1e6).round() / 1e4),
     }
 }
 
-/// The schema's text: `20`, or `10..200 (target CI of the median)`.
+const VERDICT_WORDS: &str = "until each verdict is decided against ±";
+
+/// The schema's text: `20`, `10..200 (target CI of the median)`, or tune's
+/// `4..40 (until each verdict is decided against ±1%)`.
 impl std::fmt::Display for Runs {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         match self {
             Runs::Fixed(n) => write!(f, "{n}"),
             Runs::Adaptive { min, max, of } => {
-                write!(f, "{min}..{max} (target CI of the {})", ci_of_word(*of))
+                write!(f, "{min}..{max} ({})", ci_of_words(*of))
             }
         }
     }
@@ -100,10 +106,18 @@ impl std::str::FromStr for Runs {
             return count(s).map(Runs::Fixed);
         };
         let (max, note) = rest.split_once(" (").unwrap_or((rest, ""));
-        let of = match note.trim_end_matches(')') {
+        let note = note.trim_end_matches(')');
+        let of = match note {
             "target CI of the shift" => CiOf::Shift,
             "" | "target CI" | "target CI of the median" => CiOf::Median,
-            _ => return Err(bad()),
+            _ => match note
+                .strip_prefix(VERDICT_WORDS)
+                .and_then(|p| p.strip_suffix('%'))
+                .and_then(|p| p.parse::<f64>().ok())
+            {
+                Some(p) => CiOf::Verdict { noise: p / 100.0 },
+                None => return Err(bad()),
+            },
         };
         Ok(Runs::Adaptive {
             min: count(min)?,
@@ -227,6 +241,11 @@ mod tests {
                 min: 5,
                 max: 50,
                 of: CiOf::Shift,
+            },
+            Runs::Adaptive {
+                min: 4,
+                max: 40,
+                of: CiOf::Verdict { noise: 0.01 },
             },
         ] {
             assert_eq!(runs.to_string().parse::<Runs>(), Ok(runs));

@@ -199,7 +199,7 @@ fn a_tune_experiment_has_its_table_from_the_settings() {
                 .of_kind
                 .tune
                 .as_ref()
-                .and_then(|t| crate::tune::stored::tuned(t, &a, settings.noise)),
+                .and_then(|t| crate::tune::stored::tuned(t, &r, &a, settings.noise)),
         }],
         history: Vec::new(),
         gate: None,

@@ -35,6 +35,7 @@ pub fn render(id: &str, t: &Tuned) -> Markup {
     let body = html! {
         p {
             (t.runtime) " " @if let Some(v) = &t.version { (v) " " } "(" code { (t.executable) } ")"
+            @if let Some(a) = &t.app { " · " (a) }
             " · baseline " code { (t.baseline) }
             @if let Some(m) = t.baseline_ready_ms { " · ready " (crate::format::ms(m)) }
         }

@@ -1,0 +1,286 @@
+//! `coldstart tune` on a real Spring Boot fat jar (tests/fixtures/spring-boot-web:
+//! Boot 3.5.7, spring-boot-starter-web, built from Maven Central by Maven once and
+//! cached in the fixtures directory), and an archive the JVM refuses. Assertions
+//! are the contract (which candidate wins, that its whole interval is below 0,
+//! what the exports carry), never absolute times: the Spring flow's gain is large
+//! by construction (about half the start on JDK 17: docs/tune.md).
+
+use crate::common::testkit::{built, fixtures_dir, tool};
+use crate::common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// tests/fixtures/spring-boot-web built by Maven into the fixtures directory
+/// (never the source tree), once until the pom or the source changes; or a skip
+/// under MAVEN (mvn missing; CI sets COLDSTART_REQUIRE_MAVEN, and Maven Central
+/// must answer there).
+fn spring_web_jar() -> Option<PathBuf> {
+    let mvn = tool("MAVEN", "mvn")?;
+    let fixture = repo().join("tests/fixtures/spring-boot-web");
+    let sources = [
+        fixture.join("pom.xml"),
+        fixture.join("src/main/java/dev/coldstart/web/App.java"),
+    ];
+    let refs: Vec<&Path> = sources.iter().map(PathBuf::as_path).collect();
+    Some(built("spring-boot-web-app.jar", &refs, |out| {
+        // Maven writes a directory; the jar alone is moved to where built() wants it.
+        let build = fixtures_dir().join(format!("spring-boot-web-build.{}", std::process::id()));
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg(r#""$1" -B -q -f "$2" -Dout="$3" package && mv "$3/app.jar" "$4" && rm -rf "$3""#)
+            .arg("sh")
+            .arg(mvn)
+            .arg(fixture.join("pom.xml"))
+            .arg(build)
+            .arg(out);
+        c
+    }))
+}
+
+/// `coldstart tune ARGS` with JSON, Markdown and HTML exports into `dir`:
+/// (output, the JSON, the Markdown, the HTML).
+fn tune(dir: &Path, args: &[&str]) -> (Out, serde_json::Value, String, String) {
+    let (json, md, html) = (dir.join("t.json"), dir.join("t.md"), dir.join("t.html"));
+    let store = dir.join("store.db");
+    let mut all = vec![
+        "tune",
+        "--store",
+        store.to_str().unwrap(),
+        "--export-json",
+        json.to_str().unwrap(),
+        "--export-markdown",
+        md.to_str().unwrap(),
+        "--export-html",
+        html.to_str().unwrap(),
+    ];
+    all.extend(args);
+    let o = cs(&all).quiet().run();
+    assert!(
+        o.status.success(),
+        "coldstart {all:?}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    (o, json_file(&json), read(&md), read(&html))
+}
+
+fn row<'a>(doc: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    doc["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no row {id} in {doc:#}"))
+}
+
+fn kind(doc: &serde_json::Value, id: &str) -> String {
+    row(doc, id)["status"]["kind"].as_str().unwrap_or("").to_string()
+}
+
+/// Done-when of issue 27: tune on the fat jar tries Spring Boot's flow, and the
+/// set it recommends holds extract + AppCDS with a measured effect whose whole CI
+/// is below 0; the exports carry the command sequence. The runs exit once the
+/// context is refreshed (`-Dspring.context.exit=onRefresh`, `--ready exit`): no
+/// port to pick, and the same start-up work up to Tomcat's listen.
+#[test]
+fn spring_boot_extract_and_appcds_is_measured_and_recommended() {
+    let _turn = crate::common::timed();
+    let Some(java) = tool("JAVA", "java") else { return };
+    let Some(jar) = spring_web_jar() else { return };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (o, doc, md, html) = tune(
+        dir.path(),
+        &[
+            // The flow, and one flag it goes with (the set grows to both when C1 is a
+            // step faster on top of the archive, as it was in every run here).
+            "--only",
+            "spring-extract-appcds,tiered-c1",
+            "--ready",
+            "exit",
+            "-w",
+            "0",
+            "--min-runs",
+            "4",
+            // Until each verdict is settled: a quiet machine at 4 runs, a busy one goes on.
+            "--max-runs",
+            "8",
+            "--budget",
+            "240",
+            "--",
+            java.to_str().unwrap(),
+            "-Dspring.context.exit=onRefresh",
+            "-jar",
+            jar.to_str().unwrap(),
+            "--server.port=0",
+        ],
+    );
+    let out = stdout(&o);
+    assert_eq!(doc["runtime"], "jvm");
+    assert_eq!(
+        doc["app"], "Spring Boot 3.5.7 fat jar spring-boot-web-app.jar",
+        "{doc:#}"
+    );
+    assert_eq!(kind(&doc, "spring-extract-appcds"), "faster", "{out}\n{doc:#}");
+    let flow = row(&doc, "spring-extract-appcds");
+    assert!(flow["relative_ci"][1].as_f64().unwrap() < 0.0, "{flow:#}");
+    // The recommended set holds the flow, measured: its whole CI below 0.
+    let rec = &doc["recommended"];
+    let ids: Vec<&str> = rec["ids"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no recommended set: {out}\n{doc:#}"))
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert!(ids.contains(&"spring-extract-appcds"), "{ids:?}\n{out}");
+    let hi = rec["row"]["relative_ci"][1].as_f64();
+    assert!(hi.is_some_and(|hi| hi < 0.0), "{:#}", rec["row"]);
+    assert!(rec["row"]["runs"].as_u64().unwrap_or(0) >= 4, "{:#}", rec["row"]);
+    // The apply sequence, in every export: extract, train once, run on the archive.
+    let steps = [
+        "-Djarmode=tools -jar spring-boot-web-app.jar extract --destination application",
+        "-XX:ArchiveClassesAtExit=app.jsa -Dspring.context.exit=onRefresh",
+        "-XX:SharedArchiveFile=app.jsa",
+    ];
+    let apply = flow["apply"].as_str().unwrap();
+    for step in steps {
+        assert!(apply.contains(step), "JSON apply lacks {step}: {apply}");
+        assert!(md.contains(step), "Markdown lacks {step}:\n{md}");
+        assert!(html.contains(step), "HTML lacks {step}");
+    }
+    // The recommended set's own lines: training on the extracted jar, then the run.
+    let train = rec["train"].as_array().unwrap();
+    assert!(
+        train
+            .iter()
+            .any(|t| t.as_str().unwrap().contains("ArchiveClassesAtExit=app.jsa")),
+        "{rec:#}"
+    );
+    assert!(
+        rec["command"]
+            .as_str()
+            .unwrap()
+            .contains("SharedArchiveFile=app.jsa"),
+        "{rec:#}"
+    );
+    assert!(out.contains("✅ Spring Boot: extract + AppCDS"), "{out}");
+    assert!(out.contains("Spring Boot 3.5.7 fat jar"), "{out}");
+}
+
+/// A jar of one class that prints and exits: the refused-archive test's program.
+fn hello_jar() -> Option<PathBuf> {
+    let javac = tool("JAVA", "javac")?;
+    let jar = tool("JAVA", "jar")?;
+    let this = repo().join("tests/integration/tune_spring.rs");
+    Some(built("tune-hello.jar", &[&this], |out| {
+        let src = fixtures_dir().join(format!("tune-hello-src.{}", std::process::id()));
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(
+            src.join("Hello.java"),
+            "public class Hello { public static void main(String[] a) { System.out.println(\"hello\"); } }\n",
+        )
+        .unwrap();
+        let o = Command::new(&javac)
+            .arg("-d")
+            .arg(&src)
+            .arg(src.join("Hello.java"))
+            .output()
+            .expect("javac");
+        assert!(
+            o.status.success(),
+            "javac: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let mut j = Command::new(&jar);
+        j.arg("cfe")
+            .arg(out)
+            .arg("Hello")
+            .arg("-C")
+            .arg(&src)
+            .arg("Hello.class");
+        j
+    }))
+}
+
+/// The trap of issue 27: an archive trained on a class path spelled differently
+/// (a relative jar path) from the runs' (an absolute one) is skipped by the JVM
+/// silently under -Xshare:auto, so its runs would be measured as no gain. tune's
+/// check run adds -Xshare:on, the JVM refuses ("Unable to use shared archive"), and
+/// the candidate is a failed set-up (💥), never ❌ or ❔. The built-in AppCDS,
+/// trained on the command as given, passes the same check.
+#[test]
+fn an_archive_the_jvm_refuses_is_a_failed_set_up_not_no_gain() {
+    let _turn = crate::common::timed();
+    let Some(java) = tool("JAVA", "java") else { return };
+    let Some(jar) = hello_jar() else { return };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let jar_dir = jar.parent().unwrap();
+    let name = jar.file_name().unwrap().to_string_lossy();
+    let catalogue = dir.path().join("team.toml");
+    std::fs::write(
+        &catalogue,
+        format!(
+            "runtime = \"jvm\"\n\
+             [[candidate]]\nid = \"relative-cds\"\ntitle = \"AppCDS trained on a relative path\"\n\
+             apply = \"…\"\nargs = [\"-XX:SharedArchiveFile={{work}}/app.jsa\"]\n\
+             setup = \"cd '{}' && '{}' -XX:ArchiveClassesAtExit={{work}}/app.jsa -jar '{name}'\"\n",
+            jar_dir.display(),
+            java.display()
+        ),
+    )
+    .unwrap();
+    let (o, doc, md, _) = tune(
+        dir.path(),
+        &[
+            "--catalogue",
+            catalogue.to_str().unwrap(),
+            "--only",
+            "relative-cds,appcds",
+            "-w",
+            "0",
+            "--min-runs",
+            "3",
+            "--max-runs",
+            "3",
+            "--",
+            java.to_str().unwrap(),
+            "-jar",
+            jar.to_str().unwrap(),
+        ],
+    );
+    let out = stdout(&o);
+    assert_eq!(kind(&doc, "relative-cds"), "broken", "{out}\n{doc:#}");
+    let why = row(&doc, "relative-cds")["status"]["why"].as_str().unwrap();
+    assert!(
+        why.contains("refused the archive") && why.contains("Unable to use shared archive"),
+        "{why}"
+    );
+    assert!(row(&doc, "relative-cds")["runs"] == 0, "{doc:#}");
+    // The built-in candidate's archive matches its runs: measured, not refused.
+    assert_ne!(kind(&doc, "appcds"), "broken", "{out}\n{doc:#}");
+    assert!(row(&doc, "appcds")["runs"].as_u64().unwrap_or(0) >= 3, "{doc:#}");
+    assert!(out.contains("💥 AppCDS trained on a relative path"), "{out}");
+    assert!(md.contains("refused the archive"), "{md}");
+
+    // A plain jar is told from a fat jar: the Spring flow is listed as not for it.
+    let o = cs(&[
+        "tune",
+        "--list",
+        "--",
+        java.to_str().unwrap(),
+        "-jar",
+        jar.to_str().unwrap(),
+    ])
+    .quiet()
+    .run();
+    let list = stdout(&o);
+    assert!(o.status.success(), "{list}{}", stderr(&o));
+    let flow = list
+        .lines()
+        .find(|l| l.starts_with("spring-extract-appcds — "))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(
+        flow.contains("for a Spring Boot fat jar: the command runs a jar tune-hello.jar"),
+        "{flow}"
+    );
+}
