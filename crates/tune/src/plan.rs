@@ -5,7 +5,8 @@
 
 use super::catalogue::{expand, Candidate, File};
 use crate::explain::adapter::append_option;
-use crate::run::{hooks, run_once, RunId, RunOptions, Spec};
+use super::exec::Executor;
+use crate::run::{hooks, RunId, RunOptions, Spec};
 use crate::sample::describe_failure;
 use crate::target::{Readiness, Target};
 use anyhow::{bail, Context, Result};
@@ -171,6 +172,7 @@ pub fn prepare(
     file: &File,
     opts: &RunOptions,
     target: &Target,
+    exec: &dyn Executor,
 ) -> Result<Prepared> {
     let trainee = match trainee(c, work, &base.target, file) {
         Ok(t) => t,
@@ -186,7 +188,7 @@ pub fn prepare(
         long.grace = long.grace.max(Duration::from_secs(60));
         let exits = c.train.as_ref().is_some_and(|t| t.exits);
         let readiness = if exits { Readiness::Exit } else { base.readiness.clone() };
-        let s = run_once(&trainee, &readiness, &long, untimed())?;
+        let s = exec.once(&trainee, &readiness, &long, untimed())?;
         if !s.ok() {
             return Ok(Prepared::Broken(format!(
                 "training run failed: {}",
@@ -199,7 +201,7 @@ pub fn prepare(
             return Ok(broken);
         }
     }
-    check(target, &base.readiness, opts, file)
+    check(target, &base.readiness, opts, file, exec)
 }
 
 fn untimed() -> RunId {
@@ -229,7 +231,13 @@ fn shell(what: &str, line: &str, target: &Target, opts: &RunOptions) -> Result<O
 /// map an archive (the catalogue's `archive_check`), this run adds the flags that
 /// make the runtime refuse an archive it cannot use: a refusal is a failed set-up,
 /// where the measured runs would have gone on without the archive, as no gain.
-pub fn check(target: &Target, readiness: &Readiness, opts: &RunOptions, file: &File) -> Result<Prepared> {
+pub fn check(
+    target: &Target,
+    readiness: &Readiness,
+    opts: &RunOptions,
+    file: &File,
+    exec: &dyn Executor,
+) -> Result<Prepared> {
     let strict = match archive_check(target, file) {
         Some(args) => apply(
             target,
@@ -241,7 +249,7 @@ pub fn check(target: &Target, readiness: &Readiness, opts: &RunOptions, file: &F
         )?,
         None => target.clone(),
     };
-    let s = run_once(&strict, readiness, opts, untimed())?;
+    let s = exec.once(&strict, readiness, opts, untimed())?;
     if s.ok() {
         return Ok(Prepared::Ready(target.clone()));
     }
