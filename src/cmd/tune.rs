@@ -13,7 +13,6 @@ use crate::target::{parse_env, Readiness, Target};
 use crate::tune::session::{self as tuning, Options};
 use crate::tune::show::list;
 use anyhow::{bail, Result};
-use std::path::{Path, PathBuf};
 
 pub fn run(args: &TuneArgs) -> Result<i32> {
     let (opts, exports, store) = options(args)?;
@@ -29,7 +28,15 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         noise: args.noise.noise,
         exports,
     };
-    super::tuning::run(&opts, &found, &chosen, &crate::tune::exec::Local, &outputs, |_| {})
+    super::tuning::run(
+        &opts,
+        &found,
+        &chosen,
+        &crate::tune::exec::Local,
+        &outputs,
+        None,
+        |_| {},
+    )
 }
 
 /// The arguments checked, in the order their mistakes are reported; the store
@@ -87,7 +94,7 @@ fn options(args: &TuneArgs) -> Result<(Options, Exports, Option<String>)> {
         base: Spec { target, readiness },
         run,
         runtime: args.runtime.clone(),
-        catalogues: catalogues(args, cfg.as_ref(), &root),
+        catalogues: super::tuning::catalogues(cfg.as_ref(), &root, &args.catalogue),
         only: args.only.clone(),
         skip: args.skip.clone(),
         min_runs: args.min_runs,
@@ -102,15 +109,4 @@ fn options(args: &TuneArgs) -> Result<(Options, Exports, Option<String>)> {
         quiet: args.quiet,
     };
     Ok((opts, exports, store))
-}
-
-/// coldstart.toml's [tune] catalogue first: --catalogue files override it.
-fn catalogues(args: &TuneArgs, cfg: Option<&config::Config>, root: &Path) -> Vec<PathBuf> {
-    let mut user: Vec<PathBuf> = cfg
-        .and_then(|c| c.tune.as_ref())
-        .map(|t| root.join(&t.catalogue))
-        .into_iter()
-        .collect();
-    user.extend(args.catalogue.iter().cloned());
-    user
 }

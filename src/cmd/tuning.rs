@@ -25,13 +25,15 @@ pub struct Outputs {
 }
 
 /// Measure `chosen` with `exec`, record each experiment (its plan first passed
-/// to `relabel`), then print and export the table; the exit code.
+/// to `relabel`), then print and export the table (its baseline named
+/// `baseline` when given, else by its command); the exit code.
 pub fn run(
     opts: &Options,
     found: &Found,
     chosen: &[&Candidate],
     exec: &dyn Executor,
     outputs: &Outputs,
+    baseline: Option<String>,
     relabel: impl Fn(&mut Plan),
 ) -> Result<i32> {
     let recording = session::Outputs {
@@ -46,15 +48,23 @@ pub fn run(
         relabel(&mut plan);
         let mut settings = session::settings(&plan, (&opts.run).into(), recording.noise);
         settings.of_kind.tune = Some(tune);
-        let (m, store_error) =
-            session::run(&plan, crate::experiment::Kind::Tune, &settings, &recording, runner)?;
+        let (m, store_error) = session::run(
+            &plan,
+            crate::experiment::Kind::Tune,
+            &settings,
+            &recording,
+            runner,
+        )?;
         if let Some(e) = store_error {
             return Err(e.context("the runs were measured, but storing them failed"));
         }
         Ok(Measured { m, settings })
     };
     let outcome = tuning::run(opts, found, chosen, exec, &mut record)?;
-    let (tuned, experiments) = (outcome.tuned, outcome.experiments);
+    let (mut tuned, experiments) = (outcome.tuned, outcome.experiments);
+    if let Some(b) = baseline {
+        tuned.baseline = b;
+    }
     let exports = &outputs.exports;
     if let Some(p) = &exports.json {
         crate::report::export::write(p, &report::json(&tuned)?)?;
@@ -81,6 +91,21 @@ pub fn run(
     } else {
         0
     })
+}
+
+/// coldstart.toml's [tune] catalogue first: `extra` files (--catalogue) override it.
+pub fn catalogues(
+    cfg: Option<&crate::config::Config>,
+    root: &std::path::Path,
+    extra: &[std::path::PathBuf],
+) -> Vec<std::path::PathBuf> {
+    let mut user: Vec<std::path::PathBuf> = cfg
+        .and_then(|c| c.tune.as_ref())
+        .map(|t| root.join(&t.catalogue))
+        .into_iter()
+        .collect();
+    user.extend(extra.iter().cloned());
+    user
 }
 
 /// An experiment as the session recorded it, with the settings its HTML shows.
@@ -123,12 +148,9 @@ fn write_html(exports: &Exports, experiments: &[Measured]) -> Result<()> {
                 result: &e.m.result,
                 analysis: &e.m.analysis,
                 explanation: None,
-                tuned: e
-                    .settings
-                    .of_kind
-                    .tune
-                    .as_ref()
-                    .and_then(|t| crate::tune::stored::tuned(t, &e.m.result, &e.m.analysis, e.settings.noise)),
+                tuned: e.settings.of_kind.tune.as_ref().and_then(|t| {
+                    crate::tune::stored::tuned(t, &e.m.result, &e.m.analysis, e.settings.noise)
+                }),
             })
             .collect(),
         history: Vec::new(),

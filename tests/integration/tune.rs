@@ -1014,11 +1014,19 @@ fn winners_that_add_up_are_measured_as_one_growing_set() {
         ],
     );
     let rec = &doc["recommended"];
-    let ids: Vec<&str> = rec["ids"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+    let ids: Vec<&str> = rec["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
     assert!(ids == ["a", "b"] || ids == ["a", "d"], "{doc:#}");
     assert_eq!(rec["row"]["status"]["kind"], "faster", "{doc:#}");
     assert_eq!(rec["rejected"]["ids"].as_array().unwrap().len(), 3, "{doc:#}");
     let command = rec["command"].as_str().unwrap();
-    assert!(command.contains("A=0.03") && command.contains("B=0.07"), "{command}");
+    assert!(
+        command.contains("A=0.03") && command.contains("B=0.07"),
+        "{command}"
+    );
     assert!(stdout(&o).contains("the set stops at a + "), "{}", stdout(&o));
 }

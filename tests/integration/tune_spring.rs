@@ -155,7 +155,10 @@ fn spring_boot_extract_and_appcds_is_measured_and_recommended() {
         "{rec:#}"
     );
     assert!(
-        rec["command"].as_str().unwrap().contains("SharedArchiveFile=app.jsa"),
+        rec["command"]
+            .as_str()
+            .unwrap()
+            .contains("SharedArchiveFile=app.jsa"),
         "{rec:#}"
     );
     assert!(out.contains("✅ Spring Boot: extract + AppCDS"), "{out}");
@@ -181,9 +184,18 @@ fn hello_jar() -> Option<PathBuf> {
             .arg(src.join("Hello.java"))
             .output()
             .expect("javac");
-        assert!(o.status.success(), "javac: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "javac: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let mut j = Command::new(&jar);
-        j.arg("cfe").arg(out).arg("Hello").arg("-C").arg(&src).arg("Hello.class");
+        j.arg("cfe")
+            .arg(out)
+            .arg("Hello")
+            .arg("-C")
+            .arg(&src)
+            .arg("Hello.class");
         j
     }))
 }

@@ -15,13 +15,14 @@ pub trait Executor {
     /// One untimed run of `target` (the estimate's, a training run, a check).
     fn once(&self, target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample>;
 
+    /// A candidate's training run (untimed): as [`Executor::once`], ended so that
+    /// what the program writes at exit (an archive) is written.
+    fn train(&self, target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
+        self.once(target, readiness, opts, id)
+    }
+
     /// The runner of one experiment of `specs`, in the plan's variant order.
     fn runner<'a>(&'a self, specs: &[Spec], opts: &RunOptions, quiet: bool) -> Result<Box<dyn Finish + 'a>>;
-
-    /// What a run measures, for the table's header ("spawn → ready").
-    fn measures(&self) -> &'static str {
-        "spawn → ready"
-    }
 }
 
 /// A runner with something to do after its experiment (`--cleanup` hooks).

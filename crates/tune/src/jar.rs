@@ -217,10 +217,7 @@ mod tests {
         jar(
             dir.path(),
             "app.jar",
-            &[
-                ("META-INF/MANIFEST.MF", boot),
-                ("BOOT-INF/classes/A.class", "x"),
-            ],
+            &[("META-INF/MANIFEST.MF", boot), ("BOOT-INF/classes/A.class", "x")],
         );
         let app = of_argv(
             &argv(&["java", "-Xmx1g", "-jar", "app.jar", "--server.port=0"]),

@@ -4,8 +4,8 @@
 //! that tells a broken candidate from a fast one, and the combination of winners.
 
 use super::catalogue::{expand, Candidate, File};
-use crate::explain::adapter::append_option;
 use super::exec::Executor;
+use crate::explain::adapter::append_option;
 use crate::run::{hooks, RunId, RunOptions, Spec};
 use crate::sample::describe_failure;
 use crate::target::{Readiness, Target};
@@ -87,6 +87,11 @@ fn separator(key: &str) -> char {
 pub fn apply(base: &Target, file: &File, change: &Change) -> Result<Target> {
     let mut argv = change.argv.clone().unwrap_or_else(|| base.argv.clone());
     let mut env = base.env.clone();
+    // A flag the command already gives changes nothing: measuring it would
+    // only find noise (Lambda's java17 command has C1 only and SerialGC).
+    if !change.args.is_empty() && change.args.iter().all(|a| argv.contains(a)) {
+        bail!("the command already has {}", change.args.join(" "));
+    }
     if !change.args.is_empty() {
         let name = Path::new(&argv[0])
             .file_name()
@@ -187,12 +192,23 @@ pub fn prepare(
         let mut long = opts.clone();
         long.grace = long.grace.max(Duration::from_secs(60));
         let exits = c.train.as_ref().is_some_and(|t| t.exits);
-        let readiness = if exits { Readiness::Exit } else { base.readiness.clone() };
-        let s = exec.once(&trainee, &readiness, &long, untimed())?;
+        let readiness = if exits {
+            Readiness::Exit
+        } else {
+            base.readiness.clone()
+        };
+        let s = exec.train(&trainee, &readiness, &long, untimed())?;
         if !s.ok() {
             return Ok(Prepared::Broken(format!(
                 "training run failed: {}",
                 describe_failure(&trainee.display_command(), &s)
+            )));
+        }
+        if let Some(missing) = unwritten(c, work) {
+            let tail: String = s.output_tail.iter().map(|l| format!("\n  | {l}")).collect();
+            return Ok(Prepared::Broken(format!(
+                "the training run ended well but wrote no {} (a JVM writes its archive as it exits; an error then does not fail the run){tail}",
+                missing.display()
             )));
         }
     }
@@ -202,6 +218,19 @@ pub fn prepare(
         }
     }
     check(target, &base.readiness, opts, file, exec)
+}
+
+/// The first file the training's flags name in the work directory (`…={work}/app.jsa`)
+/// that the training run did not write.
+fn unwritten(c: &Candidate, work: &Path) -> Option<PathBuf> {
+    let train = c.train.as_ref()?;
+    train
+        .args
+        .iter()
+        .chain(train.env.values())
+        .map(|a| expand(a, work))
+        .filter_map(|a| a.split_once('=').map(|(_, v)| PathBuf::from(v)))
+        .find(|p| p.starts_with(work) && !p.exists())
 }
 
 fn untimed() -> RunId {
@@ -254,11 +283,13 @@ pub fn check(
         return Ok(Prepared::Ready(target.clone()));
     }
     let failure = describe_failure(&strict.display_command(), &s);
-    Ok(Prepared::Broken(if strict.argv != target.argv || strict.env != target.env {
-        refused(&failure)
-    } else {
-        failure
-    }))
+    Ok(Prepared::Broken(
+        if strict.argv != target.argv || strict.env != target.env {
+            refused(&failure)
+        } else {
+            failure
+        },
+    ))
 }
 
 /// The archive check's flags when `target` maps an archive (a flag of the check's

@@ -7,6 +7,7 @@
 //! exports and the printed table.
 
 use super::catalogue::{self, Candidate, Catalogue};
+use super::exec::Executor;
 use super::plan::{self, Change, Prepared};
 use super::report::{self, Recommended, Row, Status, Tuned};
 use super::sets;
@@ -17,7 +18,6 @@ use crate::analysis::Analysis;
 use crate::experiment::{CiOf, ExperimentResult, Order, Plan, Runner, StopReason, StopRule};
 use crate::launch::signals;
 use crate::out;
-use super::exec::Executor;
 use crate::run::{RunId, RunOptions, Spec};
 use crate::target::Target;
 use anyhow::{bail, Context, Result};
@@ -561,7 +561,8 @@ fn measure_sets<R: Recorded>(
             ..Candidate::default()
         })
         .collect();
-    let rounds = rounds_for(opts, ctx.run_cost, nested.len() + 1).min(opts.max_runs.div_ceil(2).max(opts.min_runs));
+    let rounds =
+        rounds_for(opts, ctx.run_cost, nested.len() + 1).min(opts.max_runs.div_ceil(2).max(opts.min_runs));
     let stored = TuneSettings {
         candidates: combos
             .iter()

@@ -66,8 +66,8 @@ pub fn ids(set: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::experiment::ExperimentResult;
-    use crate::sample::{Outcome, Sample};
     use crate::run::RunId;
+    use crate::sample::{Outcome, Sample};
 
     /// An experiment whose variant v's runs took these times (ms).
     fn result(times: &[&[f64]]) -> ExperimentResult {

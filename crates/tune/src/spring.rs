@@ -175,7 +175,13 @@ mod tests {
         concrete(c, &cmd, &app);
         assert_eq!(
             c.argv.as_deref().unwrap(),
-            ["java", "-Xmx512m", "-jar", "{work}/app/app.jar", "--server.port=8080"]
+            [
+                "java",
+                "-Xmx512m",
+                "-jar",
+                "{work}/app/app.jar",
+                "--server.port=8080"
+            ]
         );
         let prepare = c.prepare.as_deref().unwrap();
         assert!(
@@ -195,6 +201,10 @@ mod tests {
             "{}",
             c.apply
         );
-        assert!(c.apply.contains("-Djarmode=tools -jar app.jar extract"), "{}", c.apply);
+        assert!(
+            c.apply.contains("-Djarmode=tools -jar app.jar extract"),
+            "{}",
+            c.apply
+        );
     }
 }

@@ -286,9 +286,13 @@ fn should_stop(
                 return true;
             };
             // The ratio's interval, as stats::compare's `relative` (ratio − 1).
-            let decided = stats::ratio(&result.ready_ms(b), &result.ready_ms(v), stats::COMPARE_CONFIDENCE)
-                .and_then(|r| r.ci)
-                .is_some_and(|(lo, hi)| hi - 1.0 < -noise || lo - 1.0 >= -noise);
+            let decided = stats::ratio(
+                &result.ready_ms(b),
+                &result.ready_ms(v),
+                stats::COMPARE_CONFIDENCE,
+            )
+            .and_then(|r| r.ci)
+            .is_some_and(|(lo, hi)| hi - 1.0 < -noise || lo - 1.0 >= -noise);
             decided || shift_tight(v)
         }),
     };

@@ -431,11 +431,13 @@ fn adaptive_stop_on_the_verdict_waits_until_each_candidate_is_settled() {
     // the verdict rule stops early where the precision rule runs to the maximum.
     let script = |v: usize, n: usize| {
         let wobble = 1.0 + 0.1 * ((n * 7 + v * 3) % 11) as f64 / 10.0;
-        Reply::Ready(match v {
-            1 => 50.0,
-            2 => 130.0,
-            _ => 100.0,
-        } * wobble)
+        Reply::Ready(
+            match v {
+                1 => 50.0,
+                2 => 130.0,
+                _ => 100.0,
+            } * wobble,
+        )
     };
     let run = |of| {
         let p = Plan {
@@ -452,7 +454,11 @@ fn adaptive_stop_on_the_verdict_waits_until_each_candidate_is_settled() {
     // Where it stopped, each comparison's verdict is settled: the gain's interval
     // wholly beyond −1 %, the slower one's faster end at −1 % or above.
     let rel = |v| {
-        let c = stats::compare(&result.ready_ms(0), &result.ready_ms(v), stats::CompareOptions::default());
+        let c = stats::compare(
+            &result.ready_ms(0),
+            &result.ready_ms(v),
+            stats::CompareOptions::default(),
+        );
         c.relative.and_then(|r| r.ci).expect("an interval")
     };
     assert!(rel(1).1 < -0.01, "{:?}", rel(1));
