@@ -15,6 +15,7 @@ use std::time::Duration;
 
 #[cfg(feature = "aws")]
 mod aws;
+mod tune;
 
 /// Lambda's smallest and largest memory sizes.
 const MEMORY_RANGE: std::ops::RangeInclusive<u64> = 128..=10_240;
@@ -347,11 +348,8 @@ fn local_only(args: &LambdaArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn run(args: &LambdaArgs) -> Result<i32> {
-    if args.aws {
-        return on_aws(args);
-    }
-    local_only(args)?;
+/// The variants' configurations and the options every run shares, checked.
+fn emulator(args: &LambdaArgs) -> Result<(Vec<Point>, Options)> {
     crate::bounds::runs("--runs", args.runs, 1)?;
     crate::bounds::runs("--warmup", args.warmup, 0)?;
     crate::bounds::count("--invokes", args.invokes, 0, 10_000)?;
@@ -375,8 +373,6 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let init_boost = init_boost(&args.init_cpu)?;
     args.common.export.check_dirs()?;
     let configs = variants(args)?;
-    let fleet = args.common.fleet()?;
-    let sweep = memory_sweep(&configs, args.compare_along.as_deref())?;
     let event = read_event(args.shared.event.as_deref())?;
     let cgroups = if args.no_cgroup || configs.iter().all(|(_, _, c)| c.bare) {
         None
@@ -405,7 +401,22 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         save_response: args.save_response.clone(),
         tail_lines: args.common.output_lines,
         invokes: args.invokes,
+        runtime_grace: None,
     };
+    Ok((configs, opts))
+}
+
+pub fn run(args: &LambdaArgs) -> Result<i32> {
+    if args.aws {
+        return on_aws(args);
+    }
+    local_only(args)?;
+    let (configs, opts) = emulator(args)?;
+    if args.tune {
+        return tune::run(args, configs, opts);
+    }
+    let fleet = args.common.fleet()?;
+    let sweep = memory_sweep(&configs, args.compare_along.as_deref())?;
     let plan = Plan {
         variants: configs
             .iter()

@@ -18,3 +18,4 @@ pub mod shell;
 pub mod stored;
 pub mod sweep;
 pub mod tune;
+pub mod tuning;

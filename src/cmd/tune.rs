@@ -3,24 +3,16 @@
 //! measured against the baseline, and the winners together) → the table
 //! printed and exported, each experiment recorded as bench's are.
 
-use crate::analysis::Analysis;
 use crate::bounds;
 use crate::config;
-use crate::experiment::{ExperimentResult, Plan, Runner};
 use crate::flags::TuneArgs;
-use crate::launch::signals;
 use crate::out;
-use crate::report::{export::Exports, json::Settings};
+use crate::report::export::Exports;
 use crate::run::{RunOptions, Spec};
-use crate::session;
 use crate::target::{parse_env, Readiness, Target};
-use crate::tune::report;
 use crate::tune::session::{self as tuning, Options};
 use crate::tune::show::list;
-use crate::tune::stored::TuneSettings;
-use crate::tuned;
 use anyhow::{bail, Result};
-use std::path::{Path, PathBuf};
 
 pub fn run(args: &TuneArgs) -> Result<i32> {
     let (opts, exports, store) = options(args)?;
@@ -30,50 +22,21 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         out::out!("{}", list(&found.runtime, &chosen))?;
         return Ok(0);
     }
-    let outputs = session::Outputs {
+    let outputs = super::tuning::Outputs {
         store,
         quiet: args.quiet,
         noise: args.noise.noise,
-        exports: Default::default(),
-        fleet: None,
+        exports,
     };
-    let mut record = |plan: &Plan, tune: TuneSettings, runner: &mut dyn Runner| -> Result<Measured> {
-        let mut settings = session::settings(plan, (&opts.run).into(), outputs.noise);
-        settings.of_kind.tune = Some(tune);
-        let (m, store_error) =
-            session::run(plan, crate::experiment::Kind::Tune, &settings, &outputs, runner)?;
-        if let Some(e) = store_error {
-            return Err(e.context("the runs were measured, but storing them failed"));
-        }
-        Ok(Measured { m, settings })
-    };
-    let outcome = tuning::run(&opts, &found, &chosen, &mut record)?;
-    let (tuned, experiments) = (outcome.tuned, outcome.experiments);
-    if let Some(p) = &args.export_json {
-        crate::report::export::write(p, &report::json(&tuned)?)?;
-    }
-    if let Some(p) = &args.export_markdown {
-        crate::report::export::write(p, tuned::markdown(&tuned).as_bytes())?;
-    }
-    if args.export_html.is_some() {
-        write_html(&exports, &experiments)?;
-    }
-    out::out!("{}", tuned::terminal(&tuned))?;
-    // One line, however many experiments tune ran on the busy machine.
-    if let Some(w) = experiments
-        .iter()
-        .find_map(|m| m.m.result.load.as_ref().and_then(|l| l.warning()))
-    {
-        out::errln!("{w}");
-    }
-    for (id, location) in experiments.iter().filter_map(|m| m.m.stored_as.as_ref()) {
-        out::outln!("stored as experiment {id} in {location}")?;
-    }
-    Ok(if tuned.interrupted {
-        signals::exit_code()
-    } else {
-        0
-    })
+    super::tuning::run(
+        &opts,
+        &found,
+        &chosen,
+        &crate::tune::exec::Local,
+        &outputs,
+        None,
+        |_| {},
+    )
 }
 
 /// The arguments checked, in the order their mistakes are reported; the store
@@ -131,7 +94,7 @@ fn options(args: &TuneArgs) -> Result<(Options, Exports, Option<String>)> {
         base: Spec { target, readiness },
         run,
         runtime: args.runtime.clone(),
-        catalogues: catalogues(args, cfg.as_ref(), &root),
+        catalogues: super::tuning::catalogues(cfg.as_ref(), &root, &args.catalogue),
         only: args.only.clone(),
         skip: args.skip.clone(),
         min_runs: args.min_runs,
@@ -146,66 +109,4 @@ fn options(args: &TuneArgs) -> Result<(Options, Exports, Option<String>)> {
         quiet: args.quiet,
     };
     Ok((opts, exports, store))
-}
-
-/// coldstart.toml's [tune] catalogue first: --catalogue files override it.
-fn catalogues(args: &TuneArgs, cfg: Option<&config::Config>, root: &Path) -> Vec<PathBuf> {
-    let mut user: Vec<PathBuf> = cfg
-        .and_then(|c| c.tune.as_ref())
-        .map(|t| root.join(&t.catalogue))
-        .into_iter()
-        .collect();
-    user.extend(args.catalogue.iter().cloned());
-    user
-}
-
-/// An experiment as the session recorded it, with the settings its HTML shows.
-struct Measured {
-    m: session::Measured,
-    settings: Settings,
-}
-
-impl tuning::Recorded for Measured {
-    fn result(&self) -> &ExperimentResult {
-        &self.m.result
-    }
-
-    fn analysis(&mut self) -> &mut Analysis {
-        &mut self.m.analysis
-    }
-
-    fn stored_id(&self) -> Option<i64> {
-        self.m.stored_as.as_ref().map(|(id, _)| *id)
-    }
-}
-
-/// `--export-html`: each experiment tune ran (the candidates, then the
-/// recommended set), with its table.
-fn write_html(exports: &Exports, experiments: &[Measured]) -> Result<()> {
-    let meta = crate::store::meta::collect();
-    let report = crate::report::html::Report {
-        title: "coldstart tune".to_string(),
-        experiments: experiments
-            .iter()
-            .map(|e| crate::report::html::Experiment {
-                heading: match &e.m.stored_as {
-                    Some((id, _)) => format!("Experiment {id}"),
-                    None => "This run (not stored)".to_string(),
-                },
-                id: e.m.stored_as.as_ref().map(|(id, _)| *id),
-                created_unix_s: None,
-                meta: Some(&meta),
-                settings: Some(&e.settings),
-                result: &e.m.result,
-                analysis: &e.m.analysis,
-                explanation: None,
-                tuned: e.settings.of_kind.tune.as_ref().and_then(|t| {
-                    crate::tune::stored::tuned(t, &e.m.result, &e.m.analysis, e.settings.noise)
-                }),
-            })
-            .collect(),
-        history: Vec::new(),
-        gate: None,
-    };
-    exports.write_html(&report)
 }

@@ -1077,6 +1077,17 @@ pub struct LambdaFlags {
     /// parameter lambda sweeps).
     #[arg(long, value_name = "memory")]
     pub compare_along: Option<String>,
+    /// Tune the function's init.
+    ///
+    /// `coldstart tune`'s candidates for its managed runtime (java17: jvm,
+    /// nodejs20.x: node, python3.11: python), each set in the function's
+    /// environment as on Lambda (JAVA_TOOL_OPTIONS, NODE_OPTIONS, …) and
+    /// measured as Init Duration; --runs is each variant's most runs.
+    #[arg(long, conflicts_with = "aws")]
+    pub tune: bool,
+    /// --tune: seconds the measuring may take.
+    #[arg(long, default_value_t = 600.0, value_name = "SECS", requires = "tune")]
+    pub budget: f64,
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]

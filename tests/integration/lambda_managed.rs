@@ -803,3 +803,158 @@ fn managed_runtime_input_errors_name_the_fix() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// `coldstart lambda --tune` on a java17 handler: tune's JVM candidates set in
+/// the function's JAVA_TOOL_OPTIONS and measured as Init Duration in the
+/// emulator. The oracle is a known delay: the handler's class sleeps in its
+/// static initialiser (the init phase) for `-Dhello.sleep` ms, and a team
+/// candidate (coldstart.toml's [tune] catalogue) sets 150: its row must show
+/// about +150 ms of Init Duration. The runtime's own flags (C1 only, SerialGC)
+/// are not measured again; the stored experiments are Lambda inits.
+#[test]
+fn java_tune_measures_each_candidate_s_init_duration() {
+    let _turn = crate::common::timed();
+    let Some(clients) = clients("java") else { return };
+    let Some(javac) = testkit::tool("JAVA", "javac") else {
+        return;
+    };
+    let dir = scratch();
+    let (src, code) = (dir.path().join("src"), dir.path().join("code"));
+    write(
+        &src.join("example/Hello.java"),
+        r#"package example;
+import com.amazonaws.services.lambda.runtime.Context;
+import java.util.Map;
+public class Hello {
+    static {
+        try { Thread.sleep(Long.getLong("hello.sleep", 0L)); } catch (InterruptedException e) { throw new RuntimeException(e); }
+    }
+    public String handleRequest(Map<String, Object> event, Context context) { return "hello"; }
+}
+"#,
+    );
+    let core = std::fs::read_dir(clients.join("java"))
+        .expect("java clients")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("aws-lambda-java-core-"))
+        })
+        .expect("aws-lambda-java-core jar beside the client");
+    let ok = std::process::Command::new(&javac)
+        .arg("-cp")
+        .arg(&core)
+        .arg("-d")
+        .arg(&code)
+        .arg(src.join("example/Hello.java"))
+        .status()
+        .expect("javac");
+    assert!(ok.success());
+    let project = dir.path().join("project");
+    write(
+        &project.join("coldstart.toml"),
+        "[tune]\ncatalogue = \"team.toml\"\n",
+    );
+    write(
+        &project.join("team.toml"),
+        r#"runtime = "jvm"
+
+[[candidate]]
+id = "slow-init"
+title = "150 ms more init (the test's known delay)"
+what = "-Dhello.sleep=150: the handler's static initialiser sleeps 150 ms."
+why = "An oracle."
+risks = "None."
+apply = "-Dhello.sleep=150"
+source = "tests/integration/lambda_managed.rs"
+args = ["-Dhello.sleep=150"]
+"#,
+    );
+    let json = dir.path().join("tune.json");
+    let store = dir.path().join("store.db");
+    let mut c = cs(&[
+        "lambda",
+        "--memory",
+        "512",
+        "--runtime",
+        "java17",
+        "--handler",
+        "example.Hello::handleRequest",
+        "--tune",
+        "--runs",
+        "5",
+        "--warmup",
+        "0",
+        "--budget",
+        "120",
+    ]);
+    c.arg("--code")
+        .arg(&code)
+        .arg("--store")
+        .arg(&store)
+        .arg("--export-json")
+        .arg(&json)
+        .current_dir(&project)
+        .env("COLDSTART_LAMBDA_RIC_DIR", &clients);
+    let o = c.run();
+    assert!(o.status.success(), "{}", o.streams());
+    let text = o.stdout();
+    assert!(
+        text.contains("java:17 function example.Hello::handleRequest at 512 MB"),
+        "{text}"
+    );
+    let doc = json_file(&json);
+    let row = |id: &str| -> serde_json::Value {
+        doc["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .find(|r| r["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no row {id}: {doc}"))
+    };
+    let slow = row("slow-init");
+    let ci = &slow["shift_ci_ms"];
+    let (lo, hi) = (ci[0].as_f64().expect("lo"), ci[1].as_f64().expect("hi"));
+    assert!(
+        lo <= 150.0 + 60.0 && hi >= 150.0,
+        "the injected 150 ms: shift CI [{lo}, {hi}] ms: {slow}"
+    );
+    assert_eq!(slow["status"]["kind"], "slower", "{slow}");
+    for id in ["tiered-c1", "serial-gc"] {
+        let r = row(id);
+        assert_eq!(r["status"]["kind"], "not_applicable", "{r}");
+        assert!(
+            r["status"]["why"]
+                .as_str()
+                .is_some_and(|w| w.contains("already has")),
+            "{r}"
+        );
+    }
+    // The stored candidates' experiment: Lambda inits, each run a REPORT's.
+    let id = doc["experiments"][0].as_i64().expect("a stored experiment");
+    let shown = dir.path().join("shown.json");
+    cs(&["show", &id.to_string()])
+        .arg("--store")
+        .arg(&store)
+        .arg("--export-json")
+        .arg(&shown)
+        .ok();
+    let exp = json_file(&shown);
+    for v in exp["variants"].as_array().expect("variants") {
+        assert_eq!(v["readiness"], "lambda:init", "{v}");
+    }
+    let ready = exp["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .filter(|s| s["outcome"]["kind"] == "ready")
+        .count();
+    assert!(ready >= 10, "{exp}");
+    assert!(
+        exp["samples"][0]["metrics"]["billed_ms"].is_number(),
+        "a REPORT's figures: {}",
+        exp["samples"][0]
+    );
+}

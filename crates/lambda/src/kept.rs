@@ -128,7 +128,7 @@ async fn stop_environment(mut e: Environment) {
     if !crate::launch::signals::interrupted() {
         invoke::after_last(&e, None).await;
         e.seen = shutdown::members(&e.procs, e.sandbox.as_ref());
-        shutdown::run(&e).await;
+        shutdown::run(&e, None).await;
     }
     shutdown::cleanup(e).await;
 }

@@ -117,6 +117,7 @@ impl Config {
     }
 }
 
+#[derive(Clone)]
 pub struct Options {
     pub event: Vec<u8>,
     pub init_timeout: Duration,
@@ -131,6 +132,9 @@ pub struct Options {
     pub tail_lines: usize,
     /// Warm invokes after the cold one, per environment.
     pub invokes: usize,
+    /// Not Lambda's: SIGTERM to the runtime at shutdown and this long for it to
+    /// exit, extensions or not (a training run's JVM writes its archive at exit).
+    pub runtime_grace: Option<Duration>,
 }
 
 /// How far one environment got.
@@ -309,7 +313,7 @@ async fn environment(
         run.metrics.insert("billed_ms".into(), billed);
     }
     if !crate::launch::signals::interrupted() {
-        let (took, killed) = shutdown::run(&e).await;
+        let (took, killed) = shutdown::run(&e, opts.runtime_grace).await;
         run.shutdown_ns = Some(took);
         run.killed = killed;
     }

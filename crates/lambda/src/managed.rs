@@ -281,9 +281,19 @@ impl Resolved {
                 ]
             }
             Runtime::Java17 => {
-                let mut cp = vec![format!("{client}/*"), paths.task_root.clone()];
-                cp.push(format!("{}/lib/*", paths.task_root));
-                cp.extend(paths.under_opt("java/lib/*"));
+                // Lambda's class path is the client's jars alone: its class loader
+                // takes the function's classes from /var/task, /var/task/lib and
+                // /opt/java/lib (so a class-data archive of the class path can be
+                // made: the JVM refuses one with a non-empty directory on it). Off
+                // the sandbox those paths are not Lambda's, so they go on the class path.
+                let mut cp = vec![format!("{client}/*")];
+                let lambdas = paths.task_root == super::layout::TASK_ROOT
+                    && paths.opt_roots == [super::layout::OPT.to_string()];
+                if !lambdas {
+                    cp.push(paths.task_root.clone());
+                    cp.push(format!("{}/lib/*", paths.task_root));
+                    cp.extend(paths.under_opt("java/lib/*"));
+                }
                 vec![
                     interp,
                     // The java17 runtime's JVM flags: 85 % of memory as heap,

@@ -20,7 +20,8 @@ const CHECKPOINTS_WITHIN: Duration = Duration::from_secs(1);
 /// Lambda's shutdown: SIGTERM to the runtime, a short grace, SIGKILL; telemetry
 /// flushed; SHUTDOWN to the extensions that asked for it (others SIGKILLed); at the
 /// deadline SIGKILL for whatever is left. Returns (duration, whether SIGKILL was needed).
-pub(super) async fn run(e: &Environment) -> (u64, bool) {
+/// `grace` (not Lambda's) gives the runtime SIGTERM and that long, extensions or not.
+pub(super) async fn run(e: &Environment, grace: Option<Duration>) -> (u64, bool) {
     let s = &e.env.shared;
     let procs = &e.procs;
     let t = now_ns();
@@ -36,12 +37,12 @@ pub(super) async fn run(e: &Environment) -> (u64, bool) {
     let deadline = t + SHUTDOWN_MS * 1_000_000;
     if let Some(rt) = procs.iter().find(|p| p.role == Role::Runtime) {
         if alive(&s.lock(), rt) {
-            if externals || internal {
+            if externals || internal || grace.is_some() {
                 processes::signal_group(rt.pid, libc::SIGTERM);
-                let grace = if internal {
-                    RUNTIME_GRACE_INTERNAL_MS
-                } else {
-                    RUNTIME_GRACE_MS
+                let grace = match grace {
+                    Some(g) => g.as_millis() as u64,
+                    None if internal => RUNTIME_GRACE_INTERNAL_MS,
+                    None => RUNTIME_GRACE_MS,
                 };
                 let exited = s
                     .wait_until(t + grace * 1_000_000, |st| st.exited(&Role::Runtime).is_some())

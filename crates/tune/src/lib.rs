@@ -11,6 +11,7 @@ use coldstart_core::{analysis, experiment, launch, out, run, sample, stats, targ
 use coldstart_explain as explain;
 
 pub mod catalogue;
+pub mod exec;
 pub mod jar;
 pub mod plan;
 pub mod report;

@@ -4,8 +4,9 @@
 //! that tells a broken candidate from a fast one, and the combination of winners.
 
 use super::catalogue::{expand, Candidate, File};
+use super::exec::Executor;
 use crate::explain::adapter::append_option;
-use crate::run::{hooks, run_once, RunId, RunOptions, Spec};
+use crate::run::{hooks, RunId, RunOptions, Spec};
 use crate::sample::describe_failure;
 use crate::target::{Readiness, Target};
 use anyhow::{bail, Context, Result};
@@ -86,6 +87,11 @@ fn separator(key: &str) -> char {
 pub fn apply(base: &Target, file: &File, change: &Change) -> Result<Target> {
     let mut argv = change.argv.clone().unwrap_or_else(|| base.argv.clone());
     let mut env = base.env.clone();
+    // A flag the command already gives changes nothing: measuring it would
+    // only find noise (Lambda's java17 command has C1 only and SerialGC).
+    if !change.args.is_empty() && change.args.iter().all(|a| argv.contains(a)) {
+        bail!("the command already has {}", change.args.join(" "));
+    }
     if !change.args.is_empty() {
         let name = Path::new(&argv[0])
             .file_name()
@@ -171,6 +177,7 @@ pub fn prepare(
     file: &File,
     opts: &RunOptions,
     target: &Target,
+    exec: &dyn Executor,
 ) -> Result<Prepared> {
     let trainee = match trainee(c, work, &base.target, file) {
         Ok(t) => t,
@@ -190,11 +197,18 @@ pub fn prepare(
         } else {
             base.readiness.clone()
         };
-        let s = run_once(&trainee, &readiness, &long, untimed())?;
+        let s = exec.train(&trainee, &readiness, &long, untimed())?;
         if !s.ok() {
             return Ok(Prepared::Broken(format!(
                 "training run failed: {}",
                 describe_failure(&trainee.display_command(), &s)
+            )));
+        }
+        if let Some(missing) = unwritten(c, work) {
+            let tail: String = s.output_tail.iter().map(|l| format!("\n  | {l}")).collect();
+            return Ok(Prepared::Broken(format!(
+                "the training run ended well but wrote no {} (a JVM writes its archive as it exits; an error then does not fail the run){tail}",
+                missing.display()
             )));
         }
     }
@@ -203,7 +217,20 @@ pub fn prepare(
             return Ok(broken);
         }
     }
-    check(target, &base.readiness, opts, file)
+    check(target, &base.readiness, opts, file, exec)
+}
+
+/// The first file the training's flags name in the work directory (`…={work}/app.jsa`)
+/// that the training run did not write.
+fn unwritten(c: &Candidate, work: &Path) -> Option<PathBuf> {
+    let train = c.train.as_ref()?;
+    train
+        .args
+        .iter()
+        .chain(train.env.values())
+        .map(|a| expand(a, work))
+        .filter_map(|a| a.split_once('=').map(|(_, v)| PathBuf::from(v)))
+        .find(|p| p.starts_with(work) && !p.exists())
 }
 
 fn untimed() -> RunId {
@@ -233,7 +260,13 @@ fn shell(what: &str, line: &str, target: &Target, opts: &RunOptions) -> Result<O
 /// map an archive (the catalogue's `archive_check`), this run adds the flags that
 /// make the runtime refuse an archive it cannot use: a refusal is a failed set-up,
 /// where the measured runs would have gone on without the archive, as no gain.
-pub fn check(target: &Target, readiness: &Readiness, opts: &RunOptions, file: &File) -> Result<Prepared> {
+pub fn check(
+    target: &Target,
+    readiness: &Readiness,
+    opts: &RunOptions,
+    file: &File,
+    exec: &dyn Executor,
+) -> Result<Prepared> {
     let strict = match archive_check(target, file) {
         Some(args) => apply(
             target,
@@ -245,7 +278,7 @@ pub fn check(target: &Target, readiness: &Readiness, opts: &RunOptions, file: &F
         )?,
         None => target.clone(),
     };
-    let s = run_once(&strict, readiness, opts, untimed())?;
+    let s = exec.once(&strict, readiness, opts, untimed())?;
     if s.ok() {
         return Ok(Prepared::Ready(target.clone()));
     }

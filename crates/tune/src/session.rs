@@ -7,6 +7,7 @@
 //! exports and the printed table.
 
 use super::catalogue::{self, Candidate, Catalogue};
+use super::exec::Executor;
 use super::plan::{self, Change, Prepared};
 use super::report::{self, Recommended, Row, Status, Tuned};
 use super::sets;
@@ -17,8 +18,7 @@ use crate::analysis::Analysis;
 use crate::experiment::{CiOf, ExperimentResult, Order, Plan, Runner, StopReason, StopRule};
 use crate::launch::signals;
 use crate::out;
-use crate::run::conditions::{Conditions, Settings};
-use crate::run::{run_once, Plain, RunId, RunOptions, Spec};
+use crate::run::{RunId, RunOptions, Spec};
 use crate::target::Target;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -135,6 +135,7 @@ pub fn run<R: Recorded>(
     opts: &Options,
     found: &Found,
     chosen: &[&Candidate],
+    exec: &dyn Executor,
     record: &mut Record<R>,
 ) -> Result<Outcome<R>> {
     // Every candidate's artefacts (archives, caches) live here and go with it.
@@ -144,7 +145,7 @@ pub fn run<R: Recorded>(
         .context("creating tune's work directory")?;
     // One plain run of the baseline: the cost of a run, for the estimate.
     let started = Instant::now();
-    let first = run_once(&opts.base.target, &opts.base.readiness, &opts.run, untimed())?;
+    let first = exec.once(&opts.base.target, &opts.base.readiness, &opts.run, untimed())?;
     let run_cost = started.elapsed().as_secs_f64();
     if !first.ok() {
         bail!(
@@ -155,6 +156,7 @@ pub fn run<R: Recorded>(
     let rt = &found.runtime;
     let ctx = Ctx {
         opts,
+        exec,
         file: &found.catalogue.file,
         work: work.path(),
         run_cost,
@@ -223,6 +225,7 @@ struct Baseline {
 /// What a tune run shares between its phases.
 struct Ctx<'a> {
     opts: &'a Options,
+    exec: &'a dyn Executor,
     file: &'a catalogue::File,
     /// Every candidate's private directory is under this one.
     work: &'a Path,
@@ -409,7 +412,7 @@ fn screen(ctx: &Ctx, rt: &Runtime, chosen: &[&Candidate]) -> Result<Screened> {
             }
         };
         ctx.say(format!("tune: setting up and checking {} ({})…", c.id, c.title));
-        let prepared = plan::prepare(c, &dir, &ctx.opts.base, ctx.file, &ctx.opts.run, &t)?;
+        let prepared = plan::prepare(c, &dir, &ctx.opts.base, ctx.file, &ctx.opts.run, &t, ctx.exec)?;
         if signals::interrupted() {
             out.interrupted = true;
             out.rows.push((i, Row::unmeasured(c, Status::NotMeasured)));
@@ -494,7 +497,7 @@ fn nested(ctx: &Ctx, members: &[&Candidate]) -> Result<Nested> {
         let t = plan::apply(target, ctx.file, &change)?;
         if k > 0 {
             if let Prepared::Broken(why) | Prepared::NotApplicable(why) =
-                plan::check(&t, &ctx.opts.base.readiness, &ctx.opts.run, ctx.file)?
+                plan::check(&t, &ctx.opts.base.readiness, &ctx.opts.run, ctx.file, ctx.exec)?
             {
                 let combo = Candidate {
                     id: ids.join("+"),
@@ -627,15 +630,8 @@ fn experiment<R: Recorded>(
         keep_going: true,
         seed,
     };
-    let mut runner = Plain {
-        specs: specs.to_vec(),
-        opts: ctx.opts.run.clone(),
-        conditions: Conditions::new(Settings {
-            quiet: ctx.opts.quiet,
-            ..Settings::default()
-        }),
-    };
-    let recorded = record(&plan, tune, &mut runner);
+    let mut runner = ctx.exec.runner(specs, &ctx.opts.run, ctx.opts.quiet)?;
+    let recorded = record(&plan, tune, &mut *runner);
     runner.finish()?;
     let mut m = recorded?;
     // The run Ctrl-C cut short is no failure of its candidate.

@@ -411,6 +411,7 @@ impl Registry {
             save_response: None,
             tail_lines: 20,
             invokes: 0,
+            runtime_grace: None,
         }
     }
 

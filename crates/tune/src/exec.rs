@@ -1,0 +1,57 @@
+//! Where tune's runs happen: this machine's processes, as bench runs them
+//! ([`Local`]), or an executor of the caller's (`coldstart lambda --tune`: a
+//! target is a function's runtime, run in the Lambda emulator, ready at the end
+//! of its init). The set-ups, checks and experiments are the same either way.
+
+use crate::experiment::Runner;
+use crate::run::conditions::{Conditions, Settings};
+use crate::run::{run_once, Plain, RunId, RunOptions, Spec};
+use crate::sample::Sample;
+use crate::target::{Readiness, Target};
+use anyhow::Result;
+
+/// Runs for tune: single untimed ones and whole experiments.
+pub trait Executor {
+    /// One untimed run of `target` (the estimate's, a training run, a check).
+    fn once(&self, target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample>;
+
+    /// A candidate's training run (untimed): as [`Executor::once`], ended so that
+    /// what the program writes at exit (an archive) is written.
+    fn train(&self, target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
+        self.once(target, readiness, opts, id)
+    }
+
+    /// The runner of one experiment of `specs`, in the plan's variant order.
+    fn runner<'a>(&'a self, specs: &[Spec], opts: &RunOptions, quiet: bool) -> Result<Box<dyn Finish + 'a>>;
+}
+
+/// A runner with something to do after its experiment (`--cleanup` hooks).
+pub trait Finish: Runner {
+    fn finish(&mut self) -> Result<()>;
+}
+
+/// This machine's processes, as bench runs them.
+pub struct Local;
+
+impl Executor for Local {
+    fn once(&self, target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
+        run_once(target, readiness, opts, id)
+    }
+
+    fn runner<'a>(&'a self, specs: &[Spec], opts: &RunOptions, quiet: bool) -> Result<Box<dyn Finish + 'a>> {
+        Ok(Box::new(Plain {
+            specs: specs.to_vec(),
+            opts: opts.clone(),
+            conditions: Conditions::new(Settings {
+                quiet,
+                ..Settings::default()
+            }),
+        }))
+    }
+}
+
+impl Finish for Plain {
+    fn finish(&mut self) -> Result<()> {
+        Plain::finish(self)
+    }
+}
