@@ -1085,7 +1085,9 @@ pub struct LambdaFlags {
     /// measured as Init Duration; --runs is each variant's most runs.
     #[arg(long, conflicts_with = "aws")]
     pub tune: bool,
-    /// --tune: seconds the measuring may take.
+    /// --tune: time limit, seconds.
+    ///
+    /// How long the measuring may take (as tune's --budget).
     #[arg(long, default_value_t = 600.0, value_name = "SECS", requires = "tune")]
     pub budget: f64,
     #[command(flatten)]
