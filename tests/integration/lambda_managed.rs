@@ -43,6 +43,20 @@ fn modes(code: &Path, layer: &Path) -> Vec<(&'static str, String, String)> {
     out
 }
 
+/// The aws-lambda-java-core jar installed beside the Java client (handlers
+/// compile against it).
+fn java_core(clients: &Path) -> PathBuf {
+    std::fs::read_dir(clients.join("java"))
+        .expect("java clients")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("aws-lambda-java-core-"))
+        })
+        .expect("aws-lambda-java-core jar beside the client")
+}
+
 /// A scratch directory under the target directory (fixtures stay out of /tmp).
 fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -560,15 +574,7 @@ public class Hello {
 }
 "#,
     );
-    let core = std::fs::read_dir(clients.join("java"))
-        .expect("java clients")
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("aws-lambda-java-core-"))
-        })
-        .expect("aws-lambda-java-core jar beside the client");
+    let core = java_core(&clients);
     let classes = dir.path().join("classes");
     let ok = std::process::Command::new(&javac)
         .arg("-cp")
@@ -833,15 +839,7 @@ public class Hello {
 }
 "#,
     );
-    let core = std::fs::read_dir(clients.join("java"))
-        .expect("java clients")
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("aws-lambda-java-core-"))
-        })
-        .expect("aws-lambda-java-core jar beside the client");
+    let core = java_core(&clients);
     let ok = std::process::Command::new(&javac)
         .arg("-cp")
         .arg(&core)

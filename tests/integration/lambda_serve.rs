@@ -684,7 +684,6 @@ fn lambda_aws_drives_lambda_serve_with_forced_cold_starts_and_undoes_everything(
         "A=1",
     ]);
     let config = format!("{}/2015-03-31/functions/hello/configuration", server.url);
-    let versions = format!("{}/2015-03-31/functions/hello/versions", server.url);
     let (_, _, before) = call("GET", &config, None);
 
     let store = dir.path().join("store.db");
@@ -778,18 +777,7 @@ fn lambda_aws_drives_lambda_serve_with_forced_cold_starts_and_undoes_everything(
     }
 
     // Nothing left: only $LATEST, and the configuration as it was.
-    let (_, _, listed) = call("GET", &versions, None);
-    let names: Vec<&str> = listed["Versions"]
-        .as_array()
-        .expect("versions")
-        .iter()
-        .filter_map(|v| v["Version"].as_str())
-        .collect();
-    assert_eq!(names, ["$LATEST"], "{listed}");
-    let (_, _, after) = call("GET", &config, None);
-    for key in ["MemorySize", "Environment", "Layers"] {
-        assert_eq!(after[key], before[key], "{key}: {after}");
-    }
+    assert_untouched(&server, "hello", &before, "after the runs");
 }
 
 /// `--event` per variant with `--aws`: each variant's invokes carry its own
@@ -1104,6 +1092,23 @@ fn lambda_aws_refuses_another_architecture_and_an_untimed_mark_before_any_change
     assert_eq!(listed["Versions"].as_array().map_or(0, Vec::len), 1, "{listed}");
 }
 
+/// Only `$LATEST` of `function` is left, its configuration as `before` had it.
+fn assert_untouched(server: &Server, function: &str, before: &Value, what: &str) {
+    let base = format!("{}/2015-03-31/functions/{function}", server.url);
+    let (_, _, listed) = call("GET", &format!("{base}/versions"), None);
+    let names: Vec<&str> = listed["Versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .filter_map(|v| v["Version"].as_str())
+        .collect();
+    assert_eq!(names, ["$LATEST"], "{what}: {listed}");
+    let (_, _, after) = call("GET", &format!("{base}/configuration"), None);
+    for key in ["MemorySize", "Environment", "Layers"] {
+        assert_eq!(after[key], before[key], "{what}: {key}: {after}");
+    }
+}
+
 /// Wait until the server holds a published version of `function`.
 fn until_published(server: &Server, function: &str) {
     let versions = format!("{}/2015-03-31/functions/{function}/versions", server.url);
@@ -1130,22 +1135,8 @@ fn lambda_aws_leaves_nothing_after_sigint_or_sigkill_and_cleanup() {
     let boot = bootstrap();
     let server = Server::start(&["--name", "hello", "--runtime", &boot, "--memory", "128"]);
     let config = format!("{}/2015-03-31/functions/hello/configuration", server.url);
-    let versions = format!("{}/2015-03-31/functions/hello/versions", server.url);
     let (_, _, before) = call("GET", &config, None);
-    let untouched = |what: &str| {
-        let (_, _, listed) = call("GET", &versions, None);
-        let names: Vec<&str> = listed["Versions"]
-            .as_array()
-            .expect("versions")
-            .iter()
-            .filter_map(|v| v["Version"].as_str())
-            .collect();
-        assert_eq!(names, ["$LATEST"], "{what}: {listed}");
-        let (_, _, after) = call("GET", &config, None);
-        for key in ["MemorySize", "Environment", "Layers"] {
-            assert_eq!(after[key], before[key], "{what}: {key}: {after}");
-        }
-    };
+    let untouched = |what: &str| assert_untouched(&server, "hello", &before, what);
     let store = dir.path().join("store.db");
     let long = || {
         let mut c = aws_at(&server);
