@@ -339,8 +339,11 @@ fn local_only(args: &LambdaArgs) -> Result<()> {
     if all().any(|a| a.snapstart) {
         bail!("--snapstart is SnapStart on the service: give --aws with it (the emulator has no snapshots)");
     }
-    if all().any(|a| a.architecture.is_some()) {
-        bail!("--architecture checks a deployed function's: give --aws with it (the emulator runs on this machine's)");
+    if let Some(arch) = all().find_map(|a| a.architecture) {
+        bail!(
+            "--architecture {}: it checks a deployed function's: give --aws with it (the emulator runs on this machine's)",
+            arch.as_str()
+        );
     }
     if args.variants.iter().any(|v| v.args.event.is_some()) {
         bail!("--event per variant is for --aws: the emulator invokes every variant with one --event, given before the first --name");

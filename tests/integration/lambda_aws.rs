@@ -588,7 +588,7 @@ fn aws_only_flags_are_refused_without_aws() {
         ),
         (
             &["lambda", "--runtime", "./b", "--architecture", "arm64"],
-            "--architecture checks a deployed function's: give --aws with it",
+            "--architecture arm64: it checks a deployed function's: give --aws with it",
         ),
         (
             &["lambda", "--runtime", "./b", "--mark", "a=(?P<ms>1)"],
