@@ -180,7 +180,15 @@ fn memory_sweep(configs: &[Point], along: Option<&str>) -> Result<Option<Sweep>>
         .collect();
     sizes.sort_unstable();
     sizes.dedup();
-    if sizes.is_empty() {
+    let names: Vec<&str> = configs.iter().map(|(n, _, _)| n.as_str()).collect();
+    sweep_of(sizes.iter().map(u64::to_string).collect(), &names, along)
+}
+
+/// The `memory` parameter over `values` (none: no sweep, and --compare-along
+/// refused), compared along it by default when `names` (the variants',
+/// `NAME[memory=MB]`) hold more than one base name.
+fn sweep_of(values: Vec<String>, names: &[&str], along: Option<&str>) -> Result<Option<Sweep>> {
+    if values.is_empty() {
         if let Some(a) = along {
             bail!(
                 "--compare-along {a}: only a memory sweep (--memory 128,512,...) has a parameter, `memory`"
@@ -191,16 +199,13 @@ fn memory_sweep(configs: &[Point], along: Option<&str>) -> Result<Option<Sweep>>
     let mut sweep = Sweep {
         params: vec![Param {
             name: "memory".into(),
-            values: sizes.iter().map(u64::to_string).collect(),
+            values,
             resource: true,
         }],
         compare_along: along.map(str::to_string),
     };
     sweep.check().map_err(|e| anyhow!(e))?;
-    let mut bases: Vec<&str> = configs
-        .iter()
-        .map(|(n, _, _)| n.split('[').next().unwrap_or(n))
-        .collect();
+    let mut bases: Vec<&str> = names.iter().map(|n| n.split('[').next().unwrap_or(n)).collect();
     bases.dedup();
     sweep.default_along(bases.len());
     Ok(Some(sweep))

@@ -9,7 +9,7 @@ use crate::aws::plan::{self, Variant};
 use crate::aws::{undo, AwsColdStarts, Options};
 use crate::config;
 use crate::experiment::sweep::point_name;
-use crate::experiment::{Observer, Param, Plan, StopRule, Sweep};
+use crate::experiment::{Observer, Plan, StopRule, Sweep};
 use crate::flags::{LambdaArgs, LambdaVariantArgs, LambdaVariantSpec};
 use crate::lambda::settings::{AwsFunction, AwsSettings, AwsVariant};
 use crate::sample::{Outcome, RunId, Sample};
@@ -141,30 +141,8 @@ fn sweep(variants: &[Point], along: Option<&str>) -> Result<Option<Sweep>> {
             }
         }
     }
-    if values.is_empty() {
-        if let Some(a) = along {
-            bail!(
-                "--compare-along {a}: only a memory sweep (--memory 128,512,...) has a parameter, `memory`"
-            );
-        }
-        return Ok(None);
-    }
-    let mut sweep = Sweep {
-        params: vec![Param {
-            name: "memory".into(),
-            values,
-            resource: true,
-        }],
-        compare_along: along.map(str::to_string),
-    };
-    sweep.check().map_err(|e| anyhow!(e))?;
-    let mut bases: Vec<&str> = variants
-        .iter()
-        .map(|(v, _)| v.name.split('[').next().unwrap_or(&v.name))
-        .collect();
-    bases.dedup();
-    sweep.default_along(bases.len());
-    Ok(Some(sweep))
+    let names: Vec<&str> = variants.iter().map(|(v, _)| v.name.as_str()).collect();
+    super::sweep_of(values, &names, along)
 }
 
 /// The scheduler's order for this plan: the same seeded shuffle the runs take.
