@@ -103,6 +103,9 @@ mod tests {
     }
 
     proptest! {
+        // A failure is printed with its input; never written into the source tree.
+        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+
         #[test]
         fn seconds_never_panics_and_round_trips(bits in any::<u64>(), zero_ok in any::<bool>()) {
             let v = f64::from_bits(bits);
