@@ -1030,3 +1030,84 @@ fn winners_that_add_up_are_measured_as_one_growing_set() {
     );
     assert!(stdout(&o).contains("the set stops at a + "), "{}", stdout(&o));
 }
+
+/// A winner with set-up work (prepare, a training run, a setup line) says what to
+/// run once, in the order tune ran it, wherever the table is drawn: the live
+/// output, the JSON, and `show` of the stored experiment, which has no later
+/// experiment to take the set from when there is one winner.
+#[test]
+fn a_stored_single_winner_keeps_its_set_up_lines() {
+    let _turn = crate::common::timed();
+    let sh = testkit::which("sh").expect("sh on PATH");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let cat = dir.path().join("cache.toml");
+    std::fs::write(
+        &cat,
+        "runtime = \"native\"\n\
+         [[candidate]]\nid = \"cache\"\ntitle = \"a trained cache\"\n\
+         env = { CACHE = \"{work}/cache\" }\n\
+         prepare = \"echo 0.01 > {work}/seed\"\n\
+         setup = \"test -s {work}/cache\"\n\
+         [candidate.train]\nenv = { SEED = \"{work}/seed\", CACHE = \"{work}/cache\" }\n",
+    )
+    .unwrap();
+    // Without a cache the program sleeps 150 ms; the training run copies the seed
+    // (10 ms) into it.
+    let program = "if [ -n \"$SEED\" ]; then cp \"$SEED\" \"$CACHE\"; fi; \
+                   sleep \"$(cat \"$CACHE\" 2>/dev/null || echo 0.15)\"";
+    let (o, doc) = tune(
+        dir.path(),
+        &[
+            "--runtime",
+            "native",
+            "--catalogue",
+            cat.to_str().unwrap(),
+            "--only",
+            "cache",
+            "-w",
+            "0",
+            "--min-runs",
+            "5",
+            "--max-runs",
+            "5",
+            "--",
+            sh.to_str().unwrap(),
+            "-c",
+            program,
+        ],
+    );
+    assert_eq!(kind(&doc, "cache"), "faster", "{}", stdout(&o));
+    let rec = &doc["recommended"];
+    let train: Vec<&str> = rec["train"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(train.len(), 3, "prepare, training run, setup: {train:?}");
+    assert!(train[0].starts_with("echo 0.01 > "), "{train:?}");
+    assert!(
+        train[1].contains("SEED=") && train[1].contains(program),
+        "{train:?}"
+    );
+    assert!(train[2].starts_with("test -s "), "{train:?}");
+    let store = dir.path().join("store.db");
+    let o = cs(&[
+        "show",
+        "--store",
+        store.to_str().unwrap(),
+        &doc["experiments"][0].to_string(),
+    ])
+    .run();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = stdout(&o);
+    for line in train {
+        assert!(shown.contains(&format!("set up once: {line}\n")), "{shown}");
+    }
+    assert!(
+        shown.contains("recommended set: cache — −")
+            && shown.contains(&format!("run: {}", rec["command"].as_str().unwrap())),
+        "{shown}"
+    );
+    assert!(!shown.contains("next experiment"), "{shown}");
+}

@@ -165,6 +165,19 @@ fn spring_boot_extract_and_appcds_is_measured_and_recommended() {
     );
     assert!(out.contains("✅ Spring Boot: extract + AppCDS"), "{out}");
     assert!(out.contains("Spring Boot 3.5.7 fat jar"), "{out}");
+    // Drawn again from the store, the set still says what to run once.
+    let last = doc["experiments"]
+        .as_array()
+        .and_then(|e| e.last())
+        .expect("experiments");
+    let store = dir.path().join("store.db");
+    let o = cs(&["show", "--store", store.to_str().unwrap(), &last.to_string()]).run();
+    let shown = stdout(&o);
+    assert!(
+        shown.contains("set up once: ") && shown.contains("ArchiveClassesAtExit=app.jsa"),
+        "{shown}{}",
+        stderr(&o)
+    );
 }
 
 /// A jar of one class that prints and exits: the refused-archive test's program.

@@ -392,6 +392,9 @@ fn json_export_has_every_documented_field() {
                 title: "AppCDS archive".into(),
                 apply: "-XX:SharedArchiveFile=app.jsa".into(),
                 shifts_work: true,
+                command: "java -XX:SharedArchiveFile=app.jsa -jar app.jar".into(),
+                setup: vec!["java -XX:ArchiveClassesAtExit=app.jsa -jar app.jar".into()],
+                env: vec!["MALLOC_ARENA_MAX=2".into()],
             }],
             unmeasured: vec![StoredRow {
                 id: "bad".into(),

@@ -303,7 +303,9 @@ impl Ctx<'_> {
                         a if a.is_empty() => command_line(&r.target, &self.opts.base.target, self.work),
                         a => a,
                     };
-                    StoredCandidate::of(c, apply)
+                    let mut how = recommendation(vec![], &r.target, &self.opts.base.target, self.work, None);
+                    how.train = setup_lines(self, &[c]);
+                    StoredCandidate::of(c, apply, &how)
                 })
                 .collect(),
             unmeasured: screened
@@ -462,7 +464,8 @@ fn recommend<R: Recorded>(
     let (index, row, rejected) = if sets_.len() > 1 && !*interrupted {
         let names: Vec<String> = sets_.iter().map(|s| s.0.join(" + ")).collect();
         ctx.say(format!("tune: measuring the sets {}…", names.join("; ")));
-        let (index, measured_rows, rejected) = measure_sets(ctx, &sets_, experiments, interrupted, record)?;
+        let (index, measured_rows, rejected) =
+            measure_sets(ctx, &members, &sets_, experiments, interrupted, record)?;
         (index, measured_rows.into_iter().nth(index), rejected.or(broke))
     } else {
         let first = rows.iter().find(|r| r.id == sets_[0].0[0]).cloned();
@@ -521,23 +524,24 @@ fn nested(ctx: &Ctx, members: &[&Candidate]) -> Result<Nested> {
     Ok((out, None))
 }
 
-/// Each member's set-up in order, as the user runs it once: its prepare line (the
-/// extraction), then its training run, with the work directory's paths as plain names.
+/// Each member's set-up in order, as the user runs it once and as `plan::prepare`
+/// runs it: its prepare line (the extraction), its training run, its setup line,
+/// with the work directory's paths as plain names.
 fn setup_lines(ctx: &Ctx, members: &[&Candidate]) -> Vec<String> {
     let target = &ctx.opts.base.target;
     members
         .iter()
         .flat_map(|c| {
             let work = ctx.work.join(&c.id);
-            let prepare = c
-                .prepare
-                .as_deref()
-                .map(|p| super::show::strip_work(&catalogue::expand(p, &work), ctx.work));
+            let line = |l: &Option<String>| {
+                l.as_deref()
+                    .map(|l| super::show::strip_work(&catalogue::expand(l, &work), ctx.work))
+            };
             let trainee = plan::trainee(c, &work, target, ctx.file)
                 .ok()
                 .flatten()
                 .map(|t| command_line(&t, target, ctx.work));
-            prepare.into_iter().chain(trainee)
+            line(&c.prepare).into_iter().chain(trainee).chain(line(&c.setup))
         })
         .collect()
 }
@@ -547,6 +551,7 @@ fn setup_lines(ctx: &Ctx, members: &[&Candidate]) -> Vec<String> {
 /// set that was not better.
 fn measure_sets<R: Recorded>(
     ctx: &Ctx,
+    members: &[&Candidate],
     nested: &[(Vec<String>, Target)],
     experiments: &mut Vec<R>,
     interrupted: &mut bool,
@@ -567,7 +572,11 @@ fn measure_sets<R: Recorded>(
         candidates: combos
             .iter()
             .zip(nested)
-            .map(|(c, (_, t))| StoredCandidate::of(c, command_line(t, &opts.base.target, ctx.work)))
+            .map(|(c, (ids, t))| {
+                let mut how = recommendation(ids.clone(), t, &opts.base.target, ctx.work, None);
+                how.train = setup_lines(ctx, &members[..ids.len()]);
+                StoredCandidate::of(c, how.command.clone(), &how)
+            })
             .collect(),
         recommended_set: true,
         ..ctx.stored.clone()

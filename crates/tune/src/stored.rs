@@ -42,6 +42,16 @@ pub struct StoredCandidate {
     pub apply: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shifts_work: bool,
+    /// The whole command with it applied, as a shell line (older stores: empty).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub command: String,
+    /// What the user runs once before `command` (the extraction, the training run),
+    /// so a table drawn again from the store still says how to apply it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<String>,
+    /// The variables `apply` sets beyond the baseline's (KEY=VALUE).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -52,12 +62,17 @@ pub struct StoredRow {
 }
 
 impl StoredCandidate {
-    pub fn of(c: &Candidate, apply: String) -> StoredCandidate {
+    /// `c` as stored: its apply text, and how the user applies it (the whole
+    /// command, its variables, the set-up run once before).
+    pub fn of(c: &Candidate, apply: String, how: &Recommended) -> StoredCandidate {
         StoredCandidate {
             id: c.id.clone(),
             title: c.title.clone(),
             apply,
             shifts_work: c.shifts_work,
+            command: how.command.clone(),
+            setup: how.train.clone(),
+            env: how.env.clone(),
         }
     }
 
@@ -99,20 +114,37 @@ pub fn tuned(t: &TuneSettings, result: &ExperimentResult, analysis: &Analysis, n
         };
         rows.push(Row::unmeasured(&c, r.status.clone()));
     }
-    // The nested sets, chosen from as tune chose when it ran (sets::choose).
-    let recommended = (t.recommended_set && !rows.is_empty()).then(|| {
-        let (index, rejected) = sets::choose(result, &rows, noise);
-        let row = &rows[index];
+    let chosen = |index: usize, rejected| {
+        let row: &Row = &rows[index];
+        let stored = t.candidates.iter().find(|c| c.id == row.id);
         Recommended {
             ids: sets::ids(&row.id),
-            command: row.apply.clone(),
-            env: Vec::new(),
-            train: Vec::new(),
+            command: stored
+                .map(|c| c.command.clone())
+                .filter(|c| !c.is_empty())
+                .unwrap_or_else(|| row.apply.clone()),
+            env: stored.map(|c| c.env.clone()).unwrap_or_default(),
+            train: stored.map(|c| c.setup.clone()).unwrap_or_default(),
             rejected,
             row: Some(row.clone()),
         }
-    });
-    if recommended.is_some() {
+    };
+    let recommended = if t.recommended_set && !rows.is_empty() {
+        // The nested sets, chosen from as tune chose when it ran (sets::choose).
+        let (index, rejected) = sets::choose(result, &rows, noise);
+        Some(chosen(index, rejected))
+    } else {
+        // A single winner is the set: tune measures no sets after it.
+        let mut winners = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.status == Status::Faster);
+        match (winners.next(), winners.next()) {
+            (Some((index, _)), None) => Some(chosen(index, None)),
+            _ => None,
+        }
+    };
+    if t.recommended_set && recommended.is_some() {
         rows.clear();
     }
     Some(Tuned {
