@@ -32,7 +32,7 @@ fn tune(dir: &Path, args: &[&str]) -> (Out, serde_json::Value) {
     (o, json_file(&json))
 }
 
-fn row<'a>(doc: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+pub(crate) fn row<'a>(doc: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     doc["rows"]
         .as_array()
         .expect("rows")
@@ -41,7 +41,7 @@ fn row<'a>(doc: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no row {id} in {doc:#}"))
 }
 
-fn kind(doc: &serde_json::Value, id: &str) -> String {
+pub(crate) fn kind(doc: &serde_json::Value, id: &str) -> String {
     row(doc, id)["status"]["kind"].as_str().unwrap_or("").to_string()
 }
 

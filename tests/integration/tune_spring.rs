@@ -7,6 +7,7 @@
 
 use crate::common::testkit::{built, fixtures_dir, tool};
 use crate::common::*;
+use crate::tune::{kind, row};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -63,19 +64,6 @@ fn tune(dir: &Path, args: &[&str]) -> (Out, serde_json::Value, String, String) {
     );
     let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     (o, json_file(&json), read(&md), read(&html))
-}
-
-fn row<'a>(doc: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    doc["rows"]
-        .as_array()
-        .expect("rows")
-        .iter()
-        .find(|r| r["id"] == id)
-        .unwrap_or_else(|| panic!("no row {id} in {doc:#}"))
-}
-
-fn kind(doc: &serde_json::Value, id: &str) -> String {
-    row(doc, id)["status"]["kind"].as_str().unwrap_or("").to_string()
 }
 
 /// Done-when of issue 27: tune on the fat jar tries Spring Boot's flow, and the
