@@ -1,9 +1,10 @@
 //! What a `java` command starts, read off its argv and the jar's manifest: a
 //! Spring Boot fat jar (`BOOT-INF/` entries and `Spring-Boot-Version` in
 //! `META-INF/MANIFEST.MF`), a plain jar (with or without a manifest
-//! `Class-Path`), or an exploded class path (`-cp` with directories). tune
-//! offers the Spring Boot flow (`spring.rs`) only for the first, and says which
-//! one it saw.
+//! `Class-Path`), or an exploded class path (`-cp` with directories); and
+//! whether Spring Boot is on its class path. tune offers the Spring Boot flow
+//! (`spring.rs`) only for the first, Spring Boot's own properties wherever Spring
+//! Boot is, and says which one it saw.
 
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -31,6 +32,10 @@ pub struct JavaApp {
     /// That argument, resolved against the working directory.
     pub path: PathBuf,
     pub kind: AppKind,
+    /// Spring Boot (`org.springframework.boot`) is on its class path: the fat
+    /// jar, the jar itself (shaded), a jar its manifest or `-cp` names
+    /// (`spring-boot-3.5.7.jar`), or a class directory.
+    pub boot: bool,
 }
 
 impl JavaApp {
@@ -47,14 +52,21 @@ impl JavaApp {
                 version.as_deref().map(|v| format!("{v} ")).unwrap_or_default()
             ),
             AppKind::JarWithClassPath { entries } => {
-                format!("jar {name} with a manifest Class-Path of {entries} entries")
+                format!(
+                    "jar {name} with a manifest Class-Path of {}",
+                    count(*entries, "entry", "entries")
+                )
             }
             AppKind::PlainJar => format!("jar {name}"),
             AppKind::ClassPath { dirs, jars } => {
+                let jars = count(*jars, "jar", "jars");
                 if *dirs > 0 {
-                    format!("exploded class path ({dirs} directories, {jars} jars)")
+                    format!(
+                        "exploded class path ({}, {jars})",
+                        count(*dirs, "directory", "directories")
+                    )
                 } else {
-                    format!("class path of {jars} jars")
+                    format!("class path of {jars}")
                 }
             }
         }
@@ -67,6 +79,11 @@ impl JavaApp {
             _ => None,
         }
     }
+}
+
+/// `1 jar`, `3 jars`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Launcher options that take the next word as their value (so it is not taken
@@ -93,11 +110,12 @@ pub fn of_argv(argv: &[String], cwd: Option<&Path>) -> Option<JavaApp> {
         match a {
             "-jar" => {
                 let path = resolve(argv.get(i + 1)?, cwd);
-                let kind = jar_kind(&path).ok()?;
+                let (kind, boot) = read_jar(&path).ok()?;
                 return Some(JavaApp {
                     index: i + 1,
                     path,
                     kind,
+                    boot,
                 });
             }
             "-cp" | "-classpath" | "--class-path" => {
@@ -115,6 +133,7 @@ pub fn of_argv(argv: &[String], cwd: Option<&Path>) -> Option<JavaApp> {
                         dirs,
                         jars: entries.len() - dirs,
                     },
+                    boot: entries.iter().any(|e| boot_entry(e)),
                 });
             }
             _ if WITH_VALUE.contains(&a) => i += 2,
@@ -133,14 +152,57 @@ fn resolve(p: &str, cwd: Option<&Path>) -> PathBuf {
     }
 }
 
+/// Spring Boot's package, as jar entries and class directories spell it.
+const BOOT_PACKAGE: &str = "org/springframework/boot/";
+
+/// A Spring Boot jar's name: `spring-boot-3.5.7.jar`, `spring-boot-autoconfigure-…`.
+fn boot_jar(name: &str) -> bool {
+    name.starts_with("spring-boot") && name.ends_with(".jar")
+}
+
+/// One class path entry holds Spring Boot: a Spring Boot jar, a class directory
+/// with its package, or a `dir/*` wildcard (the launcher's: every jar in `dir`)
+/// with a Spring Boot jar.
+fn boot_entry(e: &Path) -> bool {
+    if e.file_name().is_some_and(|n| n == "*") {
+        return e.parent().is_some_and(|dir| boot_dir(dir, false));
+    }
+    e.file_name().and_then(|n| n.to_str()).is_some_and(boot_jar) || e.join(BOOT_PACKAGE).is_dir()
+}
+
+/// `dir` holds Spring Boot: its package, or a Spring Boot jar in it (or, with
+/// `lib`, in its `lib/`: a Lambda Java function's code and layers).
+fn boot_dir(dir: &Path, lib: bool) -> bool {
+    let jars = |d: &Path| {
+        std::fs::read_dir(d)
+            .is_ok_and(|rd| rd.flatten().any(|f| f.file_name().to_str().is_some_and(boot_jar)))
+    };
+    dir.join(BOOT_PACKAGE).is_dir() || jars(dir) || (lib && jars(&dir.join("lib")))
+}
+
+/// Spring Boot in a Lambda Java function: its code directory (classes and
+/// `lib/`) or a layer's `java/lib/`, as Lambda's class path holds them.
+pub fn boot_in_function(code: &Path, layers: &[PathBuf]) -> bool {
+    boot_dir(code, true) || layers.iter().any(|l| boot_dir(&l.join("java"), true))
+}
+
 /// What the jar at `path` is, from its entries and manifest.
 pub fn jar_kind(path: &Path) -> Result<AppKind> {
+    read_jar(path).map(|(kind, _)| kind)
+}
+
+/// What the jar at `path` is, and whether Spring Boot is in it or on its
+/// manifest `Class-Path`.
+fn read_jar(path: &Path) -> Result<(AppKind, bool)> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut zip =
         zip::ZipArchive::new(file).with_context(|| format!("reading {} as a jar", path.display()))?;
     let boot_inf = zip
         .file_names()
         .any(|n| n.is_ok_and(|n| n.starts_with("BOOT-INF/")));
+    let shaded = zip
+        .file_names()
+        .any(|n| n.is_ok_and(|n| n.starts_with(BOOT_PACKAGE)));
     let manifest = match zip.by_name("META-INF/MANIFEST.MF") {
         Ok(mut entry) => {
             let mut text = String::new();
@@ -152,14 +214,24 @@ pub fn jar_kind(path: &Path) -> Result<AppKind> {
         Err(_) => BTreeMap::new(),
     };
     let version = manifest.get("Spring-Boot-Version").cloned();
+    let class_path: Vec<&str> = manifest
+        .get("Class-Path")
+        .map(|cp| cp.split_whitespace().collect())
+        .unwrap_or_default();
+    // Manifest entries are relative to the jar's directory.
+    let here = path.parent().unwrap_or(Path::new(""));
+    let listed = class_path.iter().any(|e| boot_entry(&here.join(e)));
     Ok(if boot_inf && version.is_some() {
-        AppKind::SpringBoot { version }
-    } else if let Some(cp) = manifest.get("Class-Path") {
-        AppKind::JarWithClassPath {
-            entries: cp.split_whitespace().count(),
-        }
+        (AppKind::SpringBoot { version }, true)
+    } else if manifest.contains_key("Class-Path") {
+        (
+            AppKind::JarWithClassPath {
+                entries: class_path.len(),
+            },
+            shaded || listed,
+        )
     } else {
-        AppKind::PlainJar
+        (AppKind::PlainJar, shaded)
     })
 }
 
@@ -251,5 +323,62 @@ mod tests {
         // Not a jar at all.
         std::fs::write(dir.path().join("junk.jar"), "not a zip").unwrap();
         assert!(of_argv(&argv(&["java", "-jar", "junk.jar"]), Some(dir.path())).is_none());
+    }
+
+    /// Spring Boot on the class path, however it is packaged; and not where only
+    /// its name or other Spring jars are.
+    #[test]
+    fn spring_boot_is_found_on_the_class_path_however_packaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let boot = |words: &[&str]| {
+            of_argv(&argv(words), Some(d))
+                .unwrap_or_else(|| panic!("{words:?}"))
+                .boot
+        };
+        let fat = "Manifest-Version: 1.0\nSpring-Boot-Version: 3.5.7\n";
+        jar(
+            d,
+            "fat.jar",
+            &[("META-INF/MANIFEST.MF", fat), ("BOOT-INF/lib/x.jar", "x")],
+        );
+        assert!(boot(&["java", "-jar", "fat.jar"]));
+        // The extracted application: a thin jar whose manifest names the libraries.
+        let thin =
+            "Manifest-Version: 1.0\nClass-Path: lib/spring-core-6.2.12.jar lib/spring-boot-3\n .5.7.jar\n";
+        jar(d, "app.jar", &[("META-INF/MANIFEST.MF", thin)]);
+        assert!(boot(&["java", "-jar", "app.jar"]));
+        // Spring without Boot: the property means nothing there.
+        let core =
+            "Manifest-Version: 1.0\nClass-Path: lib/spring-core-6.2.12.jar lib/spring-context-6.2.12.jar\n";
+        jar(d, "core.jar", &[("META-INF/MANIFEST.MF", core)]);
+        assert!(!boot(&["java", "-jar", "core.jar"]));
+        // Shaded into the jar itself.
+        jar(
+            d,
+            "shaded.jar",
+            &[("org/springframework/boot/SpringApplication.class", "x")],
+        );
+        assert!(boot(&["java", "-jar", "shaded.jar"]));
+        jar(d, "plain.jar", &[("Main.class", "x")]);
+        assert!(!boot(&["java", "-jar", "plain.jar"]));
+        // A class path: a named jar, a wildcard over a directory, a class directory.
+        assert!(boot(&["java", "-cp", "classes:lib/spring-boot-3.5.7.jar", "M"]));
+        std::fs::create_dir_all(d.join("libs")).unwrap();
+        std::fs::write(d.join("libs/spring-boot-autoconfigure-3.5.7.jar"), "x").unwrap();
+        assert!(boot(&["java", "-cp", "libs/*", "M"]));
+        assert!(!boot(&["java", "-cp", "plain.jar:core.jar", "M"]));
+        std::fs::create_dir_all(d.join("exploded/org/springframework/boot")).unwrap();
+        assert!(boot(&["java", "-cp", "exploded", "M"]));
+        // A Lambda function: its code's lib/, or a layer's java/lib/.
+        let code = d.join("code");
+        std::fs::create_dir_all(code.join("lib")).unwrap();
+        let layer = d.join("layer");
+        std::fs::create_dir_all(layer.join("java/lib")).unwrap();
+        assert!(!boot_in_function(&code, std::slice::from_ref(&layer)));
+        std::fs::write(layer.join("java/lib/spring-boot-3.5.7.jar"), "x").unwrap();
+        assert!(boot_in_function(&code, &[layer]));
+        std::fs::write(code.join("lib/spring-boot-3.5.7.jar"), "x").unwrap();
+        assert!(boot_in_function(&code, &[]));
     }
 }

@@ -13,6 +13,9 @@ use std::path::Path;
 
 /// The application kind `applies_when.app` names for a Spring Boot fat jar.
 pub const SPRING_BOOT: &str = "spring-boot";
+/// … and for any application with Spring Boot on its class path, however it is
+/// packaged (Spring Boot's own properties).
+pub const SPRING_BOOT_APP: &str = "spring-boot-app";
 
 /// Fit `cat` to `argv` (run in `cwd`): the application it starts, described, when
 /// it has one; each app-specific candidate made concrete, or marked as not for
@@ -26,7 +29,7 @@ pub fn fit(cat: &mut Catalogue, argv: &[String], cwd: Option<&Path>) -> Option<J
         match why_not(c, &kind, app.as_ref()) {
             Some(why) => c.not_here = Some(why),
             None => {
-                if let Some(app) = &app {
+                if let Some(app) = app.as_ref().filter(|_| kind == SPRING_BOOT) {
                     concrete(c, argv, app);
                 }
             }
@@ -37,6 +40,19 @@ pub fn fit(cat: &mut Catalogue, argv: &[String], cwd: Option<&Path>) -> Option<J
 
 /// Why `c` (for applications of `kind`) does not apply to `app`; None when it does.
 fn why_not(c: &Candidate, kind: &str, app: Option<&JavaApp>) -> Option<String> {
+    if kind == SPRING_BOOT_APP {
+        return match app {
+            Some(a) if a.boot => None,
+            Some(a) => Some(format!(
+                "for Spring Boot applications: the command's {} has no Spring Boot on its class path",
+                a.describe()
+            )),
+            None => Some(
+                "for Spring Boot applications: the command names no -jar or -cp to look for Spring Boot in"
+                    .to_string(),
+            ),
+        };
+    }
     if kind != SPRING_BOOT {
         return Some(format!("for {kind} applications, which tune does not recognise"));
     }
@@ -58,6 +74,20 @@ fn why_not(c: &Candidate, kind: &str, app: Option<&JavaApp>) -> Option<String> {
         None => Some(format!(
             "the fat jar's Spring Boot version is unknown, and this needs ≥ {min}"
         )),
+    }
+}
+
+/// For a Lambda Java function, whose application is not on the runtime's command
+/// line: Spring Boot's properties apply when its code or layers hold Spring Boot.
+pub fn fit_function(cat: &mut Catalogue, code: &Path, layers: &[std::path::PathBuf]) {
+    let boot = jar::boot_in_function(code, layers);
+    for c in cat.file.candidates.iter_mut() {
+        if c.applies_when.app.as_deref() == Some(SPRING_BOOT_APP) {
+            c.not_here = (!boot).then(|| {
+                "for Spring Boot applications: the function's code and layers hold none (org/springframework/boot/, spring-boot*.jar)"
+                    .to_string()
+            });
+        }
     }
 }
 
@@ -122,9 +152,29 @@ mod tests {
             .unwrap();
         let why = flow.unavailable(Some("17.0.15")).unwrap();
         assert!(why.contains("class path"), "{why}");
-        // The plain candidates stay.
+        // The plain candidates stay; Spring Boot's property goes with Spring Boot.
         let appcds = cat.file.candidates.iter().find(|c| c.id == "appcds").unwrap();
         assert!(appcds.unavailable(Some("17.0.15")).is_none());
+        let lazy = |cat: &Catalogue| {
+            cat.file
+                .candidates
+                .iter()
+                .find(|c| c.id == "spring-lazy")
+                .unwrap()
+                .unavailable(Some("17.0.15"))
+        };
+        let why = lazy(&cat).unwrap();
+        assert!(why.contains("no Spring Boot on its class path"), "{why}");
+        let mut cat = catalogue::load("jvm", &[]).unwrap();
+        fit(
+            &mut cat,
+            &argv(&["java", "-cp", "lib/spring-boot-3.5.7.jar", "Main"]),
+            None,
+        );
+        assert!(lazy(&cat).is_none());
+        let mut cat = catalogue::load("jvm", &[]).unwrap();
+        fit(&mut cat, &argv(&["java", "-Xshare:auto", "Main"]), None);
+        assert!(lazy(&cat).unwrap().contains("names no -jar or -cp"));
     }
 
     #[test]
@@ -143,6 +193,7 @@ mod tests {
             kind: AppKind::SpringBoot {
                 version: Some("3.2.5".into()),
             },
+            boot: true,
         };
         let why = why_not(&c, SPRING_BOOT, Some(&app)).unwrap();
         assert!(why.contains("3.2.5") && why.contains("layertools"), "{why}");
@@ -164,6 +215,7 @@ mod tests {
             kind: AppKind::SpringBoot {
                 version: Some("3.5.7".into()),
             },
+            boot: true,
         };
         let cmd = argv(&["java", "-Xmx512m", "-jar", "target/app.jar", "--server.port=8080"]);
         let c = cat

@@ -136,8 +136,12 @@ pub fn run(args: &crate::flags::LambdaArgs, mut configs: Vec<Point>, opts: Optio
         quiet: args.common.quiet,
     };
     let mut found = tuning::find(&tune_opts)?;
-    // The class path is the runtime client's, not the function's application.
+    // The class path is the runtime client's, not the function's application:
+    // Spring Boot's properties apply when the function's code or layers hold it.
     found.runtime.app = None;
+    if found.runtime.name == "jvm" {
+        crate::tune::spring::fit_function(&mut found.catalogue, &base.layout.code, &base.layout.layers);
+    }
     // Lambda starts the runtime with its own command line: a flag can only go in
     // the runtime's options variable, never after the executable.
     found.catalogue.file.executable = None;

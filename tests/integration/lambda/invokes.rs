@@ -2,35 +2,6 @@
 
 use super::*;
 
-/// Median of a per-variant figure over the exported samples, by variant name.
-fn median_by_variant(
-    doc: &serde_json::Value,
-    figure: impl Fn(&serde_json::Value) -> f64,
-) -> Vec<(String, f64)> {
-    let names: Vec<String> = doc["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap().to_string())
-        .collect();
-    names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let mut xs: Vec<f64> = doc["samples"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|s| s["variant"] == i && s["warmup"] == false)
-                .map(&figure)
-                .collect();
-            assert!(!xs.is_empty(), "no samples of {name}");
-            xs.sort_by(f64::total_cmp);
-            (name.clone(), xs[xs.len() / 2])
-        })
-        .collect()
-}
-
 /// A CPU-bound init (a fixed number of loop iterations in the raw runtime) at
 /// 128, 512 and 1769 MB: with the default init boost (1 vCPU during an on-demand
 /// init, as AWS documents) Init Duration is nearly flat; with --no-init-boost it
