@@ -186,13 +186,8 @@ pub fn boot_in_function(code: &Path, layers: &[PathBuf]) -> bool {
     boot_dir(code, true) || layers.iter().any(|l| boot_dir(&l.join("java"), true))
 }
 
-/// What the jar at `path` is, from its entries and manifest.
-pub fn jar_kind(path: &Path) -> Result<AppKind> {
-    read_jar(path).map(|(kind, _)| kind)
-}
-
-/// What the jar at `path` is, and whether Spring Boot is in it or on its
-/// manifest `Class-Path`.
+/// What the jar at `path` is, from its entries and manifest, and whether Spring
+/// Boot is in it or on its manifest `Class-Path`.
 fn read_jar(path: &Path) -> Result<(AppKind, bool)> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut zip =

@@ -49,7 +49,7 @@ pub struct StoredCandidate {
     /// so a table drawn again from the store still says how to apply it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub setup: Vec<String>,
-    /// The variables `apply` sets beyond the baseline's (KEY=VALUE).
+    /// The variables `command` sets beyond the baseline's (KEY=VALUE).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
 }
