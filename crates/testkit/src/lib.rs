@@ -27,7 +27,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 23] = [
+pub const SWITCHES: [&str; 24] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -56,6 +56,8 @@ pub const SWITCHES: [&str; 23] = [
     "BOTO3",
     // moto's server, pinned (tests/fixtures/moto-setup.sh): `coldstart lambda --aws`'s control plane.
     "MOTO",
+    // A JDK 25 runtime, pinned (tests/fixtures/jdk25-setup.sh): tune's AOT cache flow.
+    "JDK25",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").
