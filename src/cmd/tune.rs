@@ -99,6 +99,7 @@ fn options(args: &TuneArgs) -> Result<(Options, Exports, Option<String>)> {
         skip: args.skip.clone(),
         min_runs: args.min_runs,
         max_runs: args.max_runs,
+        runs_flag: "--max-runs",
         warmup: args.warmup,
         budget: args.budget,
         target_ci,

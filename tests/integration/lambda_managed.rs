@@ -925,6 +925,30 @@ args = ["-Dhello.sleep=150"]
             "{r}"
         );
     }
+    // Applied in the function's terms: its environment, a training init in the
+    // runtime's own image, never the emulator's command line.
+    let appcds = row("appcds");
+    let apply = appcds["apply"].as_str().unwrap_or_default();
+    assert!(
+        apply.starts_with("train once: one init with JAVA_TOOL_OPTIONS=-XX:ArchiveClassesAtExit=app.jsa ")
+            && apply.ends_with("the function's environment: JAVA_TOOL_OPTIONS=-XX:SharedArchiveFile=app.jsa"),
+        "{appcds}"
+    );
+    if let Some(command) = doc["recommended"]["command"].as_str() {
+        assert!(command.starts_with("the function's environment: "), "{command}");
+        for line in doc["recommended"]["train"].as_array().into_iter().flatten() {
+            let line = line.as_str().unwrap_or_default();
+            assert!(line.starts_with("one init of the function with "), "{line}");
+        }
+    }
+    assert!(!text.contains("--max-runs"), "lambda's option is --runs: {text}");
+    let flow = row("spring-extract-appcds");
+    assert!(
+        flow["status"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("Lambda runs a function's classes from its package")),
+        "{flow}"
+    );
     // No Spring Boot in the function's code: its property is not measured.
     let lazy = row("spring-lazy");
     assert!(

@@ -153,6 +153,21 @@ fn spring_boot_extract_and_appcds_is_measured_and_recommended() {
     );
     assert!(out.contains("✅ Spring Boot: extract + AppCDS"), "{out}");
     assert!(out.contains("Spring Boot 3.5.7 fat jar"), "{out}");
+    // The flag that ends the measured runs stays in the training, never in the
+    // deployed command: the Dockerfile's ENTRYPOINT lacks it, and the set (the
+    // command as measured) says to leave it out.
+    let (_, entrypoint) = apply.split_once("ENTRYPOINT").expect("a Dockerfile sequence");
+    assert!(!entrypoint.contains("spring.context.exit"), "{apply}");
+    assert!(
+        rec["caveats"][0]
+            .as_str()
+            .is_some_and(|c| c.starts_with("-Dspring.context.exit=onRefresh is for measuring only")),
+        "{rec:#}"
+    );
+    assert!(
+        out.contains("  caveat: -Dspring.context.exit=onRefresh is for measuring only"),
+        "{out}"
+    );
     // Drawn again from the store, the set still says what to run once.
     let last = doc["experiments"]
         .as_array()

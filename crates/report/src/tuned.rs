@@ -183,8 +183,12 @@ pub fn recommended_line(t: &Tuned) -> String {
             for line in &rec.train {
                 s.push_str(&format!("  set up once: {line}\n"));
             }
-            if !rec.env.is_empty() {
+            // (A function's set is its environment: the run line says it already.)
+            if !rec.env.is_empty() && !rec.command.ends_with(&rec.env.join(" ")) {
                 s.push_str(&format!("  env: {}\n", rec.env.join(" ")));
+            }
+            for c in &rec.caveats {
+                s.push_str(&format!("  caveat: {c}\n"));
             }
             if let Some(o) = open {
                 s.push_str(&format!("  also {o}\n"));
@@ -244,8 +248,9 @@ pub fn inconclusive(t: &Tuned) -> Option<String> {
                 .filter(|need| t.pace.as_ref().is_some_and(|p| *need > p.budget_s))
                 .map(|need| format!(" --budget {need:.0}"))
                 .unwrap_or_default();
+            let flag = t.pace.as_ref().map_or("--max-runs", |p| p.runs_flag);
             format!(
-                "--max-runs {runs}{budget}: about {runs} runs per variant would detect {}",
+                "{flag} {runs}{budget}: about {runs} runs per variant would detect {}",
                 percent(goal).trim_start_matches('+')
             )
         }
@@ -376,6 +381,7 @@ mod tests {
                 round_s: 0.25,
                 warmup: 1,
                 budget_s: 1.0,
+                runs_flag: "--max-runs",
             }),
         }
     }
@@ -530,6 +536,7 @@ mod tests {
                 command: "java -XX:SharedArchiveFile=app.jsa -jar app.jar".into(),
                 env: vec![],
                 train: vec!["java -XX:ArchiveClassesAtExit=app.jsa -jar app.jar".into()],
+                caveats: vec!["a caveat".into()],
                 rejected: None,
                 row: None,
             }),
@@ -566,7 +573,8 @@ mod tests {
         );
         assert!(
             out.contains("recommended set: appcds")
-                && out.contains("set up once: java -XX:ArchiveClassesAtExit"),
+                && out.contains("set up once: java -XX:ArchiveClassesAtExit")
+                && out.contains("\n  caveat: a caveat\n"),
             "{out}"
         );
         let md = markdown(&t);

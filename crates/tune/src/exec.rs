@@ -10,8 +10,23 @@ use crate::sample::Sample;
 use crate::target::{Readiness, Target};
 use anyhow::Result;
 
+/// How a user applies what tune measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// On the command line, as tune ran it.
+    Command,
+    /// In a Lambda function's environment: the runtime's command line is Lambda's,
+    /// and a training run is one init of the function in the runtime's own image.
+    FunctionEnvironment,
+}
+
 /// Runs for tune: single untimed ones and whole experiments.
 pub trait Executor {
+    /// How the user applies a set measured by these runs.
+    fn applied(&self) -> Applied {
+        Applied::Command
+    }
+
     /// One untimed run of `target` (the estimate's, a training run, a check).
     fn once(&self, target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample>;
 

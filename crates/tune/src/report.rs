@@ -185,6 +185,10 @@ pub struct Recommended {
     pub env: Vec<String>,
     /// Training runs to do once before (for archives and caches), as shell lines.
     pub train: Vec<String>,
+    /// What to know before applying it (a measuring-only flag in the command, a
+    /// platform flag that may take precedence).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
     /// The winners' combination when it was measured and did not help: why the set is
     /// smaller than the winners (the best single one is recommended instead).
     pub rejected: Option<Rejected>,
@@ -260,4 +264,7 @@ pub struct Pace {
     pub round_s: f64,
     pub warmup: usize,
     pub budget_s: f64,
+    /// The command's option for the most runs per variant (`--max-runs`; `lambda
+    /// --tune`'s `--runs`).
+    pub runs_flag: &'static str,
 }

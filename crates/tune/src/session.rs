@@ -7,7 +7,7 @@
 //! exports and the printed table.
 
 use super::catalogue::{self, Candidate, Catalogue};
-use super::exec::Executor;
+use super::exec::{Applied, Executor};
 use super::plan::{self, Change, Prepared};
 use super::report::{self, Recommended, Row, Status, Tuned};
 use super::sets;
@@ -38,6 +38,8 @@ pub struct Options {
     pub skip: Vec<String>,
     pub min_runs: usize,
     pub max_runs: usize,
+    /// The option that sets `max_runs`, for the "run more" hint.
+    pub runs_flag: &'static str,
     pub warmup: usize,
     /// Seconds the measuring may take.
     pub budget: f64,
@@ -209,6 +211,7 @@ pub fn run<R: Recorded>(
             round_s: run_cost * measured_variants as f64,
             warmup: opts.warmup,
             budget_s: opts.budget,
+            runs_flag: opts.runs_flag,
         }),
     };
     drop(ctx);
@@ -303,9 +306,7 @@ impl Ctx<'_> {
                         a if a.is_empty() => command_line(&r.target, &self.opts.base.target, self.work),
                         a => a,
                     };
-                    let mut how = recommendation(vec![], &r.target, &self.opts.base.target, self.work, None);
-                    how.train = setup_lines(self, &[c]);
-                    StoredCandidate::of(c, apply, &how)
+                    StoredCandidate::of(c, apply, &how(self, vec![], &r.target, &[c], None))
                 })
                 .collect(),
             unmeasured: screened
@@ -472,9 +473,7 @@ fn recommend<R: Recorded>(
         (0, first, broke)
     };
     let (ids, combined) = &sets_[index];
-    let target = &ctx.opts.base.target;
-    let mut rec = recommendation(ids.clone(), combined, target, ctx.work, row);
-    rec.train = setup_lines(ctx, &members[..ids.len()]);
+    let mut rec = how(ctx, ids.clone(), combined, &members[..ids.len()], row);
     rec.rejected = rejected.map(|mut r| {
         r.row = shown(r.row, ctx.work);
         r
@@ -524,9 +523,29 @@ fn nested(ctx: &Ctx, members: &[&Candidate]) -> Result<Nested> {
     Ok((out, None))
 }
 
+/// How the user applies `members` (the set `ids`, measured as `target`): the
+/// command, its variables, what to run once before, what to know — in the
+/// executor's terms (a command line, or a Lambda function's environment).
+fn how(
+    ctx: &Ctx,
+    ids: Vec<String>,
+    target: &Target,
+    members: &[&Candidate],
+    row: Option<Row>,
+) -> Recommended {
+    let mut rec = recommendation(ids, target, &ctx.opts.base.target, ctx.work, row);
+    rec.train = setup_lines(ctx, members);
+    rec.caveats = super::show::caveats(&rec.command, ctx.exec.applied());
+    if ctx.exec.applied() == Applied::FunctionEnvironment {
+        rec.command = format!("the function's environment: {}", rec.env.join(" "));
+    }
+    rec
+}
+
 /// Each member's set-up in order, as the user runs it once and as `plan::prepare`
 /// runs it: its prepare line (the extraction), its training run, its setup line,
-/// with the work directory's paths as plain names.
+/// with the work directory's paths as plain names. For a Lambda function the
+/// training run is one init in the runtime's own image, with its variables.
 fn setup_lines(ctx: &Ctx, members: &[&Candidate]) -> Vec<String> {
     let target = &ctx.opts.base.target;
     members
@@ -540,7 +559,13 @@ fn setup_lines(ctx: &Ctx, members: &[&Candidate]) -> Vec<String> {
             let trainee = plan::trainee(c, &work, target, ctx.file)
                 .ok()
                 .flatten()
-                .map(|t| command_line(&t, target, ctx.work));
+                .map(|t| match ctx.exec.applied() {
+                    Applied::Command => command_line(&t, target, ctx.work),
+                    Applied::FunctionEnvironment => format!(
+                        "one init of the function with {} in the runtime's own image (what it writes is tied to that exact runtime build); ship it in the function's package, at the path the variable then names",
+                        super::show::added_env(&t, target, ctx.work).join(" ")
+                    ),
+                });
             line(&c.prepare).into_iter().chain(trainee).chain(line(&c.setup))
         })
         .collect()
@@ -573,8 +598,7 @@ fn measure_sets<R: Recorded>(
             .iter()
             .zip(nested)
             .map(|(c, (ids, t))| {
-                let mut how = recommendation(ids.clone(), t, &opts.base.target, ctx.work, None);
-                how.train = setup_lines(ctx, &members[..ids.len()]);
+                let how = how(ctx, ids.clone(), t, &members[..ids.len()], None);
                 StoredCandidate::of(c, how.command.clone(), &how)
             })
             .collect(),

@@ -8,6 +8,7 @@
 
 use super::catalogue::{version_cmp, Candidate, Catalogue};
 use super::jar::{self, AppKind, JavaApp};
+use super::show::SPRING_EXIT;
 use crate::target::shell_join;
 use std::path::Path;
 
@@ -82,11 +83,20 @@ fn why_not(c: &Candidate, kind: &str, app: Option<&JavaApp>) -> Option<String> {
 pub fn fit_function(cat: &mut Catalogue, code: &Path, layers: &[std::path::PathBuf]) {
     let boot = jar::boot_in_function(code, layers);
     for c in cat.file.candidates.iter_mut() {
-        if c.applies_when.app.as_deref() == Some(SPRING_BOOT_APP) {
-            c.not_here = (!boot).then(|| {
-                "for Spring Boot applications: the function's code and layers hold none (org/springframework/boot/, spring-boot*.jar)"
-                    .to_string()
-            });
+        match c.applies_when.app.as_deref() {
+            Some(SPRING_BOOT_APP) => {
+                c.not_here = (!boot).then(|| {
+                    "for Spring Boot applications: the function's code and layers hold none (org/springframework/boot/, spring-boot*.jar)"
+                        .to_string()
+                });
+            }
+            Some(_) => {
+                c.not_here = Some(
+                    "for a Spring Boot fat jar run with -jar: Lambda runs a function's classes from its package with the runtime's own command"
+                        .to_string(),
+                );
+            }
+            None => {}
         }
     }
 }
@@ -99,8 +109,9 @@ fn concrete(c: &mut Candidate, argv: &[String], app: &JavaApp) {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| written.clone());
     // The command with this jar and these flags after the launcher, as a shell line.
-    // (A flag the command already has is not written twice.)
-    let line = |jar: &str, flags: &[String]| {
+    // (A flag the command already has is not written twice; the run, unlike the
+    // training, never keeps the flag that stops the program once it is up.)
+    let line = |jar: &str, flags: &[String], run: bool| {
         let flags: Vec<String> = flags
             .iter()
             .map(|f| f.replace("{work}/", ""))
@@ -110,6 +121,9 @@ fn concrete(c: &mut Candidate, argv: &[String], app: &JavaApp) {
         words.extend(flags.iter().cloned());
         words.extend(argv[1..].iter().cloned());
         words[app.index + flags.len()] = jar.to_string();
+        if run {
+            words.retain(|w| w != SPRING_EXIT);
+        }
         shell_join(&words)
     };
     let train_flags = c.train.as_ref().map(|t| t.args.clone()).unwrap_or_default();
@@ -117,8 +131,8 @@ fn concrete(c: &mut Candidate, argv: &[String], app: &JavaApp) {
         s.replace("{java}", &argv[0])
             .replace("{jar_name}", &name)
             .replace("{jar}", &app.path.to_string_lossy())
-            .replace("{train}", &line(&name, &train_flags))
-            .replace("{run}", &line(&name, &c.args))
+            .replace("{train}", &line(&name, &train_flags, false))
+            .replace("{run}", &line(&name, &c.args, true))
     };
     c.prepare = c.prepare.as_deref().map(fill);
     c.apply = fill(&c.apply);
@@ -257,6 +271,29 @@ mod tests {
             c.apply.contains("-Djarmode=tools -jar app.jar extract"),
             "{}",
             c.apply
+        );
+        // Measured as the docs say (the context's refresh ends the program): the
+        // training keeps the flag, the ENTRYPOINT does not.
+        let mut cat = catalogue::load("jvm", &[]).unwrap();
+        let c = cat
+            .file
+            .candidates
+            .iter_mut()
+            .find(|c| c.id == "spring-extract-appcds")
+            .unwrap();
+        let app = JavaApp { index: 3, ..app };
+        let cmd = argv(&["java", SPRING_EXIT, "-jar", "target/app.jar", "--server.port=0"]);
+        concrete(c, &cmd, &app);
+        let (train, run) = c.apply.split_once("ENTRYPOINT").unwrap();
+        assert!(
+            train.contains(&format!(
+                "-XX:ArchiveClassesAtExit=app.jsa {SPRING_EXIT} -jar app.jar"
+            )),
+            "{train}"
+        );
+        assert_eq!(
+            run.trim(),
+            "java -XX:SharedArchiveFile=app.jsa -jar app.jar --server.port=0"
         );
     }
 }

@@ -52,6 +52,9 @@ pub struct StoredCandidate {
     /// The variables `command` sets beyond the baseline's (KEY=VALUE).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+    /// What to know before applying it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -73,6 +76,7 @@ impl StoredCandidate {
             command: how.command.clone(),
             setup: how.train.clone(),
             env: how.env.clone(),
+            caveats: how.caveats.clone(),
         }
     }
 
@@ -125,6 +129,7 @@ pub fn tuned(t: &TuneSettings, result: &ExperimentResult, analysis: &Analysis, n
                 .unwrap_or_else(|| row.apply.clone()),
             env: stored.map(|c| c.env.clone()).unwrap_or_default(),
             train: stored.map(|c| c.setup.clone()).unwrap_or_default(),
+            caveats: stored.map(|c| c.caveats.clone()).unwrap_or_default(),
             rejected,
             row: Some(row.clone()),
         }

@@ -9,7 +9,7 @@ use crate::lambda::{cold_start, ColdStarts, Config, Options};
 use crate::run::{RunId, RunOptions, Spec};
 use crate::sample::Sample;
 use crate::target::{Readiness, Target, LAMBDA_INIT};
-use crate::tune::exec::{Executor, Finish};
+use crate::tune::exec::{Applied, Executor, Finish};
 use crate::tune::session::{self as tuning};
 use anyhow::{anyhow, bail, Context, Result};
 
@@ -46,6 +46,10 @@ impl Finish for Emulation<'_> {
 }
 
 impl Executor for Emulated {
+    fn applied(&self) -> Applied {
+        Applied::FunctionEnvironment
+    }
+
     fn once(&self, target: &Target, _: &Readiness, _: &RunOptions, id: RunId) -> Result<Sample> {
         cold_start(&self.rt, &self.config(target), &self.opts, id)
     }
@@ -128,6 +132,7 @@ pub fn run(args: &crate::flags::LambdaArgs, mut configs: Vec<Point>, opts: Optio
         skip: Vec::new(),
         min_runs: args.runs.clamp(2, 10),
         max_runs: args.runs.max(2),
+        runs_flag: "--runs",
         warmup: args.warmup,
         budget: crate::bounds::seconds("--budget", args.budget, false)?.as_secs_f64(),
         target_ci: (0.02, true),
@@ -141,6 +146,13 @@ pub fn run(args: &crate::flags::LambdaArgs, mut configs: Vec<Point>, opts: Optio
     found.runtime.app = None;
     if found.runtime.name == "jvm" {
         crate::tune::spring::fit_function(&mut found.catalogue, &base.layout.code, &base.layout.layers);
+    }
+    // Each apply text in the function's terms, not a command line's.
+    let options_env = found.catalogue.file.options_env.clone();
+    for c in found.catalogue.file.candidates.iter_mut() {
+        if let Some(apply) = crate::tune::show::function_apply(c, options_env.as_deref()) {
+            c.apply = apply;
+        }
     }
     // Lambda starts the runtime with its own command line: a flag can only go in
     // the runtime's options variable, never after the executable.
