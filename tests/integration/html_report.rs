@@ -873,7 +873,7 @@ fn sweep_profile_and_tune_reports_load_clean_in_chromium() {
         assert!(
             sets[1].starts_with("recommended set: us — −")
                 && sets[1].contains("run: COLDSTART_EXAMPLE_DELAY_US=30000 ")
-                && sets[1].contains("not better, so the set stops at us"),
+                && sets[1].contains(", so the set stops at us"),
             "{name}: {sets:?}"
         );
         let effect = b.eval(

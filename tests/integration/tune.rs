@@ -652,6 +652,27 @@ fn bad_input_is_one_line() {
     let o = cs(&["tune"]).run();
     assert!(!o.status.success());
     assert!(stderr(&o).contains("no command to tune"), "{}", stderr(&o));
+    // A program that fails before anything is tuned: its run named as what it was
+    // (not an experiment's "warmup 1"), its own output, and no bench-only options.
+    let sh = testkit::which("sh").expect("sh on PATH");
+    for runtime in [&["--runtime", "native"][..], &[]] {
+        let mut args = vec!["tune", "--no-store"];
+        args.extend(runtime);
+        args.extend(["--", sh.to_str().unwrap(), "-c", "echo no such jar >&2; exit 1"]);
+        let o = cs(&args).quiet().run();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("must start before anything is tuned")
+                && err.contains("failed: exited with exit code 1")
+                && err.contains("| no such jar"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("--ignore-failure") && !err.contains("warmup 1"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -942,7 +963,7 @@ fn a_winner_that_adds_nothing_to_the_set_is_measured_and_left_out() {
     assert!(
         out.contains("recommended set: us — −")
             && out.contains("note: us + ms was measured too")
-            && out.contains("not better, so the set stops at us"),
+            && out.contains(", so the set stops at us"),
         "{out}"
     );
     // `show` draws the stored experiments as tune's table, not bench's, and
@@ -966,7 +987,7 @@ fn a_winner_that_adds_nothing_to_the_set_is_measured_and_left_out() {
     assert!(
         second.contains("recommended set: us — −")
             && second.contains("run: COLDSTART_EXAMPLE_DELAY_US=30000 ")
-            && second.contains("not better, so the set stops at us"),
+            && second.contains(", so the set stops at us"),
         "{second}"
     );
 }

@@ -300,12 +300,19 @@ pub fn markdown(t: &Tuned) -> String {
 pub fn rejected(r: &Rejected) -> String {
     let smaller = r.smaller.join(" + ");
     match (&r.step, smaller.is_empty()) {
-        (Some(step), false) => format!(
-            "{} was measured too: {}; against {smaller} alone {} — not better, so the set stops at {smaller}",
-            r.ids.join(" + "),
-            effect(&r.row),
-            effect(step)
-        ),
+        (Some(step), false) => {
+            // An undecided step is not shown better, which is not "not better".
+            let verdict = match step.status {
+                Status::Inconclusive { .. } | Status::NoVerdict => "not shown better (run more to tell)",
+                _ => "not better",
+            };
+            format!(
+                "{} was measured too: {}; against {smaller} alone {} — {verdict}, so the set stops at {smaller}",
+                r.ids.join(" + "),
+                effect(&r.row),
+                effect(step)
+            )
+        }
         (None, false) => format!(
             "{} together: {}; the set stops at {smaller}",
             r.ids.join(" + "),
@@ -502,6 +509,34 @@ mod tests {
         r.relative = shift.map(|s| s / 1000.0);
         r.relative_ci = rel_ci;
         r
+    }
+
+    /// A set that stops at an undecided step says so; only a decided one is "not better".
+    #[test]
+    fn an_undecided_step_is_not_shown_better_not_not_better() {
+        let undecided = Status::Inconclusive {
+            could_detect: Some(0.4),
+            goal: None,
+            runs_for_goal: None,
+        };
+        let stop = |status: Status| {
+            rejected(&crate::tune::report::Rejected {
+                ids: vec!["a".into(), "b".into()],
+                row: row("a+b", Status::Faster, Some(-300.0), Some((-0.5, -0.2))),
+                smaller: vec!["a".into()],
+                step: Some(row("a+b", status, Some(-50.0), Some((-0.3, 0.1)))),
+            })
+        };
+        let open = stop(undecided);
+        assert!(
+            open.contains("— not shown better (run more to tell), so the set stops at a"),
+            "{open}"
+        );
+        let settled = stop(Status::NoGain);
+        assert!(
+            settled.contains("— not better, so the set stops at a"),
+            "{settled}"
+        );
     }
 
     #[test]

@@ -120,8 +120,9 @@ pub fn detect(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Resu
     let trace = match (s.ok(), s.trace.take()) {
         (true, Some(t)) => t,
         _ => anyhow::bail!(
-            "the unchanged program must start before anything is tuned, and its traced run failed:\n{}",
-            crate::sample::describe_failure(&target.display_command(), &s)
+            "the unchanged program must start before anything is tuned, and its traced run ({}) failed: {}",
+            target.display_command(),
+            crate::sample::describe_untimed(&s)
         ),
     };
     let shim = shim_of(&trace);

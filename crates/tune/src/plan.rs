@@ -7,7 +7,7 @@ use super::catalogue::{expand, Candidate, File};
 use super::exec::Executor;
 use crate::explain::adapter::append_option;
 use crate::run::{hooks, RunId, RunOptions, Spec};
-use crate::sample::describe_failure;
+use crate::sample::describe_untimed;
 use crate::target::{Readiness, Target};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -200,8 +200,9 @@ pub fn prepare(
         let s = exec.train(&trainee, &readiness, &long, untimed())?;
         if !s.ok() {
             return Ok(Prepared::Broken(format!(
-                "training run failed: {}",
-                describe_failure(&trainee.display_command(), &s)
+                "training run `{}` failed: {}",
+                trainee.display_command(),
+                describe_untimed(&s)
             )));
         }
         if let Some(missing) = unwritten(c, work) {
@@ -282,7 +283,11 @@ pub fn check(
     if s.ok() {
         return Ok(Prepared::Ready(target.clone()));
     }
-    let failure = describe_failure(&strict.display_command(), &s);
+    let failure = format!(
+        "check run `{}` failed: {}",
+        strict.display_command(),
+        describe_untimed(&s)
+    );
     Ok(Prepared::Broken(
         if strict.argv != target.argv || strict.env != target.env {
             refused(&failure, &strict, target)

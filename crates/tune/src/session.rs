@@ -151,8 +151,9 @@ pub fn run<R: Recorded>(
     let run_cost = started.elapsed().as_secs_f64();
     if !first.ok() {
         bail!(
-            "the unchanged program must start before anything is tuned:\n{}",
-            crate::sample::describe_failure(&opts.base.target.display_command(), &first)
+            "the unchanged program must start before anything is tuned, and its first run ({}) failed: {}",
+            opts.base.target.display_command(),
+            crate::sample::describe_untimed(&first)
         );
     }
     let rt = &found.runtime;

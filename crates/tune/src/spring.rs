@@ -28,7 +28,10 @@ pub fn fit(cat: &mut Catalogue, argv: &[String], cwd: Option<&Path>) -> Option<J
             continue;
         };
         match why_not(c, &kind, app.as_ref()) {
-            Some(why) => c.not_here = Some(why),
+            Some(why) => {
+                c.not_here = Some(why);
+                c.apply = generic_apply(c);
+            }
             None => {
                 if let Some(app) = app.as_ref().filter(|_| kind == SPRING_BOOT) {
                     concrete(c, argv, app);
@@ -101,6 +104,21 @@ pub fn fit_function(cat: &mut Catalogue, code: &Path, layers: &[std::path::PathB
     }
 }
 
+/// `c`'s apply text for a generic `java -jar app.jar`: a candidate not for this
+/// command still reads as commands, never as `{java}` placeholders.
+fn generic_apply(c: &Candidate) -> String {
+    let argv: Vec<String> = ["java", "-jar", "app.jar"].map(String::from).to_vec();
+    let app = JavaApp {
+        index: 2,
+        path: "app.jar".into(),
+        kind: AppKind::PlainJar,
+        boot: false,
+    };
+    let mut shown = c.clone();
+    concrete(&mut shown, &argv, &app);
+    shown.apply
+}
+
 /// `c` made concrete for `app` in `argv`.
 fn concrete(c: &mut Candidate, argv: &[String], app: &JavaApp) {
     let written = &argv[app.index];
@@ -166,6 +184,14 @@ mod tests {
             .unwrap();
         let why = flow.unavailable(Some("17.0.15")).unwrap();
         assert!(why.contains("class path"), "{why}");
+        // Its apply text still reads as commands.
+        assert!(!flow.apply.contains('{'), "{}", flow.apply);
+        assert!(
+            flow.apply
+                .contains("ENTRYPOINT java -XX:SharedArchiveFile=app.jsa -jar app.jar"),
+            "{}",
+            flow.apply
+        );
         // The plain candidates stay; Spring Boot's property goes with Spring Boot.
         let appcds = cat.file.candidates.iter().find(|c| c.id == "appcds").unwrap();
         assert!(appcds.unavailable(Some("17.0.15")).is_none());

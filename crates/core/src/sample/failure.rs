@@ -3,25 +3,49 @@
 
 use super::{Outcome, Sample};
 
-/// What went wrong in one run, with the target's last output lines.
+/// What went wrong in one run of an experiment, with the target's last output lines.
 pub fn describe_failure(variant: &str, sample: &Sample) -> String {
+    if sample.outcome == Outcome::Ready {
+        return String::new();
+    }
+    let kind = if sample.warmup { "warmup" } else { "run" };
+    let what = reason(sample, true);
+    let mut s = format!("coldstart: {variant}: {kind} {} failed: {what}", sample.round + 1);
+    with_tail(&mut s, sample);
+    s
+}
+
+/// What went wrong in a single untimed run whose caller names it (tune's traced,
+/// training and check runs): the reason and the last output lines, without an
+/// experiment's round or the options that accept a failing exit in bench.
+pub fn describe_untimed(sample: &Sample) -> String {
+    let mut s = reason(sample, false);
+    with_tail(&mut s, sample);
+    s
+}
+
+/// Why `sample` failed; with `hint`, the options that accept a failing exit.
+fn reason(sample: &Sample, hint: bool) -> String {
     let status = sample
         .exit_status
         .as_ref()
         .map_or_else(|| "an unknown status".to_string(), |s| s.to_string());
-    let what = match &sample.outcome {
-        Outcome::Ready => return String::new(),
+    match &sample.outcome {
+        Outcome::Ready => "ready".to_string(),
         Outcome::Timeout => "not ready before --timeout".to_string(),
         Outcome::ExitedEarly => format!("exited before ready ({status})"),
-        Outcome::ExitFailure => {
+        Outcome::ExitFailure if hint => {
             format!("exited with {status} (a failure: -i/--ignore-failure or --success-exit-codes accept it)")
         }
+        Outcome::ExitFailure => format!("exited with {status}"),
         Outcome::Interrupted => "interrupted".to_string(),
         Outcome::Failed { error_type } => format!("failed with {error_type}"),
         Outcome::OutOfMemory { limit_bytes, kills } => crate::limits::oom_cause(*limit_bytes, *kills),
-    };
-    let kind = if sample.warmup { "warmup" } else { "run" };
-    let mut s = format!("coldstart: {variant}: {kind} {} failed: {what}", sample.round + 1);
+    }
+}
+
+/// `s` followed by the target's last output lines, or "(no output)".
+fn with_tail(s: &mut String, sample: &Sample) {
     if sample.output_tail.is_empty() {
         s.push_str(" (no output)");
     } else {
@@ -34,7 +58,6 @@ pub fn describe_failure(variant: &str, sample: &Sample) -> String {
             s.push_str(&clip(line));
         }
     }
-    s
 }
 
 /// A tail line as shown: a runaway line (a megabyte without a newline) is cut.

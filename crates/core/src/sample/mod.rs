@@ -8,7 +8,7 @@ pub mod mark;
 pub mod phase;
 pub mod section;
 
-pub use failure::describe_failure;
+pub use failure::{describe_failure, describe_untimed};
 pub use mark::{Mark, MarkSource};
 pub use phase::Phase;
 pub use section::Section;
