@@ -66,14 +66,32 @@ pub fn run(
         tuned.baseline = b;
     }
     let exports = &outputs.exports;
-    if let Some(p) = &exports.json {
-        crate::report::export::write(p, &report::json(&tuned)?)?;
-    }
-    if let Some(p) = &exports.markdown {
-        crate::report::export::write(p, tuned::markdown(&tuned).as_bytes())?;
-    }
-    if exports.html.is_some() {
-        write_html(exports, &experiments)?;
+    let exported = (|| -> Result<()> {
+        if let Some(p) = &exports.json {
+            crate::report::export::write(p, &report::json(&tuned)?)?;
+        }
+        if let Some(p) = &exports.markdown {
+            crate::report::export::write(p, tuned::markdown(&tuned).as_bytes())?;
+        }
+        if exports.html.is_some() {
+            write_html(exports, &experiments)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = exported {
+        // The runs are measured and stored: say where, so nothing is lost.
+        let ids: Vec<String> = experiments
+            .iter()
+            .filter_map(|m| m.m.stored_as.as_ref().map(|(id, _)| id.to_string()))
+            .collect();
+        return Err(match ids.as_slice() {
+            [] => e,
+            _ => anyhow::anyhow!(
+                "{e:#}; the runs are stored as experiment {}: `coldstart show {}` draws the table again",
+                ids.join(" and "),
+                ids[ids.len() - 1]
+            ),
+        });
     }
     out::out!("{}", tuned::terminal(&tuned))?;
     // One line, however many experiments tune ran on the busy machine.

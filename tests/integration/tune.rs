@@ -1132,3 +1132,71 @@ fn a_stored_single_winner_keeps_its_set_up_lines() {
     );
     assert!(!shown.contains("next experiment"), "{shown}");
 }
+
+/// An export that fails after the runs (a file the filesystem will not let be
+/// replaced: `chattr +i`, which the up-front check cannot see without replacing
+/// it) loses nothing: the file is untouched, the error says where the runs are
+/// stored, and `show` draws the table from there.
+#[test]
+fn an_export_failing_after_the_runs_says_where_they_are_stored() {
+    let _turn = crate::common::timed();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let imm = dir.path().join("imm.json");
+    std::fs::write(&imm, "mine").unwrap();
+    let chattr = |flag: &str| {
+        Command::new("chattr")
+            .arg(flag)
+            .arg(&imm)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if testkit::need("IMMUTABLE", chattr("+i").then_some(()), || {
+        "chattr +i does not work here (needs root and a filesystem with the flag)".to_string()
+    })
+    .is_none()
+    {
+        return;
+    }
+    let cat = dir.path().join("one.toml");
+    std::fs::write(
+        &cat,
+        "runtime = \"native\"\n[[candidate]]\nid = \"x\"\ntitle = \"x\"\nenv = { X = \"1\" }\n",
+    )
+    .unwrap();
+    let store = dir.path().join("store.db");
+    let o = cs(&[
+        "tune",
+        "--store",
+        store.to_str().unwrap(),
+        "--export-json",
+        imm.to_str().unwrap(),
+        "--catalogue",
+        cat.to_str().unwrap(),
+        "--only",
+        "x",
+        "-w",
+        "0",
+        "--min-runs",
+        "2",
+        "--max-runs",
+        "2",
+        "--",
+        "true",
+    ])
+    .quiet()
+    .run();
+    let undo = chattr("-i");
+    let err = stderr(&o);
+    assert!(undo, "chattr -i");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("error: writing {}", imm.display()))
+            && err
+                .contains("; the runs are stored as experiment 1: `coldstart show 1` draws the table again"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&imm).unwrap(), "mine");
+    let o = cs(&["show", "--store", store.to_str().unwrap(), "1"]).run();
+    assert!(o.status.success() && stdout(&o).contains("x "), "{}", stderr(&o));
+}

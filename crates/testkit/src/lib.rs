@@ -27,7 +27,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 24] = [
+pub const SWITCHES: [&str; 25] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -58,6 +58,8 @@ pub const SWITCHES: [&str; 24] = [
     "MOTO",
     // A JDK 25 runtime, pinned (tests/fixtures/jdk25-setup.sh): tune's AOT cache flow.
     "JDK25",
+    // `chattr +i` (root, a filesystem with the flag): a file that cannot be replaced.
+    "IMMUTABLE",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").
