@@ -66,31 +66,21 @@ fn tune(dir: &Path, args: &[&str]) -> (Out, serde_json::Value, String, String) {
     (o, json_file(&json), read(&md), read(&html))
 }
 
-/// Done-when of issue 27: tune on the fat jar tries Spring Boot's flow, and the
-/// set it recommends holds extract + AppCDS with a measured effect whose whole CI
-/// is below 0; the exports carry the command sequence. The runs exit once the
-/// context is refreshed (`-Dspring.context.exit=onRefresh`, `--ready exit`): no
-/// port to pick, and the same start-up work up to Tomcat's listen.
-#[test]
-fn spring_boot_extract_and_appcds_is_measured_and_recommended() {
-    let _turn = crate::common::timed();
-    let Some(java) = tool("JAVA", "java") else { return };
-    let Some(jar) = spring_web_jar() else { return };
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let (o, doc, md, html) = tune(
-        dir.path(),
+/// `tune --only ONLY` of the fat jar, as docs/tune.md measures a server: the runs
+/// exit once the context is refreshed (`--ready exit`), 4 to 8 runs — a quiet
+/// machine settles at 4, a busy one goes on — within 240 s.
+fn tune_jar(dir: &Path, only: &str, java: &Path, jar: &Path) -> (Out, serde_json::Value, String, String) {
+    tune(
+        dir,
         &[
-            // The flow, and one flag it goes with (the set grows to both when C1 is a
-            // step faster on top of the archive, as it was in every run here).
             "--only",
-            "spring-extract-appcds,tiered-c1",
+            only,
             "--ready",
             "exit",
             "-w",
             "0",
             "--min-runs",
             "4",
-            // Until each verdict is settled: a quiet machine at 4 runs, a busy one goes on.
             "--max-runs",
             "8",
             "--budget",
@@ -102,7 +92,23 @@ fn spring_boot_extract_and_appcds_is_measured_and_recommended() {
             jar.to_str().unwrap(),
             "--server.port=0",
         ],
-    );
+    )
+}
+
+/// Done-when of issue 27: tune on the fat jar tries Spring Boot's flow, and the
+/// set it recommends holds extract + AppCDS with a measured effect whose whole CI
+/// is below 0; the exports carry the command sequence. The runs exit once the
+/// context is refreshed (`-Dspring.context.exit=onRefresh`, `--ready exit`): no
+/// port to pick, and the same start-up work up to Tomcat's listen.
+#[test]
+fn spring_boot_extract_and_appcds_is_measured_and_recommended() {
+    let _turn = crate::common::timed();
+    let Some(java) = tool("JAVA", "java") else { return };
+    let Some(jar) = spring_web_jar() else { return };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // The flow, and one flag it goes with (the set grows to both when C1 is a step
+    // faster on top of the archive, as it was in every run here).
+    let (o, doc, md, html) = tune_jar(dir.path(), "spring-extract-appcds,tiered-c1", &java, &jar);
     let out = stdout(&o);
     assert_eq!(doc["runtime"], "jvm");
     assert_eq!(
@@ -204,29 +210,7 @@ fn spring_boot_aot_cache_on_jdk_25() {
     let Some(java) = java_25() else { return };
     let Some(jar) = spring_web_jar() else { return };
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let (o, doc, md, _) = tune(
-        dir.path(),
-        &[
-            "--only",
-            "spring-extract-aot",
-            "--ready",
-            "exit",
-            "-w",
-            "0",
-            "--min-runs",
-            "4",
-            "--max-runs",
-            "8",
-            "--budget",
-            "240",
-            "--",
-            java.to_str().unwrap(),
-            "-Dspring.context.exit=onRefresh",
-            "-jar",
-            jar.to_str().unwrap(),
-            "--server.port=0",
-        ],
-    );
+    let (o, doc, md, _) = tune_jar(dir.path(), "spring-extract-aot", &java, &jar);
     let out = stdout(&o);
     assert!(
         doc["version"].as_str().is_some_and(|v| v.starts_with("25")),
