@@ -165,6 +165,16 @@ pub fn recommended_line(t: &Tuned) -> String {
             {
                 "recommended set: none — every measured candidate is ruled out (no gain beyond the noise threshold, or slower); keep the command as it is\n".into()
             }
+            // Nothing ran: "not shown to help" would suggest something was tried.
+            None if t.rows.iter().all(|r| {
+                matches!(
+                    r.status,
+                    Status::Unavailable { .. } | Status::NotApplicable { .. } | Status::NotMeasured
+                )
+            }) =>
+            {
+                "recommended set: none — no candidate was measured\n".into()
+            }
             None => "recommended set: none — no candidate was shown to help\n".into(),
         },
         Some(rec) => {
@@ -509,6 +519,33 @@ mod tests {
         r.relative = shift.map(|s| s / 1000.0);
         r.relative_ci = rel_ci;
         r
+    }
+
+    /// Nothing measured is said as such, not as "not shown to help".
+    #[test]
+    fn no_candidate_measured_is_not_no_candidate_helped() {
+        let unmeasured = tuned(vec![row(
+            "static",
+            Status::Unavailable {
+                why: "advice only".into(),
+            },
+            None,
+            None,
+        )]);
+        assert_eq!(
+            recommended_line(&unmeasured),
+            "recommended set: none — no candidate was measured\n"
+        );
+        let broken = tuned(vec![row(
+            "b",
+            Status::Broken { why: "exit 2".into() },
+            None,
+            None,
+        )]);
+        assert_eq!(
+            recommended_line(&broken),
+            "recommended set: none — no candidate was shown to help\n"
+        );
     }
 
     /// A set that stops at an undecided step says so; only a decided one is "not better".

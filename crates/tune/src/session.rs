@@ -353,17 +353,31 @@ fn estimate(ctx: &Ctx, rt: &Runtime, chosen: &[&Candidate]) {
         .iter()
         .filter(|c| c.unavailable(rt.version.as_deref()).is_none())
         .collect();
+    // (A fold from +0: an empty f64 sum is −0, printed "-0 s".)
     let setups: f64 = measurable
         .iter()
         .map(|c| if c.train.is_some() { 2.0 } else { 1.0 })
-        .sum();
+        .fold(0.0, |a, b| a + b);
     let variants = measurable.len() + 1;
     let rounds = rounds_for(ctx.opts, ctx.run_cost, variants) + ctx.opts.warmup;
-    ctx.say(format!(
-        "tune: {} {}· {} candidates, {} to measure · one run ≈ {:.1} s · set-up ≈ {:.0} s, then at most {} rounds × {} variants ≈ {:.0} s (--budget {:.0} s)",
-        rt.name,
-        rt.version.as_deref().map(|v| format!("{v} ")).unwrap_or_default(),
+    let version = rt.version.as_deref().map(|v| format!("{v} ")).unwrap_or_default();
+    let candidates = format!(
+        "{} candidate{}",
         chosen.len(),
+        if chosen.len() == 1 { "" } else { "s" }
+    );
+    if measurable.is_empty() {
+        ctx.say(format!(
+            "tune: {} {version}· {candidates}, none to measure here",
+            rt.name
+        ));
+        return;
+    }
+    ctx.say(format!(
+        "tune: {} {}· {}, {} to measure · one run ≈ {:.1} s · set-up ≈ {:.0} s, then at most {} rounds × {} variants ≈ {:.0} s (--budget {:.0} s)",
+        rt.name,
+        version,
+        candidates,
         measurable.len(),
         ctx.run_cost,
         setups * ctx.run_cost,
