@@ -245,7 +245,7 @@ pub struct ReportArgs {
     /// Noise threshold [default: as each ran].
     ///
     /// Of the comparisons; by default the one each experiment ran with.
-    #[arg(long, value_name = "PCT", value_parser = parse_fraction)]
+    #[arg(allow_negative_numbers = true, long, value_name = "PCT", value_parser = parse_fraction)]
     pub noise: Option<f64>,
     /// No message on stderr.
     #[arg(short, long)]
@@ -285,7 +285,13 @@ pub struct ExplainFlags {
     #[arg(short, long, default_value_t = 5)]
     pub runs: usize,
     /// Seconds to become ready.
-    #[arg(short, long, default_value_t = 30.0, value_name = "S")]
+    #[arg(
+        allow_negative_numbers = true,
+        short,
+        long,
+        default_value_t = 30.0,
+        value_name = "S"
+    )]
     pub timeout: f64,
     /// Environment variable (repeatable).
     ///
@@ -454,7 +460,7 @@ pub struct NoiseArg {
     /// A difference is `faster`/`slower` only when its 95% CI lies wholly beyond ±this
     /// share of the baseline median; a significant one that does not is `~ (within
     /// noise threshold)`.
-    #[arg(long = "noise", value_name = "PCT", default_value = "1%", value_parser = parse_fraction)]
+    #[arg(allow_negative_numbers = true, long = "noise", value_name = "PCT", default_value = "1%", value_parser = parse_fraction)]
     pub noise: f64,
 }
 
@@ -592,7 +598,7 @@ pub struct ShowArgs {
     /// Noise threshold [default: as it ran].
     ///
     /// Of the comparisons; by default the one the experiment ran with.
-    #[arg(long, value_name = "PCT", value_parser = parse_fraction)]
+    #[arg(allow_negative_numbers = true, long, value_name = "PCT", value_parser = parse_fraction)]
     pub noise: Option<f64>,
     #[command(flatten)]
     pub export: ExportArgs,
@@ -660,7 +666,7 @@ pub struct GateArgs {
     /// Warn this close to a limit.
     ///
     /// When an estimate is within this share of a limit.
-    #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_fraction)]
+    #[arg(allow_negative_numbers = true, long, value_name = "PCT", default_value = "5%", value_parser = parse_fraction)]
     pub warn_margin: f64,
     // --export-markdown (or --markdown) also writes the table to a file;
     // --export-html draws the decision (see OUTPUT in `gate --help`).
@@ -736,7 +742,7 @@ pub struct BenchFlags {
     /// Seconds to become ready [default: 30].
     ///
     /// A run that is not ready by then fails.
-    #[arg(short, long, value_name = "S")]
+    #[arg(allow_negative_numbers = true, short, long, value_name = "S")]
     pub timeout: Option<f64>,
     /// tcp/http poll interval, µs.
     ///
@@ -757,7 +763,7 @@ pub struct BenchFlags {
     /// Seconds to wait before SIGKILL.
     ///
     /// After SIGTERM, when stopping a target.
-    #[arg(long, default_value_t = 2.0, value_name = "S")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 2.0, value_name = "S")]
     pub grace: f64,
     /// Count a failed exit as a success.
     ///
@@ -988,7 +994,13 @@ pub struct LambdaFlags {
     /// Function timeout, seconds.
     ///
     /// The invoke's, and a suppressed init's; at most 900, as on Lambda.
-    #[arg(short, long, default_value_t = 3.0, value_name = "S")]
+    #[arg(
+        allow_negative_numbers = true,
+        short,
+        long,
+        default_value_t = 3.0,
+        value_name = "S"
+    )]
     pub timeout: f64,
     /// Warm invokes per environment.
     ///
@@ -998,7 +1010,7 @@ pub struct LambdaFlags {
     /// Init phase limit, seconds.
     ///
     /// Lambda's is 10.
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 10.0, value_name = "S")]
     pub init_timeout: f64,
     #[command(flatten)]
     pub init_cpu: LambdaInitCpuArgs,
@@ -1037,7 +1049,7 @@ pub struct LambdaFlags {
     /// --aws: refuse a costlier plan.
     ///
     /// In US dollars, against the estimate's upper bound (--dry-run shows it).
-    #[arg(long, value_name = "USD", requires = "aws")]
+    #[arg(allow_negative_numbers = true, long, value_name = "USD", requires = "aws")]
     pub max_cost: Option<f64>,
     /// --aws: runs prepared ahead.
     ///
@@ -1088,7 +1100,13 @@ pub struct LambdaFlags {
     /// --tune: time limit, seconds.
     ///
     /// How long the measuring may take (as tune's --budget).
-    #[arg(long, default_value_t = 600.0, value_name = "SECS", requires = "tune")]
+    #[arg(
+        allow_negative_numbers = true,
+        long,
+        default_value_t = 600.0,
+        value_name = "SECS",
+        requires = "tune"
+    )]
     pub budget: f64,
     #[command(flatten)]
     pub common: CommonArgs,
@@ -1140,17 +1158,28 @@ pub struct LambdaServeFlags {
     /// Idle seconds before an environment ends.
     ///
     /// Its next invoke is cold again.
-    #[arg(long, default_value_t = 300.0, value_name = "S")]
+    #[arg(
+        allow_negative_numbers = true,
+        long,
+        default_value_t = 300.0,
+        value_name = "S"
+    )]
     pub idle_timeout: f64,
     /// Function timeout, seconds.
     ///
     /// Every function's, until UpdateFunctionConfiguration sets its Timeout.
-    #[arg(short, long, default_value_t = 3.0, value_name = "S")]
+    #[arg(
+        allow_negative_numbers = true,
+        short,
+        long,
+        default_value_t = 3.0,
+        value_name = "S"
+    )]
     pub timeout: f64,
     /// Init phase limit, seconds.
     ///
     /// Lambda's is 10.
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 10.0, value_name = "S")]
     pub init_timeout: f64,
     #[command(flatten)]
     pub init_cpu: LambdaInitCpuArgs,
@@ -1194,12 +1223,12 @@ pub struct LambdaInitCpuArgs {
     /// vCPUs of an on-demand init.
     ///
     /// AWS: "a full vCPU"; at least the memory's share.
-    #[arg(long, default_value_t = 1.0, value_name = "N")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 1.0, value_name = "N")]
     pub init_cpus: f64,
     /// How long the init boost lasts.
     ///
     /// Seconds into init (AWS: "up to 10 seconds").
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 10.0, value_name = "S")]
     pub init_boost_seconds: f64,
     /// The boost is the default now; kept so older scripts run.
     #[arg(long, hide = true, conflicts_with = "no_init_boost")]
@@ -1391,7 +1420,12 @@ pub struct TuneFlags {
     /// Seconds the measuring may take.
     ///
     /// At most, set-up and check runs excluded: it bounds the runs per variant.
-    #[arg(long, default_value_t = 600.0, value_name = "SECS")]
+    #[arg(
+        allow_negative_numbers = true,
+        long,
+        default_value_t = 600.0,
+        value_name = "SECS"
+    )]
     pub budget: f64,
     /// Precision to stop at.
     ///
@@ -1412,7 +1446,13 @@ pub struct TuneFlags {
     #[arg(short, long, default_value_t = 1)]
     pub warmup: usize,
     /// Seconds to become ready.
-    #[arg(short, long, default_value_t = 30.0, value_name = "S")]
+    #[arg(
+        allow_negative_numbers = true,
+        short,
+        long,
+        default_value_t = 30.0,
+        value_name = "S"
+    )]
     pub timeout: f64,
     /// Requests after ready.
     ///

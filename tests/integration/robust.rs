@@ -102,6 +102,10 @@ fn huge_durations_and_counts_are_refused_before_any_run() {
         (&["bench", "--target-ci", "1e300ms"], "--target-ci"),
         (&["explain", "--timeout", "1e20"], "--timeout"),
         (&["explain", "--runs", "18446744073709551615"], "--runs"),
+        // A negative number is a value to refuse, not clap's "use -- -1" tip (which
+        // would make it the program's argument).
+        (&["bench", "--timeout", "-1"], "--timeout"),
+        (&["tune", "--budget", "-1"], "--budget"),
     ];
     for (args, flag) in cases {
         let mut c = cs(&[args, &touch[..]].concat());
