@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `coldstart tune ARGS` with a JSON export: (output, the JSON).
-fn tune(dir: &Path, args: &[&str]) -> (Out, serde_json::Value) {
+pub(crate) fn tune(dir: &Path, args: &[&str]) -> (Out, serde_json::Value) {
     let json = dir.join("tune.json");
     std::fs::remove_file(&json).ok();
     let store = dir.join("store.db");

@@ -38,32 +38,20 @@ fn spring_web_jar() -> Option<PathBuf> {
     }))
 }
 
-/// `coldstart tune ARGS` with JSON, Markdown and HTML exports into `dir`:
-/// (output, the JSON, the Markdown, the HTML).
+/// `coldstart tune ARGS` (tune.rs's, with its store and JSON export) with Markdown
+/// and HTML exports into `dir` too: (output, the JSON, the Markdown, the HTML).
 fn tune(dir: &Path, args: &[&str]) -> (Out, serde_json::Value, String, String) {
-    let (json, md, html) = (dir.join("t.json"), dir.join("t.md"), dir.join("t.html"));
-    let store = dir.join("store.db");
+    let (md, html) = (dir.join("t.md"), dir.join("t.html"));
     let mut all = vec![
-        "tune",
-        "--store",
-        store.to_str().unwrap(),
-        "--export-json",
-        json.to_str().unwrap(),
         "--export-markdown",
         md.to_str().unwrap(),
         "--export-html",
         html.to_str().unwrap(),
     ];
     all.extend(args);
-    let o = cs(&all).quiet().run();
-    assert!(
-        o.status.success(),
-        "coldstart {all:?}: {}{}",
-        stdout(&o),
-        stderr(&o)
-    );
+    let (o, doc) = crate::tune::tune(dir, &all);
     let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    (o, json_file(&json), read(&md), read(&html))
+    (o, doc, read(&md), read(&html))
 }
 
 /// `tune --only ONLY` of the fat jar, as docs/tune.md measures a server: the runs
