@@ -4,30 +4,18 @@
 mod cmd;
 mod flags;
 mod session;
+
 #[cfg(test)]
 use coldstart_testkit as testkit;
 
-// The library crates' modules under their own names: the commands read `crate::run::…`.
-#[cfg(feature = "aws")]
-use coldstart_aws as aws;
-use coldstart_core::{
-    analysis, bounds, clock, config, experiment, launch, limits, out, probe, profile, run, sample, stats,
-    store, target, Lab,
-};
-use coldstart_explain as explain;
-use coldstart_fleet as fleet;
-use coldstart_lambda as lambda;
-use coldstart_report::{self as report, gate, tuned};
-use coldstart_tune as tune;
-
 fn main() {
     // explain's calibration target: coldstart's own binary, before anything else.
-    if let Some(code) = crate::explain::estimate::calibration_target() {
+    if let Some(code) = coldstart_explain::estimate::calibration_target() {
         std::process::exit(code);
     }
     let code = match real_main() {
         // 130 is "interrupted": the exit code is 128 + the signal that did it.
-        Ok(130) => Lab::get().map_or(130, Lab::exit_code),
+        Ok(130) => coldstart_core::Lab::get().map_or(130, coldstart_core::Lab::exit_code),
         Ok(code) => code,
         Err(e) => {
             // Not eprintln!: it panics when stderr is closed.
@@ -41,13 +29,13 @@ fn main() {
 
 fn real_main() -> anyhow::Result<i32> {
     // Reports fit the terminal (or COLUMNS); without either they are left as they are.
-    crate::report::width::detect();
+    coldstart_report::width::detect();
     let command = match flags::parse(std::env::args()) {
         Ok(command) => command,
         // clap's own: it prints help and versions, or its error, and exits.
         Err(flags::Error::Clap(e)) => e.exit(),
         Err(flags::Error::Usage(msg)) => {
-            crate::out::errln!("coldstart: error: {msg}");
+            coldstart_core::out::errln!("coldstart: error: {msg}");
             return Ok(2);
         }
     };
@@ -62,7 +50,7 @@ fn real_main() -> anyhow::Result<i32> {
         _ => {}
     }
     // Before any thread: it forks the watchdog.
-    Lab::open()?;
+    coldstart_core::Lab::open()?;
     match &command {
         flags::Command::Bench(a) => cmd::bench::run(a),
         flags::Command::Demo(a) => cmd::demo::run(a),

@@ -4,13 +4,13 @@
 //! transaction per run) while progress is shown; then analysis, exports and the
 //! terminal report, in that order (exports survive a reader that closes stdout).
 
-use crate::analysis::{analyze_sweep, Analysis};
-use crate::experiment::{self, ExperimentResult, Kind, Observer, Plan, Runner, StopReason, Variant};
-use crate::out;
-use crate::report::{self, export::Exports, json::Settings, progress::Progress};
-use crate::sample::Sample;
-use crate::store::{self, Store};
 use anyhow::Result;
+use coldstart_core::analysis::{analyze_sweep, Analysis};
+use coldstart_core::experiment::{self, ExperimentResult, Kind, Observer, Plan, Runner, StopReason, Variant};
+use coldstart_core::out;
+use coldstart_core::sample::Sample;
+use coldstart_core::store::{self, Store};
+use coldstart_report::{export::Exports, json::Settings, progress::Progress};
 use std::time::Duration;
 
 /// Where a session's results go.
@@ -55,7 +55,7 @@ pub fn run(
                     let host = store::fleet::this_host(|k| std::env::var(k).ok());
                     let joined = store.begin_shard(&meta, kind, settings, &plan.variants, fleet, &host)?;
                     if !outputs.quiet {
-                        out::err_line(&report::fleet::joined(fleet, &joined, &store.location));
+                        out::err_line(&coldstart_report::fleet::joined(fleet, &joined, &store.location));
                     }
                     joined.experiment
                 }
@@ -118,7 +118,7 @@ pub fn measure(
             None => e,
         })?;
     write_html(&outputs.exports, &m, settings, None)?;
-    out::out!("{}", report::terminal::render(&m.result, &m.analysis))?;
+    out::out!("{}", coldstart_report::terminal::render(&m.result, &m.analysis))?;
     if let Some((id, location)) = &m.stored_as {
         out::outln!("stored as experiment {id} in {location}")?;
     }
@@ -133,7 +133,7 @@ pub fn write_html(
     exports: &Exports,
     m: &Measured,
     settings: &Settings,
-    explanation: Option<&crate::explain::Explanation>,
+    explanation: Option<&coldstart_explain::Explanation>,
 ) -> Result<()> {
     if exports.html.is_none() {
         return Ok(());
@@ -143,9 +143,9 @@ pub fn write_html(
         Some((id, _)) => format!("Experiment {id}"),
         None => "This run (not stored)".to_string(),
     };
-    let report = report::html::Report {
+    let report = coldstart_report::html::Report {
         title: format!("coldstart report: {heading}"),
-        experiments: vec![report::html::Experiment {
+        experiments: vec![coldstart_report::html::Experiment {
             heading,
             id: m.stored_as.as_ref().map(|(id, _)| *id),
             created_unix_s: None,
@@ -158,7 +158,7 @@ pub fn write_html(
                 .of_kind
                 .tune
                 .as_ref()
-                .and_then(|t| crate::tune::stored::tuned(t, &m.result, &m.analysis, settings.noise)),
+                .and_then(|t| coldstart_tune::stored::tuned(t, &m.result, &m.analysis, settings.noise)),
         }],
         history: Vec::new(),
         gate: None,
@@ -218,8 +218,8 @@ pub struct RunSettings {
     pub requests: usize,
 }
 
-impl From<&crate::run::RunOptions> for RunSettings {
-    fn from(o: &crate::run::RunOptions) -> Self {
+impl From<&coldstart_core::run::RunOptions> for RunSettings {
+    fn from(o: &coldstart_core::run::RunOptions) -> Self {
         RunSettings {
             timeout: o.timeout,
             poll_interval: o.poll_interval,
@@ -237,6 +237,6 @@ pub fn settings(plan: &Plan, run: RunSettings, noise: f64) -> Settings {
         run.poll_interval,
         run.requests,
         noise,
-        report::json::KindSettings::default(),
+        coldstart_report::json::KindSettings::default(),
     )
 }

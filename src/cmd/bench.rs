@@ -1,19 +1,19 @@
 //! The `bench` command: arguments (+ coldstart.toml) → plan → experiment
 //! (samples recorded in the store as they come) → analysis → reports.
 
-use crate::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
-use crate::config::{self, Config};
-use crate::experiment::sweep::baseline_of;
-use crate::experiment::{CiOf, Order, Plan, StopRule, Sweep, Variant};
 use crate::flags::{BenchArgs, HookArgs, VariantArgs, VariantSpec};
-use crate::out;
-use crate::run::conditions::{Conditions, Settings};
-use crate::run::hooks::{self, Hooks};
-use crate::run::{Plain, RunOptions, Spec};
-use crate::sample::ExitPolicy;
 use crate::session;
-use crate::target::{parse_env, Readiness, Target};
 use anyhow::{anyhow, bail, Result};
+use coldstart_core::bounds::{self, MAX_OUTPUT_LINES, MAX_REQUESTS};
+use coldstart_core::config::{self, Config};
+use coldstart_core::experiment::sweep::baseline_of;
+use coldstart_core::experiment::{CiOf, Order, Plan, StopRule, Sweep, Variant};
+use coldstart_core::out;
+use coldstart_core::run::conditions::{Conditions, Settings};
+use coldstart_core::run::hooks::{self, Hooks};
+use coldstart_core::run::{Plain, RunOptions, Spec};
+use coldstart_core::sample::ExitPolicy;
+use coldstart_core::target::{parse_env, Readiness, Target};
 use std::path::Path;
 use std::time::Duration;
 
@@ -172,7 +172,7 @@ fn check_hooks(h: &Hooks, shell: &[String], target: &Target) -> Result<()> {
 fn conditions(args: &BenchArgs, hooks: Vec<Hooks>, shell: Vec<String>) -> Result<Conditions> {
     let c = &args.conditions;
     if c.drop_caches {
-        crate::run::cache::check_drop_caches()?;
+        coldstart_core::run::cache::check_drop_caches()?;
     }
     if c.show_output {
         let e = &args.common.export;
@@ -238,7 +238,7 @@ fn point_hooks(hooks: &Hooks, point: &[(String, String)]) -> Result<Hooks> {
     let sub = |line: &Option<String>, flag: &str| -> Result<Option<String>> {
         line.as_deref()
             .map(|l| {
-                crate::experiment::sweep::substitute(l, point, &mut Default::default())
+                coldstart_core::experiment::sweep::substitute(l, point, &mut Default::default())
                     .map_err(|e| anyhow!("{flag}: {e}"))
             })
             .transpose()
@@ -332,7 +332,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     settings.sweep = (!sweep.params.is_empty()).then_some(sweep);
     let measured = session::measure(
         &plan,
-        crate::experiment::Kind::Bench,
+        coldstart_core::experiment::Kind::Bench,
         &settings,
         &crate::session::Outputs {
             fleet,
@@ -348,11 +348,11 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     if cond.cache == crate::flags::CacheArg::Cold && !cond.drop_caches {
         // SAFETY: geteuid cannot fail and takes nothing.
         let root = unsafe { libc::geteuid() } == 0;
-        out::outln!("{}", crate::run::cache::cold_note(root))?;
+        out::outln!("{}", coldstart_core::run::cache::cold_note(root))?;
     }
     if args.explain && code == 0 {
         for (v, spec) in plan.variants.iter().zip(&runner.specs) {
-            let explained = crate::report::explain::render(&crate::explain::once(
+            let explained = coldstart_report::explain::render(&coldstart_explain::once(
                 &spec.target,
                 &spec.readiness,
                 &runner.opts,

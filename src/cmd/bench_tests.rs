@@ -3,9 +3,9 @@
 //! the flags users type. The scheduler's own behaviour, on plans built directly,
 //! is tested in crates/core/src/experiment/schedule_tests.rs.
 
-use crate::experiment::*;
-use crate::sample::RunId;
-use crate::sample::{Outcome, Sample};
+use coldstart_core::experiment::*;
+use coldstart_core::sample::RunId;
+use coldstart_core::sample::{Outcome, Sample};
 use std::collections::BTreeSet;
 
 /// The plan `coldstart bench ARGS` would execute.
@@ -244,7 +244,7 @@ fn a_runner_error_aborts_the_experiment() {
 }
 
 /// `coldstart bench ARGS` → its plan, or the one-line error it would print.
-fn try_plan(args: &[&str]) -> Result<(Plan, crate::run::Plain, Sweep), String> {
+fn try_plan(args: &[&str]) -> Result<(Plan, coldstart_core::run::Plain, Sweep), String> {
     let argv = ["coldstart", "bench"].iter().chain(args).map(|s| s.to_string());
     let crate::flags::Command::Bench(b) = crate::flags::parse(argv).map_err(|e| e.to_string())? else {
         panic!("not a bench command");

@@ -15,7 +15,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     // Lambda clients above all) is for the tests and would take minutes on a fresh clone.
     let parts: Vec<&str> = ["go", "java", "rust"].into_iter().filter(|l| want(l)).collect();
     if !parts.is_empty() {
-        crate::out::errln!(
+        coldstart_core::out::errln!(
             "coldstart demo: building examples (examples/build.sh {})…",
             parts.join(" ")
         );
@@ -117,11 +117,11 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         "2. A known difference: the same server with a 50 ms init delay",
         &argv,
     )?);
-    if !crate::out::closed() {
+    if !coldstart_core::out::closed() {
         let mut explain = vec!["--ready".to_string(), format!("tcp:{port}"), "--".into()];
         explain.extend(cmd.iter().cloned());
         explain.extend(["--port".into(), port.to_string()]);
-        crate::out::out!("{}", next_steps(name, &explain, &html))?;
+        coldstart_core::out::out!("{}", next_steps(name, &explain, &html))?;
     }
     Ok(code)
 }
@@ -132,15 +132,18 @@ fn next_steps(name: &str, explain_args: &[String], html: &Path) -> String {
     [
         "\n== What next".to_string(),
         "Where the time goes (traced timeline, phases, imports, classes):".into(),
-        format!("  coldstart explain {}", crate::target::shell_join(explain_args)),
+        format!(
+            "  coldstart explain {}",
+            coldstart_core::target::shell_join(explain_args)
+        ),
         "Every experiment above is stored; list them, or show one again:".into(),
         "  coldstart history".into(),
         "  coldstart show latest".into(),
         "Fail a CI job on a startup regression (here the 50 ms one fails):".into(),
         format!(
             "  coldstart gate --baseline latest:{} --candidate latest:{} --max-regression 5%",
-            crate::target::shell_quote(name),
-            crate::target::shell_quote(&slow)
+            coldstart_core::target::shell_quote(name),
+            coldstart_core::target::shell_quote(&slow)
         ),
         "See it: the HTML report of experiment 2 (distributions, runs, the verdict):".into(),
         format!("  {}", html.display()),
@@ -151,11 +154,11 @@ fn next_steps(name: &str, explain_args: &[String], html: &Path) -> String {
 }
 
 fn section(title: &str, bench_args: &[String]) -> Result<i32> {
-    crate::out::out!(
+    coldstart_core::out::out!(
         "\n== {title}\n$ coldstart bench {}\n\n",
-        crate::target::shell_join(bench_args)
+        coldstart_core::target::shell_join(bench_args)
     )?;
-    if crate::out::closed() {
+    if coldstart_core::out::closed() {
         // Nobody reads the demo any more (`coldstart demo | head`): stop here.
         return Ok(0);
     }
@@ -200,7 +203,7 @@ fn real_python() -> Option<String> {
 
 /// A port nothing listens on right now, outside the ephemeral range.
 fn free_port() -> Result<u16> {
-    crate::probe::tcp::unused_port()
+    coldstart_core::probe::tcp::unused_port()
 }
 
 #[cfg(test)]

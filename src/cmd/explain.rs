@@ -2,26 +2,26 @@
 //! (`explain::session`: calibration, the arms, the explanations, stored beside
 //! the runs) → the explanation exported and printed.
 
-use crate::config;
-use crate::experiment::ExperimentResult;
-use crate::explain::adapter;
-use crate::explain::session::{self, BuildSpec, Explained, Options, Outcome};
 use crate::flags::ExplainArgs;
-use crate::out;
-use crate::report::{self, export::Exports, json::Settings};
-use crate::run::RunOptions;
-use crate::sample::ExitPolicy;
 use crate::session::{Measured, Outputs};
-use crate::store::Store;
-use crate::target::{parse_env, Readiness, Target};
 use anyhow::{bail, Context, Result};
+use coldstart_core::config;
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::out;
+use coldstart_core::run::RunOptions;
+use coldstart_core::sample::ExitPolicy;
+use coldstart_core::store::Store;
+use coldstart_core::target::{parse_env, Readiness, Target};
+use coldstart_explain::adapter;
+use coldstart_explain::session::{self, BuildSpec, Explained, Options, Outcome};
+use coldstart_report::{export::Exports, json::Settings};
 
 pub fn run(args: &ExplainArgs) -> Result<i32> {
     let (opts, exports, store) = options(args)?;
     let outputs = Outputs {
         store,
         quiet: args.quiet,
-        noise: crate::stats::DEFAULT_NOISE,
+        noise: coldstart_core::stats::DEFAULT_NOISE,
         // The experiment's own formats are `show`'s; explain writes its explanation.
         exports: Exports::default(),
         fleet: None,
@@ -30,7 +30,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32> {
         let settings = crate::session::settings(plan, (&opts.run).into(), outputs.noise);
         let (m, store_error) = crate::session::run(
             plan,
-            crate::experiment::Kind::Explain,
+            coldstart_core::experiment::Kind::Explain,
             &settings,
             &outputs,
             runner,
@@ -108,15 +108,20 @@ fn options(args: &ExplainArgs) -> Result<(Options, Exports, Option<String>)> {
         ..Exports::default()
     };
     exports.check()?;
-    crate::report::export::check(&[
+    coldstart_report::export::check(&[
         &args.export_flamegraph,
         &args.export_folded,
         &args.export_speedscope,
     ])?;
-    let timeout = crate::bounds::seconds("--timeout", args.timeout, false)?;
-    let runs = crate::bounds::runs("--runs", args.runs, 1)?;
-    let warmup = crate::bounds::runs("--warmup", args.warmup, 0)?;
-    crate::bounds::count("--requests", args.requests, 0, crate::bounds::MAX_REQUESTS)?;
+    let timeout = coldstart_core::bounds::seconds("--timeout", args.timeout, false)?;
+    let runs = coldstart_core::bounds::runs("--runs", args.runs, 1)?;
+    let warmup = coldstart_core::bounds::runs("--warmup", args.warmup, 0)?;
+    coldstart_core::bounds::count(
+        "--requests",
+        args.requests,
+        0,
+        coldstart_core::bounds::MAX_REQUESTS,
+    )?;
     let run = RunOptions::new(timeout).requests(args.requests, args.request_url.as_deref())?;
     if builds.iter().any(|b| run.lacks_url(&b.readiness)) {
         bail!("--requests needs a URL: use http readiness or give --request-url http://127.0.0.1:PORT/");
@@ -137,7 +142,7 @@ fn options(args: &ExplainArgs) -> Result<(Options, Exports, Option<String>)> {
         warmup,
         seed: args
             .seed
-            .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id())),
+            .unwrap_or_else(|| coldstart_core::clock::now_ns() ^ u64::from(std::process::id())),
         profile: args.profile,
         otlp: !args.no_otlp,
         adapter: args.adapter.clone(),
@@ -155,7 +160,8 @@ fn check_profile(args: &ExplainArgs, builds: &[BuildSpec]) -> Result<()> {
         return Ok(());
     }
     if let Some(b) = builds.iter().find(|b| {
-        matches!(b.readiness, Readiness::Listen) && crate::probe::listen::needs_tracer(&b.target.program)
+        matches!(b.readiness, Readiness::Listen)
+            && coldstart_core::probe::listen::needs_tracer(&b.target.program)
     }) {
         // Its listen is seen only by the tracer, and a profiled run is a plain one.
         bail!(
@@ -180,14 +186,14 @@ fn finish(args: &ExplainArgs, exports: &Exports, explained: Explained<Recorded>)
     let text = match &attribution {
         Some(att) => format!(
             "{}\n{}\n{}",
-            report::explain::render(&explanations[0]),
-            report::explain::render(&explanations[1]),
-            report::explain_ab::render(att)
+            coldstart_report::explain::render(&explanations[0]),
+            coldstart_report::explain::render(&explanations[1]),
+            coldstart_report::explain_ab::render(att)
         ),
-        None => report::explain::render(&explanations[0]),
+        None => coldstart_report::explain::render(&explanations[0]),
     };
     if let Some(p) = &exports.json {
-        report::write_export(p, json.as_bytes())?;
+        coldstart_report::write_export(p, json.as_bytes())?;
     }
     write_exports(args, exports, &recorded, explanations.first())?;
     // Printed last: exports survive a reader that closes stdout early.
@@ -212,27 +218,27 @@ fn write_exports(
     args: &ExplainArgs,
     exports: &Exports,
     recorded: &Recorded,
-    first: Option<&crate::explain::Explanation>,
+    first: Option<&coldstart_explain::Explanation>,
 ) -> Result<()> {
     if let (Some(p), Some(e)) = (&exports.trace, first) {
         if let Some(trace) = &e.trace {
-            let doc = report::chrome_trace::to_chrome_trace(trace, &e.timeline, &e.sources);
-            report::write_export(p, serde_json::to_string(&doc)?.as_bytes())?;
+            let doc = coldstart_report::chrome_trace::to_chrome_trace(trace, &e.timeline, &e.sources);
+            coldstart_report::write_export(p, serde_json::to_string(&doc)?.as_bytes())?;
         }
     }
     crate::session::write_html(exports, &recorded.m, &recorded.settings, first)?;
     if let Some((e, p)) = first.and_then(|e| Some((e, e.profile.as_ref()?))) {
-        let r = &crate::profile::render::folded;
+        let r = &coldstart_core::profile::render::folded;
         if let Some(path) = &args.export_folded {
-            report::write_export(path, r(p).as_bytes())?;
+            coldstart_report::write_export(path, r(p).as_bytes())?;
         }
         if let Some(path) = &args.export_flamegraph {
-            let svg = crate::profile::render::flamegraph(p, &e.command)?;
-            report::write_export(path, &svg)?;
+            let svg = coldstart_core::profile::render::flamegraph(p, &e.command)?;
+            coldstart_report::write_export(path, &svg)?;
         }
         if let Some(path) = &args.export_speedscope {
-            let doc = crate::profile::render::speedscope(p, &e.command);
-            report::write_export(path, serde_json::to_string(&doc)?.as_bytes())?;
+            let doc = coldstart_core::profile::render::speedscope(p, &e.command);
+            coldstart_report::write_export(path, serde_json::to_string(&doc)?.as_bytes())?;
         }
     }
     Ok(())

@@ -6,13 +6,13 @@ use crate::flags::{raw::FleetStatusFlags, FleetEmitArgs};
 use anyhow::{anyhow, bail, Result};
 
 pub fn emit(args: &FleetEmitArgs) -> Result<i32> {
-    let text = crate::fleet::emit(&args.recipe)?;
+    let text = coldstart_fleet::emit(&args.recipe)?;
     match &args.output {
-        None => crate::out::text(&text)?,
+        None => coldstart_core::out::text(&text)?,
         Some(path) => {
-            crate::report::export::write_new(path, text.as_bytes(), args.force)?;
+            coldstart_report::export::write_new(path, text.as_bytes(), args.force)?;
             if path.as_os_str() != "-" {
-                crate::out::errln!("wrote {}", path.display());
+                coldstart_core::out::errln!("wrote {}", path.display());
             }
         }
     }
@@ -48,14 +48,14 @@ pub fn status(args: &FleetStatusFlags) -> Result<i32> {
             "missing": missing,
             "by_shard": record.shards,
         });
-        crate::out::outln!("{}", serde_json::to_string_pretty(&json)?)?;
+        coldstart_core::out::outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
-        crate::out::out!(
+        coldstart_core::out::out!(
             "{}",
-            crate::report::fleet::status(&record, id, &store.location, now)
+            coldstart_report::fleet::status(&record, id, &store.location, now)
         )?;
     }
     Ok(0)

@@ -54,7 +54,7 @@ fn spec_text() -> impl Strategy<Value = String> {
 
 mod readiness {
     use super::*;
-    use crate::target::Readiness;
+    use coldstart_core::target::Readiness;
 
     proptest! {
         #![proptest_config(config(512))]
@@ -128,8 +128,8 @@ mod config_file {
         #[test]
         fn load_and_plan_never_panic(text in toml_text()) {
             let dir = tempfile::tempdir_in(crate::testkit::fixtures_dir()).expect("tempdir");
-            std::fs::write(dir.path().join(crate::config::FILE), &text).expect("write");
-            match crate::config::load(dir.path()) {
+            std::fs::write(dir.path().join(coldstart_core::config::FILE), &text).expect("write");
+            match coldstart_core::config::load(dir.path()) {
                 Err(e) => prop_assert!(e.to_string().contains("coldstart.toml"), "{e}"),
                 Ok(None) => prop_assert!(false, "the file was written"),
                 Ok(Some(cfg)) => {
@@ -297,7 +297,7 @@ fn header_value() -> impl Strategy<Value = String> {
 
 mod lambda_api {
     use super::*;
-    use crate::lambda::{api, env::Function, server, state::Shared, telemetry::Bus};
+    use coldstart_lambda::{api, env::Function, server, state::Shared, telemetry::Bus};
     use std::sync::{Arc, OnceLock};
 
     /// One real Lambda API server (Runtime, Extensions, Telemetry, Logs) for every case.
@@ -420,7 +420,7 @@ mod lambda_api {
 
 mod otlp_receiver {
     use super::*;
-    use crate::explain::otlp::Receiver;
+    use coldstart_explain::otlp::Receiver;
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
     use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
@@ -577,7 +577,7 @@ mod otlp_receiver {
                 .trim_start_matches("http://")
                 .parse()
                 .expect("the receiver's address");
-            let t0 = crate::clock::now_ns();
+            let t0 = coldstart_core::clock::now_ns();
             for (path, (ctype, enc, body)) in &posts {
                 let mut headers = Vec::new();
                 if let Some(t) = ctype {
@@ -600,8 +600,8 @@ mod otlp_receiver {
 /// errors are one line, ranges ascend, and substitution puts in exactly the value.
 mod sweep_grammar {
     use super::*;
-    use crate::experiment::sweep::{self, MAX_VALUES};
-    use crate::store::reference::Reference;
+    use coldstart_core::experiment::sweep::{self, MAX_VALUES};
+    use coldstart_core::store::reference::Reference;
 
     fn text() -> impl Strategy<Value = String> {
         let piece = prop_oneof![
@@ -671,7 +671,7 @@ mod sweep_grammar {
         ) {
             let pt: Vec<(String, String)> = pt.into_iter().collect();
             let name = sweep::point_name(&base, &pt);
-            let sel = crate::store::reference::Selector::parse(&name).unwrap();
+            let sel = coldstart_core::store::reference::Selector::parse(&name).unwrap();
             prop_assert_eq!(sel.name.as_deref(), Some(base.as_str()));
             prop_assert_eq!(&sel.params, &pt);
             prop_assert!(sel.matches_name(&name));

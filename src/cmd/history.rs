@@ -1,18 +1,18 @@
 //! The commands over stored experiments: history, show, compare, gate.
 
 use super::stored::{explanation, open};
-use crate::analysis::{analyze, analyze_sweep};
-use crate::config;
-use crate::experiment::ExperimentResult;
-use crate::explain::{self, Explanation, ADAPTED, ARMS, TRACED, UNTRACED};
 use crate::flags::{CompareArgs, GateArgs, HistoryArgs, ShowArgs};
-use crate::gate::{self, Limits, Regression, Side, Status};
-use crate::out::{out, outln};
-use crate::report::{self, json::Settings};
-use crate::stats::{self, Design, Ratio};
-use crate::store::reference::{Reference, Selector};
-use crate::store::{Filter, Store, Stored};
 use anyhow::{bail, Context, Result};
+use coldstart_core::analysis::{analyze, analyze_sweep};
+use coldstart_core::config;
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::out::{out, outln};
+use coldstart_core::stats::{self, Design, Ratio};
+use coldstart_core::store::reference::{Reference, Selector};
+use coldstart_core::store::{Filter, Store, Stored};
+use coldstart_explain::{Explanation, ADAPTED, ARMS, TRACED, UNTRACED};
+use coldstart_report::gate::{self, Limits, Regression, Side, Status};
+use coldstart_report::json::Settings;
 
 pub fn history(args: &HistoryArgs) -> Result<i32> {
     let mut store = open(&args.store)?;
@@ -32,16 +32,18 @@ pub fn history(args: &HistoryArgs) -> Result<i32> {
     let shards = listed
         .iter()
         .map(|l| match &l.fleet {
-            Some(_) => Ok(store.fleet(l.id)?.map(|r| report::history::FleetShards::of(&r))),
+            Some(_) => Ok(store
+                .fleet(l.id)?
+                .map(|r| coldstart_report::history::FleetShards::of(&r))),
             None => Ok(None),
         })
         .collect::<Result<Vec<_>>>()?;
     if args.json {
-        outln!("{}", report::history::json(&listed, &shards)?)?;
+        outln!("{}", coldstart_report::history::json(&listed, &shards)?)?;
     } else if listed.is_empty() {
         outln!("no stored experiment matches (store: {})", store.location)?;
     } else {
-        out!("{}", report::history::render(&listed, &shards))?;
+        out!("{}", coldstart_report::history::render(&listed, &shards))?;
     }
     Ok(0)
 }
@@ -66,13 +68,13 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     if let Some(ab) = explanation_ab(&mut store, id)? {
         let mut exports = args.export.exports();
         if let Some(path) = exports.json.take() {
-            report::write_export(&path, (serde_json::to_string_pretty(&ab.0)? + "\n").as_bytes())?;
+            coldstart_report::write_export(&path, (serde_json::to_string_pretty(&ab.0)? + "\n").as_bytes())?;
         }
         exports.write_experiment(&stored.result, &analysis, &settings)?;
         outln!(
             "experiment {} ({})",
             stored.id,
-            report::history::describe(&stored)
+            coldstart_report::history::describe(&stored)
         )?;
         out!("{}", ab.1)?;
         return Ok(0);
@@ -83,7 +85,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     let mut exports = args.export.exports();
     if let Some(e) = &explanation {
         if let Some(path) = exports.json.take() {
-            report::write_export(&path, (serde_json::to_string_pretty(e)? + "\n").as_bytes())?;
+            coldstart_report::write_export(&path, (serde_json::to_string_pretty(e)? + "\n").as_bytes())?;
         }
     }
     exports.write_experiment(&stored.result, &analysis, &settings)?;
@@ -95,10 +97,10 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     ))?;
     out!(
         "{}",
-        report::width::fit(&format!(
+        coldstart_report::width::fit(&format!(
             "experiment {} ({})\n",
             stored.id,
-            report::history::describe(&stored)
+            coldstart_report::history::describe(&stored)
         ))
     )?;
     if args.meta {
@@ -106,16 +108,19 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     }
     match explanation {
         // An explain is shown as it printed at the end of its run.
-        Some(e) => out!("{}", report::explain::render(&e))?,
+        Some(e) => out!("{}", coldstart_report::explain::render(&e))?,
         // A tune's experiment is shown as its table (the same rows tune printed).
         None => match settings
             .of_kind
             .tune
             .as_ref()
-            .and_then(|t| crate::tune::stored::tuned(t, &stored.result, &analysis, settings.noise))
+            .and_then(|t| coldstart_tune::stored::tuned(t, &stored.result, &analysis, settings.noise))
         {
-            Some(t) => out!("{}", crate::tuned::terminal(&t))?,
-            None => out!("{}", report::terminal::render(&stored.result, &analysis))?,
+            Some(t) => out!("{}", coldstart_report::tuned::terminal(&t))?,
+            None => out!(
+                "{}",
+                coldstart_report::terminal::render(&stored.result, &analysis)
+            )?,
         },
     }
     Ok(0)
@@ -132,21 +137,21 @@ fn explanation_ab(store: &mut Store, id: i64) -> Result<Option<(serde_json::Valu
     // /1 documents read into the /2 type (its new fields have defaults).
     if !matches!(
         doc["schema"].as_str(),
-        Some("coldstart.explain-ab/1" | explain::attribution::SCHEMA)
+        Some("coldstart.explain-ab/1" | coldstart_explain::attribution::SCHEMA)
     ) {
         return Ok(None);
     }
     let unreadable = || format!("experiment {id}: its stored A vs B explanation is unreadable");
-    let att: explain::attribution::Attribution =
+    let att: coldstart_explain::attribution::Attribution =
         serde_json::from_value(doc["attribution"].clone()).with_context(unreadable)?;
     let mut text = String::new();
     for name in [&att.a, &att.b] {
         let e: Explanation =
             serde_json::from_value(doc["builds"][name.as_str()].clone()).with_context(unreadable)?;
-        text += &report::explain::render(&e);
+        text += &coldstart_report::explain::render(&e);
         text += "\n";
     }
-    text += &report::explain_ab::render(&att);
+    text += &coldstart_report::explain_ab::render(&att);
     Ok(Some((doc, text)))
 }
 
@@ -159,7 +164,11 @@ fn overheads(store: &mut Store, b: &Stored, c: &Stored) -> Result<(String, serde
     let ratio = |s: &Stored, arm: usize| {
         let v = |name: &str| s.result.variants.iter().position(|v| v.name == name);
         let (u, a) = (v(ARMS[UNTRACED])?, v(ARMS[arm])?);
-        stats::ratio(&s.result.ready_ms(u), &s.result.ready_ms(a), explain::CONFIDENCE)
+        stats::ratio(
+            &s.result.ready_ms(u),
+            &s.result.ready_ms(a),
+            coldstart_explain::CONFIDENCE,
+        )
     };
     let mut text = String::from("overheads (each against its own untraced runs)\n");
     let mut doc = serde_json::Map::new();
@@ -167,7 +176,7 @@ fn overheads(store: &mut Store, b: &Stored, c: &Stored) -> Result<(String, serde
         let show = |r: &Option<Ratio>| {
             r.as_ref().map_or_else(
                 || "—".to_string(),
-                |r| report::explain::overhead(r.estimate, r.ci),
+                |r| coldstart_report::explain::overhead(r.estimate, r.ci),
             )
         };
         let (rb, rc) = (ratio(b, arm), ratio(c, arm));
@@ -192,7 +201,7 @@ fn attribution(
     store: &mut Store,
     b: &Stored,
     c: &Stored,
-) -> Result<Option<explain::attribution::Attribution>> {
+) -> Result<Option<coldstart_explain::attribution::Attribution>> {
     if !is_explain(b) || !is_explain(c) {
         return Ok(None);
     }
@@ -202,12 +211,12 @@ fn attribution(
     let untraced = |s: &Stored| s.result.ready_ms(UNTRACED);
     let (ub, uc) = (untraced(b), untraced(c));
     let (nb, nc) = (format!("@{}", b.id), format!("@{}", c.id));
-    let side = |name, untraced_ms, explanation| explain::attribution::Side {
+    let side = |name, untraced_ms, explanation| coldstart_explain::attribution::Side {
         name,
         untraced_ms,
         explanation,
     };
-    Ok(Some(explain::attribution::attribute(
+    Ok(Some(coldstart_explain::attribution::attribute(
         &side(&nb, &ub, &eb),
         &side(&nc, &uc, &ec),
     )))
@@ -280,7 +289,7 @@ fn pairs(
         return Ok(vec![(label(*bi, *ci), *bi, *ci)]);
     }
     let named = bsel.name.is_some() || csel.name.is_some();
-    let key = |v: &crate::experiment::Variant| {
+    let key = |v: &coldstart_core::experiment::Variant| {
         let open: Vec<(String, String)> = v
             .params
             .iter()
@@ -368,7 +377,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
     // Shard k of one experiment and shard k of another are not one machine
     // block: across experiments the runs are compared as separate invocations.
     let same = b.id == c.id;
-    let pick = |s: &Stored, i: usize, as_idx: usize| -> Vec<crate::sample::Sample> {
+    let pick = |s: &Stored, i: usize, as_idx: usize| -> Vec<coldstart_core::sample::Sample> {
         s.result
             .samples
             .iter()
@@ -386,7 +395,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
     ExperimentResult {
         variants: vec![bv, cv],
         samples: [pick(b, bi, 0), pick(c, ci, 1)].concat(),
-        stopped: Some(crate::experiment::StopReason::Completed),
+        stopped: Some(coldstart_core::experiment::StopReason::Completed),
         design: design_of(b, c),
         // Two invocations, each with its own load: shown with each, not with the pair.
         load: None,
@@ -398,7 +407,7 @@ fn side_by_side(b: &Stored, bi: usize, c: &Stored, ci: usize) -> ExperimentResul
 }
 
 pub fn compare(args: &CompareArgs) -> Result<i32> {
-    report::export::check(&[
+    coldstart_report::export::check(&[
         &args.export.export_json,
         &args.export.export_markdown,
         &args.export.export_html,
@@ -424,10 +433,10 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         // Not a refusal (a renamed binary is a fair comparison), but never silent.
         let different = different_commands(&result);
         text += &different;
-        text += &report::terminal::render(&result, &analysis);
+        text += &coldstart_report::terminal::render(&result, &analysis);
         // Markdown joins plain lines: one hard break per line.
         markdown += &different.replace('\n', "  \n");
-        markdown += &report::markdown::render(&analysis);
+        markdown += &coldstart_report::markdown::render(&analysis);
         markdown += "\n";
         let mut doc = serde_json::json!({ "variants": analysis.variants });
         if let [bv, cv] = &result.variants[..] {
@@ -442,17 +451,17 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     // Two explains: where the difference comes from, as `explain A vs B` prints it.
     let attribution = attribution(&mut store, &b, &c)?;
     if let Some(att) = &attribution {
-        overhead_text += &report::explain_ab::render(att);
+        overhead_text += &coldstart_report::explain_ab::render(att);
     }
     if !overhead_text.is_empty() {
         markdown += &format!("```\n{overhead_text}```\n");
     }
     if let Some(p) = &args.export.export_markdown {
-        report::write_export(p, markdown.as_bytes())?;
+        coldstart_report::write_export(p, markdown.as_bytes())?;
     }
     if let Some(p) = &args.export.export_html {
         let html = super::stored::comparison(&b, &c, &shown);
-        report::write_export(p, html.as_bytes())?;
+        coldstart_report::write_export(p, html.as_bytes())?;
     }
     if let Some(p) = &args.export.export_json {
         let mut doc = serde_json::json!({ "schema": "coldstart.compare/1", "baseline": b.id, "candidate": c.id, "pairs": docs });
@@ -462,7 +471,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         if let Some(att) = &attribution {
             doc["attribution"] = serde_json::to_value(att)?;
         }
-        report::write_export(p, (serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
+        coldstart_report::write_export(p, (serde_json::to_string_pretty(&doc)? + "\n").as_bytes())?;
     }
     out!("{text}{overhead_text}")?;
     Ok(0)
@@ -495,12 +504,16 @@ fn different_commands(result: &ExperimentResult) -> String {
 
 /// The emulator's Init Duration against the service's for the same function: a
 /// calibration of the emulator, which the commands' difference is the point of.
-fn calibration(b: &crate::experiment::Variant, c: &crate::experiment::Variant) -> Option<String> {
-    let on_service = |v: &crate::experiment::Variant| {
-        v.target.argv.first().map(String::as_str) == Some(crate::target::LAMBDA_SERVICE)
+fn calibration(
+    b: &coldstart_core::experiment::Variant,
+    c: &coldstart_core::experiment::Variant,
+) -> Option<String> {
+    let on_service = |v: &coldstart_core::experiment::Variant| {
+        v.target.argv.first().map(String::as_str) == Some(coldstart_core::target::LAMBDA_SERVICE)
     };
-    let emulated =
-        |v: &crate::experiment::Variant| v.readiness == crate::target::LAMBDA_INIT && !on_service(v);
+    let emulated = |v: &coldstart_core::experiment::Variant| {
+        v.readiness == coldstart_core::target::LAMBDA_INIT && !on_service(v)
+    };
     let (emulator, service) = match (on_service(b), on_service(c)) {
         (false, true) if emulated(b) => (b, c),
         (true, false) if emulated(c) => (c, b),
@@ -539,7 +552,7 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
             .map(gate::FailureAllowance::parse)
             .transpose()?,
     };
-    report::export::check(&[&args.export.export_markdown, &args.export.export_html])?;
+    coldstart_report::export::check(&[&args.export.export_markdown, &args.export.export_html])?;
     let mut store = open(&args.store)?;
     let Some(baseline) = args.baseline.as_deref() else {
         return gate_alone(args, flag_limits, cfg.as_ref(), &mut store);
@@ -595,12 +608,12 @@ pub fn gate(args: &GateArgs) -> Result<i32> {
             limits,
         ));
     }
-    let md = report::gate::render(&rows, Some(b.id), c.id);
+    let md = coldstart_report::gate::render(&rows, Some(b.id), c.id);
     if let Some(p) = &args.export.export_markdown {
-        report::write_export(p, md.as_bytes())?;
+        coldstart_report::write_export(p, md.as_bytes())?;
     }
     if let Some(p) = &args.export.export_html {
-        report::write_export(
+        coldstart_report::write_export(
             p,
             super::stored::gate(&b, &c, &rows, args.noise.noise)?.as_bytes(),
         )?;
@@ -646,9 +659,9 @@ fn gate_alone(
         }
         rows.push(gate::alone(&name, &side(&c, ci), limits));
     }
-    let md = report::gate::render(&rows, None, c.id);
+    let md = coldstart_report::gate::render(&rows, None, c.id);
     if let Some(p) = &args.export.export_markdown {
-        report::write_export(p, md.as_bytes())?;
+        coldstart_report::write_export(p, md.as_bytes())?;
     }
     out!("{md}")?;
     Ok(if rows.iter().any(|r| r.status == Status::Fail) {
@@ -677,7 +690,7 @@ fn side(s: &Stored, v: usize) -> Side {
             .result
             .fleet
             .as_ref()
-            .map(|f| report::history::FleetShards::of(f).describe()),
+            .map(|f| coldstart_report::history::FleetShards::of(f).describe()),
     }
 }
 
@@ -745,5 +758,5 @@ fn target_limits(name: &str, flags: Limits, cfg: Option<&config::Config>) -> Res
 
 /// An explain's experiment: its variants are the arms.
 fn is_explain(s: &Stored) -> bool {
-    s.kind == Some(crate::experiment::Kind::Explain)
+    s.kind == Some(coldstart_core::experiment::Kind::Explain)
 }

@@ -2,14 +2,14 @@
 //! variant per size) → the session's `measure` (schedule, store, statistics,
 //! reports), with emulated cold starts (`lambda::ColdStarts`) as the runner.
 
-use crate::config;
-use crate::experiment::sweep::point_name;
-use crate::experiment::{Param, Plan, StopRule, Sweep};
 use crate::flags::{LambdaArgs, LambdaInitCpuArgs, LambdaServeArgs, LambdaVariantArgs, LambdaVariantSpec};
-use crate::lambda::{boost, env, function, namespace, sandbox, ColdStarts, Config, Options};
 use crate::session::{self, RunSettings};
-use crate::target::parse_env;
 use anyhow::{anyhow, bail, Context, Result};
+use coldstart_core::config;
+use coldstart_core::experiment::sweep::point_name;
+use coldstart_core::experiment::{Param, Plan, StopRule, Sweep};
+use coldstart_core::target::parse_env;
+use coldstart_lambda::{boost, env, function, namespace, sandbox, ColdStarts, Config, Options};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -162,7 +162,7 @@ fn sandboxed(shared: &LambdaVariantArgs, a: &LambdaVariantArgs) -> Result<bool> 
         Err(why) => {
             static NOTED: std::sync::Once = std::sync::Once::new();
             NOTED.call_once(|| {
-                crate::out::errln!(
+                coldstart_core::out::errln!(
                     "coldstart lambda: no sandbox mount namespace ({why}): `sandbox` does not resolve, and the code and layers stay at their host paths"
                 )
             });
@@ -223,7 +223,7 @@ fn init_boost(a: &LambdaInitCpuArgs) -> Result<Option<boost::Boost>> {
             sandbox::MAX_VCPUS
         );
     }
-    let seconds = crate::bounds::seconds("--init-boost-seconds", a.init_boost_seconds, true)?;
+    let seconds = coldstart_core::bounds::seconds("--init-boost-seconds", a.init_boost_seconds, true)?;
     Ok(Some(boost::Boost {
         vcpus: a.init_cpus,
         seconds,
@@ -262,7 +262,7 @@ fn read_event(event: Option<&std::path::Path>) -> Result<Vec<u8>> {
     Ok(match event {
         Some(p) => {
             let bytes = std::fs::read(p).with_context(|| format!("reading --event {}", p.display()))?;
-            let max = crate::lambda::runtime_api::MAX_EVENT;
+            let max = coldstart_lambda::runtime_api::MAX_EVENT;
             if bytes.len() > max {
                 bail!(
                     "--event {}: {} bytes is too large for a synchronous invoke (Lambda's limit is {max} bytes); pass a smaller event, or a reference to the data (an S3 key)",
@@ -311,7 +311,7 @@ fn announce(opts: &Options, configs: &[Point]) {
         }
     }
     let chosen: String = chosen.iter().map(|n| format!("; {n}")).collect();
-    crate::out::errln!("coldstart lambda: {} variant(s), {limits}{chosen}", configs.len());
+    coldstart_core::out::errln!("coldstart lambda: {} variant(s), {limits}{chosen}", configs.len());
 }
 
 /// `--aws`: deployed functions on the service (`aws::run`), in a build with the
@@ -358,17 +358,17 @@ fn local_only(args: &LambdaArgs) -> Result<()> {
 
 /// The variants' configurations and the options every run shares, checked.
 fn emulator(args: &LambdaArgs) -> Result<(Vec<Point>, Options)> {
-    crate::bounds::runs("--runs", args.runs, 1)?;
-    crate::bounds::runs("--warmup", args.warmup, 0)?;
-    crate::bounds::count("--invokes", args.invokes, 0, 10_000)?;
-    crate::bounds::count(
+    coldstart_core::bounds::runs("--runs", args.runs, 1)?;
+    coldstart_core::bounds::runs("--warmup", args.warmup, 0)?;
+    coldstart_core::bounds::count("--invokes", args.invokes, 0, 10_000)?;
+    coldstart_core::bounds::count(
         "--output-lines",
         args.common.output_lines,
         0,
-        crate::bounds::MAX_OUTPUT_LINES,
+        coldstart_core::bounds::MAX_OUTPUT_LINES,
     )?;
-    let init_timeout = crate::bounds::seconds("--init-timeout", args.init_timeout, false)?;
-    let function_timeout = crate::bounds::seconds("--timeout", args.timeout, false)?;
+    let init_timeout = coldstart_core::bounds::seconds("--init-timeout", args.init_timeout, false)?;
+    let function_timeout = coldstart_core::bounds::seconds("--timeout", args.timeout, false)?;
     if args.timeout > MAX_FUNCTION_TIMEOUT_S {
         bail!(
             "--timeout {}: Lambda's function timeout is at most {MAX_FUNCTION_TIMEOUT_S} seconds (15 minutes); give 900 or less",
@@ -461,7 +461,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let cfg = config::load(&root)?;
     let mut settings = session::settings(&plan, recorded, args.common.noise.noise);
     settings.sweep = sweep;
-    settings.of_kind.lambda = Some(crate::lambda::settings::record(
+    settings.of_kind.lambda = Some(coldstart_lambda::settings::record(
         &opts,
         configs.iter().map(|(name, _, c)| (name.as_str(), c)),
     ));
@@ -474,7 +474,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     };
     session::measure(
         &plan,
-        crate::experiment::Kind::Lambda,
+        coldstart_core::experiment::Kind::Lambda,
         &settings,
         &outputs,
         &mut runner,
@@ -484,8 +484,8 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
 /// `coldstart lambda serve`: the functions from their flags, checked before the
 /// server starts; then the Lambda API until SIGINT/SIGTERM.
 pub fn serve(args: &LambdaServeArgs) -> Result<i32> {
-    let init_timeout = crate::bounds::seconds("--init-timeout", args.init_timeout, false)?;
-    let idle_timeout = crate::bounds::seconds("--idle-timeout", args.idle_timeout, false)?;
+    let init_timeout = coldstart_core::bounds::seconds("--init-timeout", args.init_timeout, false)?;
+    let idle_timeout = coldstart_core::bounds::seconds("--idle-timeout", args.idle_timeout, false)?;
     if !(args.bind.is_loopback() || args.allow_remote) {
         bail!(
             "--bind {}: not a loopback address, and nothing is authenticated (anyone who reaches the port runs the functions); add --allow-remote if that is what you want",
@@ -508,7 +508,7 @@ pub fn serve(args: &LambdaServeArgs) -> Result<i32> {
         ))),
         None => None,
     };
-    let settings = crate::lambda::serve::Settings {
+    let settings = coldstart_lambda::serve::Settings {
         addr: std::net::SocketAddr::new(args.bind, args.port),
         idle_timeout,
         init_timeout,
@@ -526,17 +526,17 @@ pub fn serve(args: &LambdaServeArgs) -> Result<i32> {
         .context("starting the async runtime for the Lambda API")?;
     if !args.quiet {
         let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
-        crate::out::errln!(
+        coldstart_core::out::errln!(
             "coldstart lambda serve: function(s) {}; requests are not authenticated (signatures are not verified)",
             names.join(", ")
         );
     }
-    crate::lambda::serve::run(&rt, settings, defs)
+    coldstart_lambda::serve::run(&rt, settings, defs)
 }
 
 /// The served functions: one per `--name` block (or one, `function`), each at
 /// one memory size.
-fn serve_functions(args: &LambdaServeArgs) -> Result<Vec<crate::lambda::serve::Definition>> {
+fn serve_functions(args: &LambdaServeArgs) -> Result<Vec<coldstart_lambda::serve::Definition>> {
     let unnamed = [LambdaVariantSpec {
         name: "function".into(),
         args: LambdaVariantArgs::default(),
@@ -546,7 +546,7 @@ fn serve_functions(args: &LambdaServeArgs) -> Result<Vec<crate::lambda::serve::D
     } else {
         &args.functions
     };
-    let timeout = crate::bounds::seconds("--timeout", args.timeout, false)?;
+    let timeout = coldstart_core::bounds::seconds("--timeout", args.timeout, false)?;
     if args.timeout > MAX_FUNCTION_TIMEOUT_S {
         bail!(
             "--timeout {}: Lambda's function timeout is at most {MAX_FUNCTION_TIMEOUT_S} seconds",
@@ -554,7 +554,7 @@ fn serve_functions(args: &LambdaServeArgs) -> Result<Vec<crate::lambda::serve::D
         );
     }
     let shared = &args.shared;
-    let mut defs: Vec<crate::lambda::serve::Definition> = Vec::new();
+    let mut defs: Vec<coldstart_lambda::serve::Definition> = Vec::new();
     for spec in specs {
         let (a, name) = (&spec.args, &spec.name);
         let valid = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
@@ -596,7 +596,7 @@ fn serve_functions(args: &LambdaServeArgs) -> Result<Vec<crate::lambda::serve::D
             env.push(parse_env(e)?);
         }
         env::check_user_env(&env)?;
-        defs.push(crate::lambda::serve::Definition {
+        defs.push(coldstart_lambda::serve::Definition {
             name: name.clone(),
             runtime: runtime.clone(),
             code: a.code.clone().or_else(|| shared.code.clone()),
@@ -623,22 +623,22 @@ fn serve_functions(args: &LambdaServeArgs) -> Result<Vec<crate::lambda::serve::D
 /// `coldstart lambda setup RUNTIME`: one managed runtime's pinned client, into the
 /// user's cache (or --dir), with a line per step.
 pub fn setup(args: &crate::flags::raw::LambdaSetupFlags) -> Result<i32> {
-    let ids = crate::lambda::managed::SUPPORTED.map(|r| r.id()).join(", ");
+    let ids = coldstart_lambda::managed::SUPPORTED.map(|r| r.id()).join(", ");
     let Some(id) = args.runtime.as_deref() else {
         bail!("lambda setup needs a runtime: one of {ids}");
     };
-    let Some(runtime) = crate::lambda::managed::Runtime::parse(id) else {
+    let Some(runtime) = coldstart_lambda::managed::Runtime::parse(id) else {
         bail!("lambda setup {id}: not a managed runtime coldstart runs; one of {ids}");
     };
     let dir = match &args.dir {
         Some(d) => d.clone(),
-        None => crate::lambda::managed::user_cache()
+        None => coldstart_lambda::managed::user_cache()
             .ok_or_else(|| anyhow::anyhow!("neither XDG_CACHE_HOME nor HOME is set: give --dir DIR"))?,
     };
     let quiet = args.quiet;
-    crate::lambda::setup::install(runtime, &dir, &mut |line| {
+    coldstart_lambda::setup::install(runtime, &dir, &mut |line| {
         if !quiet {
-            crate::out::errln!("coldstart lambda setup: {line}");
+            coldstart_core::out::errln!("coldstart lambda setup: {line}");
         }
     })?;
     Ok(0)

@@ -3,18 +3,18 @@
 //! gate are built in `stored`, beside this one's experiments).
 //! Nothing is run: the store's experiments, explanations and history only.
 
-use crate::analysis::analyze_sweep;
 use crate::flags::ReportArgs;
-use crate::report::html::{self, Report};
-use crate::report::json::Settings;
-use crate::store::Filter;
 use anyhow::{Context, Result};
+use coldstart_core::analysis::analyze_sweep;
+use coldstart_core::store::Filter;
+use coldstart_report::html::{self, Report};
+use coldstart_report::json::Settings;
 
 /// Experiments per target read for the history chart.
 const HISTORY: usize = 100;
 
 pub fn run(args: &ReportArgs) -> Result<i32> {
-    crate::report::export::check(&[&Some(args.output.clone())])?;
+    coldstart_report::export::check(&[&Some(args.output.clone())])?;
     let mut store = super::stored::open(&args.store)?;
     let refs = if args.experiments.is_empty() {
         vec!["latest".to_string()]
@@ -29,7 +29,7 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         let noise = args
             .noise
             .or(settings.as_ref().map(|s| s.noise))
-            .unwrap_or(crate::stats::DEFAULT_NOISE);
+            .unwrap_or(coldstart_core::stats::DEFAULT_NOISE);
         let sweep = settings.as_ref().and_then(|s| s.sweep.as_ref());
         let analysis = analyze_sweep(&stored.result, noise, sweep);
         let explanation = super::stored::explanation(&mut store, id)?;
@@ -67,10 +67,10 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         gate: None,
     };
     let page = html::render(&report);
-    crate::report::write_export(&args.output, page.as_bytes())
+    coldstart_report::write_export(&args.output, page.as_bytes())
         .with_context(|| format!("writing the report to {}", args.output.display()))?;
     if !args.quiet {
-        crate::out::errln!(
+        coldstart_core::out::errln!(
             "coldstart: wrote {} ({} KiB): open it in a browser (file://{})",
             args.output.display(),
             page.len().div_ceil(1024),

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 pub fn completions(args: &CompletionsArgs) -> Result<i32> {
     let mut buf = Vec::new();
     clap_complete::generate(args.shell, &mut flags::definitions(), "coldstart", &mut buf);
-    crate::out::bytes(&buf)?;
+    coldstart_core::out::bytes(&buf)?;
     Ok(0)
 }
 
@@ -62,6 +62,6 @@ pub fn man(args: &ManArgs) -> Result<i32> {
         Ok(())
     })();
     rendered.context("rendering the man page")?;
-    crate::out::bytes(&buf)?;
+    coldstart_core::out::bytes(&buf)?;
     Ok(0)
 }

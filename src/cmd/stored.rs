@@ -2,16 +2,16 @@
 //! gate and report): opening the store, an explanation read back, and the
 //! HTML pages of stored experiments. Nothing here runs anything.
 
-use crate::analysis::{analyze_sweep, Analysis};
-use crate::config;
-use crate::experiment::ExperimentResult;
-use crate::explain::Explanation;
 use crate::flags::StoreArgs;
-use crate::gate::GateRow;
-use crate::report::html::{self, Experiment, Report};
-use crate::report::json::Settings;
-use crate::store::{Store, Stored};
 use anyhow::{bail, Context, Result};
+use coldstart_core::analysis::{analyze_sweep, Analysis};
+use coldstart_core::config;
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::store::{Store, Stored};
+use coldstart_explain::Explanation;
+use coldstart_report::gate::GateRow;
+use coldstart_report::html::{self, Experiment, Report};
+use coldstart_report::json::Settings;
 
 /// The store the flags (or coldstart.toml) name, which must exist already.
 pub fn open(args: &StoreArgs) -> Result<Store> {
@@ -58,7 +58,7 @@ pub fn experiment<'a>(
         explanation: x,
         tuned: settings
             .and_then(|s| Some((s.of_kind.tune.as_ref()?, s.noise)))
-            .and_then(|(t, noise)| crate::tune::stored::tuned(t, &s.result, a, noise)),
+            .and_then(|(t, noise)| coldstart_tune::stored::tuned(t, &s.result, a, noise)),
     }
 }
 

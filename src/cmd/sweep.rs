@@ -3,9 +3,9 @@
 //! variant has (one step, [`raw_fields`]), and only then parsed, so a value
 //! reaches the command, `--env`, `--cwd` and `--ready` alike.
 
-use crate::experiment::sweep::{self, point_name, Point, Sweep};
 use crate::flags::{SweepArgs, VariantArgs, VariantSpec};
 use anyhow::{anyhow, bail, Result};
+use coldstart_core::experiment::sweep::{self, point_name, Point, Sweep};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -137,7 +137,7 @@ pub fn expand(specs: &[VariantSpec], shared: &VariantArgs, sweep: &mut Sweep) ->
         let base = template
             .name
             .clone()
-            .unwrap_or_else(|| crate::target::shell_join(&template.argv));
+            .unwrap_or_else(|| coldstart_core::target::shell_join(&template.argv));
         for point in &grid {
             let mut s = template.clone();
             if !point.is_empty() {

@@ -3,16 +3,16 @@
 //! measured against the baseline, and the winners together) → the table
 //! printed and exported, each experiment recorded as bench's are.
 
-use crate::bounds;
-use crate::config;
 use crate::flags::TuneArgs;
-use crate::out;
-use crate::report::export::Exports;
-use crate::run::{RunOptions, Spec};
-use crate::target::{parse_env, Readiness, Target};
-use crate::tune::session::{self as tuning, Options};
-use crate::tune::show::list;
 use anyhow::{bail, Result};
+use coldstart_core::bounds;
+use coldstart_core::config;
+use coldstart_core::out;
+use coldstart_core::run::{RunOptions, Spec};
+use coldstart_core::target::{parse_env, Readiness, Target};
+use coldstart_report::export::Exports;
+use coldstart_tune::session::{self as tuning, Options};
+use coldstart_tune::show::list;
 
 pub fn run(args: &TuneArgs) -> Result<i32> {
     let (opts, exports, store) = options(args)?;
@@ -32,7 +32,7 @@ pub fn run(args: &TuneArgs) -> Result<i32> {
         &opts,
         &found,
         &chosen,
-        &crate::tune::exec::Local,
+        &coldstart_tune::exec::Local,
         &outputs,
         None,
         |_| {},
@@ -105,7 +105,7 @@ fn options(args: &TuneArgs) -> Result<(Options, Exports, Option<String>)> {
         target_ci,
         seed: args
             .seed
-            .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id())),
+            .unwrap_or_else(|| coldstart_core::clock::now_ns() ^ u64::from(std::process::id())),
         noise: args.noise.noise,
         quiet: args.quiet,
     };

@@ -2,19 +2,19 @@
 //! exported: what `coldstart tune` and `coldstart lambda --tune` share once
 //! their options are checked (they differ in where the runs happen).
 
-use crate::analysis::Analysis;
-use crate::experiment::{ExperimentResult, Plan, Runner};
-use crate::launch::signals;
-use crate::out;
-use crate::report::{export::Exports, json::Settings};
 use crate::session;
-use crate::tune::catalogue::Candidate;
-use crate::tune::exec::Executor;
-use crate::tune::report;
-use crate::tune::session::{self as tuning, Found, Options};
-use crate::tune::stored::TuneSettings;
-use crate::tuned;
 use anyhow::Result;
+use coldstart_core::analysis::Analysis;
+use coldstart_core::experiment::{ExperimentResult, Plan, Runner};
+use coldstart_core::launch::signals;
+use coldstart_core::out;
+use coldstart_report::tuned;
+use coldstart_report::{export::Exports, json::Settings};
+use coldstart_tune::catalogue::Candidate;
+use coldstart_tune::exec::Executor;
+use coldstart_tune::report;
+use coldstart_tune::session::{self as tuning, Found, Options};
+use coldstart_tune::stored::TuneSettings;
 
 /// Where the experiments and the table go.
 pub struct Outputs {
@@ -50,7 +50,7 @@ pub fn run(
         settings.of_kind.tune = Some(tune);
         let (m, store_error) = session::run(
             &plan,
-            crate::experiment::Kind::Tune,
+            coldstart_core::experiment::Kind::Tune,
             &settings,
             &recording,
             runner,
@@ -68,10 +68,10 @@ pub fn run(
     let exports = &outputs.exports;
     let exported = (|| -> Result<()> {
         if let Some(p) = &exports.json {
-            crate::report::export::write(p, &report::json(&tuned)?)?;
+            coldstart_report::export::write(p, &report::json(&tuned)?)?;
         }
         if let Some(p) = &exports.markdown {
-            crate::report::export::write(p, tuned::markdown(&tuned).as_bytes())?;
+            coldstart_report::export::write(p, tuned::markdown(&tuned).as_bytes())?;
         }
         if exports.html.is_some() {
             write_html(exports, &experiments)?;
@@ -113,7 +113,7 @@ pub fn run(
 
 /// coldstart.toml's [tune] catalogue first: `extra` files (--catalogue) override it.
 pub fn catalogues(
-    cfg: Option<&crate::config::Config>,
+    cfg: Option<&coldstart_core::config::Config>,
     root: &std::path::Path,
     extra: &[std::path::PathBuf],
 ) -> Vec<std::path::PathBuf> {
@@ -149,12 +149,12 @@ impl tuning::Recorded for Measured {
 /// `--export-html`: each experiment tune ran (the candidates, then the
 /// recommended set), with its table.
 fn write_html(exports: &Exports, experiments: &[Measured]) -> Result<()> {
-    let meta = crate::store::meta::collect();
-    let report = crate::report::html::Report {
+    let meta = coldstart_core::store::meta::collect();
+    let report = coldstart_report::html::Report {
         title: "coldstart tune".to_string(),
         experiments: experiments
             .iter()
-            .map(|e| crate::report::html::Experiment {
+            .map(|e| coldstart_report::html::Experiment {
                 heading: match &e.m.stored_as {
                     Some((id, _)) => format!("Experiment {id}"),
                     None => "This run (not stored)".to_string(),
@@ -167,7 +167,7 @@ fn write_html(exports: &Exports, experiments: &[Measured]) -> Result<()> {
                 analysis: &e.m.analysis,
                 explanation: None,
                 tuned: e.settings.of_kind.tune.as_ref().and_then(|t| {
-                    crate::tune::stored::tuned(t, &e.m.result, &e.m.analysis, e.settings.noise)
+                    coldstart_tune::stored::tuned(t, &e.m.result, &e.m.analysis, e.settings.noise)
                 }),
             })
             .collect(),

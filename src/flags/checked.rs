@@ -183,7 +183,7 @@ pub fn check(raw: RawCommand, split: Split) -> Result<Command, String> {
 /// `coldstart fleet emit`.
 #[derive(Debug)]
 pub struct FleetEmitArgs {
-    pub recipe: crate::fleet::Recipe,
+    pub recipe: coldstart_fleet::Recipe,
     pub output: Option<PathBuf>,
     pub force: bool,
 }
@@ -193,10 +193,10 @@ fn fleet_emit(e: raw::FleetEmitFlags) -> Result<FleetEmitArgs, String> {
     let engine = e.engine.ok_or_else(|| {
         format!(
             "fleet emit needs an engine: one of {}",
-            crate::fleet::Engine::NAMES
+            coldstart_fleet::Engine::NAMES
         )
     })?;
-    let engine = crate::fleet::Engine::parse(&engine).map_err(|e| e.to_string())?;
+    let engine = coldstart_fleet::Engine::parse(&engine).map_err(|e| e.to_string())?;
     let shards = e
         .shards
         .ok_or("fleet emit needs --shards N (machines, at least 1)")?;
@@ -204,7 +204,7 @@ fn fleet_emit(e: raw::FleetEmitFlags) -> Result<FleetEmitArgs, String> {
         Ok(n) if n >= 1 => n,
         _ => return Err(format!("--shards {shards:?}: give a whole number of at least 1")),
     };
-    let recipe = crate::fleet::Recipe {
+    let recipe = coldstart_fleet::Recipe {
         engine,
         shards,
         image: e.image,

@@ -6,11 +6,11 @@
 //! one 80-column line beside the flag) and the rest (added by `--help`). The
 //! commands' long prose is in `help`.
 
-use crate::experiment::{CiOf, Order};
 use clap::{Args, Parser, Subcommand};
+use coldstart_core::experiment::{CiOf, Order};
 use std::path::PathBuf;
 
-use crate::bounds::parse_fraction;
+use coldstart_core::bounds::parse_fraction;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -467,7 +467,7 @@ pub struct NoiseArg {
 impl Default for NoiseArg {
     fn default() -> Self {
         NoiseArg {
-            noise: crate::stats::DEFAULT_NOISE,
+            noise: coldstart_core::stats::DEFAULT_NOISE,
         }
     }
 }
@@ -476,12 +476,12 @@ impl CommonArgs {
     /// Where a command's results go.
     pub fn outputs(
         &self,
-        config: Option<&crate::config::Config>,
+        config: Option<&coldstart_core::config::Config>,
         root: &std::path::Path,
     ) -> crate::session::Outputs {
         crate::session::Outputs {
             store: (!self.no_store)
-                .then(|| crate::config::store_spec(self.store.store.as_deref(), config, root)),
+                .then(|| coldstart_core::config::store_spec(self.store.store.as_deref(), config, root)),
             quiet: self.quiet,
             noise: self.noise.noise,
             exports: self.export.exports(),
@@ -491,8 +491,8 @@ impl CommonArgs {
 
     /// The fleet experiment this shard joins (`--shard`, `--experiment`, or an
     /// engine's variables), None when not sharded.
-    pub fn fleet(&self) -> anyhow::Result<Option<crate::experiment::shard::Fleet>> {
-        let fleet = crate::experiment::shard::Fleet::detect(
+    pub fn fleet(&self) -> anyhow::Result<Option<coldstart_core::experiment::shard::Fleet>> {
+        let fleet = coldstart_core::experiment::shard::Fleet::detect(
             self.shard.as_deref(),
             self.experiment.as_deref(),
             |k| std::env::var(k).ok(),
@@ -506,7 +506,7 @@ impl CommonArgs {
     /// The run-order seed: --seed, else one drawn from the clock and our pid.
     pub fn seed(&self) -> u64 {
         self.seed
-            .unwrap_or_else(|| crate::clock::now_ns() ^ u64::from(std::process::id()))
+            .unwrap_or_else(|| coldstart_core::clock::now_ns() ^ u64::from(std::process::id()))
     }
 }
 
@@ -541,8 +541,8 @@ pub struct ExportArgs {
 }
 
 impl ExportArgs {
-    pub fn exports(&self) -> crate::report::export::Exports {
-        crate::report::export::Exports {
+    pub fn exports(&self) -> coldstart_report::export::Exports {
+        coldstart_report::export::Exports {
             json: self.export_json.clone(),
             markdown: self.export_markdown.clone(),
             csv: self.export_csv.clone(),
@@ -912,7 +912,7 @@ pub enum CacheArg {
     Cold,
 }
 
-impl From<CacheArg> for crate::run::conditions::Cache {
+impl From<CacheArg> for coldstart_core::run::conditions::Cache {
     fn from(c: CacheArg) -> Self {
         match c {
             CacheArg::Warm => Self::Warm,
@@ -950,9 +950,9 @@ impl LimitArgs {
     }
 
     /// These limits, parsed (see `over`).
-    pub fn parse_over(&self, shared: &LimitArgs) -> anyhow::Result<crate::limits::Limits> {
+    pub fn parse_over(&self, shared: &LimitArgs) -> anyhow::Result<coldstart_core::limits::Limits> {
         let l = self.over(shared);
-        crate::limits::Limits::parse(l.cpus.as_deref(), l.cpuset.as_deref(), l.memory.as_deref())
+        coldstart_core::limits::Limits::parse(l.cpus.as_deref(), l.cpuset.as_deref(), l.memory.as_deref())
     }
 }
 

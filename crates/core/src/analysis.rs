@@ -3,7 +3,7 @@
 
 use crate::experiment::sweep::{baseline_of, by_cost, first_along};
 use crate::experiment::{ExperimentResult, Sweep};
-use crate::stats::{self, Comparison, Summary};
+use coldstart_stats::{Comparison, Summary};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -67,7 +67,7 @@ pub struct ByShard {
     pub shards: Vec<u32>,
     /// The machine each ran on (its engine node name, else hostname; "" when unknown).
     pub machines: Vec<String>,
-    pub comparison: stats::BlockedComparison,
+    pub comparison: coldstart_stats::BlockedComparison,
 }
 
 /// The shards whose runs the result holds, when more than one did: then every
@@ -98,11 +98,11 @@ fn compare_ready(
     baseline: usize,
     candidate: usize,
     shards: Option<&[u32]>,
-    options: stats::CompareOptions,
+    options: coldstart_stats::CompareOptions,
 ) -> (Comparison, Option<ByShard>) {
     let Some(shards) = shards else {
         return (
-            stats::compare(&result.ready_ms(baseline), &result.ready_ms(candidate), options),
+            coldstart_stats::compare(&result.ready_ms(baseline), &result.ready_ms(candidate), options),
             None,
         );
     };
@@ -115,14 +115,14 @@ fn compare_ready(
             )
         })
         .collect();
-    let blocks: Vec<stats::Block<'_>> = times
+    let blocks: Vec<coldstart_stats::Block<'_>> = times
         .iter()
-        .map(|(b, c)| stats::Block {
+        .map(|(b, c)| coldstart_stats::Block {
             baseline: b,
             candidate: c,
         })
         .collect();
-    let comparison = stats::compare_blocked(&blocks, options);
+    let comparison = coldstart_stats::compare_blocked(&blocks, options);
     (
         comparison.overall(),
         Some(ByShard {
@@ -218,7 +218,7 @@ pub fn analyze(result: &ExperimentResult, noise: f64) -> Analysis {
 /// baseline at the same values whether or not `sweep` is given (that is in the
 /// variants' params).
 pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep>) -> Analysis {
-    let options = stats::CompareOptions {
+    let options = coldstart_stats::CompareOptions {
         design: result.design,
         noise,
     };
@@ -335,7 +335,11 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
 /// Per resource parameter, variant base and setting of the other parameters:
 /// the cheapest value the runs do not show to be slower than the fastest (its
 /// median within the noise threshold, or no significant difference).
-fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::CompareOptions) -> Vec<Best> {
+fn best_values(
+    result: &ExperimentResult,
+    sweep: &Sweep,
+    options: coldstart_stats::CompareOptions,
+) -> Vec<Best> {
     let mut out = Vec::new();
     for p in sweep.params.iter().filter(|p| p.resource) {
         let cheapest_first = by_cost(&p.values);
@@ -364,7 +368,7 @@ fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::Compare
                     })?;
                     let mut xs = result.ready_ms(i);
                     xs.sort_by(f64::total_cmp);
-                    Some((value.clone(), i, stats::summarize(&xs)?.p50))
+                    Some((value.clone(), i, coldstart_stats::summarize(&xs)?.p50))
                 })
                 .collect();
             let Some(fastest) = points.iter().min_by(|a, b| a.2.total_cmp(&b.2)) else {
@@ -387,10 +391,12 @@ fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::Compare
                 if x.2 <= fastest.2 * (1.0 + options.noise) {
                     return Some(BestWhy::WithinNoise);
                 }
-                let c = stats::compare(&result.ready_ms(fastest.1), &result.ready_ms(x.1), options);
+                let c = coldstart_stats::compare(&result.ready_ms(fastest.1), &result.ready_ms(x.1), options);
                 match c.verdict {
-                    stats::Verdict::Same | stats::Verdict::WithinNoise => Some(BestWhy::NotMeasurablySlower),
-                    stats::Verdict::None => Some(BestWhy::NoVerdict),
+                    coldstart_stats::Verdict::Same | coldstart_stats::Verdict::WithinNoise => {
+                        Some(BestWhy::NotMeasurablySlower)
+                    }
+                    coldstart_stats::Verdict::None => Some(BestWhy::NoVerdict),
                     _ => None,
                 }
             };
@@ -411,7 +417,7 @@ fn best_values(result: &ExperimentResult, sweep: &Sweep, options: stats::Compare
                 fastest: fastest.0.clone(),
                 fastest_p50_ms: fastest.2,
                 vs_fastest: (chosen.1 != fastest.1).then(|| {
-                    stats::compare(&result.ready_ms(fastest.1), &result.ready_ms(chosen.1), options)
+                    coldstart_stats::compare(&result.ready_ms(fastest.1), &result.ready_ms(chosen.1), options)
                 }),
                 noise: options.noise,
                 why,
@@ -445,7 +451,7 @@ fn mark_values(ok: &[&crate::sample::Sample]) -> MarkTimes {
 fn mark_summaries(
     times: &MarkTimes,
     baseline: Option<&MarkTimes>,
-    options: stats::CompareOptions,
+    options: coldstart_stats::CompareOptions,
 ) -> Vec<MarkSummary> {
     let mut out: Vec<MarkSummary> = times
         .iter()
@@ -457,7 +463,7 @@ fn mark_summaries(
                 t_ms: summarize(xs.iter().copied())?,
                 vs_baseline: baseline
                     .and_then(|b| b.get(key))
-                    .map(|base| stats::compare(base, xs, options)),
+                    .map(|base| coldstart_stats::compare(base, xs, options)),
             })
         })
         .collect();
@@ -468,5 +474,5 @@ fn mark_summaries(
 fn summarize(values: impl Iterator<Item = f64>) -> Option<Summary> {
     let mut xs: Vec<f64> = values.collect();
     xs.sort_by(f64::total_cmp);
-    stats::summarize(&xs)
+    coldstart_stats::summarize(&xs)
 }

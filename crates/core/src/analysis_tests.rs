@@ -20,7 +20,7 @@ fn mixed() -> Analysis {
     samples.push(sample(0, 3, false, None));
     samples.push(sample(1, 0, false, Some(5.0)));
     samples.push(sample(1, 1, false, Some(7.0)));
-    analyze(&result(samples), crate::stats::DEFAULT_NOISE)
+    analyze(&result(samples), coldstart_stats::DEFAULT_NOISE)
 }
 
 #[test]
@@ -54,7 +54,7 @@ fn a_variant_without_a_successful_run_has_no_summary() {
             sample(1, 0, false, None),
             sample(1, 1, false, None),
         ]),
-        crate::stats::DEFAULT_NOISE,
+        coldstart_stats::DEFAULT_NOISE,
     );
     let cand = &a.variants[1];
     assert_eq!((cand.ok_runs, cand.failed_runs), (0, 2));
@@ -76,7 +76,7 @@ fn resources_and_requests_come_from_ok_runs() {
     failed.usage.cpu_total_us = 1_000_000;
     failed.requests_ns = vec![500_000_000];
     samples.push(failed);
-    let a = analyze(&result(samples), crate::stats::DEFAULT_NOISE);
+    let a = analyze(&result(samples), coldstart_stats::DEFAULT_NOISE);
     let v = &a.variants[0];
     let cpu = v.cpu_ms.as_ref().expect("cpu");
     assert_eq!(
@@ -109,10 +109,13 @@ fn usage_of_runs_that_saw_no_process_is_not_a_figure() {
     seen.usage.processes = 1;
     let mut unseen = sample(0, 1, false, Some(10.0));
     unseen.usage.processes = 0;
-    let a = analyze(&result(vec![seen, unseen.clone()]), crate::stats::DEFAULT_NOISE);
+    let a = analyze(
+        &result(vec![seen, unseen.clone()]),
+        coldstart_stats::DEFAULT_NOISE,
+    );
     let cpu = a.variants[0].cpu_ms.as_ref().expect("cpu");
     assert_eq!((cpu.n, cpu.p50), (1, 4.0));
-    let a = analyze(&result(vec![unseen]), crate::stats::DEFAULT_NOISE);
+    let a = analyze(&result(vec![unseen]), coldstart_stats::DEFAULT_NOISE);
     let v = &a.variants[0];
     assert!(v.cpu_ms.is_none() && v.processes.is_none() && v.minor_faults.is_none());
 }
@@ -140,7 +143,7 @@ fn marks_take_the_first_occurrence_per_run_ordered_by_median() {
     let mut failed = sample(0, 3, false, None);
     failed.marks = vec![mark("early", 900, MarkSource::Checkpoint)];
     samples.push(failed);
-    let a = analyze(&result(samples), crate::stats::DEFAULT_NOISE);
+    let a = analyze(&result(samples), coldstart_stats::DEFAULT_NOISE);
     let marks = &a.variants[0].marks;
     let names: Vec<&str> = marks.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(
@@ -179,7 +182,7 @@ fn captures_keep_numeric_values_only() {
     let mut failed = sample(0, 3, false, None);
     failed.captures.insert("port".into(), "1".into());
     samples.push(failed);
-    let a = analyze(&result(samples), crate::stats::DEFAULT_NOISE);
+    let a = analyze(&result(samples), coldstart_stats::DEFAULT_NOISE);
     let caps = &a.variants[0].captures;
     assert_eq!(
         caps.keys().collect::<Vec<_>>(),
@@ -219,7 +222,7 @@ fn metrics_are_summarised_per_variant_from_successful_runs() {
     let mut warm = sample(0, 0, true, Some(10.0));
     warm.metrics.insert("billed_ms".into(), 1e6);
     samples.push(warm);
-    let a = analyze(&result(samples), crate::stats::DEFAULT_NOISE);
+    let a = analyze(&result(samples), coldstart_stats::DEFAULT_NOISE);
     let m = &a.variants[0].metrics;
     assert_eq!(
         (m["billed_ms"].n, m["billed_ms"].p50, m["billed_ms"].max),
@@ -274,7 +277,7 @@ fn sweep(along: Option<&str>, resource: bool) -> crate::experiment::Sweep {
 
 #[test]
 fn each_point_is_compared_with_the_baseline_at_the_same_value() {
-    use crate::stats::Verdict;
+    use coldstart_stats::Verdict;
     // The time grows with n; cand is 20 % faster than base at every n.
     let r = sweep_result(|b, n| f64::from(n) * 10.0 * if b == "cand" { 0.8 } else { 1.0 });
     let a = crate::analysis::analyze_sweep(&r, 0.01, Some(&sweep(Some("n"), false)));

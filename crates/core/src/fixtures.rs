@@ -40,7 +40,7 @@ pub fn result(samples: Vec<crate::sample::Sample>) -> crate::experiment::Experim
         variants: variants(),
         samples,
         stopped: Some(crate::experiment::StopReason::Completed),
-        design: crate::stats::Design::Interleaved,
+        design: coldstart_stats::Design::Interleaved,
         load: None,
         fleet: None,
     }

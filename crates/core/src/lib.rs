@@ -31,8 +31,10 @@ pub mod run;
 pub mod sample;
 /// Pure statistics: its own crate (crates/stats).
 pub use coldstart_stats as stats;
-#[cfg(test)]
-mod fixtures;
+/// Hand-made samples and experiments for the analysis and report tests (the
+/// `fixtures` feature, which report's tests turn on).
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod store;
 pub mod target;
 #[cfg(test)]

@@ -4,12 +4,12 @@
 
 use super::adapter::{Adapter, Collected};
 use super::otlp;
-use crate::run::{run_once, RunId, RunOptions};
-use crate::sample::section::{Section, Table, Value};
-use crate::sample::{Mark, Sample};
-use crate::target::{Readiness, Target};
-use crate::trace::Trace;
 use anyhow::{Context, Result};
+use coldstart_core::run::{run_once, RunId, RunOptions};
+use coldstart_core::sample::section::{Section, Table, Value};
+use coldstart_core::sample::{Mark, Sample};
+use coldstart_core::target::{Readiness, Target};
+use coldstart_core::trace::Trace;
 use tempfile::TempDir;
 
 /// A finished adapted run, its adapters' files still on disk until collected.

@@ -8,9 +8,9 @@
 //! only one build opened are named.
 
 use super::{Explanation, CONFIDENCE};
-use crate::sample::section::{Unit, Value};
-use crate::sample::Section;
-use crate::stats;
+use coldstart_core::sample::section::{Unit, Value};
+use coldstart_core::sample::Section;
+use coldstart_core::stats;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -407,10 +407,10 @@ fn section_rows(sa: &Section, sb: &Section) -> Vec<RowDiff> {
 
 /// The successful opens of regular files in a trace: what a build reads.
 /// Kernel interfaces (/proc, /sys, /dev) and directories are left out.
-pub fn opened_files(trace: &crate::trace::Trace) -> Vec<String> {
+pub fn opened_files(trace: &coldstart_core::trace::Trace) -> Vec<String> {
     let mut files: BTreeSet<String> = BTreeSet::new();
     for e in &trace.events {
-        if let crate::trace::Event::Open {
+        if let coldstart_core::trace::Event::Open {
             path,
             ok: true,
             flags,

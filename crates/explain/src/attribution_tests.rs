@@ -12,8 +12,8 @@
 
 use super::*;
 use crate::estimate::{self, Calibration, Estimated, RunEstimate};
-use crate::target::{Readiness, Target};
-use crate::trace::{Outcome, Trace};
+use coldstart_core::target::{Readiness, Target};
+use coldstart_core::trace::{Outcome, Trace};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -7,7 +7,7 @@
 //! tracer's stops: each one holds a task for the kernel's round trip (the stop,
 //! waking the tracer, the resume, the task scheduled again) plus the tracer's
 //! own work on it (decoding, reading memory and procfs), which the tracer times
-//! per stop ([`crate::trace::Stop::held_ns`]). So a stop costs
+//! per stop ([`coldstart_core::trace::Stop::held_ns`]). So a stop costs
 //! `round_trip + held`, and a traced interval's untraced estimate is its traced
 //! duration minus the cost of the stops inside it (the whole tree's: a waiting
 //! parent is delayed by its children's stops too), never below zero.
@@ -24,12 +24,12 @@
 //! not); otherwise every figure stays traced, and an estimate is never above
 //! its traced figure. The calibrated model's own error stays on the report.
 
-use crate::experiment::ExperimentResult;
-use crate::run::{run_once, run_traced, RunId, RunOptions};
-use crate::target::{Readiness, Target};
 use crate::timeline::{self, Timeline};
-use crate::trace::{Stop, Trace};
 use anyhow::{bail, Context, Result};
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::run::{run_once, run_traced, RunId, RunOptions};
+use coldstart_core::target::{Readiness, Target};
+use coldstart_core::trace::{Stop, Trace};
 use serde::{Deserialize, Serialize};
 
 /// The variable that turns coldstart's binary into the calibration target:
@@ -108,7 +108,7 @@ pub fn calibrate(opts: &RunOptions, rounds: usize) -> Result<Calibration> {
 pub fn fit(untraced: &[f64], traced: &[(f64, f64, usize)]) -> Calibration {
     let med = |xs: &mut Vec<f64>| {
         xs.sort_by(f64::total_cmp);
-        crate::stats::quantile(xs, 0.5)
+        coldstart_core::stats::quantile(xs, 0.5)
     };
     let u = med(&mut untraced.to_vec());
     let stops = med(&mut traced.iter().map(|t| t.2 as f64).collect()).max(1.0);
@@ -121,7 +121,7 @@ pub fn fit(untraced: &[f64], traced: &[(f64, f64, usize)]) -> Calibration {
         .map(|t| ((t.0 - t.1 - u) / (t.2.max(1) as f64)).max(0.0))
         .collect();
     per.sort_by(f64::total_cmp);
-    let (lo, hi) = crate::stats::median_ci(&per, super::CONFIDENCE)
+    let (lo, hi) = coldstart_core::stats::median_ci(&per, super::CONFIDENCE)
         .or_else(|| Some((*per.first()?, *per.last()?)))
         .unwrap_or((round_trip, round_trip));
     let spread_pct = if round_trip > 0.0 && per.len() > 1 {
@@ -376,7 +376,7 @@ pub fn run_estimate(
 fn median(xs: &[f64]) -> Option<f64> {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| crate::stats::quantile(&v, 0.5))
+    (!v.is_empty()).then(|| coldstart_core::stats::quantile(&v, 0.5))
 }
 
 /// The residual scale from calibrated run estimates: the factor on the stops'
@@ -442,7 +442,7 @@ fn bisect(above: impl Fn(f64) -> bool, mut lo: f64, mut hi: f64) -> f64 {
 pub fn scale_ci(calibrated: &[RunEstimate], untraced_ms: &[f64]) -> Option<(f64, f64)> {
     let ci = |k: f64| {
         let est: Vec<f64> = calibrated.iter().map(|r| r.at(k)).collect();
-        crate::stats::hodges_lehmann(untraced_ms, &est, super::CONFIDENCE).and_then(|s| s.ci)
+        coldstart_core::stats::hodges_lehmann(untraced_ms, &est, super::CONFIDENCE).and_then(|s| s.ci)
     };
     let (lo0, hi0) = ci(0.0)?;
     if hi0 < 0.0 {
@@ -580,7 +580,7 @@ fn median_range(scale_ci: Option<(f64, f64)>, values: &dyn Fn(f64) -> Vec<f64>) 
     let ci = |k: f64| {
         let mut v = values(k);
         v.sort_by(f64::total_cmp);
-        crate::stats::median_ci(&v, super::CONFIDENCE).or_else(|| {
+        coldstart_core::stats::median_ci(&v, super::CONFIDENCE).or_else(|| {
             let m = median(&v)?;
             Some((m, m))
         })
@@ -724,7 +724,7 @@ mod tests {
             root_pid: 1,
             events: Vec::new(),
             killed: false,
-            outcome: crate::trace::Outcome::Reached,
+            outcome: coldstart_core::trace::Outcome::Reached,
             warnings: Vec::new(),
             root_usage: None,
             task_names: Default::default(),
@@ -769,7 +769,7 @@ mod tests {
             root_pid: 1,
             events: Vec::new(),
             killed: false,
-            outcome: crate::trace::Outcome::Reached,
+            outcome: coldstart_core::trace::Outcome::Reached,
             warnings: Vec::new(),
             root_usage: None,
             task_names: Default::default(),

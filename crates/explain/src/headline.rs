@@ -19,9 +19,9 @@
 
 use super::estimate::{Estimate, Estimated};
 use super::Explanation;
-use crate::sample::Section;
 use crate::timeline::Timeline;
-use crate::trace::{CpuReading, Trace};
+use coldstart_core::sample::Section;
+use coldstart_core::trace::{CpuReading, Trace};
 use serde::{Deserialize, Serialize};
 
 /// The most lines a headline has.
@@ -377,7 +377,7 @@ pub fn off_cpu(trace: &Trace, tl: &Timeline, est: Option<&Estimate>) -> Vec<OffC
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{CpuReading, Event, Outcome, Stop, TraceEvent};
+    use coldstart_core::trace::{CpuReading, Event, Outcome, Stop, TraceEvent};
 
     const MS: u64 = 1_000_000;
 
@@ -503,7 +503,7 @@ mod tests {
 
     #[test]
     fn a_runtimes_cost_is_the_union_of_its_top_level_spans() {
-        use crate::sample::section::Span;
+        use coldstart_core::sample::section::Span;
         let span = |start_ms: u64, dur_ms: u64, depth: usize| Span {
             name: "m".into(),
             start_ns: start_ms * MS,

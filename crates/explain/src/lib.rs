@@ -4,12 +4,6 @@
 //! network and processes, the runtime's own sections from an adapted run, and
 //! the overheads (traced ÷ untraced, adapted ÷ untraced) with 95 % CIs.
 
-// The core's modules under their own names, so paths read `crate::run::…` here too.
-#[cfg(test)]
-use coldstart_core::Lab;
-use coldstart_core::{
-    clock, elf, experiment, launch, out, probe, profile, run, sample, stats, target, trace,
-};
 #[cfg(test)]
 use coldstart_testkit as testkit;
 
@@ -23,20 +17,20 @@ pub mod requests;
 pub mod session;
 pub mod timeline;
 
-use crate::experiment::ExperimentResult;
-use crate::run::{RunId, RunOptions};
-use crate::sample::Section;
-use crate::stats::{Ratio, Summary};
-use crate::target::{Readiness, Target};
 use crate::timeline::Timeline;
-use crate::trace::Trace;
 use adapted::AdaptedRun;
 use adapter::{Adapter, FinalExec};
 use anyhow::{bail, Result};
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::run::{RunId, RunOptions};
+use coldstart_core::sample::Section;
+use coldstart_core::stats::{Ratio, Summary};
+use coldstart_core::target::{Readiness, Target};
+use coldstart_core::trace::Trace;
 use serde::{Deserialize, Serialize};
 
 // The arms' names are the store's too (it tells an explain by them).
-pub use crate::experiment::arms::{is_arms, ARMS, PROFILED_ARM};
+pub use coldstart_core::experiment::arms::{is_arms, ARMS, PROFILED_ARM};
 pub const PROFILED: usize = 3;
 pub const UNTRACED: usize = 0;
 pub const TRACED: usize = 1;
@@ -83,7 +77,7 @@ pub struct Explanation {
     pub otlp: bool,
     /// The startup CPU profile (`--profile`): every profiled run's samples, per phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::profile::Profile>,
+    pub profile: Option<coldstart_core::profile::Profile>,
     /// The raw events of the run shown (for the Chrome trace; not in the JSON,
     /// so not in the store either: an explanation loaded back has none).
     #[serde(skip)]
@@ -167,7 +161,7 @@ pub fn from_experiment(
     let summary = |xs: &[f64]| {
         let mut v = xs.to_vec();
         v.sort_by(f64::total_cmp);
-        stats::summarize(&v)
+        coldstart_core::stats::summarize(&v)
     };
     let (untraced, traced, adapted_ms) = (ms(UNTRACED), ms(TRACED), ms(ADAPTED));
     // The estimates need the traces, which the explanation takes out below.
@@ -183,7 +177,7 @@ pub fn from_experiment(
         &readiness,
         summary(&untraced),
         summary(&traced),
-        stats::ratio(&untraced, &traced, CONFIDENCE),
+        coldstart_core::stats::ratio(&untraced, &traced, CONFIDENCE),
         traced_runs,
     )?;
     if let Some(trace) = e.trace.as_ref() {
@@ -192,7 +186,7 @@ pub fn from_experiment(
             .phases
             .extend(requests::phases(trace, ready_ns, requests));
     }
-    let adapter_overhead = stats::ratio(&untraced, &adapted_ms, CONFIDENCE);
+    let adapter_overhead = coldstart_core::stats::ratio(&untraced, &adapted_ms, CONFIDENCE);
     e.adapter_overhead = adapter_overhead.as_ref().map(|r| r.estimate);
     e.adapter_overhead_ci = adapter_overhead.and_then(|r| r.ci);
     if let (Some(cal), Some(runs), Some(trace)) = (calibration, runs, e.trace.as_ref()) {
@@ -228,7 +222,7 @@ pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result
     let (ready_ns, trace) = traced_run(target, readiness, opts, 0)?;
     let adapters = choose_adapters_for("auto", &trace, readiness)?;
     let ms = ready_ns as f64 / 1e6;
-    let traced = stats::summarize(&[ms]);
+    let traced = coldstart_core::stats::summarize(&[ms]);
     let mut e = explanation(target, readiness, None, traced, None, vec![(ms, trace)])?;
     let id = RunId {
         variant: 0,
@@ -242,7 +236,7 @@ pub fn once(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Result
     } else {
         e.warnings.push(format!(
             "the adapted run failed, so no sections: {}",
-            crate::sample::describe_failure("adapted", &a.sample)
+            coldstart_core::sample::describe_failure("adapted", &a.sample)
         ));
     }
     e.headline = Some(headline::build(&e));
@@ -261,12 +255,12 @@ pub fn traced_run(
         round,
         warmup: false,
     };
-    let mut s = crate::run::run_traced(target, readiness, opts, id)?;
+    let mut s = coldstart_core::run::run_traced(target, readiness, opts, id)?;
     match (s.ready_ns, s.trace.take()) {
         (Some(ns), Some(trace)) if s.ok() => Ok((ns, *trace)),
         _ => bail!(
             "{} (under the tracer)",
-            crate::sample::describe_failure("traced", &s)
+            coldstart_core::sample::describe_failure("traced", &s)
         ),
     }
 }

@@ -6,8 +6,8 @@ use super::decode::{flatten, Got, JSON, PROTOBUF};
 use super::kept::{Limits, Received};
 use super::receiver::{realtime_ns, Receiver, RpcStatus, INVALID_ARGUMENT};
 use super::section::{build_section, Clock, TABLE_ROWS};
-use crate::clock;
-use crate::sample::section::{Section, Span, Value};
+use coldstart_core::clock;
+use coldstart_core::sample::section::{Section, Span, Value};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -262,7 +262,7 @@ fn json_request_with_hex_ids_and_string_int64s() {
     assert_eq!(s.marks.len(), 1);
     assert_eq!(s.marks[0].name, "child: done");
     assert_eq!(s.marks[0].t_ns - root.start_ns, 2 * MS);
-    assert_eq!(s.marks[0].source, crate::sample::MarkSource::Otlp);
+    assert_eq!(s.marks[0].source, coldstart_core::sample::MarkSource::Otlp);
 }
 
 #[test]

@@ -3,8 +3,8 @@
 //! the handler's first (cold) and later (warm) runs are timed and estimated
 //! like the start itself.
 
-use crate::sample::Phase;
-use crate::trace::{Event, SocketRole, Trace};
+use coldstart_core::sample::Phase;
+use coldstart_core::trace::{Event, SocketRole, Trace};
 
 /// `request 1`, `request 2`, …: each connection accepted at or after `ready_ns`
 /// (ns since time zero), from its accept to its first response write. At most
@@ -40,7 +40,7 @@ pub fn phases(trace: &Trace, ready_ns: u64, n: usize) -> Vec<Phase> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Outcome, TraceEvent};
+    use coldstart_core::trace::{Outcome, TraceEvent};
 
     fn ev(ms: u64, event: Event) -> TraceEvent {
         TraceEvent {

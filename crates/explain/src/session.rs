@@ -8,13 +8,13 @@
 use super::adapter::{self, Adapter};
 use super::attribution::{self, Attribution};
 use super::{adapted, estimate, otlp, Explanation, ADAPTED, ARMS, PROFILED, PROFILED_ARM, TRACED, UNTRACED};
-use crate::experiment::{ExperimentResult, Order, Plan, Runner, StopReason, StopRule, Variant};
-use crate::launch::signals;
-use crate::out;
-use crate::run::{run_once, run_profiled, run_traced, RunId, RunOptions};
-use crate::sample::{Outcome as RunOutcome, Sample};
-use crate::target::{Readiness, Target};
 use anyhow::{Context, Result};
+use coldstart_core::experiment::{ExperimentResult, Order, Plan, Runner, StopReason, StopRule, Variant};
+use coldstart_core::launch::signals;
+use coldstart_core::out;
+use coldstart_core::run::{run_once, run_profiled, run_traced, RunId, RunOptions};
+use coldstart_core::sample::{Outcome as RunOutcome, Sample};
+use coldstart_core::target::{Readiness, Target};
 
 /// One build to explain: its name (`--name`, or the command), command and readiness.
 #[derive(Debug, Clone)]
@@ -196,7 +196,7 @@ struct Build {
     /// once the OTLP receiver's environment is in `target`).
     profiled_target: Option<Target>,
     /// The measured profiled runs' samples, named after each run.
-    profile: crate::profile::Collector,
+    profile: coldstart_core::profile::Collector,
 }
 
 /// The builds as run: with the OTLP receiver's environment, and the profiled
@@ -213,7 +213,8 @@ fn builds(opts: &Options, sink: Option<&otlp::Receiver>) -> Vec<Build> {
             // The runtimes' perf-map switches, in the profiled runs only.
             let profiled_target = opts.profile.then(|| {
                 let mut t = spec.target.clone();
-                t.env.extend(crate::profile::runtimes::env(&spec.target.env));
+                t.env
+                    .extend(coldstart_core::profile::runtimes::env(&spec.target.env));
                 t
             });
             Build {
@@ -221,7 +222,7 @@ fn builds(opts: &Options, sink: Option<&otlp::Receiver>) -> Vec<Build> {
                 adapters: none.then(Vec::new),
                 adapted: Vec::new(),
                 profiled_target,
-                profile: crate::profile::Collector::new(),
+                profile: coldstart_core::profile::Collector::new(),
             }
         })
         .collect()
@@ -419,7 +420,7 @@ fn interrupted(r: Result<Sample>, id: RunId) -> Result<Sample> {
     if signals::interrupted() {
         let mut s = match r {
             Ok(s) => s,
-            Err(_) => Sample::begin(&id, crate::clock::now_ns()),
+            Err(_) => Sample::begin(&id, coldstart_core::clock::now_ns()),
         };
         s.outcome = RunOutcome::Interrupted;
         s.ready_ns = None;
@@ -430,16 +431,16 @@ fn interrupted(r: Result<Sample>, id: RunId) -> Result<Sample> {
 
 /// The merged profile with the profiled arm's ready times and overhead.
 fn profile(
-    collector: crate::profile::Collector,
+    collector: coldstart_core::profile::Collector,
     e: &Explanation,
     result: &ExperimentResult,
-) -> Option<crate::profile::Profile> {
+) -> Option<coldstart_core::profile::Profile> {
     let mut p = collector.finish(&e.timeline.phases, (e.ready_ms * 1e6) as u64)?;
     let (untraced, profiled) = (result.ready_ms(UNTRACED), result.ready_ms(PROFILED));
     let mut sorted = profiled.clone();
     sorted.sort_by(f64::total_cmp);
-    p.profiled_ms = crate::stats::summarize(&sorted);
-    let r = crate::stats::ratio(&untraced, &profiled, super::CONFIDENCE);
+    p.profiled_ms = coldstart_core::stats::summarize(&sorted);
+    let r = coldstart_core::stats::ratio(&untraced, &profiled, super::CONFIDENCE);
     p.overhead = r.as_ref().map(|r| r.estimate);
     p.overhead_ci = r.and_then(|r| r.ci);
     Some(p)
@@ -482,7 +483,7 @@ impl Arms<'_> {
         Ok(sample)
     }
 
-    fn choose(&mut self, b: usize, trace: &crate::trace::Trace) -> Result<()> {
+    fn choose(&mut self, b: usize, trace: &coldstart_core::trace::Trace) -> Result<()> {
         let mut chosen =
             super::choose_adapters_for(&self.opts.adapter, trace, &self.builds[b].spec.readiness)?;
         let settings = adapter::Options {

@@ -4,15 +4,15 @@
 //! cgroup, no telemetry). `coldstart lambda --bare` measures this.
 
 use super::{env, Config, Options};
-use crate::clock::now_ns;
-use crate::launch::lab::Lab;
-use crate::launch::spawn::{self, OutputMode};
-use crate::launch::wait::{pollfd, ppoll};
-use crate::launch::{output::tail_of_file, signals, tree};
-use crate::marks::Marks;
-use crate::run::RunId;
-use crate::sample::{Outcome, Sample, Usage};
 use anyhow::{bail, Context, Result};
+use coldstart_core::clock::now_ns;
+use coldstart_core::launch::lab::Lab;
+use coldstart_core::launch::spawn::{self, OutputMode};
+use coldstart_core::launch::wait::{pollfd, ppoll};
+use coldstart_core::launch::{output::tail_of_file, signals, tree};
+use coldstart_core::marks::Marks;
+use coldstart_core::run::RunId;
+use coldstart_core::sample::{Outcome, Sample, Usage};
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
@@ -48,8 +48,8 @@ pub fn first_next(lab: &Lab, cfg: &Config, opts: &Options, id: RunId) -> Result<
     // Checkpoints as in an emulated run, so --bare compares like with like.
     let mut marks = Marks::new(&[], Some(lab.checkpoint_fd()))?;
     if let Some((write, at)) = marks.for_child() {
-        vars.retain(|(k, _)| k != crate::marks::FD_ENV);
-        vars.push((crate::marks::FD_ENV.to_string(), at.to_string()));
+        vars.retain(|(k, _)| k != coldstart_core::marks::FD_ENV);
+        vars.push((coldstart_core::marks::FD_ENV.to_string(), at.to_string()));
         prepared.pass_fd(write, at);
     }
     prepared.replace_env(&vars);
@@ -101,7 +101,7 @@ pub fn first_next(lab: &Lab, cfg: &Config, opts: &Options, id: RunId) -> Result<
         }
     }
     let usage = if ready_ns.is_some() {
-        crate::launch::usage::snapshot(&tree::members(child.pid))
+        coldstart_core::launch::usage::snapshot(&tree::members(child.pid))
     } else {
         Usage::default()
     };

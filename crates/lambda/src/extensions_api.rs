@@ -3,13 +3,13 @@
 
 use super::api::{accepted, error, Env};
 use super::state::{self, Extension, MAX_EXTENSIONS};
-use crate::clock::now_ns;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use coldstart_core::clock::now_ns;
 use std::sync::Arc;
 
 pub fn routes() -> Router<Arc<Env>> {

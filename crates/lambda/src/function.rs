@@ -5,8 +5,8 @@
 
 use super::layout::{Layout, SandboxPaths};
 use super::managed::{self, Resolved, RuntimeArg};
-use crate::target::Target;
 use anyhow::{anyhow, bail, Context, Result};
+use coldstart_core::target::Target;
 use std::path::{Path, PathBuf};
 
 /// A variant's function flags.

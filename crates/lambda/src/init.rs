@@ -8,12 +8,12 @@ use super::processes::{self, Logs, Process};
 use super::report::{self, Failure};
 use super::state::{self, Role, Shared, State};
 use super::{api, boost, round2, sandbox, server, telemetry, Config, Environment, Options};
-use crate::clock::now_ns;
-use crate::launch::{tree, usage};
-use crate::run::RunId;
-use crate::sample::{ExitStatus, Mark, MarkSource, Usage};
-use crate::target::Target;
 use anyhow::Result;
+use coldstart_core::clock::now_ns;
+use coldstart_core::launch::{tree, usage};
+use coldstart_core::run::RunId;
+use coldstart_core::sample::{ExitStatus, Mark, MarkSource, Usage};
+use coldstart_core::target::Target;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,7 +42,7 @@ pub(super) struct Init {
 /// Everything that can be prepared is prepared before T0. `phase`: "init", or
 /// "invoke" for the retry of a failed init inside the first invoke.
 pub(super) async fn prepare(
-    lab: &'static crate::Lab,
+    lab: &'static coldstart_core::Lab,
     cfg: &Config,
     opts: &Options,
     id: &RunId,
@@ -248,7 +248,7 @@ pub(super) async fn run(e: &mut Environment, pending: Pending, cfg: &Config, opt
     if let Some(sb) = &e.sandbox {
         sb.set_cpu(Some(sandbox::vcpus(cfg.memory_mb)))?;
     }
-    let interrupted = crate::launch::signals::interrupted();
+    let interrupted = coldstart_core::launch::signals::interrupted();
     let mut exit_status = None;
     let marks = {
         let st = s.lock();

@@ -6,8 +6,8 @@
 use super::report::{self, Failure};
 use super::state::{self, Invocation, Role, State};
 use super::{round2, telemetry, Config, Environment, Options};
-use crate::clock::now_ns;
-use crate::launch::{tree, usage};
+use coldstart_core::clock::now_ns;
+use coldstart_core::launch::{tree, usage};
 use serde_json::json;
 use std::time::Duration;
 
@@ -383,7 +383,7 @@ pub(super) async fn runtime_asks(e: &Environment, within: Duration) -> bool {
 /// `LAST_NEXT_WITHIN`, not after a timeout: Lambda would reset that environment)
 /// and pass on what it printed meanwhile, before shutdown signals it.
 pub(super) async fn after_last(e: &Environment, last: Option<&Failure>) {
-    if last.is_some_and(|f| f.status == "timeout") || crate::launch::signals::interrupted() {
+    if last.is_some_and(|f| f.status == "timeout") || coldstart_core::launch::signals::interrupted() {
         return;
     }
     runtime_asks(e, LAST_NEXT_WITHIN).await;
@@ -410,7 +410,7 @@ pub(super) fn after_failed_init(
     opts: &Options,
     failure: &Failure,
     init_ms: f64,
-    runtime_exit: Option<&crate::sample::ExitStatus>,
+    runtime_exit: Option<&coldstart_core::sample::ExitStatus>,
 ) -> f64 {
     let (bus, logs) = (&e.bus, &e.logs);
     let request_id = state::uuid();

@@ -6,8 +6,8 @@
 use super::report::Failure;
 use super::state::Role;
 use super::{init, invoke, shutdown, Config, Environment, Options};
-use crate::run::RunId;
 use anyhow::Result;
+use coldstart_core::run::RunId;
 
 /// A live environment: init succeeded, its runtime waits for events.
 pub struct Kept {
@@ -52,7 +52,12 @@ pub struct Reply {
 
 impl Kept {
     /// Prepare and init one environment (`cfg.version` is the version it runs).
-    pub async fn start(lab: &'static crate::Lab, cfg: Config, opts: Options, id: RunId) -> Result<Started> {
+    pub async fn start(
+        lab: &'static coldstart_core::Lab,
+        cfg: Config,
+        opts: Options,
+        id: RunId,
+    ) -> Result<Started> {
         let (mut e, pending) = init::prepare(lab, &cfg, &opts, &id, "init").await?;
         // Other environments live beside this one: its cleanup kills only its own.
         e.alone = false;
@@ -125,7 +130,7 @@ impl Kept {
 }
 
 async fn stop_environment(mut e: Environment) {
-    if !crate::launch::signals::interrupted() {
+    if !coldstart_core::launch::signals::interrupted() {
         invoke::after_last(&e, None).await;
         e.seen = shutdown::members(&e.procs, e.sandbox.as_ref());
         shutdown::run(&e, None).await;

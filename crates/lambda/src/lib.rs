@@ -21,9 +21,6 @@
 //! APIs' instants and (source checkpoint) for the processes' SDK checkpoints;
 //! metrics for the invoke's and the sandbox's figures.
 
-// The core's modules under their own names, so paths read `crate::run::…` here too.
-use coldstart_core::{clock, config, experiment, launch, limits, marks, out, run, sample, target, Lab};
-
 pub mod api;
 pub mod bare;
 pub mod boost;
@@ -52,10 +49,10 @@ pub mod state;
 pub mod telemetry;
 mod telemetry_api;
 
-use crate::run::RunId;
-use crate::sample::{Mark, Outcome, Sample, Usage};
-use crate::target::Target;
 use anyhow::{bail, Result};
+use coldstart_core::run::RunId;
+use coldstart_core::sample::{Mark, Outcome, Sample, Usage};
+use coldstart_core::target::Target;
 use processes::{Logs, Process};
 use report::Failure;
 use std::collections::BTreeMap;
@@ -154,7 +151,7 @@ struct EnvRun {
     invoke_failure: Option<Failure>,
     shutdown_ns: Option<u64>,
     killed: bool,
-    exit_status: Option<crate::sample::ExitStatus>,
+    exit_status: Option<coldstart_core::sample::ExitStatus>,
     interrupted: bool,
     tail: Vec<String>,
 }
@@ -162,7 +159,7 @@ struct EnvRun {
 /// One cold start → one Sample (ready_ns = Init Duration).
 pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id: RunId) -> Result<Sample> {
     // The entry point an embedder calls: the Lab is passed on from here.
-    let lab = crate::Lab::get()?;
+    let lab = coldstart_core::Lab::get()?;
     if cfg.bare {
         return bare::first_next(lab, cfg, opts, id);
     }
@@ -224,7 +221,7 @@ pub fn cold_start(rt: &tokio::runtime::Runtime, cfg: &Config, opts: &Options, id
 /// What one execution environment owns, from before T0 to its cleanup.
 struct Environment {
     /// Its processes are started and cleaned up under the Lab's rules.
-    lab: &'static crate::Lab,
+    lab: &'static coldstart_core::Lab,
     env: Arc<api::Env>,
     bus: Arc<telemetry::Bus>,
     logs: Arc<Logs>,
@@ -253,7 +250,7 @@ struct Environment {
 /// One execution environment from T0 to the last process reaped: init, invoke
 /// (if init succeeded), shutdown.
 async fn environment(
-    lab: &'static crate::Lab,
+    lab: &'static coldstart_core::Lab,
     cfg: &Config,
     opts: &Options,
     id: &RunId,
@@ -296,7 +293,7 @@ async fn environment(
         // Warm invokes of the same environment, each with its REPORT; the first
         // failure ends them (Lambda would start a new environment).
         for _ in 0..opts.invokes {
-            if run.invoke_failure.is_some() || crate::launch::signals::interrupted() {
+            if run.invoke_failure.is_some() || coldstart_core::launch::signals::interrupted() {
                 break;
             }
             let warm = invoke::run(&e, cfg, opts, &opts.event, invoke::Which::Warm).await;
@@ -312,12 +309,12 @@ async fn environment(
         let billed = invoke::after_failed_init(&e, cfg, opts, f, init.ms, exit.as_ref());
         run.metrics.insert("billed_ms".into(), billed);
     }
-    if !crate::launch::signals::interrupted() {
+    if !coldstart_core::launch::signals::interrupted() {
         let (took, killed) = shutdown::run(&e, opts.runtime_grace).await;
         run.shutdown_ns = Some(took);
         run.killed = killed;
     }
-    run.interrupted = crate::launch::signals::interrupted();
+    run.interrupted = coldstart_core::launch::signals::interrupted();
     if let Some(t) = e.sandbox.as_ref().and_then(|sb| sb.throttled_ns()) {
         run.metrics.insert("throttled_ms".into(), t as f64 / 1e6);
     }
@@ -353,7 +350,7 @@ fn warn_undelivered(d: &telemetry::Delivery) {
         return;
     }
     warned.push(key);
-    crate::out::errln!(
+    coldstart_core::out::errln!(
         "coldstart lambda: {} of {} {} batches to extension {} at {} were not delivered (nothing accepted them there); see the metric {}.{}.failed_batches",
         d.failed_batches,
         d.failed_batches + d.delivered_batches,

@@ -114,7 +114,7 @@ pub fn clients_dir(runtime: Runtime) -> PathBuf {
     if let Some(d) = std::env::var_os("COLDSTART_LAMBDA_RIC_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(d);
     }
-    let project = crate::config::project_root().join("target/lambda-ric");
+    let project = coldstart_core::config::project_root().join("target/lambda-ric");
     let beside_exe = std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.join("lambda-ric")));

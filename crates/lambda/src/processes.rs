@@ -10,14 +10,14 @@
 
 use super::state::{Exit, Role, Shared};
 use super::telemetry::Bus;
-use crate::launch::lab::Lab;
-use crate::launch::output::LineBuffer;
-use crate::launch::spawn::{self, OutputMode};
-use crate::launch::{reaping, signals};
-use crate::marks;
-use crate::sample::{ExitStatus, Mark};
-use crate::target::Target;
 use anyhow::{Context, Result};
+use coldstart_core::launch::lab::Lab;
+use coldstart_core::launch::output::LineBuffer;
+use coldstart_core::launch::spawn::{self, OutputMode};
+use coldstart_core::launch::{reaping, signals};
+use coldstart_core::marks;
+use coldstart_core::sample::{ExitStatus, Mark};
+use coldstart_core::target::Target;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};

@@ -88,7 +88,7 @@ fn push_failure(s: &mut String, failure: Option<&Failure>) {
 pub fn invoke_error(
     request_id: &str,
     failure: &Failure,
-    runtime_exit: Option<&crate::sample::ExitStatus>,
+    runtime_exit: Option<&coldstart_core::sample::ExitStatus>,
     timeout_s: f64,
     now_iso: &str,
 ) -> Vec<String> {
@@ -154,7 +154,7 @@ mod tests {
             init_report(10009.131, "init", &timeout),
             "INIT_REPORT Init Duration: 10009.13 ms\tPhase: init\tStatus: timeout"
         );
-        let exit = crate::sample::ExitStatus {
+        let exit = coldstart_core::sample::ExitStatus {
             code: Some(1),
             signal: None,
         };

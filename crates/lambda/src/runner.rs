@@ -2,10 +2,10 @@
 //! options they share, run as emulated cold starts by the experiment's scheduler.
 
 use super::{cold_start, Config, Options};
-use crate::experiment::{Runner, Variant};
-use crate::sample::{RunId, Sample};
-use crate::target::{Target, LAMBDA_INIT};
 use anyhow::{bail, Result};
+use coldstart_core::experiment::{Runner, Variant};
+use coldstart_core::sample::{RunId, Sample};
+use coldstart_core::target::{Target, LAMBDA_INIT};
 
 /// The variants' configurations (in the plan's variant order) and the options
 /// every run shares, on the async runtime that serves the Lambda APIs.

@@ -3,13 +3,13 @@
 //! returns them, which is what the AWS runtime clients expect.
 
 use super::api::{accepted, error, Env};
-use crate::clock::now_ns;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use coldstart_core::clock::now_ns;
 use std::sync::Arc;
 
 /// Largest response a runtime may post (RIE `MaxPayloadSize`: 6 MiB + 100 B;

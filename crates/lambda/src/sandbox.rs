@@ -29,9 +29,9 @@ pub fn vcpus(memory_mb: u64) -> f64 {
 /// all of it is init, so with the boost on it gets the boosted CPU (for the
 /// whole run: a plain run's quota cannot be lowered after `seconds`).
 /// `boost_vcpus`: the boost's CPU (`boost::Boost::vcpus`), None without a boost.
-pub fn limits(memory_mb: u64, boost_vcpus: Option<f64>) -> crate::limits::Limits {
+pub fn limits(memory_mb: u64, boost_vcpus: Option<f64>) -> coldstart_core::limits::Limits {
     let share = vcpus(memory_mb).max(0.01);
-    crate::limits::Limits {
+    coldstart_core::limits::Limits {
         cpus: Some(boost_vcpus.map_or(share, |b| b.max(share))),
         cpuset: None,
         memory_bytes: Some(memory_mb << 20),
@@ -68,7 +68,7 @@ impl Cgroups {
     /// hierarchies. Named after the invocation, so the watchdog kills and
     /// removes them if coldstart dies, and sweeps them if the watchdog died too.
     pub fn detect() -> Result<Cgroups> {
-        use crate::launch::cgroup::{self, Hierarchy};
+        use coldstart_core::launch::cgroup::{self, Hierarchy};
         let name = cgroup::parent_name();
         if let Some(own) = cgroup::own_dir(Hierarchy::V2) {
             let controllers = std::fs::read_to_string(own.join("cgroup.controllers")).unwrap_or_default();
@@ -348,7 +348,7 @@ fn prepare_v2(own: &Path) -> Result<()> {
     let enable = || std::fs::write(own.join("cgroup.subtree_control"), "+cpu +memory");
     if enable().is_err() {
         // Named so the watchdog removes it (`cgroup::invocation_dirs`).
-        let leaf = own.join(crate::launch::cgroup::self_leaf_name());
+        let leaf = own.join(coldstart_core::launch::cgroup::self_leaf_name());
         make_dir(&leaf)?;
         write(&leaf.join("cgroup.procs"), &std::process::id().to_string())?;
         enable().map_err(|e| {

@@ -33,7 +33,7 @@ impl Server {
                 stopped.await.ok();
             });
             if let Err(e) = serve.await {
-                crate::out::errln!("coldstart: Lambda API server stopped: {e}");
+                coldstart_core::out::errln!("coldstart: Lambda API server stopped: {e}");
             }
         });
         Ok(Server {

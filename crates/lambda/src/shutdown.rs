@@ -3,8 +3,8 @@
 use super::processes::{self, Process};
 use super::state::{Role, State};
 use super::Environment;
-use crate::clock::now_ns;
-use crate::launch::tree;
+use coldstart_core::clock::now_ns;
+use coldstart_core::launch::tree;
 use serde_json::json;
 use std::time::Duration;
 
@@ -139,7 +139,7 @@ pub(super) async fn cleanup(e: Environment) -> Vec<super::telemetry::Delivery> {
             .await
             .unwrap_or(false);
         if !ok {
-            crate::out::errln!(
+            coldstart_core::out::errln!(
                 "coldstart: could not kill every process of the Lambda environment: check `ps -o pid,stat,cmd --ppid {}`",
                 std::process::id()
             );
@@ -193,13 +193,13 @@ async fn kill_own(
     while now_ns() < deadline {
         sweep(&mut strays);
         // Reaped here if it was reparented to us; gone if another reaped it.
-        strays.retain(|&pid| crate::launch::reaping::reap_exited(pid).is_none() && running(pid));
+        strays.retain(|&pid| coldstart_core::launch::reaping::reap_exited(pid).is_none() && running(pid));
         if strays.is_empty() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    crate::out::errln!(
+    coldstart_core::out::errln!(
         "coldstart: processes {strays:?} of a Lambda environment survived SIGKILL: check `ps -o pid,stat,cmd -p {}`",
         strays.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
     );

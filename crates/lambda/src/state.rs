@@ -2,7 +2,7 @@
 //! it) and the orchestrator in `mod.rs` (which waits on it). Every change bumps a
 //! watch channel, so waiting is event-driven: no polling, no sleeps.
 
-use crate::clock::now_ns;
+use coldstart_core::clock::now_ns;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
@@ -63,7 +63,7 @@ pub enum Role {
 pub struct Exit {
     pub role: Role,
     pub pid: i32,
-    pub status: crate::sample::ExitStatus,
+    pub status: coldstart_core::sample::ExitStatus,
 }
 
 #[derive(Debug, Default)]
@@ -84,7 +84,7 @@ pub struct State {
     pub exits: Vec<Exit>,
     pub interrupted: bool,
     /// SDK checkpoints of every process, as read (pid: whose pipe).
-    pub checkpoints: Vec<crate::sample::Mark>,
+    pub checkpoints: Vec<coldstart_core::sample::Mark>,
 }
 
 impl State {

@@ -7,7 +7,7 @@
 //! Records emitted before an extension subscribed (platform.initStart first) are
 //! replayed to it when it subscribes, so every subscriber sees the whole init.
 
-use crate::clock::now_ns;
+use coldstart_core::clock::now_ns;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -427,7 +427,7 @@ pub fn iso8601_now() -> String {
 pub fn iso8601(unix_ms: i64) -> String {
     let secs = unix_ms.div_euclid(1000);
     let ms = unix_ms.rem_euclid(1000);
-    let date = crate::clock::utc(secs);
+    let date = coldstart_core::clock::utc(secs);
     let (day, hm) = date.split_once(' ').unwrap_or((&date, "00:00"));
     format!("{day}T{hm}:{:02}.{ms:03}Z", secs.rem_euclid(60))
 }

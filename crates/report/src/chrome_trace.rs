@@ -13,9 +13,9 @@
 //! events are absolute; the timeline's and the sections' times count from time
 //! zero already.) Within a track events are emitted in non-decreasing `ts` order.
 
-use crate::sample::section::Section;
-use crate::timeline::Timeline;
-use crate::trace::{Event, Trace};
+use coldstart_core::sample::section::Section;
+use coldstart_core::trace::{Event, Trace};
+use coldstart_explain::timeline::Timeline;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -157,7 +157,7 @@ impl Doc {
     /// threads after the names they gave themselves.
     fn tasks(&mut self, trace: &Trace, timeline: &Timeline) {
         let end = (self.t0 + timeline.end_ns).max(trace.end_ns);
-        let procs: BTreeMap<i32, &crate::timeline::ProcessInfo> =
+        let procs: BTreeMap<i32, &coldstart_explain::timeline::ProcessInfo> =
             timeline.processes.iter().map(|p| (p.pid, p)).collect();
         let thread_name = |tid: i32| trace.task_names.get(&tid).cloned();
         for (&tid, life) in &lives(trace) {
@@ -327,7 +327,9 @@ fn lives(trace: &Trace) -> BTreeMap<i32, Life> {
 /// How a trace event shows: its name, category, duration (a complete event;
 /// None: an instant) and args. None for an exit: the end of the lifetime event.
 fn shown(event: &Event) -> Option<(String, &'static str, Option<u64>, Value)> {
-    let at = |addr: &Option<crate::trace::SockAddr>| addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
+    let at = |addr: &Option<coldstart_core::trace::SockAddr>| {
+        addr.as_ref().map(|a| a.to_string()).unwrap_or_default()
+    };
     Some(match event {
         Event::Exec { path, exe, argv0, .. } => (
             format!("exec {}", basename(path)),
@@ -403,8 +405,8 @@ fn shown(event: &Event) -> Option<(String, &'static str, Option<u64>, Value)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timeline;
-    use crate::trace::{Outcome, SockAddr, TraceEvent};
+    use coldstart_core::trace::{Outcome, SockAddr, TraceEvent};
+    use coldstart_explain::timeline;
 
     fn sample() -> Trace {
         let e = |ts: u64, pid: i32, tid: i32, event: Event| TraceEvent {

@@ -1,8 +1,8 @@
 //! CSV export: one row per run (raw samples, warmups and failures included),
 //! for analysis in a spreadsheet or pandas.
 
-use crate::experiment::ExperimentResult;
 use anyhow::Result;
+use coldstart_core::experiment::ExperimentResult;
 
 /// The columns after `variant` and the sweep's parameter columns.
 const COLUMNS: &[&str] = &[

@@ -2,9 +2,9 @@
 //! first, like systemd-analyze blame), exec chain, files, network, processes.
 
 use super::format::ms;
-use crate::sample::section::Section;
-use crate::timeline::{OpenGroup, Timeline};
+use coldstart_core::sample::section::Section;
 use coldstart_explain::estimate::Estimate;
+use coldstart_explain::timeline::{OpenGroup, Timeline};
 pub use coldstart_explain::Explanation;
 
 const WIDTH: usize = 48;
@@ -50,7 +50,7 @@ pub fn render(e: &Explanation) -> String {
         out.push_str(&section(sec));
     }
     if let Some(p) = &e.profile {
-        out.push_str(&crate::profile::render::terminal(p));
+        out.push_str(&coldstart_core::profile::render::terminal(p));
     }
     super::width::fit(&out)
 }
@@ -221,7 +221,7 @@ fn blame(tl: &Timeline, est: Option<&Estimate>) -> String {
     out
 }
 
-fn address(addr: &Option<crate::trace::SockAddr>) -> String {
+fn address(addr: &Option<coldstart_core::trace::SockAddr>) -> String {
     addr.as_ref().map(|a| a.to_string()).unwrap_or_else(|| "?".into())
 }
 
@@ -300,7 +300,7 @@ fn exec_chain(tl: &Timeline, est: Option<&Estimate>) -> String {
 }
 
 /// Why a helper held the critical path: how the tracer saw its parent wait.
-fn held_because(p: &crate::timeline::ProcessInfo) -> String {
+fn held_because(p: &coldstart_explain::timeline::ProcessInfo) -> String {
     let parent = p
         .parent
         .map_or_else(|| "its parent".to_string(), |q| format!("pid {q}"));

@@ -3,7 +3,7 @@
 //! argv, threads and the time it held the critical path.
 
 use super::format::ms;
-use crate::timeline::{ProcessInfo, Timeline};
+use coldstart_explain::timeline::{ProcessInfo, Timeline};
 
 const MAX_LANES: usize = 30;
 

@@ -3,15 +3,16 @@
 
 use super::render;
 use crate::chrome_trace::to_chrome_trace;
-use crate::sample::section::Value;
-use crate::sample::{Mark, MarkSource, Section};
-use crate::target::{Readiness, Target};
-use crate::timeline::Timeline;
-use crate::trace::{Event, TraceOptions};
+use crate::testkit;
 use crate::value::text;
-use crate::{clock, testkit};
+use coldstart_core::clock;
+use coldstart_core::sample::section::Value;
+use coldstart_core::sample::{Mark, MarkSource, Section};
+use coldstart_core::target::{Readiness, Target};
+use coldstart_core::trace::{Event, TraceOptions};
 use coldstart_explain::adapter::python::Python;
 use coldstart_explain::adapter::{Adapter, Collected};
+use coldstart_explain::timeline::Timeline;
 use coldstart_explain::{adapted, explanation};
 use std::process::Command;
 use std::time::Duration;
@@ -35,7 +36,8 @@ fn a_real_explanation_renders_the_same_from_json() {
 
     let mut topts = TraceOptions::new(target.argv.clone(), target.program.clone());
     topts.timeout = Duration::from_secs(60);
-    let t = crate::launch::traced::trace(crate::Lab::open().expect("a Lab"), &topts).expect("trace python");
+    let t = coldstart_core::launch::traced::trace(coldstart_core::Lab::open().expect("a Lab"), &topts)
+        .expect("trace python");
     let exit = t
         .events
         .iter()
@@ -47,7 +49,7 @@ fn a_real_explanation_renders_the_same_from_json() {
         &target,
         &Readiness::Exit,
         None,
-        crate::stats::summarize(&[ms]),
+        coldstart_core::stats::summarize(&[ms]),
         None,
         vec![(ms, t)],
     )
@@ -139,7 +141,7 @@ fn a_real_explanation_renders_the_same_from_json() {
 /// `1.10 ms /usr/bin/mvn [/usr/bin/dash] ≈ 98.5 ms untraced`.
 #[test]
 fn exec_chain_rows_show_each_steps_duration_traced_and_untraced() {
-    use crate::trace::{Outcome, Trace, TraceEvent};
+    use coldstart_core::trace::{Outcome, Trace, TraceEvent};
     use coldstart_explain::estimate::{Calibration, Estimate, Estimated};
     const MS: u64 = 1_000_000;
     let exec = |t_us: u64, path: &str, exe: &str| TraceEvent {
@@ -174,7 +176,7 @@ fn exec_chain_rows_show_each_steps_duration_traced_and_untraced() {
         &target,
         &Readiness::Exit,
         None,
-        crate::stats::summarize(&[300.0]),
+        coldstart_core::stats::summarize(&[300.0]),
         None,
         vec![(300.0, trace)],
     )
@@ -252,7 +254,7 @@ fn exec_chain_rows_show_each_steps_duration_traced_and_untraced() {
 /// counts the rows it leaves out.
 #[test]
 fn a_section_prints_its_typed_values_and_counts_the_rest() {
-    use crate::sample::section::Table;
+    use coldstart_core::sample::section::Table;
     let mut t = Table::new(&["package", "classes", "self"]);
     t.rows = (0..5)
         .map(|i| vec![format!("p{i}").into(), Value::Count(i), Value::Ns(456_000)])

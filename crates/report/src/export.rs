@@ -13,8 +13,8 @@
 //! [`check`] classifies the path the same way before the first run, so a path
 //! that cannot be written fails the command before anything is measured.
 
-use crate::out;
 use anyhow::{bail, Context, Result};
+use coldstart_core::out;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -322,8 +322,8 @@ impl Exports {
     /// An experiment's results in every format asked for.
     pub fn write_experiment(
         &self,
-        result: &crate::experiment::ExperimentResult,
-        analysis: &crate::analysis::Analysis,
+        result: &coldstart_core::experiment::ExperimentResult,
+        analysis: &coldstart_core::analysis::Analysis,
         settings: &super::json::Settings,
     ) -> Result<()> {
         if let Some(p) = &self.json {

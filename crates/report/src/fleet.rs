@@ -2,10 +2,10 @@
 //! per-machine view of a comparison blocked by shard, and `coldstart fleet status`.
 
 use super::format::{p_value, signed_ms, signed_percent};
-use crate::analysis::{Analysis, ByShard, VariantAnalysis};
-use crate::experiment::shard::{Fleet, FleetRecord};
-use crate::stats::{Comparison, Verdict};
-use crate::store::fleet::Joined;
+use coldstart_core::analysis::{Analysis, ByShard, VariantAnalysis};
+use coldstart_core::experiment::shard::{Fleet, FleetRecord};
+use coldstart_core::stats::{Comparison, Verdict};
+use coldstart_core::store::fleet::Joined;
 use comfy_table::{presets, Cell, CellAlignment, Table};
 
 /// What a shard did on joining: which shard (and who said so), which experiment.
@@ -270,12 +270,12 @@ pub fn status(record: &FleetRecord, experiment: i64, location: &str, now_unix_s:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::analyze;
-    use crate::experiment::shard::{Host, ShardRecord};
-    use crate::fixtures::{result, sample};
+    use coldstart_core::analysis::analyze;
+    use coldstart_core::experiment::shard::{Host, ShardRecord};
+    use coldstart_core::fixtures::{result, sample};
 
     /// Shard 0 (machine m0): the candidate 20 % faster; shard 1 (m1): 20 % slower.
-    fn disagreeing() -> crate::experiment::ExperimentResult {
+    fn disagreeing() -> coldstart_core::experiment::ExperimentResult {
         let mut samples = Vec::new();
         for (shard, factor) in [(0u32, 0.8), (1, 1.2)] {
             for round in 0..12 {

@@ -1,6 +1,6 @@
 //! Number formatting shared by the terminal and Markdown reports.
 
-use crate::stats::{percent, Comparison, Detectable, Summary, Verdict, POWER};
+use coldstart_core::stats::{percent, Comparison, Detectable, Summary, Verdict, POWER};
 
 /// A duration in milliseconds, with a unit and precision that fit its size.
 pub fn ms(x: f64) -> String {

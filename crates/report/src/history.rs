@@ -2,9 +2,9 @@
 
 use super::format::ms;
 /// Dates are the clock's: lambda's telemetry writes them too.
-pub use crate::clock::utc;
-use crate::experiment::shard::FleetRecord;
-use crate::store::{Listed, Stored};
+pub use coldstart_core::clock::utc;
+use coldstart_core::experiment::shard::FleetRecord;
+use coldstart_core::store::{Listed, Stored};
 use comfy_table::{presets, Table};
 use serde::Serialize;
 

@@ -1,9 +1,9 @@
 //! JSON export (schema documented in docs/json-schema.md): settings, per-variant
 //! statistics and every raw sample.
 
-use crate::analysis::Analysis;
-use crate::experiment::{ExperimentResult, ExperimentSettings};
 use anyhow::Result;
+use coldstart_core::analysis::Analysis;
+use coldstart_core::experiment::{ExperimentResult, ExperimentSettings};
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "coldstart.bench/2";
@@ -17,13 +17,13 @@ pub struct KindSettings {
     /// A `coldstart tune` experiment's candidates (titles, apply lines) and the rows
     /// decided without measuring: enough to draw its table again from the store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tune: Option<crate::tune::stored::TuneSettings>,
+    pub tune: Option<coldstart_tune::stored::TuneSettings>,
     /// A `coldstart lambda` experiment's function, limits and init CPU model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lambda: Option<crate::lambda::settings::LambdaSettings>,
+    pub lambda: Option<coldstart_lambda::settings::LambdaSettings>,
     /// A `coldstart lambda --aws` experiment's API, functions and variants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lambda_aws: Option<crate::lambda::settings::AwsSettings>,
+    pub lambda_aws: Option<coldstart_lambda::settings::AwsSettings>,
 }
 
 #[derive(Serialize)]
@@ -44,22 +44,22 @@ struct Document<'a> {
     variants: Vec<VariantDoc<'a>>,
     /// A sweep's best values of resource parameters.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    best: &'a [crate::analysis::Best],
+    best: &'a [coldstart_core::analysis::Best],
     /// How loaded the machine was during the runs (docs/json-schema.md).
     #[serde(skip_serializing_if = "Option::is_none")]
-    load: Option<&'a crate::experiment::load::Load>,
+    load: Option<&'a coldstart_core::experiment::load::Load>,
     /// A fleet experiment's name, shard count and shards with their host facts
     /// (docs/json-schema.md); omitted for an experiment run as one process.
     #[serde(skip_serializing_if = "Option::is_none")]
-    fleet: Option<&'a crate::experiment::shard::FleetRecord>,
-    samples: &'a [crate::sample::Sample],
+    fleet: Option<&'a coldstart_core::experiment::shard::FleetRecord>,
+    samples: &'a [coldstart_core::sample::Sample],
 }
 
 #[derive(Serialize)]
 struct VariantDoc<'a> {
     #[serde(flatten)]
-    variant: &'a crate::experiment::Variant,
-    stats: &'a crate::analysis::VariantAnalysis,
+    variant: &'a coldstart_core::experiment::Variant,
+    stats: &'a coldstart_core::analysis::VariantAnalysis,
 }
 
 pub fn render(result: &ExperimentResult, analysis: &Analysis, settings: &Settings) -> Result<String> {

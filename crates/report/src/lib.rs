@@ -1,18 +1,6 @@
 //! Output: the terminal table, exports (JSON, Markdown, CSV) and live progress.
 //! Reports render an Analysis and raw samples; they never spawn or compute stats.
 
-// The modules this crate renders, under their own names, so paths read `crate::run::…`.
-use coldstart_core::{
-    analysis, bounds, clock, experiment, limits, out, profile, run, sample, stats, store, target, trace,
-};
-#[cfg(test)]
-use coldstart_core::{launch, Lab};
-use coldstart_explain::timeline;
-use coldstart_lambda as lambda;
-use coldstart_tune as tune;
-#[cfg(test)]
-#[path = "../../core/src/fixtures.rs"]
-mod fixtures;
 #[cfg(test)]
 use coldstart_testkit as testkit;
 

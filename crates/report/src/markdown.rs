@@ -2,7 +2,7 @@
 
 use super::format::{comparison, detectable, ms};
 use super::format::{median_with_ci, tail};
-use crate::analysis::Analysis;
+use coldstart_core::analysis::Analysis;
 
 pub fn render(analysis: &Analysis) -> String {
     let mut out = String::from(

@@ -2,8 +2,8 @@
 //! Failed runs are always described, with the target's last output lines.
 
 use super::format::ms;
-use crate::experiment::{Observer, Variant};
-use crate::sample::Sample;
+use coldstart_core::experiment::{Observer, Variant};
+use coldstart_core::sample::Sample;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 
@@ -35,7 +35,7 @@ impl Progress {
     fn say(&self, line: &str) {
         match &self.bar {
             Some(bar) => bar.println(line),
-            None => crate::out::errln!("{line}"),
+            None => coldstart_core::out::errln!("{line}"),
         }
     }
 }
@@ -68,10 +68,10 @@ impl Observer for Progress {
                 .unwrap_or_else(|| "failed".into());
             bar.set_message(format!("{}: {what} {}", variant.name, last));
         } else if !self.quiet && self.done >= self.next_plain {
-            crate::out::errln!("coldstart: {}/{} runs", self.done, self.total);
+            coldstart_core::out::errln!("coldstart: {}/{} runs", self.done, self.total);
             self.next_plain = self.done + (self.total / 4).max(1);
         }
     }
 }
 
-pub use crate::sample::describe_failure;
+pub use coldstart_core::sample::describe_failure;

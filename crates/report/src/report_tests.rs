@@ -2,11 +2,11 @@
 //! columns, CSV has one row per run, and the JSON export carries every field
 //! docs/json-schema.md documents.
 
-use crate::analysis::analyze;
-use crate::experiment::ExperimentResult;
-use crate::fixtures::{result, sample};
-use crate::sample::{ExitStatus, Mark, MarkSource};
 use crate::{csv, json, markdown, terminal};
+use coldstart_core::analysis::analyze;
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::fixtures::{result, sample};
+use coldstart_core::sample::{ExitStatus, Mark, MarkSource};
 use std::collections::BTreeSet;
 
 /// base: warmup + 12 ok runs + 1 timeout (exit code 3); cand ("c|d", a name with a
@@ -34,15 +34,15 @@ fn experiment() -> ExperimentResult {
     let mut r = result(samples);
     r.variants[1].name = "c|d".into();
     r.variants[1].target.limits =
-        crate::limits::Limits::parse(Some("0.5"), Some("0"), Some("256M")).expect("limits");
+        coldstart_core::limits::Limits::parse(Some("0.5"), Some("0"), Some("256M")).expect("limits");
     r
 }
 
 fn settings() -> json::Settings {
     json::Settings {
-        runs: crate::experiment::Runs::Fixed(12),
+        runs: coldstart_core::experiment::Runs::Fixed(12),
         warmup: 1,
-        order: crate::experiment::Order::Shuffled,
+        order: coldstart_core::experiment::Order::Shuffled,
         timeout: std::time::Duration::from_secs(30),
         poll_interval: std::time::Duration::from_micros(200),
         requests: 2,
@@ -101,7 +101,7 @@ fn terminal_table_has_a_row_per_variant_and_a_delta_line() {
         "a completed experiment says nothing: {out}"
     );
     let mut stopped = r.clone();
-    stopped.stopped = Some(crate::experiment::StopReason::Interrupted);
+    stopped.stopped = Some(coldstart_core::experiment::StopReason::Interrupted);
     assert!(terminal::render(&stopped, &analyze(&stopped, 0.01)).contains("stopped: interrupted"));
 }
 
@@ -239,15 +239,15 @@ fn sweep_export() -> serde_json::Value {
         .flat_map(|b| ["64m", "96m"].map(|h| (b.to_string(), h)))
         .map(|(b, h)| {
             let params = vec![("heap".to_string(), h.to_string())];
-            crate::experiment::Variant {
-                name: crate::experiment::sweep::point_name(&b, &params),
+            coldstart_core::experiment::Variant {
+                name: coldstart_core::experiment::sweep::point_name(&b, &params),
                 params,
                 ..v.clone()
             }
         })
         .collect();
-    let sweep = crate::experiment::Sweep {
-        params: vec![crate::experiment::Param {
+    let sweep = coldstart_core::experiment::Sweep {
+        params: vec![coldstart_core::experiment::Param {
             name: "heap".into(),
             values: vec!["64m".into(), "96m".into()],
             resource: true,
@@ -258,7 +258,7 @@ fn sweep_export() -> serde_json::Value {
         sweep: Some(sweep.clone()),
         ..settings()
     };
-    let a = crate::analysis::analyze_sweep(&r, 0.01, Some(&sweep));
+    let a = coldstart_core::analysis::analyze_sweep(&r, 0.01, Some(&sweep));
     // The sweep table too: a row per heap, a group per variant.
     let md = markdown::render(&a);
     assert!(md.contains("| heap | base p50 [95% CI] | base vs heap=64m | cand p50 [95% CI] | cand vs base | cand vs heap=64m |"), "{md}");
@@ -277,7 +277,7 @@ fn sweep_export() -> serde_json::Value {
 /// [`experiment`] as a fleet experiment: rounds 0–5 on shard 0 (node-0), 6–11 on
 /// shard 1 (host-1, no node name), 3 shards planned.
 fn fleet_export() -> serde_json::Value {
-    use crate::experiment::shard::{FleetRecord, Host, ShardRecord};
+    use coldstart_core::experiment::shard::{FleetRecord, Host, ShardRecord};
     let mut r = experiment();
     for s in &mut r.samples {
         s.shard = Some(u32::from(s.round >= 6));
@@ -348,14 +348,14 @@ fn fleet_export() -> serde_json::Value {
 fn json_export_has_every_documented_field() {
     let mut r = experiment();
     // As session::run records it (docs: load).
-    let (busy, why) = crate::experiment::load::classify(
+    let (busy, why) = coldstart_core::experiment::load::classify(
         2,
-        &[crate::experiment::load::Reading {
+        &[coldstart_core::experiment::load::Reading {
             load1: 7.9,
             others_runnable: 3,
         }],
     );
-    r.load = Some(crate::experiment::load::Load {
+    r.load = Some(coldstart_core::experiment::load::Load {
         cpus: 2,
         samples: 1,
         load1_before: 7.9,
@@ -380,7 +380,7 @@ fn json_export_has_every_documented_field() {
     assert_eq!(doc["variants"].as_array().map(Vec::len), Some(2));
     // A tune experiment's settings carry its candidates (docs: settings.tune).
     let tuned = {
-        use crate::tune::stored::{StoredCandidate, StoredRow, TuneSettings};
+        use coldstart_tune::stored::{StoredCandidate, StoredRow, TuneSettings};
         let mut s = settings();
         s.of_kind.tune = Some(TuneSettings {
             runtime: "jvm".into(),
@@ -400,7 +400,7 @@ fn json_export_has_every_documented_field() {
             unmeasured: vec![StoredRow {
                 id: "bad".into(),
                 title: "breaks it".into(),
-                status: crate::tune::report::Status::Broken {
+                status: coldstart_tune::report::Status::Broken {
                     why: "exited 2".into(),
                 },
             }],
@@ -412,7 +412,7 @@ fn json_export_has_every_documented_field() {
     assert_eq!(tuned["settings"]["tune"]["candidates"][0]["id"], "appcds");
     // A lambda experiment's settings (docs: settings.lambda).
     let lambda = {
-        use crate::lambda::settings::{InitBoost, LambdaSettings, LambdaVariant};
+        use coldstart_lambda::settings::{InitBoost, LambdaSettings, LambdaVariant};
         let mut s = settings();
         s.of_kind.lambda = Some(LambdaSettings {
             function_timeout_ms: 3000,
@@ -442,7 +442,7 @@ fn json_export_has_every_documented_field() {
     assert_eq!(lambda["settings"]["lambda"]["variants"][0]["memory_mb"], 512);
     // A lambda --aws experiment's settings (docs: settings.lambda_aws).
     let on_service = {
-        use crate::lambda::settings::{AwsFunction, AwsSettings, AwsVariant};
+        use coldstart_lambda::settings::{AwsFunction, AwsSettings, AwsVariant};
         let mut s = settings();
         s.of_kind.lambda_aws = Some(AwsSettings {
             endpoint: "http://127.0.0.1:9001".into(),
@@ -538,14 +538,14 @@ fn json_export_has_every_documented_field() {
 
 /// One variant swept over `memory` 128/512/1769 with these per-value times per
 /// round; the best-value line it gets.
-fn best_memory_line(times: impl Fn(usize, usize) -> f64) -> (String, crate::analysis::BestWhy) {
+fn best_memory_line(times: impl Fn(usize, usize) -> f64) -> (String, coldstart_core::analysis::BestWhy) {
     best_memory_line_runs(6, times)
 }
 
 fn best_memory_line_runs(
     runs: usize,
     times: impl Fn(usize, usize) -> f64,
-) -> (String, crate::analysis::BestWhy) {
+) -> (String, coldstart_core::analysis::BestWhy) {
     let mut samples = Vec::new();
     for round in 0..runs {
         for v in 0..3 {
@@ -559,22 +559,22 @@ fn best_memory_line_runs(
         .iter()
         .map(|m| {
             let params = vec![("memory".to_string(), m.to_string())];
-            crate::experiment::Variant {
-                name: crate::experiment::sweep::point_name("fn", &params),
+            coldstart_core::experiment::Variant {
+                name: coldstart_core::experiment::sweep::point_name("fn", &params),
                 params,
                 ..v.clone()
             }
         })
         .collect();
-    let sweep = crate::experiment::Sweep {
-        params: vec![crate::experiment::Param {
+    let sweep = coldstart_core::experiment::Sweep {
+        params: vec![coldstart_core::experiment::Param {
             name: "memory".into(),
             values: values.iter().map(|s| s.to_string()).collect(),
             resource: true,
         }],
         compare_along: Some("memory".into()),
     };
-    let a = crate::analysis::analyze_sweep(&r, 0.01, Some(&sweep));
+    let a = coldstart_core::analysis::analyze_sweep(&r, 0.01, Some(&sweep));
     let text = terminal::render(&r, &a);
     let line = text
         .lines()
@@ -591,7 +591,7 @@ fn best_memory_line_runs(
 /// leave the fastest.
 #[test]
 fn best_value_is_the_cheapest_not_measurably_slower() {
-    use crate::analysis::BestWhy;
+    use coldstart_core::analysis::BestWhy;
     let spread = [-80.0, 80.0, -40.0, 40.0, 0.0, 10.0];
     let (line, why) = best_memory_line(|v, round| [195.0, 189.0, 183.0][v] + spread[round]);
     assert_eq!(why, BestWhy::NotMeasurablySlower, "{line}");

@@ -3,10 +3,10 @@
 //! `--compare-along`, with its own first value), then the best-value lines.
 //! Shared by the terminal and Markdown reports; empty when nothing was swept.
 
-use crate::analysis::{Analysis, Best, BestWhy, VariantAnalysis};
 use crate::format::median_with_ci;
 use crate::format::{ms, signed_percent};
-use crate::stats::{percent, Comparison, Verdict};
+use coldstart_core::analysis::{Analysis, Best, BestWhy, VariantAnalysis};
+use coldstart_core::stats::{percent, Comparison, Verdict};
 
 /// The table as rows of cells (header first), or None without a sweep.
 pub fn cells(a: &Analysis) -> Option<Vec<Vec<String>>> {

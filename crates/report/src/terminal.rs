@@ -2,10 +2,10 @@
 //! a Δ line per variant against the baseline, then resources and requests.
 
 use super::format::{comparison, detectable, median_with_ci, ms, tail};
-use crate::analysis::Analysis;
-use crate::experiment::ExperimentResult;
-use crate::run::{MEMORY_PEAK_METRIC, OOM_KILLS_METRIC};
-use crate::stats::Summary;
+use coldstart_core::analysis::Analysis;
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::run::{MEMORY_PEAK_METRIC, OOM_KILLS_METRIC};
+use coldstart_core::stats::Summary;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
 pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
@@ -21,7 +21,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     out.push_str(&resources(analysis));
     out.push_str(&marks(analysis));
     out += &metrics(analysis);
-    if result.stopped != Some(crate::experiment::StopReason::Completed) {
+    if result.stopped != Some(coldstart_core::experiment::StopReason::Completed) {
         out.push_str(&format!("stopped: {}\n", result.stopped_label()));
     }
     super::width::fit(&out)
@@ -99,7 +99,7 @@ fn deltas(analysis: &Analysis) -> String {
             let failures = failures(analysis, v, baseline);
             // Without a verdict the sentence below gives the reason: the Δ
             // line says "no verdict" and the figures, not the reason twice.
-            let figures = if c.verdict == crate::stats::Verdict::None {
+            let figures = if c.verdict == coldstart_core::stats::Verdict::None {
                 let mut short = c.clone();
                 short.reason = Some("no verdict".into());
                 comparison(&short)
@@ -164,7 +164,7 @@ fn metrics(analysis: &Analysis) -> String {
                 v.name,
                 s.n,
                 v.ok_runs,
-                crate::limits::oom_kills_text(kills)
+                coldstart_core::limits::oom_kills_text(kills)
             ));
         }
         for (name, s) in v
@@ -194,7 +194,11 @@ fn metrics(analysis: &Analysis) -> String {
 /// "fails 7 of 20 runs (baseline 0 of 20: …); " before a variant's speed verdict, or
 /// nothing when it failed no run. Failing more often than the baseline is a verdict
 /// before any speed: the speed is measured on the runs that survived.
-pub(super) fn failures(analysis: &Analysis, v: &crate::analysis::VariantAnalysis, baseline: &str) -> String {
+pub(super) fn failures(
+    analysis: &Analysis,
+    v: &coldstart_core::analysis::VariantAnalysis,
+    baseline: &str,
+) -> String {
     analysis
         .variants
         .iter()

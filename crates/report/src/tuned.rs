@@ -2,7 +2,7 @@
 //! (crates/tune holds the rows, their statuses and the recommended set).
 
 use crate::format::{detectable_line, ms, signed_ms};
-use crate::tune::report::{Rejected, Row, Status, Tuned};
+use coldstart_tune::report::{Rejected, Row, Status, Tuned};
 
 pub fn icon(s: &Status) -> &'static str {
     match s {
@@ -339,10 +339,10 @@ pub fn rejected(r: &Rejected) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{compare, CompareOptions};
-    use crate::stats::{Comparison, Verdict};
-    use crate::tune::catalogue::Candidate;
-    use crate::tune::report::{classify, fill, Pace, Recommended};
+    use coldstart_core::stats::{compare, CompareOptions};
+    use coldstart_core::stats::{Comparison, Verdict};
+    use coldstart_tune::catalogue::Candidate;
+    use coldstart_tune::report::{classify, fill, Pace, Recommended};
 
     /// `n` times around `center` ms, spread ±`spread` (a fraction), deterministic.
     fn times(n: usize, center: f64, spread: f64, seed: usize) -> Vec<f64> {
@@ -557,7 +557,7 @@ mod tests {
             runs_for_goal: None,
         };
         let stop = |status: Status| {
-            rejected(&crate::tune::report::Rejected {
+            rejected(&coldstart_tune::report::Rejected {
                 ids: vec!["a".into(), "b".into()],
                 row: row("a+b", Status::Faster, Some(-300.0), Some((-0.5, -0.2))),
                 smaller: vec!["a".into()],

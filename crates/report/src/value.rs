@@ -2,7 +2,7 @@
 //! one place their numbers get units and precision.
 
 use crate::format;
-use crate::sample::section::Value;
+use coldstart_core::sample::section::Value;
 
 /// `value` as the terminal, Markdown, HTML and the Chrome trace show it.
 pub fn text(value: &Value) -> String {

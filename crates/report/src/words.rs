@@ -3,7 +3,7 @@
 //! Shared by the terminal report (one line under each Δ) and the HTML report.
 
 use super::format::{ms, p_value};
-use crate::stats::{percent, Comparison, Verdict};
+use coldstart_core::stats::{percent, Comparison, Verdict};
 
 /// One sentence about `name` against `baseline`, with the power statement.
 pub fn verdict(c: &Comparison, name: &str, baseline: &str) -> String {
@@ -82,7 +82,7 @@ fn interval(lo: f64, hi: f64, verdict: Verdict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{compare, CompareOptions, Design};
+    use coldstart_core::stats::{compare, CompareOptions, Design};
 
     fn xs(base: f64, n: usize) -> Vec<f64> {
         (0..n).map(|i| base + (i % 7) as f64 * 0.5).collect()

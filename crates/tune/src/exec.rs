@@ -3,12 +3,12 @@
 //! target is a function's runtime, run in the Lambda emulator, ready at the end
 //! of its init). The set-ups, checks and experiments are the same either way.
 
-use crate::experiment::Runner;
-use crate::run::conditions::{Conditions, Settings};
-use crate::run::{run_once, Plain, RunId, RunOptions, Spec};
-use crate::sample::Sample;
-use crate::target::{Readiness, Target};
 use anyhow::Result;
+use coldstart_core::experiment::Runner;
+use coldstart_core::run::conditions::{Conditions, Settings};
+use coldstart_core::run::{run_once, Plain, RunId, RunOptions, Spec};
+use coldstart_core::sample::Sample;
+use coldstart_core::target::{Readiness, Target};
 
 /// How a user applies what tune measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

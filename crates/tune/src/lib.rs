@@ -6,10 +6,6 @@
 //! variant of one interleaved experiment against the unchanged baseline (the
 //! session machinery bench uses); `report` turns the comparisons into the table.
 
-// The core's modules under their own names, so paths read `crate::run::…` here too.
-use coldstart_core::{analysis, experiment, launch, out, run, sample, stats, target, trace};
-use coldstart_explain as explain;
-
 pub mod catalogue;
 pub mod exec;
 pub mod jar;
@@ -21,10 +17,10 @@ pub mod show;
 pub mod spring;
 pub mod stored;
 
-use crate::explain::adapter::{self, FinalExec};
-use crate::run::{RunId, RunOptions};
-use crate::target::{Readiness, Target};
 use anyhow::Result;
+use coldstart_core::run::{RunId, RunOptions};
+use coldstart_core::target::{Readiness, Target};
+use coldstart_explain::adapter::{self, FinalExec};
 use std::path::{Path, PathBuf};
 
 /// The runtime that finally ran, as the tracer saw it.
@@ -67,13 +63,15 @@ fn is_script(path: &str) -> bool {
 /// finally a program that is not one (the real interpreter); None otherwise (a
 /// plain program, a symlink, a wrapper binary such as env). Read off the trace,
 /// never guessed from PATH or the version manager's files.
-pub fn shim_of(trace: &crate::trace::Trace) -> Option<Shim> {
+pub fn shim_of(trace: &coldstart_core::trace::Trace) -> Option<Shim> {
     let first = trace.events.iter().find_map(|e| match &e.event {
-        crate::trace::Event::Exec { path, .. } if e.pid == trace.root_pid => Some(path.as_str()),
+        coldstart_core::trace::Event::Exec { path, .. } if e.pid == trace.root_pid => Some(path.as_str()),
         _ => None,
     })?;
     let last = trace.events.iter().rev().find_map(|e| match &e.event {
-        crate::trace::Event::Exec { path, argv, .. } if e.pid == trace.root_pid => Some((path, argv)),
+        coldstart_core::trace::Event::Exec { path, argv, .. } if e.pid == trace.root_pid => {
+            Some((path, argv))
+        }
         _ => None,
     })?;
     let (path, argv) = last;
@@ -91,7 +89,7 @@ pub fn shim_of(trace: &crate::trace::Trace) -> Option<Shim> {
 /// The candidate that runs the shim's resolved command instead of the shim; its
 /// apply line is that exact command.
 pub fn bypass(shim: &Shim) -> catalogue::Candidate {
-    let command = crate::target::shell_join(&shim.resolved);
+    let command = coldstart_core::target::shell_join(&shim.resolved);
     catalogue::Candidate {
         id: BYPASS_SHIM.to_string(),
         title: "bypass the version-manager shim".to_string(),
@@ -116,13 +114,13 @@ pub fn detect(target: &Target, readiness: &Readiness, opts: &RunOptions) -> Resu
         round: 0,
         warmup: true,
     };
-    let mut s = crate::run::run_traced(target, readiness, opts, id)?;
+    let mut s = coldstart_core::run::run_traced(target, readiness, opts, id)?;
     let trace = match (s.ok(), s.trace.take()) {
         (true, Some(t)) => t,
         _ => anyhow::bail!(
             "the unchanged program must start before anything is tuned, and its traced run ({}) failed: {}",
             target.display_command(),
-            crate::sample::describe_untimed(&s)
+            coldstart_core::sample::describe_untimed(&s)
         ),
     };
     let shim = shim_of(&trace);

@@ -5,11 +5,11 @@
 
 use super::catalogue::{expand, Candidate, File};
 use super::exec::Executor;
-use crate::explain::adapter::append_option;
-use crate::run::{hooks, RunId, RunOptions, Spec};
-use crate::sample::describe_untimed;
-use crate::target::{Readiness, Target};
 use anyhow::{bail, Context, Result};
+use coldstart_core::run::{hooks, RunId, RunOptions, Spec};
+use coldstart_core::sample::describe_untimed;
+use coldstart_core::target::{Readiness, Target};
+use coldstart_explain::adapter::append_option;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -4,8 +4,8 @@
 //! The same rows render for the terminal, Markdown and JSON.
 
 use super::catalogue::Candidate;
-use crate::analysis::VariantAnalysis;
-use crate::stats::{Comparison, Verdict};
+use coldstart_core::analysis::VariantAnalysis;
+use coldstart_core::stats::{Comparison, Verdict};
 use serde::{Deserialize, Serialize};
 
 /// How a candidate came out.
@@ -57,7 +57,7 @@ pub struct Row {
     pub relative: Option<f64>,
     pub relative_ci: Option<(f64, f64)>,
     /// The power line: the smallest shift this experiment could detect.
-    pub detectable: Option<crate::stats::Detectable>,
+    pub detectable: Option<coldstart_core::stats::Detectable>,
     /// First request: median candidate − median baseline, ms (with --requests).
     pub first_request_delta_ms: Option<f64>,
     /// Peak RSS: median candidate − median baseline, MiB.
@@ -102,8 +102,8 @@ impl Row {
         let mut row = Row::unmeasured(c, Status::NoVerdict);
         row.runs = v.ok_runs;
         row.failed_runs = v.failed_runs;
-        let delta =
-            |a: Option<&crate::stats::Summary>, b: Option<&crate::stats::Summary>| Some(a?.p50 - b?.p50);
+        let delta = |a: Option<&coldstart_core::stats::Summary>,
+                     b: Option<&coldstart_core::stats::Summary>| Some(a?.p50 - b?.p50);
         row.first_request_delta_ms = delta(v.first_request_ms.as_ref(), base.first_request_ms.as_ref());
         row.peak_rss_delta_mb = delta(v.peak_rss_mb.as_ref(), base.peak_rss_mb.as_ref());
         if let Some(cmp) = &v.vs_baseline {

@@ -14,13 +14,13 @@ use super::sets;
 use super::show::{command_line, recommendation, shown};
 use super::stored::{StoredCandidate, StoredRow, TuneSettings, PREFIX};
 use super::Runtime;
-use crate::analysis::Analysis;
-use crate::experiment::{CiOf, ExperimentResult, Order, Plan, Runner, StopReason, StopRule};
-use crate::launch::signals;
-use crate::out;
-use crate::run::{RunId, RunOptions, Spec};
-use crate::target::Target;
 use anyhow::{bail, Context, Result};
+use coldstart_core::analysis::Analysis;
+use coldstart_core::experiment::{CiOf, ExperimentResult, Order, Plan, Runner, StopReason, StopRule};
+use coldstart_core::launch::signals;
+use coldstart_core::out;
+use coldstart_core::run::{RunId, RunOptions, Spec};
+use coldstart_core::target::Target;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -153,7 +153,7 @@ pub fn run<R: Recorded>(
         bail!(
             "the unchanged program must start before anything is tuned, and its first run ({}) failed: {}",
             opts.base.target.display_command(),
-            crate::sample::describe_untimed(&first)
+            coldstart_core::sample::describe_untimed(&first)
         );
     }
     let rt = &found.runtime;
@@ -687,7 +687,7 @@ fn experiment<R: Recorded>(
         .result()
         .samples
         .iter()
-        .filter(|s| !s.warmup && s.outcome == crate::sample::Outcome::Interrupted)
+        .filter(|s| !s.warmup && s.outcome == coldstart_core::sample::Outcome::Interrupted)
         .map(|s| s.variant)
         .collect();
     let analysis = m.analysis();

@@ -9,8 +9,8 @@
 
 use super::catalogue::Candidate;
 use super::report::{classify, fill, Rejected, Row, Status};
-use crate::experiment::ExperimentResult;
-use crate::stats::{compare, CompareOptions, Verdict};
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::stats::{compare, CompareOptions, Verdict};
 
 /// At most this many winners in a set: each one more is a variant more to measure.
 pub const MAX_SET: usize = 4;
@@ -65,9 +65,9 @@ pub fn ids(set: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::ExperimentResult;
-    use crate::run::RunId;
-    use crate::sample::{Outcome, Sample};
+    use coldstart_core::experiment::ExperimentResult;
+    use coldstart_core::run::RunId;
+    use coldstart_core::sample::{Outcome, Sample};
 
     /// An experiment whose variant v's runs took these times (ms).
     fn result(times: &[&[f64]]) -> ExperimentResult {

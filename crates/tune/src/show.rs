@@ -6,7 +6,7 @@ use super::catalogue::Candidate;
 use super::exec::Applied;
 use super::report::{Recommended, Row, Status};
 use super::Runtime;
-use crate::target::{shell_join, shell_quote, Target};
+use coldstart_core::target::{shell_join, shell_quote, Target};
 use std::path::Path;
 
 /// A row as shown: the work directory's paths become plain file names.

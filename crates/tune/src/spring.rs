@@ -9,7 +9,7 @@
 use super::catalogue::{version_cmp, Candidate, Catalogue};
 use super::jar::{self, AppKind, JavaApp};
 use super::show::SPRING_EXIT;
-use crate::target::shell_join;
+use coldstart_core::target::shell_join;
 use std::path::Path;
 
 /// The application kind `applies_when.app` names for a Spring Boot fat jar.

@@ -7,8 +7,8 @@
 use super::catalogue::Candidate;
 use super::report::{Recommended, Row, Status, Tuned};
 use super::sets;
-use crate::analysis::Analysis;
-use crate::experiment::ExperimentResult;
+use coldstart_core::analysis::Analysis;
+use coldstart_core::experiment::ExperimentResult;
 use serde::{Deserialize, Serialize};
 
 /// The variant name prefix of a candidate in the store: `tune:ID`.

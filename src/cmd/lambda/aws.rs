@@ -4,19 +4,19 @@
 //! change is journaled in the store first and undone at the end (also after
 //! Ctrl-C); `--cleanup` undoes what a killed coldstart left.
 
-use crate::aws::client::Endpoint;
-use crate::aws::plan::{self, Variant};
-use crate::aws::{undo, AwsColdStarts, Options};
-use crate::config;
-use crate::experiment::sweep::point_name;
-use crate::experiment::{Observer, Plan, StopRule, Sweep};
 use crate::flags::{LambdaArgs, LambdaVariantArgs, LambdaVariantSpec};
-use crate::lambda::settings::{AwsFunction, AwsSettings, AwsVariant};
-use crate::sample::{Outcome, RunId, Sample};
 use crate::session::{self, RunSettings};
-use crate::store::Store;
-use crate::target::{parse_env, Target, LAMBDA_INIT, LAMBDA_SERVICE};
 use anyhow::{anyhow, bail, Context, Result};
+use coldstart_aws::client::Endpoint;
+use coldstart_aws::plan::{self, Variant};
+use coldstart_aws::{undo, AwsColdStarts, Options};
+use coldstart_core::config;
+use coldstart_core::experiment::sweep::point_name;
+use coldstart_core::experiment::{Observer, Plan, StopRule, Sweep};
+use coldstart_core::sample::{Outcome, RunId, Sample};
+use coldstart_core::store::Store;
+use coldstart_core::target::{parse_env, Target, LAMBDA_INIT, LAMBDA_SERVICE};
+use coldstart_lambda::settings::{AwsFunction, AwsSettings, AwsVariant};
 use std::time::Duration;
 
 /// The emulator's flags, refused with --aws (they describe local code).
@@ -150,10 +150,10 @@ fn order(plan: &Plan) -> Result<Vec<(usize, usize, bool)>> {
     struct Quiet;
     impl Observer for Quiet {
         fn planned(&mut self, _: usize) {}
-        fn finished(&mut self, _: &crate::experiment::Variant, _: &Sample) {}
+        fn finished(&mut self, _: &coldstart_core::experiment::Variant, _: &Sample) {}
     }
     let mut seen = Vec::new();
-    crate::experiment::execute_with(plan, &mut Quiet, &mut |v: usize, id: RunId| {
+    coldstart_core::experiment::execute_with(plan, &mut Quiet, &mut |v: usize, id: RunId| {
         seen.push((v, id.round, id.warmup));
         Ok(Sample {
             outcome: Outcome::Ready,
@@ -169,7 +169,7 @@ fn record(
     endpoint: &str,
     parallel: usize,
     variants: &[Variant],
-    functions: &[(String, crate::aws::calls::Function)],
+    functions: &[(String, coldstart_aws::calls::Function)],
     marks: &[String],
 ) -> AwsSettings {
     let find = |name: &str| functions.iter().find(|(n, _)| n == name).map(|(_, f)| f);
@@ -212,7 +212,7 @@ fn record(
 fn cleanup(mut store: Store) -> Result<i32> {
     let rows = store.journal_pending()?;
     if rows.is_empty() {
-        crate::out::outln!(
+        coldstart_core::out::outln!(
             "coldstart lambda --aws --cleanup: nothing to undo (no open change in the journal in {})",
             store.location
         )?;
@@ -224,7 +224,7 @@ fn cleanup(mut store: Store) -> Result<i32> {
         .context("starting the async runtime for the AWS SDK")?;
     let lines = undo::undo(&rt, &mut store, &rows, None)?;
     for l in &lines {
-        crate::out::outln!("coldstart lambda --aws --cleanup: {l}")?;
+        coldstart_core::out::outln!("coldstart lambda --aws --cleanup: {l}")?;
     }
     Ok(if store.journal_pending()?.is_empty() { 0 } else { 1 })
 }
@@ -250,7 +250,7 @@ fn plan_of(args: &LambdaArgs, points: &[Point]) -> Plan {
     Plan {
         variants: points
             .iter()
-            .map(|(v, params)| crate::experiment::Variant {
+            .map(|(v, params)| coldstart_core::experiment::Variant {
                 name: v.name.clone(),
                 target: Target {
                     argv: vec![LAMBDA_SERVICE.into(), v.function.clone()],
@@ -272,8 +272,8 @@ fn plan_of(args: &LambdaArgs, points: &[Point]) -> Plan {
 }
 
 pub fn run(args: &LambdaArgs) -> Result<i32> {
-    crate::bounds::runs("--runs", args.runs, 1)?;
-    crate::bounds::runs("--warmup", args.warmup, 0)?;
+    coldstart_core::bounds::runs("--runs", args.runs, 1)?;
+    coldstart_core::bounds::runs("--warmup", args.warmup, 0)?;
     let root = config::project_root();
     let cfg = config::load(&root)?;
     let outputs = args.common.outputs(cfg.as_ref(), &root);
@@ -296,7 +296,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     };
     let plan = plan_of(args, &points);
     let variants: Vec<Variant> = points.into_iter().map(|(v, _)| v).collect();
-    let parallel = crate::bounds::count("--parallel", args.parallel, 1, 64)?;
+    let parallel = coldstart_core::bounds::count("--parallel", args.parallel, 1, 64)?;
     let order = order(&plan)?;
     let marks = plan::log_marks(&args.marks)?;
     let mut runner = AwsColdStarts::new(
@@ -309,18 +309,18 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         variants.clone(),
         store,
     )?;
-    let functions: Vec<(String, crate::aws::calls::Function)> = runner
+    let functions: Vec<(String, coldstart_aws::calls::Function)> = runner
         .functions
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let per_variant: Vec<&crate::aws::calls::Function> = variants
+    let per_variant: Vec<&coldstart_aws::calls::Function> = variants
         .iter()
         .filter_map(|v| runner.functions.get(&v.function))
         .collect();
     let estimate = plan::estimate(&variants, &per_variant, args.warmup + args.runs);
     if args.dry_run {
-        crate::out::out!(
+        coldstart_core::out::out!(
             "{}",
             plan::render(&plan::Printed {
                 endpoint: &endpoint.describe(),
@@ -350,7 +350,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
         &args.marks,
     ));
     if !args.common.quiet {
-        crate::out::errln!(
+        coldstart_core::out::errln!(
             "coldstart lambda --aws: {} variant(s) on {} function(s) at {}; every change is journaled in {} and undone at the end",
             variants.len(),
             functions.len(),
@@ -360,7 +360,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     }
     let measured = session::measure(
         &plan,
-        crate::experiment::Kind::Lambda,
+        coldstart_core::experiment::Kind::Lambda,
         &settings,
         &outputs,
         &mut runner,
@@ -369,7 +369,7 @@ pub fn run(args: &LambdaArgs) -> Result<i32> {
     let undone = runner.finish();
     if let Ok(lines) = &undone {
         for l in lines {
-            crate::out::errln!("coldstart lambda --aws: {l}");
+            coldstart_core::out::errln!("coldstart lambda --aws: {l}");
         }
     }
     let code = measured?;

@@ -4,14 +4,14 @@
 //! in the function's environment) and measured as Init Duration in the emulator.
 
 use super::Point;
-use crate::experiment::{Plan, Runner};
-use crate::lambda::{cold_start, ColdStarts, Config, Options};
-use crate::run::{RunId, RunOptions, Spec};
-use crate::sample::Sample;
-use crate::target::{Readiness, Target, LAMBDA_INIT};
-use crate::tune::exec::{Applied, Executor, Finish};
-use crate::tune::session::{self as tuning};
 use anyhow::{anyhow, bail, Context, Result};
+use coldstart_core::experiment::{Plan, Runner};
+use coldstart_core::run::{RunId, RunOptions, Spec};
+use coldstart_core::sample::Sample;
+use coldstart_core::target::{Readiness, Target, LAMBDA_INIT};
+use coldstart_lambda::{cold_start, ColdStarts, Config, Options};
+use coldstart_tune::exec::{Applied, Executor, Finish};
+use coldstart_tune::session::{self as tuning};
 
 /// The emulator as tune's executor: a target is the function's runtime command
 /// with its environment (`Config::variant`'s), run as one cold start.
@@ -110,8 +110,8 @@ pub fn run(args: &crate::flags::LambdaArgs, mut configs: Vec<Point>, opts: Optio
         bail!("--tune measures the function's init: drop --bare");
     }
     let runtime = runtime_of(&base)?;
-    let root = crate::config::project_root();
-    let cfg = crate::config::load(&root)?;
+    let root = coldstart_core::config::project_root();
+    let cfg = coldstart_core::config::load(&root)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -134,7 +134,7 @@ pub fn run(args: &crate::flags::LambdaArgs, mut configs: Vec<Point>, opts: Optio
         max_runs: args.runs.max(2),
         runs_flag: "--runs",
         warmup: args.warmup,
-        budget: crate::bounds::seconds("--budget", args.budget, false)?.as_secs_f64(),
+        budget: coldstart_core::bounds::seconds("--budget", args.budget, false)?.as_secs_f64(),
         target_ci: (0.02, true),
         seed: args.common.seed(),
         noise: args.common.noise.noise,
@@ -145,12 +145,12 @@ pub fn run(args: &crate::flags::LambdaArgs, mut configs: Vec<Point>, opts: Optio
     // Spring Boot's properties apply when the function's code or layers hold it.
     found.runtime.app = None;
     if found.runtime.name == "jvm" {
-        crate::tune::spring::fit_function(&mut found.catalogue, &base.layout.code, &base.layout.layers);
+        coldstart_tune::spring::fit_function(&mut found.catalogue, &base.layout.code, &base.layout.layers);
     }
     // Each apply text in the function's terms, not a command line's.
     let options_env = found.catalogue.file.options_env.clone();
     for c in found.catalogue.file.candidates.iter_mut() {
-        if let Some(apply) = crate::tune::show::function_apply(c, options_env.as_deref()) {
+        if let Some(apply) = coldstart_tune::show::function_apply(c, options_env.as_deref()) {
             c.apply = apply;
         }
     }
@@ -159,7 +159,7 @@ pub fn run(args: &crate::flags::LambdaArgs, mut configs: Vec<Point>, opts: Optio
     found.catalogue.file.executable = None;
     let chosen = found.chosen(&tune_opts)?;
     let outputs = args.common.outputs(cfg.as_ref(), &root);
-    let exports = crate::report::export::Exports {
+    let exports = coldstart_report::export::Exports {
         json: args.common.export.export_json.clone(),
         markdown: args.common.export.export_markdown.clone(),
         csv: None,

@@ -61,10 +61,10 @@ impl Order {
     }
 
     /// Only shuffled rounds let both variants share every drift.
-    pub fn design(self) -> crate::stats::Design {
+    pub fn design(self) -> coldstart_stats::Design {
         match self {
-            Order::Shuffled => crate::stats::Design::Interleaved,
-            Order::Sequential => crate::stats::Design::Sequential,
+            Order::Shuffled => coldstart_stats::Design::Interleaved,
+            Order::Sequential => coldstart_stats::Design::Sequential,
         }
     }
 }

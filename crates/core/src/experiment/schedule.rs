@@ -3,7 +3,6 @@
 
 use super::plan::{CiOf, Order, Plan, StopRule, Variant};
 use crate::sample::{RunId, Sample};
-use crate::stats;
 use anyhow::Result;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -80,7 +79,7 @@ pub struct ExperimentResult {
     /// whose coldstart was killed ("incomplete").
     pub stopped: Option<StopReason>,
     /// How the samples were collected: what kind of comparison they support.
-    pub design: crate::stats::Design,
+    pub design: coldstart_stats::Design,
     /// How loaded the machine was during the runs (session::run reads it; None for
     /// experiments stored before it was, and for results built in memory).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -285,11 +284,11 @@ fn should_stop(
             let Some(b) = super::sweep::baseline_of(&plan.variants, v) else {
                 return true;
             };
-            // The ratio's interval, as stats::compare's `relative` (ratio − 1).
-            let decided = stats::ratio(
+            // The ratio's interval, as coldstart_stats::compare's `relative` (ratio − 1).
+            let decided = coldstart_stats::ratio(
                 &result.ready_ms(b),
                 &result.ready_ms(v),
-                stats::COMPARE_CONFIDENCE,
+                coldstart_stats::COMPARE_CONFIDENCE,
             )
             .and_then(|r| r.ci)
             .is_some_and(|(lo, hi)| hi - 1.0 < -noise || lo - 1.0 >= -noise);
@@ -299,10 +298,10 @@ fn should_stop(
     all_tight.then_some(StopReason::TargetCi)
 }
 
-fn median_of(result: &ExperimentResult, v: usize) -> Option<stats::Summary> {
+fn median_of(result: &ExperimentResult, v: usize) -> Option<coldstart_stats::Summary> {
     let mut xs = result.ready_ms(v);
     xs.sort_by(f64::total_cmp);
-    stats::summarize(&xs)
+    coldstart_stats::summarize(&xs)
 }
 
 /// How far the interval reaches from its estimate, on its wider side.
@@ -320,16 +319,16 @@ fn shift_tight(plan: &Plan, result: &ExperimentResult, v: usize, target: f64, re
     };
     let (bx, cx) = (result.ready_ms(b), result.ready_ms(v));
     // A share is judged on the interval the report prints for it: the
-    // ratio's (stats::compare's `relative`), whose units are already
+    // ratio's (coldstart_stats::compare's `relative`), whose units are already
     // shares; milliseconds, and times with no log, on the shift's.
     if relative {
-        if let Some(r) = stats::ratio(&bx, &cx, stats::COMPARE_CONFIDENCE) {
+        if let Some(r) = coldstart_stats::ratio(&bx, &cx, coldstart_stats::COMPARE_CONFIDENCE) {
             return r.ci.is_some_and(|ci| reach(r.estimate, ci) <= target);
         }
     }
     let within = |half: f64, median: f64| half <= if relative { target * median } else { target };
-    match stats::hodges_lehmann(&bx, &cx, stats::COMPARE_CONFIDENCE) {
-        Some(stats::Shift {
+    match coldstart_stats::hodges_lehmann(&bx, &cx, coldstart_stats::COMPARE_CONFIDENCE) {
+        Some(coldstart_stats::Shift {
             estimate,
             ci: Some(ci),
         }) => within(reach(estimate, ci), base.p50),

@@ -171,7 +171,7 @@ fn warmup_rounds_come_first_then_rounds_with_every_variant_once() {
     assert_eq!(result.samples.iter().filter(|s| s.warmup).count(), 6);
     assert!((0..3).all(|v| result.ready_ms(v).len() == 4));
     assert_eq!(result.stopped, Some(StopReason::Completed));
-    assert_eq!(result.design, crate::stats::Design::Interleaved);
+    assert_eq!(result.design, coldstart_stats::Design::Interleaved);
     assert_eq!(seen.planned, [3 * (2 + 4)]);
     // The observer hears of every run, with the variant it belongs to.
     assert_eq!(seen.finished.len(), ids.len());
@@ -244,7 +244,7 @@ fn sequential_order_runs_each_variant_to_the_end() {
     assert_eq!(warm, [0, 1, 2], "warmups first, in variant order");
     assert!(mock.ids[..3].iter().all(|id| id.warmup));
     assert_eq!(result.stopped, Some(StopReason::Completed));
-    assert_eq!(result.design, crate::stats::Design::Sequential);
+    assert_eq!(result.design, coldstart_stats::Design::Sequential);
     assert_eq!(seen.planned, [3 * (1 + 3)]);
 }
 
@@ -454,10 +454,10 @@ fn adaptive_stop_on_the_verdict_waits_until_each_candidate_is_settled() {
     // Where it stopped, each comparison's verdict is settled: the gain's interval
     // wholly beyond −1 %, the slower one's faster end at −1 % or above.
     let rel = |v| {
-        let c = stats::compare(
+        let c = coldstart_stats::compare(
             &result.ready_ms(0),
             &result.ready_ms(v),
-            stats::CompareOptions::default(),
+            coldstart_stats::CompareOptions::default(),
         );
         c.relative.and_then(|r| r.ci).expect("an interval")
     };
@@ -546,7 +546,7 @@ fn adaptive_stop_waits_until_both_ends_of_the_interval_are_within_the_target() {
     // steady 100 ms: 2 ms [0, 12], half-width 6, reach 10 ms, against 9 ms.)
     let mut xs: Vec<f64> = (1..=10).map(skewed).collect();
     xs.sort_by(f64::total_cmp);
-    let s = stats::summarize(&xs).expect("summary");
+    let s = coldstart_stats::summarize(&xs).expect("summary");
     let (lo, hi) = s.p50_ci.expect("a CI at n = 10");
     assert_eq!((s.p50, lo, hi), (102.0, 100.0, 116.0));
 
@@ -575,11 +575,12 @@ fn adaptive_stop_waits_until_both_ends_of_the_interval_are_within_the_target() {
         let c = result.ready_ms(1);
         let (estimate, (lo, hi), scale) = match of {
             CiOf::Median => {
-                let s = stats::summarize(&c).expect("summary");
+                let s = coldstart_stats::summarize(&c).expect("summary");
                 (s.p50, s.p50_ci.expect("ci"), s.p50)
             }
             CiOf::Shift | CiOf::Verdict { .. } => {
-                let sh = stats::hodges_lehmann(&b, &c, stats::COMPARE_CONFIDENCE).expect("shift");
+                let sh = coldstart_stats::hodges_lehmann(&b, &c, coldstart_stats::COMPARE_CONFIDENCE)
+                    .expect("shift");
                 (sh.estimate, sh.ci.expect("ci"), 100.0)
             }
         };

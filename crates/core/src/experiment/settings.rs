@@ -168,7 +168,7 @@ pub struct ExperimentSettings<K = ()> {
 }
 
 fn default_noise() -> f64 {
-    crate::stats::DEFAULT_NOISE
+    coldstart_stats::DEFAULT_NOISE
 }
 
 impl<K> ExperimentSettings<K> {

@@ -7,8 +7,8 @@ use super::lab::Lab;
 use super::limit_cgroups::{MemoryWatch, RunCgroup};
 use super::reaping::TraceGuard;
 use crate::target::Target;
-use crate::trace::{self, Outcome, Session, Status, Trace, TraceOptions};
 use anyhow::Result;
+use coldstart_trace::{Outcome, Session, Status, Trace, TraceOptions};
 
 /// Trace options for `target`: argv, program, env and cwd, a fresh run cgroup's
 /// `cgroup.procs` (none when cgroups are unavailable) plus its limiting ones,
@@ -23,7 +23,7 @@ pub fn options(target: &Target) -> Result<(TraceOptions, Option<MemoryWatch>)> {
         .map(|r| r.into_entries())
         .unwrap_or_default()
         .into_iter()
-        .map(|e| trace::CgroupProcs {
+        .map(|e| coldstart_trace::CgroupProcs {
             procs: e.procs,
             required: e.required,
         })
@@ -41,18 +41,18 @@ pub struct Traced<'lab> {
     _guard: TraceGuard<'lab>,
 }
 
-/// Start `opts` under the tracer (see `trace::start`), the guard taken first:
+/// Start `opts` under the tracer (see `coldstart_trace::start`), the guard taken first:
 /// the tracee can stop from the moment it is forked.
 pub fn start<'lab>(lab: &'lab Lab, opts: &TraceOptions) -> Result<Traced<'lab>> {
     let guard = lab.trace_guard();
-    let session = trace::start(opts)?;
+    let session = coldstart_trace::start(opts)?;
     Ok(Traced {
         session,
         _guard: guard,
     })
 }
 
-/// Trace `opts` until its stop condition (see `trace::trace`), holding the guard.
+/// Trace `opts` until its stop condition (see `coldstart_trace::trace`), holding the guard.
 pub fn trace(lab: &Lab, opts: &TraceOptions) -> Result<Trace> {
     let mut traced = start(lab, opts)?;
     traced.wait();

@@ -4,11 +4,11 @@ use super::procfs::parse_stat;
 use crate::sample::Usage;
 
 pub fn from_rusage(ru: &libc::rusage) -> Usage {
-    from_root(&crate::trace::RootUsage::from_rusage(ru))
+    from_root(&coldstart_trace::RootUsage::from_rusage(ru))
 }
 
 /// A reaped root's wait4 figures (ours, or the tracer's for a traced run).
-pub fn from_root(ru: &crate::trace::RootUsage) -> Usage {
+pub fn from_root(ru: &coldstart_trace::RootUsage) -> Usage {
     Usage {
         cpu_total_us: ru.user_us + ru.sys_us,
         cpu_user_us: ru.user_us,

@@ -14,8 +14,8 @@
 //! are stamped when it returns.
 
 use super::tcp::{self, Connect, Connecting};
-use crate::clock::now_ns;
 use anyhow::{bail, Result};
+use coldstart_sys::clock::now_ns;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};

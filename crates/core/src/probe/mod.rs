@@ -101,9 +101,9 @@ impl Probe {
     /// byte of the response was read.
     pub fn step(&mut self, deadline_left: Duration) -> Option<u64> {
         match self {
-            Probe::Tcp(p) => p.step().then(crate::clock::now_ns),
+            Probe::Tcp(p) => p.step().then(coldstart_sys::clock::now_ns),
             Probe::Http(p) => p.step(deadline_left),
-            Probe::File(p) => p.check().then(crate::clock::now_ns),
+            Probe::File(p) => p.check().then(coldstart_sys::clock::now_ns),
             Probe::Exit | Probe::Log(_) | Probe::Listen => None,
         }
     }
@@ -111,12 +111,12 @@ impl Probe {
     /// Blocking check for loops that cannot wait on [`Probe::pollfd`] (the traced
     /// run): drive one attempt to its end, at most `deadline_left`.
     pub fn check(&mut self, deadline_left: Duration) -> bool {
-        let until = crate::clock::now_ns() + deadline_left.as_nanos() as u64;
+        let until = coldstart_sys::clock::now_ns() + deadline_left.as_nanos() as u64;
         if self.step(deadline_left).is_some() {
             return true;
         }
         while self.in_flight() {
-            let now = crate::clock::now_ns();
+            let now = coldstart_sys::clock::now_ns();
             if now >= until {
                 return false;
             }

@@ -170,14 +170,14 @@ impl Connecting {
 /// `timeout`; on loopback a closed port refuses at once). A self-connection is
 /// not a listener.
 pub fn accepts(addr: &SocketAddr, timeout: std::time::Duration) -> bool {
-    let deadline = crate::clock::now_ns() + timeout.as_nanos() as u64;
+    let deadline = coldstart_sys::clock::now_ns() + timeout.as_nanos() as u64;
     let mut attempt = connect(addr);
     loop {
         match attempt {
             Connect::Done(_) => return true,
             Connect::Failed(_) => return false,
             Connect::Pending(c) => {
-                let now = crate::clock::now_ns();
+                let now = coldstart_sys::clock::now_ns();
                 if now >= deadline {
                     return false;
                 }

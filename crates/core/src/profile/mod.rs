@@ -12,8 +12,8 @@ pub mod render;
 pub mod runtimes;
 
 use crate::sample::{Phase, Sample};
-use crate::stats::Summary;
 use coldstart_profile::{Recording, Symbols};
+use coldstart_stats::Summary;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 

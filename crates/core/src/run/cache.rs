@@ -7,9 +7,9 @@
 //! coldstart or any other running program also uses stay resident, and are
 //! counted as such.
 
-use crate::trace::{Event, Trace};
 use anyhow::{Context, Result};
 use coldstart_sys::pagecache::{self, Residency};
+use coldstart_trace::{Event, Trace};
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::Write;
@@ -181,7 +181,7 @@ fn short(p: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Outcome, TraceEvent};
+    use coldstart_trace::{Outcome, TraceEvent};
 
     fn ev(event: Event) -> TraceEvent {
         TraceEvent {

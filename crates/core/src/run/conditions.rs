@@ -6,9 +6,9 @@
 use super::cache::{self, FileSet};
 use super::hooks::{self, HookFailure, Hooks};
 use super::{RunOptions, Spec};
-use crate::clock::now_ns;
 use crate::sample::{describe_failure, Outcome, RunId, Sample};
 use anyhow::{bail, Context, Result};
+use coldstart_sys::clock::now_ns;
 
 /// Which page-cache state each run starts from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

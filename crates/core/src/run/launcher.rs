@@ -13,7 +13,6 @@
 //! Either way the engine gets the same handle ([`Launched`]): the root pid, time
 //! zero, a pidfd that becomes readable at exit, and the output it must read.
 
-use crate::clock::now_ns;
 use crate::launch::lab::Lab;
 use crate::launch::limit_cgroups::MemoryWatch;
 use crate::launch::output::tail_of_file;
@@ -22,8 +21,9 @@ use crate::launch::traced::Traced;
 use crate::launch::{reaping, signals, tree, usage};
 use crate::sample::{ExitPolicy, ExitStatus, Outcome, Sample, Usage};
 use crate::target::{Readiness, Target};
-use crate::trace::{Event, StopWhen, Trace};
 use anyhow::{Context, Result};
+use coldstart_sys::clock::now_ns;
+use coldstart_trace::{Event, StopWhen, Trace};
 use std::fs::File;
 use std::os::fd::{OwnedFd, RawFd};
 use std::time::Duration;

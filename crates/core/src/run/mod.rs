@@ -21,7 +21,6 @@ pub use launcher::{
     Ended, Executor, Launched, Output, PlainExecutor, ProfiledExecutor, RootExit, TracedExecutor,
 };
 
-use crate::clock::now_ns;
 use crate::launch::lab::Lab;
 use crate::launch::output::{LineBuffer, Stream};
 use crate::launch::wait::{pollfd, ppoll, TightTimers};
@@ -31,6 +30,7 @@ use crate::probe::{self, Probe};
 use crate::sample::{ExitStatus, Outcome, Sample};
 use crate::target::{Readiness, Target};
 use anyhow::{bail, Context, Result};
+use coldstart_sys::clock::now_ns;
 use std::io::Read;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;

@@ -388,7 +388,7 @@ impl Store {
                     .map(|ns| ns as f64 / 1e6)
                     .collect();
                 xs.sort_by(f64::total_cmp);
-                p50_ms.push(crate::stats::summarize(&xs).map(|s| s.p50));
+                p50_ms.push(coldstart_stats::summarize(&xs).map(|s| s.p50));
             }
             let kind = r[6]
                 .text()

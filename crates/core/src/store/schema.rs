@@ -538,19 +538,19 @@ mod tests {
                 .map(Some),
                 "{spec}"
             );
-            let designs: Vec<crate::stats::Design> = ids
+            let designs: Vec<coldstart_stats::Design> = ids
                 .iter()
                 .map(|id| store.load(*id).unwrap().result.design)
                 .collect();
             assert_eq!(
                 designs,
                 [
-                    crate::stats::Design::Sequential,
-                    crate::stats::Design::Interleaved,
-                    crate::stats::Design::Interleaved,
-                    crate::stats::Design::Interleaved,
-                    crate::stats::Design::Interleaved,
-                    crate::stats::Design::Interleaved,
+                    coldstart_stats::Design::Sequential,
+                    coldstart_stats::Design::Interleaved,
+                    coldstart_stats::Design::Interleaved,
+                    coldstart_stats::Design::Interleaved,
+                    coldstart_stats::Design::Interleaved,
+                    coldstart_stats::Design::Interleaved,
                 ],
                 "{spec}"
             );

@@ -4,9 +4,9 @@
 //! its cost is the tracer's.
 
 use super::{Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{Section, Span, Table, Value};
-use crate::trace::{Event, Trace};
 use anyhow::Result;
+use coldstart_core::sample::section::{Section, Span, Table, Value};
+use coldstart_core::trace::{Event, Trace};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -361,7 +361,7 @@ fn notes(total_loaded: usize) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::TraceOptions;
+    use coldstart_core::trace::TraceOptions;
     use std::collections::BTreeMap;
     use std::process::Command;
 
@@ -371,7 +371,8 @@ mod tests {
             .map(str::to_string)
             .collect();
         let opts = TraceOptions::new(argv, erl);
-        crate::launch::traced::trace(crate::Lab::open().expect("a Lab"), &opts).expect("trace erl")
+        coldstart_core::launch::traced::trace(coldstart_core::Lab::open().expect("a Lab"), &opts)
+            .expect("trace erl")
     }
 
     fn rows_of<'a>(sec: &'a Section, pid: &str) -> BTreeMap<&'a str, (u64, Value)> {

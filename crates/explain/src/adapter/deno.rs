@@ -19,8 +19,8 @@
 //! (downloaded modules, npm packages, analysis caches) of the real one.
 
 use super::{append_option, v8, Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::Section;
 use anyhow::Result;
+use coldstart_core::sample::section::Section;
 use std::path::{Path, PathBuf};
 
 pub struct Deno;
@@ -40,13 +40,14 @@ const ADAPTED_DIR: &str = "coldstart-adapted";
 /// (`$XDG_CACHE_HOME/deno`, `~/.cache/deno`). None for a relative DENO_DIR
 /// (relative to a working directory this does not know).
 fn real_deno_dir(target_env: &[(String, String)]) -> Option<PathBuf> {
-    let dir = match crate::target::effective_var(target_env, "DENO_DIR").filter(|d| !d.is_empty()) {
+    let dir = match coldstart_core::target::effective_var(target_env, "DENO_DIR").filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d),
-        None => crate::target::effective_var(target_env, "XDG_CACHE_HOME")
+        None => coldstart_core::target::effective_var(target_env, "XDG_CACHE_HOME")
             .filter(|d| !d.is_empty())
             .map(PathBuf::from)
             .or_else(|| {
-                crate::target::effective_var(target_env, "HOME").map(|h| PathBuf::from(h).join(".cache"))
+                coldstart_core::target::effective_var(target_env, "HOME")
+                    .map(|h| PathBuf::from(h).join(".cache"))
             })?
             .join("deno"),
     };
@@ -100,7 +101,7 @@ impl Adapter for Deno {
         }
         if let Some(lib) = libstdbuf() {
             let lib = lib.display().to_string();
-            let value = match crate::target::effective_var(target_env, "LD_PRELOAD") {
+            let value = match coldstart_core::target::effective_var(target_env, "LD_PRELOAD") {
                 Some(e) if !e.trim().is_empty() => format!("{lib}:{e}"),
                 _ => lib,
             };
@@ -146,7 +147,7 @@ impl Adapter for Deno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sample::section::Value;
+    use coldstart_core::sample::section::Value;
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
 

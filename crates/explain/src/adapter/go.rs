@@ -18,8 +18,8 @@
 //! adapted run of a small Go server is a millisecond or two slower.
 
 use super::{append_option, Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{Section, Span, Table, Value};
 use anyhow::{bail, Context, Result};
+use coldstart_core::sample::section::{Section, Span, Table, Value};
 use regex::Regex;
 use std::collections::HashSet;
 use std::path::Path;
@@ -35,8 +35,8 @@ impl Adapter for Go {
     }
 
     fn detect(&self, exec: &FinalExec) -> bool {
-        crate::probe::listen::is_go_binary(Path::new(exec.exe))
-            || (exec.path != exec.exe && crate::probe::listen::is_go_binary(Path::new(exec.path)))
+        coldstart_core::probe::listen::is_go_binary(Path::new(exec.exe))
+            || (exec.path != exec.exe && coldstart_core::probe::listen::is_go_binary(Path::new(exec.path)))
     }
 
     fn inject(&self, _dir: &Path, target_env: &[(String, String)]) -> Result<Injection> {

@@ -159,7 +159,7 @@ fn a_real_go_program_reports_its_package_inits() {
         .inject(&dir, &[("GODEBUG".into(), String::new())])
         .expect("inject");
     // Read stderr as it comes, stamping each line like the adapted run does.
-    let t0 = crate::clock::now_ns();
+    let t0 = coldstart_core::clock::now_ns();
     let mut child = Command::new(&bin)
         .envs(inj.env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
@@ -171,7 +171,7 @@ fn a_real_go_program_reports_its_package_inits() {
     let mut own = Vec::new();
     for line in std::io::BufReader::new(stderr).lines() {
         let line = line.expect("stderr line");
-        let at = crate::clock::now_ns() - t0;
+        let at = coldstart_core::clock::now_ns() - t0;
         if inj.claims.iter().any(|re| re.is_match(&line)) {
             claimed.push((at, line));
         } else {
@@ -179,7 +179,7 @@ fn a_real_go_program_reports_its_package_inits() {
         }
     }
     let status = child.wait().expect("wait");
-    let ready_ns = crate::clock::now_ns() - t0;
+    let ready_ns = coldstart_core::clock::now_ns() - t0;
     assert!(status.success());
     assert_eq!(
         own,

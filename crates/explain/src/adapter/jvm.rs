@@ -12,9 +12,9 @@
 //! it the section falls back to uptime and says so.
 
 use super::{append_option, Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{Section, Span, Table, Value};
-use crate::sample::{Mark, MarkSource};
 use anyhow::{bail, Context, Result};
+use coldstart_core::sample::section::{Section, Span, Table, Value};
+use coldstart_core::sample::{Mark, MarkSource};
 use regex::Regex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -310,14 +310,14 @@ fn counts_by_package_match_verbose_class() {
     let inj = Jvm::default()
         .inject(&dir, &[("JAVA_TOOL_OPTIONS".into(), String::new())])
         .expect("inject");
-    let t0 = crate::clock::now_ns();
+    let t0 = coldstart_core::clock::now_ns();
     let mut cmd = Command::new(&java);
     java_args(&mut cmd);
     let out = cmd
         .envs(inj.env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("java (adapted)");
-    let ready_ns = crate::clock::now_ns() - t0;
+    let ready_ns = coldstart_core::clock::now_ns() - t0;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut claimed = Vec::new();
     let mut unclaimed = Vec::new();
@@ -589,13 +589,13 @@ fn adapted_run(java: &Path, args: &[std::ffi::OsString]) -> AdaptedRun {
     let inj = Jvm::default()
         .inject(&dir, &[("JAVA_TOOL_OPTIONS".into(), String::new())])
         .expect("inject");
-    let t0 = crate::clock::now_ns();
+    let t0 = coldstart_core::clock::now_ns();
     let out = Command::new(java)
         .args(args)
         .envs(inj.env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("java (adapted)");
-    let ready_ns = crate::clock::now_ns() - t0;
+    let ready_ns = coldstart_core::clock::now_ns() - t0;
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),

@@ -27,9 +27,9 @@ pub mod node;
 pub mod python;
 pub mod v8;
 
-use crate::sample::section::Section;
-use crate::trace::Trace;
 use anyhow::Result;
+use coldstart_core::sample::section::Section;
+use coldstart_core::trace::Trace;
 use regex::Regex;
 use std::path::Path;
 
@@ -73,7 +73,7 @@ impl<'a> FinalExec<'a> {
     /// finally ran, after shims and wrappers.
     pub fn of(trace: &'a Trace) -> Option<FinalExec<'a>> {
         trace.events.iter().rev().find_map(|e| match &e.event {
-            crate::trace::Event::Exec { path, exe, .. } if e.pid == trace.root_pid => {
+            coldstart_core::trace::Event::Exec { path, exe, .. } if e.pid == trace.root_pid => {
                 Some(FinalExec { path, exe })
             }
             _ => None,
@@ -83,7 +83,9 @@ impl<'a> FinalExec<'a> {
     /// Process `pid`'s last successful exec in `trace`.
     pub fn of_pid(trace: &'a Trace, pid: i32) -> Option<FinalExec<'a>> {
         trace.events.iter().rev().find_map(|e| match &e.event {
-            crate::trace::Event::Exec { path, exe, .. } if e.pid == pid => Some(FinalExec { path, exe }),
+            coldstart_core::trace::Event::Exec { path, exe, .. } if e.pid == pid => {
+                Some(FinalExec { path, exe })
+            }
             _ => None,
         })
     }
@@ -161,7 +163,7 @@ pub fn select(spec: &str, exec: Option<&FinalExec>) -> Result<Vec<Box<dyn Adapte
 /// split on spaces, GODEBUG on commas), keeping what the target or our own
 /// environment set: ours goes last, where a repeated setting wins.
 pub fn append_option(target_env: &[(String, String)], key: &str, sep: char, extra: &str) -> (String, String) {
-    let existing = crate::target::effective_var(target_env, key)
+    let existing = coldstart_core::target::effective_var(target_env, key)
         .map(|v| v.trim().trim_end_matches(sep).to_string())
         .filter(|v| !v.is_empty());
     let value = match existing {

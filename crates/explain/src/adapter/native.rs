@@ -6,8 +6,8 @@
 //! with a TSC rate calibrated here against CLOCK_MONOTONIC.
 
 use super::{Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{Section, Table, Value};
 use anyhow::Result;
+use coldstart_core::sample::section::{Section, Table, Value};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -36,7 +36,7 @@ impl Adapter for Native {
     /// Any dynamically linked ELF program (static ones never run the loader).
     fn detect(&self, exec: &FinalExec) -> bool {
         let exe = Path::new(exec.exe);
-        crate::elf::binds_now(exe).is_some() && !crate::elf::is_static(exe)
+        coldstart_core::elf::binds_now(exe).is_some() && !coldstart_core::elf::is_static(exe)
     }
 
     fn inject(&self, dir: &Path, _target_env: &[(String, String)]) -> Result<Injection> {
@@ -135,7 +135,7 @@ fn section(reports: Vec<LoaderReport>, final_exe: Option<&str>, tsc_per_ns: Opti
         .and_then(|exe| reports.iter().find(|r| same_program(&r.program, exe)))
         .or_else(|| reports.iter().max_by_key(|r| r.total_cycles.unwrap_or(0)));
     if let Some(m) = main {
-        let bind = crate::elf::binds_now(Path::new(final_exe.unwrap_or(&m.program)));
+        let bind = coldstart_core::elf::binds_now(Path::new(final_exe.unwrap_or(&m.program)));
         sec.facts = vec![
             ("program".into(), m.program.clone().into()),
             ("libraries loaded".into(), Value::count(m.libraries.len())),
@@ -212,7 +212,7 @@ fn tsc_per_ns() -> Option<f64> {
     use std::sync::OnceLock;
     static RATE: OnceLock<Option<f64>> = OnceLock::new();
     *RATE.get_or_init(|| {
-        use crate::clock::now_ns;
+        use coldstart_core::clock::now_ns;
         // SAFETY: rdtsc has no preconditions on x86_64.
         let (c0, t0) = (unsafe { std::arch::x86_64::_rdtsc() }, now_ns());
         std::thread::sleep(std::time::Duration::from_millis(20));

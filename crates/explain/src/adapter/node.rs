@@ -13,8 +13,8 @@
 //! so that a server killed after ready has already written what it loaded.
 
 use super::{append_option, Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{Section, Span, Table, Value};
 use anyhow::{Context, Result};
+use coldstart_core::sample::section::{Section, Span, Table, Value};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -636,9 +636,9 @@ mod tests {
              console.log('done', beta.alpha === alpha);\n");
         let dir = adapter_dir(app.path());
         let injection = Node.inject(&dir, &[]).expect("inject");
-        let t0 = crate::clock::now_ns();
+        let t0 = coldstart_core::clock::now_ns();
         let out = command(&node, app.path(), &injection).output().expect("run node");
-        let end = crate::clock::now_ns() - t0;
+        let end = coldstart_core::clock::now_ns() - t0;
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let raw = String::from_utf8_lossy(&out.stdout);
         let (claimed, own) = split_claims(&raw, &injection);
@@ -727,7 +727,7 @@ mod tests {
              server.listen(0, '127.0.0.1', () => console.log('listening'));\n");
         let dir = adapter_dir(app.path());
         let injection = Node.inject(&dir, &[]).expect("inject");
-        let t0 = crate::clock::now_ns();
+        let t0 = coldstart_core::clock::now_ns();
         let mut child = command(&node, app.path(), &injection)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -13,8 +13,8 @@
 //! microseconds of the interpreter's monotonic clock; there are no instants.
 
 use super::{Adapter, Collected, FinalExec, Injection};
-use crate::sample::section::{Section, Span, Table, Value};
 use anyhow::{Context, Result};
+use coldstart_core::sample::section::{Section, Span, Table, Value};
 use regex::Regex;
 use std::collections::HashMap;
 use std::path::Path;
@@ -99,10 +99,10 @@ impl Adapter for Python {
 }
 
 /// The `.pth` files the interpreter opened in the traced run, in order.
-fn pth_files(trace: &crate::trace::Trace) -> Vec<String> {
+fn pth_files(trace: &coldstart_core::trace::Trace) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for e in &trace.events {
-        if let crate::trace::Event::Open { path, ok: true, .. } = &e.event {
+        if let coldstart_core::trace::Event::Open { path, ok: true, .. } = &e.event {
             let name = file_name(path);
             if name.ends_with(".pth") && !out.iter().any(|p| p == name) {
                 out.push(name.to_string());
@@ -152,9 +152,12 @@ fn stem(name: &str) -> Option<&str> {
 /// traced run, by the process that read the .pth files) follows `a.pth` came
 /// from `a.pth`. Names the file for each; leaves out imports whose file was
 /// opened before any .pth file (site's own, a module already cached).
-pub(crate) fn pth_of_imports<'a>(trace: &crate::trace::Trace, wanted: &[&'a str]) -> Vec<(&'a str, String)> {
+pub(crate) fn pth_of_imports<'a>(
+    trace: &coldstart_core::trace::Trace,
+    wanted: &[&'a str],
+) -> Vec<(&'a str, String)> {
     let Some(pid) = trace.events.iter().find_map(|e| match &e.event {
-        crate::trace::Event::Open { path, ok: true, .. } if path.ends_with(".pth") => Some(e.pid),
+        coldstart_core::trace::Event::Open { path, ok: true, .. } if path.ends_with(".pth") => Some(e.pid),
         _ => None,
     }) else {
         return Vec::new();
@@ -162,7 +165,7 @@ pub(crate) fn pth_of_imports<'a>(trace: &crate::trace::Trace, wanted: &[&'a str]
     let mut current: Option<&str> = None;
     let mut found: Vec<(&'a str, String)> = Vec::new();
     for e in trace.events.iter().filter(|e| e.pid == pid) {
-        let crate::trace::Event::Open {
+        let coldstart_core::trace::Event::Open {
             path,
             ok: true,
             flags,
@@ -192,7 +195,7 @@ pub(crate) fn pth_of_imports<'a>(trace: &crate::trace::Trace, wanted: &[&'a str]
 
 /// Facts per .pth file (the imports it caused, their cumulative time) and the
 /// file on each such import's span.
-fn attribute_pth(sec: &mut Section, tree: &ImportTree, trace: &crate::trace::Trace) {
+fn attribute_pth(sec: &mut Section, tree: &ImportTree, trace: &coldstart_core::trace::Trace) {
     let imports = &tree.imports;
     let Some(&site) = tree.roots.iter().find(|&&i| imports[i].name == "site") else {
         return;
@@ -569,7 +572,7 @@ mod tests {
 
     #[test]
     fn pth_files_are_named_from_the_traced_opens() {
-        use crate::trace::{Event, Outcome, Trace, TraceEvent};
+        use coldstart_core::trace::{Event, Outcome, Trace, TraceEvent};
         let open = |path: &str, ok: bool| TraceEvent {
             ts_ns: 1,
             pid: 7,
@@ -889,8 +892,9 @@ import time:       400 |       1200 | json
         // The traced run (which files site opened, in order).
         // argv[0] is the venv's path: Python finds its prefix (pyvenv.cfg) from it.
         let argv: Vec<String> = vec![vpy.display().to_string(), "-c".into(), "print('app')".into()];
-        let opts = crate::trace::TraceOptions::new(argv, vpy.clone());
-        let trace = crate::launch::traced::trace(crate::Lab::open().expect("a Lab"), &opts).expect("trace");
+        let opts = coldstart_core::trace::TraceOptions::new(argv, vpy.clone());
+        let trace = coldstart_core::launch::traced::trace(coldstart_core::Lab::open().expect("a Lab"), &opts)
+            .expect("trace");
 
         // The adapted run.
         let inj = Python.inject(tmp.path(), &[]).expect("inject");

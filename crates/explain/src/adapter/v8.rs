@@ -16,8 +16,8 @@
 //! from `DENO_V8_FLAGS`; Node refuses it in `NODE_OPTIONS`, so its preload sets
 //! it with `v8.setFlagsFromString` and sees only what comes after the preload.
 
-use crate::sample::section::{Section, Table, Value};
 use anyhow::{Context, Result};
+use coldstart_core::sample::section::{Section, Table, Value};
 use regex::Regex;
 
 pub const FLAG: &str = "--profile-deserialization";

@@ -19,7 +19,7 @@
 //! limits), `decode` turns a request body (protobuf or OTLP/JSON, compressed or
 //! not) into spans, `section` turns what was kept into the run's [`Section`].
 //!
-//! [`Section`]: crate::sample::Section
+//! [`Section`]: coldstart_core::sample::Section
 
 mod decode;
 mod kept;

@@ -5,14 +5,14 @@
 use super::decode::{decode, decompress, flatten, Encoding};
 use super::kept::{Limits, Received};
 use super::section::{build_section, Clock};
-use crate::clock;
-use crate::sample::Section;
 use anyhow::{anyhow, Context, Result};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use coldstart_core::clock;
+use coldstart_core::sample::Section;
 use prost::Message;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -93,7 +93,7 @@ impl Receiver {
                             drained.await.ok();
                         });
                         if let Err(e) = serve.await {
-                            crate::out::errln!("coldstart: OTLP receiver stopped: {e}");
+                            coldstart_core::out::errln!("coldstart: OTLP receiver stopped: {e}");
                         }
                     });
                     // Stopped by `finish`, or by the Receiver being dropped.

@@ -4,8 +4,8 @@
 
 use super::decode::Got;
 use super::kept::Received;
-use crate::sample::section::{Section, Span, Table, Value};
-use crate::sample::{Mark, MarkSource};
+use coldstart_core::sample::section::{Section, Span, Table, Value};
+use coldstart_core::sample::{Mark, MarkSource};
 use std::collections::{BTreeSet, HashMap};
 
 /// Rows kept in the section's table.

@@ -1,7 +1,7 @@
 //! How many of each thing the tracer saw.
 
 use super::{ConnectInfo, Counts, Ev, ProcessInfo};
-use crate::trace::Event;
+use coldstart_core::trace::Event;
 
 pub(super) fn tally(events: &[Ev], processes: &[ProcessInfo], connects: &[ConnectInfo]) -> Counts {
     let mut c = Counts {

@@ -3,7 +3,7 @@
 use super::files::{is_library, is_loader_file};
 use super::script::script;
 use super::{Ev, ExecStep};
-use crate::trace::Event;
+use coldstart_core::trace::Event;
 
 /// The execs on the way to the service process: each process of `path` (root
 /// first) contributes its execs until it forks the next one; the service all

@@ -2,7 +2,7 @@
 //! and the groups of opens by both.
 
 use super::{Ev, OpenGroup};
-use crate::trace::Event;
+use coldstart_core::trace::Event;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -2,8 +2,8 @@
 //! listen, accept and response, the root's exit.
 
 use super::{Ev, ExecStep, ListenInfo, ProcessInfo};
-use crate::sample::{Mark, MarkSource};
-use crate::trace::{Event, SocketRole};
+use coldstart_core::sample::{Mark, MarkSource};
+use coldstart_core::trace::{Event, SocketRole};
 
 fn mark(name: &str, t_ns: u64, pid: i32) -> Mark {
     Mark::new(name, MarkSource::Tracer, t_ns).in_pid(pid)

@@ -48,10 +48,10 @@ mod processes;
 mod script;
 mod service;
 
-use crate::trace::{Event, SockAddr, Trace};
+use coldstart_core::trace::{Event, SockAddr, Trace};
 use serde::{Deserialize, Serialize};
 
-pub use crate::sample::{Mark, Phase};
+pub use coldstart_core::sample::{Mark, Phase};
 pub use files::package_key;
 pub use phases::add_ready_phases;
 pub use script::script;
@@ -246,7 +246,7 @@ pub struct Timeline {
     pub service: ServiceInfo,
     pub exec_chain: Vec<ExecStep>,
     pub phases: Vec<Phase>,
-    /// The tracer's marks ([`crate::sample::MarkSource::Tracer`]), in time order.
+    /// The tracer's marks ([`coldstart_core::sample::MarkSource::Tracer`]), in time order.
     pub marks: Vec<Mark>,
     /// Largest (most files opened) first.
     pub opens_by_kind: Vec<OpenGroup>,

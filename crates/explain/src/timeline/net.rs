@@ -1,7 +1,7 @@
 //! Sockets: listens, and connects with the time until each was usable.
 
 use super::{ConnectInfo, Ev, ListenInfo};
-use crate::trace::{Event, SocketRole};
+use coldstart_core::trace::{Event, SocketRole};
 
 pub(super) fn listens(events: &[Ev]) -> Vec<ListenInfo> {
     events

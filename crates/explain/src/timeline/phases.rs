@@ -2,7 +2,7 @@
 //! `listen→ready` and `first request` once the probe's ready time is known.
 
 use super::{Phase, Timeline};
-use crate::trace::{Event, SocketRole, Trace};
+use coldstart_core::trace::{Event, SocketRole, Trace};
 
 /// time zero → final exec → loader end → init end, each starting where the
 /// previous ends.

@@ -2,7 +2,7 @@
 //! ended, and its threads with the names they gave themselves.
 
 use super::{script, Ev, ProcessInfo, ThreadInfo};
-use crate::trace::Event;
+use coldstart_core::trace::Event;
 use std::collections::{BTreeMap, HashMap};
 
 fn new_process(pid: i32, parent: Option<i32>, start_ns: u64, like: Option<&ProcessInfo>) -> ProcessInfo {

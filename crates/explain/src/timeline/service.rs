@@ -3,8 +3,8 @@
 //! and how long other processes held that path.
 
 use super::{script, Ev, ListenInfo, ProcessInfo, ServiceInfo};
-use crate::target::Readiness;
-use crate::trace::{Event, SockAddr, Trace};
+use coldstart_core::target::Readiness;
+use coldstart_core::trace::{Event, SockAddr, Trace};
 use std::collections::HashMap;
 
 /// What the readiness probe says about which process serves.

@@ -2,7 +2,7 @@
 
 use super::files::{basename, classify, FileKind};
 use super::*;
-use crate::trace::{Outcome, SocketRole, TraceEvent};
+use coldstart_core::trace::{Outcome, SocketRole, TraceEvent};
 
 const MS: u64 = 1_000_000;
 
@@ -423,12 +423,12 @@ fn times_count_from_time_zero() {
     assert_eq!(late.processes[0].exit_ns, Some(9 * MS));
     assert_eq!(
         late.marks[0],
-        crate::sample::Mark::new("spawn", crate::sample::MarkSource::Tracer, 0).in_pid(100)
+        coldstart_core::sample::Mark::new("spawn", coldstart_core::sample::MarkSource::Tracer, 0).in_pid(100)
     );
     assert!(late
         .marks
         .iter()
-        .all(|m| m.source == crate::sample::MarkSource::Tracer && m.t_ns <= 9 * MS));
+        .all(|m| m.source == coldstart_core::sample::MarkSource::Tracer && m.t_ns <= 9 * MS));
 }
 
 /// A stored timeline comes back as it was: every field, socket addresses included.
@@ -659,7 +659,7 @@ fn without_a_port_the_service_follows_the_readiness() {
 /// parent collected it only afterwards (reading a `$(…)`'s output).
 #[test]
 fn a_helper_holds_the_path_only_while_waited_for() {
-    use crate::trace::Stop;
+    use coldstart_core::trace::Stop;
     let wait = |ts: u64, pid: i32, child: i32, dur_ms: u64| {
         ev(
             ts,
@@ -743,7 +743,7 @@ fn an_end_from_our_final_kill_is_no_wait() {
         50,
     );
     t.killed = true;
-    t.stops = vec![crate::trace::Stop {
+    t.stops = vec![coldstart_core::trace::Stop {
         ts_ns: 3 * MS,
         pid: 101,
         held_ns: 0,

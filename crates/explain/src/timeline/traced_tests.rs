@@ -1,14 +1,14 @@
 //! The timeline of real traced programs. The tracer's own events are checked
 //! against strace in crates/trace; here, what the timeline makes of them.
 
-use crate::launch::traced::{start, trace as traced_trace};
 use crate::testkit;
-use crate::trace::{Event, Outcome, SockAddr, StopWhen, Trace, TraceOptions};
+use coldstart_core::launch::traced::{start, trace as traced_trace};
+use coldstart_core::trace::{Event, Outcome, SockAddr, StopWhen, Trace, TraceOptions};
 
 /// Traced with the Lab's guard held: other unit tests in this process reap
 /// children, and a reap must not take a tracee's ptrace stop.
 fn trace(o: &TraceOptions) -> anyhow::Result<Trace> {
-    traced_trace(crate::Lab::open()?, o)
+    traced_trace(coldstart_core::Lab::open()?, o)
 }
 use std::io::{Read, Write};
 use std::path::Path;
@@ -141,7 +141,7 @@ fn go_server_first_response_is_a_mark() {
     let mut o = TraceOptions::new(vec!["go-server".into(), "--port".into(), port_s], server.clone());
     o.timeout = TIMEOUT;
     o.stop_when = StopWhen::FirstResponse;
-    let mut session = start(crate::Lab::open().expect("a Lab"), &o).expect("start");
+    let mut session = start(coldstart_core::Lab::open().expect("a Lab"), &o).expect("start");
     let deadline = Instant::now() + TIMEOUT;
     while session.status().first_listen.is_none() {
         assert!(Instant::now() < deadline && !session.status().exited, "no listen");

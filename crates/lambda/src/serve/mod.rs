@@ -101,12 +101,12 @@ pub struct Settings {
 /// Serve until SIGINT/SIGTERM; then every environment is shut down and cleaned
 /// up. Returns the exit code (128 + the signal).
 pub fn run(rt: &tokio::runtime::Runtime, settings: Settings, defs: Vec<Definition>) -> Result<i32> {
-    let lab = crate::Lab::get()?;
+    let lab = coldstart_core::Lab::get()?;
     for d in &defs {
         d.config("$LATEST")
             .with_context(|| format!("function {}", d.name))?;
     }
     let registry = Arc::new(Registry::new(lab, settings, defs));
     rt.block_on(routes::serve(registry))?;
-    Ok(crate::launch::signals::exit_code())
+    Ok(coldstart_core::launch::signals::exit_code())
 }

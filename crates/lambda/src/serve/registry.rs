@@ -54,7 +54,7 @@ struct Function {
 }
 
 pub struct Registry {
-    pub lab: &'static crate::Lab,
+    pub lab: &'static coldstart_core::Lab,
     pub settings: Settings,
     functions: Mutex<BTreeMap<String, Function>>,
     /// Layer ARN → directory: each `--layer` directory, and each directory an
@@ -79,7 +79,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Registry {
-    pub fn new(lab: &'static crate::Lab, settings: Settings, defs: Vec<Definition>) -> Registry {
+    pub fn new(lab: &'static coldstart_core::Lab, settings: Settings, defs: Vec<Definition>) -> Registry {
         let reg = Registry {
             lab,
             settings,
@@ -416,8 +416,8 @@ impl Registry {
     }
 
     /// A new environment's run id (its cgroup's name).
-    pub fn next_id(&self) -> crate::run::RunId {
-        crate::run::RunId {
+    pub fn next_id(&self) -> coldstart_core::run::RunId {
+        coldstart_core::run::RunId {
             variant: 0,
             round: self.started.fetch_add(1, Ordering::SeqCst),
             warmup: false,

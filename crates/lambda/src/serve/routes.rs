@@ -44,7 +44,7 @@ pub async fn serve(reg: Arc<Registry>) -> Result<()> {
         .with_context(|| format!("binding {addr} for coldstart lambda serve (--port)"))?;
     let bound = listener.local_addr().context("the server's address")?;
     // The line scripts and tests wait for: the endpoint URL to give SDKs.
-    crate::out::errln!("coldstart lambda serve: listening on http://{bound}");
+    coldstart_core::out::errln!("coldstart lambda serve: listening on http://{bound}");
     let app = routes()
         // The service's 6 MB synchronous payload, plus room for the framing.
         .layer(DefaultBodyLimit::max(crate::runtime_api::MAX_EVENT + 1024))
@@ -72,7 +72,7 @@ pub async fn serve(reg: Arc<Registry>) -> Result<()> {
         reaper.reap_exited();
     }
     if !reg.settings.quiet {
-        crate::out::errln!("coldstart lambda serve: stopped; every environment is shut down");
+        coldstart_core::out::errln!("coldstart lambda serve: stopped; every environment is shut down");
     }
     Ok(())
 }
@@ -81,7 +81,7 @@ pub async fn serve(reg: Arc<Registry>) -> Result<()> {
 /// signal (it already killed the environments' process groups); this notices
 /// its flag.
 async fn interrupted() {
-    while !crate::launch::signals::interrupted() {
+    while !coldstart_core::launch::signals::interrupted() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -101,7 +101,7 @@ async fn idle_reaper(reg: Arc<Registry>) {
                     drop(guard);
                     live.kept.stop().await;
                     if !reg.settings.quiet {
-                        crate::out::errln!(
+                        coldstart_core::out::errln!(
                             "coldstart lambda serve: {label} idle for {} s: environment shut down",
                             idle.as_secs_f64()
                         );
@@ -294,7 +294,7 @@ async fn start(
     Ok(match started {
         Started::Ready(kept) => {
             if !reg.settings.quiet {
-                crate::out::errln!(
+                coldstart_core::out::errln!(
                     "coldstart lambda serve: {}:{} new environment, Init Duration {:.2} ms",
                     target.function,
                     target.version,

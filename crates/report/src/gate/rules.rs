@@ -2,8 +2,8 @@
 //! limits (SLO tables) and regressions relative to a baseline, with the reason for
 //! every decision written out. Pure: no store, no output.
 
-use crate::experiment::StopReason;
-use crate::stats::{self, percent, Comparison, Design, Verdict};
+use coldstart_core::experiment::StopReason;
+use coldstart_core::stats::{self, percent, Comparison, Design, Verdict};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -27,7 +27,7 @@ impl Regression {
     pub fn parse(flag: &str, s: &str) -> anyhow::Result<Regression> {
         let t = s.trim();
         if t.ends_with('%') {
-            return crate::bounds::parse_fraction(t)
+            return coldstart_core::bounds::parse_fraction(t)
                 .map(Regression::Relative)
                 .map_err(|e| anyhow::anyhow!("bad {flag}: {e}"));
         }
@@ -85,7 +85,7 @@ impl FailureAllowance {
     pub fn parse(s: &str) -> anyhow::Result<FailureAllowance> {
         let t = s.trim();
         if t.ends_with('%') {
-            return crate::bounds::parse_fraction(t)
+            return coldstart_core::bounds::parse_fraction(t)
                 .map(FailureAllowance::Share)
                 .map_err(|e| anyhow::anyhow!("bad --max-failures: {e}"));
         }

@@ -4,10 +4,10 @@
 
 use super::section;
 use super::svg::{self, chart, n, Scale};
-use crate::analysis::{Analysis, VariantAnalysis};
 use crate::format::{comparison, detectable, ms, signed_ms, signed_percent};
-use crate::stats::Comparison;
 use crate::words;
+use coldstart_core::analysis::{Analysis, VariantAnalysis};
+use coldstart_core::stats::Comparison;
 use maud::{html, Markup};
 
 const ROW: f64 = 30.0;
@@ -163,7 +163,7 @@ pub fn render(id: &str, a: &Analysis) -> Markup {
     let plot = html! {
         @if band.1 > band.0 {
             rect.noise x=(n(band.0)) y="4" width=(n(band.1 - band.0))
-                height=(n(axis_y - 4.0)) data-tip=(format!("noise threshold ±{}", crate::stats::percent(noise))) {}
+                height=(n(axis_y - 4.0)) data-tip=(format!("noise threshold ±{}", coldstart_core::stats::percent(noise))) {}
         }
         @if zero_shown {
             line.zero x1=(n(x(0.0))) x2=(n(x(0.0))) y1="4" y2=(n(axis_y)) {}
@@ -215,7 +215,7 @@ pub fn render(id: &str, a: &Analysis) -> Markup {
                         } }
                     }
                     @if let Some(q) = c.ratio { tr { th scope="row" { "ratio of medians" } td { "×" (format!("{q:.3}")) } } }
-                    tr { th scope="row" { "noise threshold" } td { "±" (crate::stats::percent(c.noise)) } }
+                    tr { th scope="row" { "noise threshold" } td { "±" (coldstart_core::stats::percent(c.noise)) } }
                     @if let Some(d) = detectable(c) { tr { th scope="row" { "power" } td { (d) } } }
                     @if let Some(d) = &c.detectable { tr { th scope="row" { "smallest detectable" } td { (ms(d.shift)) } } }
                 }

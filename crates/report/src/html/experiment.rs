@@ -4,11 +4,11 @@
 
 use super::svg::{self, chart, n, Scale};
 use super::{section, Experiment};
-use crate::analysis::Analysis;
-use crate::experiment::ExperimentResult;
 use crate::format::median_with_ci;
 use crate::format::ms;
 use crate::history::{commit, utc};
+use coldstart_core::analysis::Analysis;
+use coldstart_core::experiment::ExperimentResult;
 use maud::{html, Markup};
 
 pub fn settings(id: &str, e: &Experiment) -> Markup {
@@ -29,7 +29,7 @@ pub fn settings(id: &str, e: &Experiment) -> Markup {
                 dt { "runs" } dd { (s.runs) " per variant, " (s.warmup) " warmup" }
                 dt { "order" } dd { (s.order.as_str()) " (seed " (s.seed) ")" }
                 dt { "timeout" } dd { (s.timeout.as_millis()) " ms" }
-                dt { "noise threshold" } dd { (crate::stats::percent(s.noise)) }
+                dt { "noise threshold" } dd { (coldstart_core::stats::percent(s.noise)) }
             }
             dt { "stopped" } dd { (r.stopped_label()) }
             @if let Some(l) = &r.load {
@@ -78,7 +78,7 @@ fn env_value<'a>(env: &'a [(String, String)], key: &str) -> Option<&'a str> {
 /// `KEY=value` as this target sets it, or `KEY unset` (it inherits coldstart's).
 fn env_setting(env: &[(String, String)], key: &str) -> String {
     match env_value(env, key) {
-        Some(v) => format!("{key}={}", crate::target::shell_quote(v)),
+        Some(v) => format!("{key}={}", coldstart_core::target::shell_quote(v)),
         None => format!("{key} unset"),
     }
 }
@@ -112,7 +112,10 @@ pub fn runs_of(r: &ExperimentResult, v: usize) -> Vec<Option<f64>> {
 pub fn fences(xs: &[f64]) -> (f64, f64) {
     let mut s = xs.to_vec();
     s.sort_by(f64::total_cmp);
-    let (q1, q3) = (crate::stats::quantile(&s, 0.25), crate::stats::quantile(&s, 0.75));
+    let (q1, q3) = (
+        coldstart_core::stats::quantile(&s, 0.25),
+        coldstart_core::stats::quantile(&s, 0.75),
+    );
     (q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1))
 }
 

@@ -5,8 +5,8 @@
 use super::section;
 use super::svg::{self, chart, n, Scale};
 use crate::format::ms;
-use crate::sample::Section;
 use crate::value;
+use coldstart_core::sample::Section;
 pub use coldstart_explain::Explanation;
 use maud::{html, Markup};
 
@@ -24,7 +24,7 @@ fn basename(p: &str) -> &str {
 }
 
 /// The spans drawn for a source: the longest, at most two levels deep.
-fn spans(s: &Section) -> Vec<&crate::sample::section::Span> {
+fn spans(s: &Section) -> Vec<&coldstart_core::sample::section::Span> {
     let mut v: Vec<_> = s.spans.iter().filter(|x| x.depth <= 1).collect();
     v.sort_by_key(|x| std::cmp::Reverse(x.dur_ns));
     v.truncate(MAX_SPANS);
@@ -55,7 +55,7 @@ pub fn lane_offset_ns(x: &Explanation, s: &Section) -> u64 {
 
 /// A process lane's label: what it runs (its script, else its program), with
 /// the first argument of a program that runs no script (`bash -c`, `sh -e`).
-fn lane_label(p: &crate::timeline::ProcessInfo) -> String {
+fn lane_label(p: &coldstart_explain::timeline::ProcessInfo) -> String {
     let name = p.label();
     match (&p.script, p.argv.get(1)) {
         (None, Some(arg)) if !arg.is_empty() => format!("{name} {}", basename(arg)),

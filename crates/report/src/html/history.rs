@@ -4,7 +4,7 @@
 use super::svg::{self, chart, n, Scale};
 use crate::format::ms;
 use crate::history::{commit, utc};
-use crate::store::Listed;
+use coldstart_core::store::Listed;
 use maud::{html, Markup};
 
 /// One target's medians over experiments that measured the same thing (command,

@@ -4,10 +4,10 @@
 
 use super::section;
 use super::svg::{self, chart, n, Scale};
-use crate::analysis::{Analysis, VariantAnalysis};
-use crate::experiment::ExperimentResult;
 use crate::format::ms;
-use crate::sample::MarkSource;
+use coldstart_core::analysis::{Analysis, VariantAnalysis};
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::sample::MarkSource;
 use maud::{html, Markup};
 
 pub fn is_lambda(r: &ExperimentResult) -> bool {

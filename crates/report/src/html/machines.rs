@@ -8,11 +8,11 @@
 use super::ab::{extent, RelAxis};
 use super::section;
 use super::svg::{self, chart, n};
-use crate::analysis::{Analysis, ByShard, VariantAnalysis};
-use crate::experiment::ExperimentResult;
 use crate::fleet::{interval, verdict_word};
 use crate::format::{p_value, signed_ms};
-use crate::stats::{percent, Comparison};
+use coldstart_core::analysis::{Analysis, ByShard, VariantAnalysis};
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::stats::{percent, Comparison};
 use maud::{html, Markup};
 
 const ROW: f64 = 26.0;

@@ -23,12 +23,12 @@ mod sweep;
 mod tests;
 mod tune;
 
-use crate::analysis::Analysis;
-use crate::experiment::ExperimentResult;
 use crate::json::Settings;
-use crate::store::meta::Metadata;
-use crate::tune::report::Tuned;
+use coldstart_core::analysis::Analysis;
+use coldstart_core::experiment::ExperimentResult;
+use coldstart_core::store::meta::Metadata;
 pub use coldstart_explain::Explanation;
+use coldstart_tune::report::Tuned;
 use maud::{html, Markup};
 
 pub use history::{trends, Trend};

@@ -11,7 +11,7 @@
 use super::section;
 use crate::explain::overhead;
 use crate::format::ms;
-use crate::profile::{render, Profile};
+use coldstart_core::profile::{render, Profile};
 use maud::{html, Markup};
 
 /// Hottest functions listed.

@@ -7,10 +7,10 @@
 
 use super::section;
 use super::svg::{self, chart, n, Scale};
-use crate::analysis::Analysis;
-use crate::experiment::{ExperimentResult, Variant};
 use crate::format::ms;
-use crate::stats::Summary;
+use coldstart_core::analysis::Analysis;
+use coldstart_core::experiment::{ExperimentResult, Variant};
+use coldstart_core::stats::Summary;
 use maud::{html, Markup};
 
 /// One parameter of a sweep: a line per group.

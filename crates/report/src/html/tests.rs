@@ -4,11 +4,11 @@
 //! tests/integration/html_report.rs.
 
 use super::*;
-use crate::analysis::analyze;
-use crate::experiment::{StopReason, Variant};
-use crate::fixtures::sample;
-use crate::sample::{Mark, MarkSource};
-use crate::target::Target;
+use coldstart_core::analysis::analyze;
+use coldstart_core::experiment::{StopReason, Variant};
+use coldstart_core::fixtures::sample;
+use coldstart_core::sample::{Mark, MarkSource};
+use coldstart_core::target::Target;
 
 fn variant(name: &str, readiness: &str) -> Variant {
     Variant {
@@ -34,7 +34,7 @@ fn model(names: &[&str], readiness: &str, runs: usize) -> ExperimentResult {
         variants: names.iter().map(|n| variant(n, readiness)).collect(),
         samples,
         stopped: Some(StopReason::Completed),
-        design: crate::stats::Design::Interleaved,
+        design: coldstart_core::stats::Design::Interleaved,
         load: None,
         fleet: None,
     }
@@ -199,7 +199,7 @@ fn a_tune_experiment_has_its_table_from_the_settings() {
                 .of_kind
                 .tune
                 .as_ref()
-                .and_then(|t| crate::tune::stored::tuned(t, &r, &a, settings.noise)),
+                .and_then(|t| coldstart_tune::stored::tuned(t, &r, &a, settings.noise)),
         }],
         history: Vec::new(),
         gate: None,
@@ -224,7 +224,7 @@ fn a_tune_experiment_has_its_table_from_the_settings() {
 /// A fleet experiment: `effect_ms[k]` is b's shift against a on shard k (shard k's
 /// machine is 10 ms × (k + 1) slower than the first), 12 rounds per shard.
 fn fleet_model(effect_ms: &[f64]) -> ExperimentResult {
-    use crate::experiment::shard::{FleetRecord, Host, ShardRecord};
+    use coldstart_core::experiment::shard::{FleetRecord, Host, ShardRecord};
     let mut r = model(&["a", "b"], "exit", 0);
     for (k, effect) in effect_ms.iter().enumerate() {
         for round in 0..12 {

@@ -3,8 +3,8 @@
 //! from the candidates the experiment's settings keep and the stored runs.
 
 use super::section;
-use crate::tune::report::{Status, Tuned};
 use crate::tuned::{effect, icon, recommended_line};
+use coldstart_tune::report::{Status, Tuned};
 use maud::{html, Markup};
 
 /// In words, for screen readers (the icons are decoration).
