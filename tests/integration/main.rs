@@ -77,7 +77,9 @@ mod common {
     /// own: a heavy neighbour from another module (a JVM build, a traced explain)
     /// would move its figures. Every other test runs beside any other untimed one.
     /// Tests are ordered by module, so both threads mostly take the same group.
-    static GATE: Mutex<(Option<&'static str>, usize)> = Mutex::new((None, 0));
+    /// The gate holds which group has the turn (a module's file, or one test's
+    /// place for [`alone`]) and how many of its tests are in.
+    static GATE: Mutex<(Option<(&'static str, u32)>, usize)> = Mutex::new((None, 0));
     static TURN: Condvar = Condvar::new();
 
     /// Held for a test's length: its group's turn.
@@ -94,7 +96,7 @@ mod common {
         }
     }
 
-    fn enter(group: &'static str) -> Turn {
+    fn enter(group: (&'static str, u32)) -> Turn {
         // A test that failed in its turn poisons nothing the next one needs.
         let mut g = GATE.lock().unwrap_or_else(PoisonError::into_inner);
         while g.0.is_some_and(|current| current != group) {
@@ -108,12 +110,22 @@ mod common {
     /// For a test whose assertions are times: beside its own module's tests only.
     #[track_caller]
     pub fn timed() -> Turn {
-        enter(std::panic::Location::caller().file())
+        enter((std::panic::Location::caller().file(), 0))
+    }
+
+    /// For a timed test whose own runs load both cores (a JVM tune of several
+    /// variants): beside no other test, not even its own module's. Two such tests
+    /// side by side each slow the other's runs unevenly, and a verdict that 8 runs
+    /// would decide on a quiet machine stays undecided (issue 38).
+    #[track_caller]
+    pub fn alone() -> Turn {
+        let at = std::panic::Location::caller();
+        enter((at.file(), at.line()))
     }
 
     /// For every other test: beside any other untimed test.
     pub fn beside() -> Turn {
-        enter("untimed")
+        enter(("untimed", 0))
     }
 
     /// A fresh store per backend the binary was built with (see [`testkit::stores`]).
