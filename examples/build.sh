@@ -108,24 +108,29 @@ build_rust() {
 }
 
 # --- Lambda clients (examples/lambda): real AWS client libraries -------------
-# Rust: lambda_runtime and lambda-extension from crates.io, one shared target dir
-# so rebuilds are incremental. Go: aws-lambda-go from the module proxy.
+# Rust: lambda_runtime and lambda-extension from crates.io, one workspace
+# (examples/lambda/Cargo.toml) built at once, so their shared dependencies compile
+# once. Go: aws-lambda-go from the module proxy.
 build_lambda() {
   local dir="$OUT/lambda" lx="$EX/lambda"
   mkdir -p "$dir"
   if have cargo; then
-    local tdir="$dir/cargo" built=()
-    local pair crate bin src
-    for pair in "rust-runtime:cs-rust-runtime:rust-bootstrap" "rust-extension:cs-rust-extension:rust-telemetry-extension"; do
+    local tdir="$dir/cargo" built=() pair crate bin src stale_any=0
+    local pairs=("rust-runtime:cs-rust-runtime:rust-bootstrap" "rust-extension:cs-rust-extension:rust-telemetry-extension")
+    for pair in "${pairs[@]}"; do
       IFS=: read -r src crate bin <<<"$pair"
-      if stale "$dir/$bin" "$lx/$src/Cargo.toml" "$lx/$src/src/main.rs"; then
-        # errexit is off inside a function called from `if`: fail the step explicitly,
-        # or a failed build would be reported as ok (and tests/integration/lambda/ would skip).
-        cargo build --quiet --release --manifest-path "$lx/$src/Cargo.toml" --target-dir "$tdir" || return 1
+      stale "$dir/$bin" "$lx/Cargo.lock" "$lx/$src/Cargo.toml" "$lx/$src/src/main.rs" && stale_any=1
+    done
+    if [[ $stale_any == 1 ]]; then
+      # errexit is off inside a function called from `if`: fail the step explicitly,
+      # or a failed build would be reported as ok (and tests/integration/lambda/ would skip).
+      cargo build --quiet --release --workspace --manifest-path "$lx/Cargo.toml" --target-dir "$tdir" || return 1
+      for pair in "${pairs[@]}"; do
+        IFS=: read -r src crate bin <<<"$pair"
         cp "$tdir/release/$crate" "$dir/$bin" || return 1
         built+=("$bin")
-      fi
-    done
+      done
+    fi
     record lambda-rs "ok: ${#built[@]} built ($dir/{rust-bootstrap,rust-telemetry-extension})"
   else
     skip lambda-rs cargo
