@@ -63,9 +63,30 @@ fn assert_off_cpu(e: &Value, out: &str, sleep_ms: f64) {
     let off = item(e, "off-cpu").unwrap_or_else(|| panic!("no off-CPU item in the headline:\n{out}"));
     let ms = off["ms"].as_f64().unwrap();
     assert!(
-        ms >= 0.8 * sleep_ms && ms <= init,
-        "off CPU in init {ms:.1} ms for a {sleep_ms} ms sleep (traced init {init:.1} ms):\n{out}"
+        ms <= init,
+        "off CPU in init {ms:.1} ms > the traced init {init:.1} ms:\n{out}"
     );
+    if ms < 0.8 * sleep_ms {
+        // Both ways (issue 38): the estimate takes the tracer's stops out at their
+        // calibrated cost scaled to the untraced runs, and on a machine busy enough
+        // that the program waits for a CPU most of its init, that scale also holds
+        // time spent runnable: the estimate fell to 110 ms for a 200 ms sleep, with
+        // 516 ms runnable. Then the section's two figures, as measured (off CPU)
+        // and estimated (less up to the held time), must bracket the sleep, and
+        // the run must indeed have been that busy.
+        let section = e["headline"]["off_cpu"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["phase"] == "init")
+            .unwrap_or_else(|| panic!("no off-CPU figures for init:\n{out}"));
+        let f = |k: &str| section[k].as_f64().unwrap_or(f64::NAN);
+        assert!(
+            f("estimate_ms") <= sleep_ms && sleep_ms <= f("off_cpu_ms") && f("runqueue_ms") > f("on_cpu_ms"),
+            "off CPU in init {ms:.1} ms for a {sleep_ms} ms sleep, and the section does not bracket it on a busy machine: {section}\n{out}"
+        );
+        eprintln!("off CPU: {ms:.1} ms estimated for a {sleep_ms} ms sleep on a busy machine: {section}");
+    }
     assert_eq!(off["section"], "off CPU");
     assert!(
         headline_lines(out).iter().any(|l| l.contains("off CPU in init")),

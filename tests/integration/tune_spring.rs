@@ -74,6 +74,11 @@ fn tune_jar(dir: &Path, only: &str, java: &Path, jar: &Path) -> (Out, serde_json
             "20",
             "--budget",
             "300",
+            // A training run (an AOT cache's record and assemble: 18 s + 12 s) passed
+            // the default 30 s beside a parallel build and made the candidate 💥
+            // (issue 38); 120 s is time to become ready, not a run's expected length.
+            "--timeout",
+            "120",
             "--",
             java.to_str().unwrap(),
             "-Dspring.context.exit=onRefresh",
