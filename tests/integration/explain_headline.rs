@@ -56,6 +56,16 @@ fn headline_lines(out: &str) -> Vec<&str> {
     lines
 }
 
+/// The off-CPU section's figures for init (the headline's `off_cpu`).
+fn init_off_cpu<'a>(e: &'a Value, out: &str) -> &'a Value {
+    e["headline"]["off_cpu"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["phase"] == "init")
+        .unwrap_or_else(|| panic!("no off-CPU figures for init:\n{out}"))
+}
+
 /// The off-CPU item's figure, checked against an injected sleep of `sleep_ms`:
 /// at least 80 % of it, and no more than the traced init it lies in.
 fn assert_off_cpu(e: &Value, out: &str, sleep_ms: f64) {
@@ -74,12 +84,7 @@ fn assert_off_cpu(e: &Value, out: &str, sleep_ms: f64) {
         // 516 ms runnable. Then the section's two figures, as measured (off CPU)
         // and estimated (less up to the held time), must bracket the sleep, and
         // the run must indeed have been that busy.
-        let section = e["headline"]["off_cpu"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["phase"] == "init")
-            .unwrap_or_else(|| panic!("no off-CPU figures for init:\n{out}"));
+        let section = init_off_cpu(e, out);
         let f = |k: &str| section[k].as_f64().unwrap_or(f64::NAN);
         assert!(
             f("estimate_ms") <= sleep_ms && sleep_ms <= f("off_cpu_ms") && f("runqueue_ms") > f("on_cpu_ms"),
@@ -124,12 +129,7 @@ fn a_python_servers_sleep_before_listen_is_named_as_time_off_cpu_in_init() {
     // The control: without the sleep, init's time off CPU (the tracer's
     // stops taken out) is far below it, so the figure above is the sleep.
     let (e, out) = run("0");
-    let init = e["headline"]["off_cpu"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["phase"] == "init")
-        .unwrap_or_else(|| panic!("no off-CPU figures for init:\n{out}"));
+    let init = init_off_cpu(&e, &out);
     let off = init["estimate_ms"].as_f64().unwrap();
     assert!(off < 0.2 * 200.0, "{off:.1} ms off CPU without the sleep:\n{out}");
 }
@@ -162,12 +162,7 @@ fn a_c_programs_sleep_is_off_cpu_and_its_spin_is_not() {
 
     let (e, out) = run(&spinner);
     assert!(item(&e, "off-cpu").is_none(), "a spin named as off CPU:\n{out}");
-    let init = e["headline"]["off_cpu"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["phase"] == "init")
-        .unwrap_or_else(|| panic!("no off-CPU figures for init:\n{out}"));
+    let init = init_off_cpu(&e, &out);
     // On a busy machine a spin waits for a CPU (runnable), it does not sleep.
     let off = init["off_cpu_ms"].as_f64().unwrap();
     assert!(off < 0.1 * 150.0, "the spin spent {off:.1} ms off CPU:\n{out}");
