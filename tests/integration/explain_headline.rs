@@ -70,33 +70,40 @@ fn init_off_cpu<'a>(e: &'a Value, out: &str) -> &'a Value {
 /// at least 80 % of it, and no more than the traced init it lies in.
 fn assert_off_cpu(e: &Value, out: &str, sleep_ms: f64) {
     let init = traced_phase_ms(e, "init");
-    let off = item(e, "off-cpu").unwrap_or_else(|| panic!("no off-CPU item in the headline:\n{out}"));
-    let ms = off["ms"].as_f64().unwrap();
-    assert!(
-        ms <= init,
-        "off CPU in init {ms:.1} ms > the traced init {init:.1} ms:\n{out}"
-    );
-    if ms < 0.8 * sleep_ms {
+    let ms = item(e, "off-cpu").map(|off| {
+        assert_eq!(off["section"], "off CPU");
+        off["ms"].as_f64().unwrap()
+    });
+    if let Some(ms) = ms {
+        assert!(
+            ms <= init,
+            "off CPU in init {ms:.1} ms > the traced init {init:.1} ms:\n{out}"
+        );
+    }
+    if ms.is_none_or(|ms| ms < 0.8 * sleep_ms) {
         // Both ways (issue 38): the estimate takes the tracer's stops out at their
         // calibrated cost scaled to the untraced runs, and on a machine busy enough
         // that the program waits for a CPU most of its init, that scale also holds
-        // time spent runnable: the estimate fell to 110 ms for a 200 ms sleep, with
-        // 516 ms runnable. Then the section's two figures, as measured (off CPU)
-        // and estimated (less up to the held time), must bracket the sleep, and
-        // the run must indeed have been that busy.
+        // time spent runnable: the estimate fell to 110 ms for a 200 ms sleep with
+        // 516 ms runnable, and once to 84 ms, below the share the headline names
+        // at all. Then the section's two figures, as measured (off CPU) and
+        // estimated (less up to the held time), must bracket the sleep, and the
+        // run must indeed have been that busy.
         let section = init_off_cpu(e, out);
         let f = |k: &str| section[k].as_f64().unwrap_or(f64::NAN);
         assert!(
             f("estimate_ms") <= sleep_ms && sleep_ms <= f("off_cpu_ms") && f("runqueue_ms") > f("on_cpu_ms"),
-            "off CPU in init {ms:.1} ms for a {sleep_ms} ms sleep, and the section does not bracket it on a busy machine: {section}\n{out}"
+            "off CPU in init {ms:?} ms in the headline for a {sleep_ms} ms sleep, and the section does not bracket it on a busy machine: {section}\n{out}"
         );
-        eprintln!("off CPU: {ms:.1} ms estimated for a {sleep_ms} ms sleep on a busy machine: {section}");
+        eprintln!(
+            "off CPU: {ms:?} ms in the headline for a {sleep_ms} ms sleep on a busy machine: {section}"
+        );
+    } else {
+        assert!(
+            headline_lines(out).iter().any(|l| l.contains("off CPU in init")),
+            "the off-CPU time is not among the first lines:\n{out}"
+        );
     }
-    assert_eq!(off["section"], "off CPU");
-    assert!(
-        headline_lines(out).iter().any(|l| l.contains("off CPU in init")),
-        "the off-CPU time is not among the first lines:\n{out}"
-    );
     assert!(
         out.contains("\noff CPU (the service's main thread"),
         "its section:\n{out}"
