@@ -13,6 +13,7 @@ use coldstart_core::run::conditions::{Conditions, Settings};
 use coldstart_core::run::hooks::{self, Hooks};
 use coldstart_core::run::{Plain, RunOptions, Spec};
 use coldstart_core::sample::ExitPolicy;
+use coldstart_core::target::container::Container;
 use coldstart_core::target::{parse_env, Readiness, Target};
 use std::path::Path;
 use std::time::Duration;
@@ -22,10 +23,19 @@ use std::time::Duration;
 pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(Plan, Plain, Sweep)> {
     let shell = hooks::parse_shell(args.conditions.shell.as_deref(), args.conditions.no_shell)?;
     let from_config = config_variants(args, config, root, &shell)?;
-    let specs: &[VariantSpec] = if from_config.is_empty() {
-        &args.variants
-    } else {
+    // `bench --image IMG` alone: one variant, the image's own command.
+    let image_only =
+        (args.variants.is_empty() && args.shared.container.image.is_some()).then(|| VariantSpec {
+            name: None,
+            args: VariantArgs::default(),
+            argv: Vec::new(),
+        });
+    let specs: &[VariantSpec] = if !from_config.is_empty() {
         &from_config
+    } else if let Some(only) = &image_only {
+        std::slice::from_ref(only)
+    } else {
+        &args.variants
     };
     if specs.is_empty() {
         bail!("no command to measure: put it after `--`, e.g. `coldstart bench -- ./server` (see --help)");
@@ -67,11 +77,21 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             .collect::<Result<Vec<_>>>()?;
         // Shared limits are merged in already (sweep::expand), values substituted.
         let limits = spec.args.limits.parse_over(&Default::default())?;
-        let target = Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?.with_limits(limits);
+        let c = &spec.args.container;
+        if c.image.is_none() && (c.engine.is_some() || !c.publish.is_empty()) {
+            bail!("--engine and --publish are for a container: add --image IMAGE");
+        }
+        let target = match &spec.args.container.image {
+            Some(image) => container_target(spec, image, &env, &limits)?,
+            None => Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?.with_limits(limits),
+        };
         if let Some(h) = hooks.last() {
             check_hooks(h, &shell, &target)?;
         }
         let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
+        if target.container.is_some() && matches!(readiness, Readiness::Listen) {
+            bail!("--ready listen cannot see inside a container: publish its port (--publish) and use --ready tcp:PORT or http://127.0.0.1:PORT/…");
+        }
         // `--name`, else the command as written (placeholders included), + the values.
         let name = point.name();
         if variants.iter().any(|v| v.name == name) {
@@ -118,6 +138,27 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
         },
         sweep,
     ))
+}
+
+/// An `--image` variant's target: the engine's `run` command line. What a
+/// process variant has and a container cannot take is refused here.
+fn container_target(
+    spec: &VariantSpec,
+    image: &str,
+    env: &[(String, String)],
+    limits: &coldstart_core::limits::Limits,
+) -> Result<Target> {
+    if spec.args.cwd.is_some() {
+        bail!("--cwd does not apply to --image (the image sets its working directory): drop it");
+    }
+    if !limits.is_none() {
+        bail!(
+            "--cpus, --cpuset and --memory do not reach a container's processes yet: drop them for --image"
+        );
+    }
+    let c = &spec.args.container;
+    let container = Container::new(image, &c.publish, c.engine.as_deref())?;
+    Ok(Target::container(container, env, &spec.argv))
 }
 
 /// Fixed runs, or with --target-ci runs until the interval is that narrow.
@@ -345,7 +386,9 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let code = measured?;
     cleaned?;
     let cond = &args.conditions;
-    if cond.cache == crate::flags::CacheArg::Cold && !cond.drop_caches {
+    // An image's cold runs are pull-cold, said before the first run (run::conditions).
+    let processes = runner.specs.iter().any(|s| s.target.container.is_none());
+    if cond.cache == crate::flags::CacheArg::Cold && !cond.drop_caches && processes {
         // SAFETY: geteuid cannot fail and takes nothing.
         let root = unsafe { libc::geteuid() } == 0;
         out::outln!("{}", coldstart_core::run::cache::cold_note(root))?;

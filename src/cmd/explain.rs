@@ -273,6 +273,9 @@ fn builds(args: &ExplainArgs) -> Result<Vec<BuildSpec>> {
     let mut out: Vec<BuildSpec> = Vec::new();
     for v in &args.variants {
         let name = v.name.clone().unwrap_or_else(|| v.argv.join(" "));
+        if v.args.container.image.is_some() {
+            bail!("explain cannot trace inside a container yet: measure the image with `coldstart bench --image`");
+        }
         if out.iter().any(|b| b.name == name) {
             bail!("two builds are named '{name}': give each its own --name");
         }

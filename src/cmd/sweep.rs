@@ -54,6 +54,13 @@ fn raw_fields<'a>(spec: &'a mut VariantSpec, cwd: &'a mut Option<String>) -> Vec
             text: e,
         });
     }
+    if let Some(i) = spec.args.container.image.as_mut() {
+        out.push(RawField {
+            what: "--image",
+            resource: false,
+            text: i,
+        });
+    }
     if let Some(r) = spec.args.ready.as_mut() {
         out.push(RawField {
             what: "--ready",
@@ -99,6 +106,7 @@ fn merged(spec: &VariantSpec, shared: &VariantArgs) -> VariantSpec {
             // Hooks keep hyperfine's rule (bench::variant_hooks), not this merge.
             hooks: spec.args.hooks.clone(),
             limits: spec.args.limits.over(&shared.limits),
+            container: spec.args.container.over(&shared.container),
         },
         argv: spec.argv.clone(),
     }
@@ -134,10 +142,18 @@ pub fn expand(specs: &[VariantSpec], shared: &VariantArgs, sweep: &mut Sweep) ->
                 bail!("bad --name '{n}': brackets mark parameter values (name[heap=64m]); pick a name without them");
             }
         }
-        let base = template
-            .name
-            .clone()
-            .unwrap_or_else(|| coldstart_core::target::shell_join(&template.argv));
+        let base = template.name.clone().unwrap_or_else(|| {
+            // An image's variant is named for the image (and its command).
+            let words: Vec<String> = template
+                .args
+                .container
+                .image
+                .iter()
+                .chain(&template.argv)
+                .cloned()
+                .collect();
+            coldstart_core::target::shell_join(&words)
+        });
         for point in &grid {
             let mut s = template.clone();
             if !point.is_empty() {
@@ -162,7 +178,7 @@ pub fn expand(specs: &[VariantSpec], shared: &VariantArgs, sweep: &mut Sweep) ->
     }
     if let Some(unused) = sweep.params.iter().find(|p| !used.contains(&p.name)) {
         bail!(
-            "--param {0} is used nowhere: put {{{0}}} in the command, an --env value, --cwd or --ready",
+            "--param {0} is used nowhere: put {{{0}}} in the command, an --env value, --image, --cwd or --ready",
             unused.name
         );
     }

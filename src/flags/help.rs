@@ -163,6 +163,9 @@ These work as in hyperfine: -r/--runs, -w/--warmup, -p/--prepare, -C/--conclude,
 # LIMITS
 --cpus 0.5 (CFS quota), --cpuset 0, --memory 256M limit the variant's whole process tree from its first instruction: the child enters the limiting cgroups (v2, or the v1 cpu/cpuset/memory hierarchies) between clone and exec, so nothing it forks escapes. Given before any --name they apply to every variant; after one, to that variant. A limited run records the tree's peak memory from its cgroup (memory_peak_mb); a run the memory limit kills fails with \"out of memory (limit 256 MiB)\". Needs root or a delegated cgroup.
 
+# CONTAINERS
+--image IMG makes a variant a container of IMG, a fresh one each run, started by the engine's client (`podman run`, attached; --engine podman|docker|nerdctl, default the first on PATH): spawn → ready covers the client, a pull when the image is absent, the container's creation, the OCI runtime and the program's init. `--name slim --image app:slim --name full --image app:full` is one interleaved experiment; a command after `--` replaces the image's CMD, --env is set inside the container, --publish PORT or HOSTPORT:PORT publishes on 127.0.0.1 only for --ready tcp:/http:// (log: and exit work as for a process; listen and --cwd/--cpus/--memory do not reach inside). Each run's container is labelled as this coldstart's and removed after the run; a killed coldstart's are removed by the next one. With podman, the mark container.created (the engine's record, on our clock) splits a run into client + pull + create, and runtime start + init. --cache cold removes the image before each run so each run pulls it (layers other local images share stay). See docs/containers.md.
+
 # EXAMPLES
   coldstart bench --ready exit -- python3 -c 'import json'
   coldstart bench --cache cold --runs 10 -- python3 -c 'import numpy'
@@ -170,6 +173,8 @@ These work as in hyperfine: -r/--runs, -w/--warmup, -p/--prepare, -C/--conclude,
       --ready tcp:5432 -- ./db --dir data
   coldstart bench --runs 30 --ready http://127.0.0.1:8080/health \\
       --requests 5 -- ./server --port 8080
+  coldstart bench --name slim --image app:slim --name full --image app:full \\
+      --publish 18080:8080 --ready http://127.0.0.1:18080/health
   coldstart bench --ready exit --name one-cpu --cpus 1 -- ./tool \\
       --name half --cpus 0.5 -- ./tool
   coldstart bench --ready 'log:listening on (?P<port>\\d+)' \\

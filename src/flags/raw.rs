@@ -843,6 +843,49 @@ pub struct VariantArgs {
     pub hooks: HookArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub container: ContainerArgs,
+}
+
+/// A container image as the variant (see CONTAINERS): each run is a fresh
+/// container, started through the engine and removed after the run.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ContainerArgs {
+    /// Run IMAGE as a container (see CONTAINERS).
+    ///
+    /// Through the engine's client (`podman run`, attached): spawn → ready covers
+    /// the client, a pull when the image is absent (`--cache cold` removes it
+    /// before each run), the container's creation, the OCI runtime and the
+    /// program's init. A command after `--` replaces the image's CMD; --env is set
+    /// inside the container.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// For --image: podman, docker or nerdctl.
+    ///
+    /// The container engine; default: the first of them on PATH.
+    #[arg(long, value_name = "NAME")]
+    pub engine: Option<String>,
+    /// Publish a container port on 127.0.0.1.
+    ///
+    /// PORT (the same on both sides) or HOSTPORT:CONTAINERPORT, repeatable; probe
+    /// it with `--ready http://127.0.0.1:HOSTPORT/…` or `tcp:HOSTPORT`.
+    #[arg(long, value_name = "PORT")]
+    pub publish: Vec<String>,
+}
+
+impl ContainerArgs {
+    /// This variant's own settings, else the shared ones.
+    pub fn over(&self, shared: &ContainerArgs) -> ContainerArgs {
+        ContainerArgs {
+            image: self.image.clone().or_else(|| shared.image.clone()),
+            engine: self.engine.clone().or_else(|| shared.engine.clone()),
+            publish: if self.publish.is_empty() {
+                shared.publish.clone()
+            } else {
+                self.publish.clone()
+            },
+        }
+    }
 }
 
 /// Commands around each variant's runs (hyperfine's), all untimed. Given before any

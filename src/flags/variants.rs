@@ -163,6 +163,33 @@ pub fn split_bench_args(args: &[String]) -> Result<(Vec<String>, Vec<VariantSpec
     let mut specs = Vec::new();
     let mut i = 0;
     while i < rest.len() {
+        // An image's variant needs no command: its block may end at the next --name.
+        let next_name = rest[i + 1..].iter().position(is_name).map(|p| p + i + 1);
+        let next_sep = rest[i..].iter().position(|a| a == "--").map(|p| p + i);
+        let options_only = match (next_name, next_sep) {
+            (Some(n), Some(s)) => n < s,
+            (None, None) => true,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+        };
+        if options_only {
+            let end = next_name.unwrap_or(rest.len());
+            let image = |a: &String| a == "--image" || a.starts_with("--image=");
+            if !rest[i..end].iter().any(image) {
+                return Err(format!(
+                    "variant starting at `{}` has no `--` before its command",
+                    rest[i..end].join(" ")
+                ));
+            }
+            let parsed = VariantCli::try_parse_from(&rest[i..end]).map_err(|e| variant_error(&e))?;
+            specs.push(VariantSpec {
+                name: Some(parsed.name),
+                args: parsed.args,
+                argv: Vec::new(),
+            });
+            i = end;
+            continue;
+        }
         let sep = rest[i..]
             .iter()
             .position(|a| a == "--")
@@ -180,7 +207,7 @@ pub fn split_bench_args(args: &[String]) -> Result<(Vec<String>, Vec<VariantSpec
             .map(|p| p + sep + 1)
             .unwrap_or(rest.len());
         let argv = rest[sep + 1..end].to_vec();
-        if argv.is_empty() {
+        if argv.is_empty() && parsed.args.container.image.is_none() {
             return Err(format!("variant '{}' has no command after `--`", parsed.name));
         }
         specs.push(VariantSpec {

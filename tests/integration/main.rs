@@ -12,6 +12,7 @@ mod architecture;
 mod cleanup;
 mod compare;
 mod conditions;
+mod containers;
 mod explain;
 mod explain_ab;
 mod explain_estimate;

@@ -19,6 +19,7 @@ fn variant(name: &str, readiness: &str) -> Variant {
             env: vec![("MODE".into(), name.into())],
             cwd: None,
             limits: Default::default(),
+            container: None,
         },
         readiness: readiness.into(),
         params: Vec::new(),

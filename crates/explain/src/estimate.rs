@@ -78,6 +78,7 @@ pub fn calibrate(opts: &RunOptions, rounds: usize) -> Result<Calibration> {
         env: vec![(CALIBRATE_ENV.into(), CALIBRATION_OPENS.to_string())],
         cwd: None,
         limits: Default::default(),
+        container: None,
     };
     // Coldstart's own binary is the target here: the command's requests and marks are not for it.
     let opts = opts.bare();

@@ -27,7 +27,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Every switch a test may name: `COLDSTART_REQUIRE_<one of these>`.
-pub const SWITCHES: [&str; 25] = [
+pub const SWITCHES: [&str; 26] = [
     "PYTHON",
     "NODE",
     "JAVA",
@@ -60,6 +60,8 @@ pub const SWITCHES: [&str; 25] = [
     "JDK25",
     // `chattr +i` (root, a filesystem with the flag): a file that cannot be replaced.
     "IMMUTABLE",
+    // podman with runc, buildah and a local registry (docker-registry): `bench --image`.
+    "PODMAN",
 ];
 
 /// Whether `COLDSTART_REQUIRE_<switch>` asks for the toolchain (set, not "" or "0").

@@ -258,6 +258,7 @@ fn plan_of(args: &LambdaArgs, points: &[Point]) -> Plan {
                     env: v.env.clone(),
                     cwd: None,
                     limits: Default::default(),
+                    container: None,
                 },
                 readiness: LAMBDA_INIT.to_string(),
                 params: params.clone(),

@@ -109,6 +109,7 @@ fn plan(n: usize, runs: usize, warmup: usize, order: Order, seed: u64) -> Plan {
                     env: Vec::new(),
                     cwd: None,
                     limits: Default::default(),
+                    container: None,
                 },
                 readiness: "exit".into(),
                 params: Vec::new(),

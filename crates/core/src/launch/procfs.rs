@@ -25,7 +25,8 @@ fn children_of(pid: &str) -> Vec<i32> {
     kids
 }
 
-fn alive(pid: i32) -> bool {
+/// Running (not a zombie waiting to be reaped, not dead).
+pub fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|t| parse_stat(&t).map(|(_, f)| f.first().is_some_and(|s| *s != "Z" && *s != "X")))
@@ -38,6 +39,11 @@ pub fn members(root: i32) -> Vec<i32> {
     let mut stack = children_of("self");
     stack.push(root);
     live_below(stack)
+}
+
+/// coldstart's own children (orphans reparented to it included), live or not.
+pub fn children_of_self() -> Vec<i32> {
+    children_of("self")
 }
 
 /// Every live descendant of coldstart (its targets and, through the subreaper

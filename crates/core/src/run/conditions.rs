@@ -80,7 +80,17 @@ impl Conditions {
                 hooks::require(self.hook("--setup", line, spec)?)?;
             }
             self.set_up[v] = true;
-            if self.wants_files() {
+            if let (Some(c), Cache::Cold, false) =
+                (&spec.target.container, self.settings.cache, self.settings.quiet)
+            {
+                crate::out::errln!(
+                    "--cache cold with --image {}: the image is removed from {}'s store before each run, so each run pulls and unpacks it; what stays warm: layers that other images in the store share (the engine reuses them), the registry (its files in the page cache), {} and the OCI runtime",
+                    c.image,
+                    c.engine.name(),
+                    c.engine.name()
+                );
+            }
+            if self.wants_files() && spec.target.container.is_none() {
                 if let Some(failed) = self.before_run(&hooks, spec, id)? {
                     return Ok(failed);
                 }
@@ -96,6 +106,10 @@ impl Conditions {
         }
         if let Some(failed) = self.before_run(&hooks, spec, id)? {
             return Ok(failed);
+        }
+        if let (Some(c), Cache::Cold) = (&spec.target.container, self.settings.cache) {
+            // A pull-cold run: the image is not in the engine's store.
+            c.remove_image()?;
         }
         if self.settings.drop_caches {
             cache::drop_system_caches()?;

@@ -93,6 +93,17 @@ pub trait Executor {
     /// the spawn, and moved past coldstart's own cgroup placement.
     fn spawn(&mut self, target: &Target, env: &[(String, String)], output: Output) -> Result<Launched>;
 
+    /// How often (ns) the executor needs a turn while the run is live
+    /// ([`Executor::tend`]); None: never.
+    fn tend_every(&self) -> Option<u64> {
+        None
+    }
+
+    /// The executor's turn while the run is live (waiting for ready, or for the
+    /// exit after the stop): e.g. reaping what a container engine's monitor
+    /// leaves exiting under our subreaper, which its client waits for.
+    fn tend(&mut self, _root: i32) {}
+
     /// The target's first listen (absolute ns), once seen.
     fn first_listen(&self) -> Option<u64> {
         None

@@ -14,6 +14,7 @@
 
 pub mod cache;
 pub mod conditions;
+mod container;
 pub mod hooks;
 mod launcher;
 
@@ -193,6 +194,16 @@ impl crate::experiment::Runner for Plain {
 /// fails to become ready is not an error but a Sample with a failed outcome.
 pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: RunId) -> Result<Sample> {
     let lab = Lab::get()?;
+    if let Some(c) = &target.container {
+        container::reap_once(c)?;
+        return run(
+            &mut container::ContainerExecutor::new(lab, c.as_ref().clone()),
+            target,
+            readiness,
+            opts,
+            id,
+        );
+    }
     // LD_PRELOAD cannot see a static or Go program's listen: the tracer can.
     let mut sample = if matches!(readiness, Readiness::Listen) && probe::listen::needs_tracer(&target.program)
     {
@@ -351,6 +362,7 @@ impl<'a> Run<'a> {
     fn await_ready(&mut self) {
         let t0 = self.child.t0;
         let (mut next_check, mut next_status, mut next_tree_check) = (t0, t0, 0u64);
+        let mut next_tend = t0;
         loop {
             let now = now_ns();
             if now >= self.deadline {
@@ -358,6 +370,13 @@ impl<'a> Run<'a> {
                 return;
             }
             let mut wait_ns = self.deadline - now;
+            if let Some(every) = self.exec.tend_every() {
+                if now >= next_tend {
+                    self.exec.tend(self.child.pid);
+                    next_tend = now + every;
+                }
+                wait_ns = wait_ns.min(next_tend.saturating_sub(now));
+            }
             if self.poll_every.is_some() && !self.probe.in_flight() {
                 wait_ns = wait_ns.min(next_check.saturating_sub(now));
             }
@@ -590,8 +609,13 @@ impl<'a> Run<'a> {
             if now >= until {
                 return None;
             }
+            let mut wait_ns = until - now;
+            if let Some(every) = self.exec.tend_every() {
+                self.exec.tend(self.child.pid);
+                wait_ns = wait_ns.min(every);
+            }
             let mut fds = poll_set(&self.child, true, &[]);
-            ppoll(&mut fds, until - now);
+            ppoll(&mut fds, wait_ns);
             let woke = now_ns();
             self.marks.drain();
             drain_pipes(

@@ -18,6 +18,8 @@ pub enum MarkSource {
     Otlp,
     /// The Lambda emulator: a registration, a runtime's first /next.
     Lambda,
+    /// A container engine's own record: a container's creation, its process's start.
+    Engine,
 }
 
 impl MarkSource {
@@ -30,6 +32,7 @@ impl MarkSource {
             MarkSource::Adapter => "adapter",
             MarkSource::Otlp => "otlp",
             MarkSource::Lambda => "lambda",
+            MarkSource::Engine => "engine",
         }
     }
 }

@@ -1,6 +1,8 @@
 //! What is started (Target) and when a run counts as started (Readiness).
 //! Parsing lives here so every bad input is rejected before the first spawn.
 
+pub mod container;
+
 use anyhow::{anyhow, bail, Context, Result};
 use regex::Regex;
 use std::fmt;
@@ -19,6 +21,10 @@ pub struct Target {
     /// --cpus/--cpuset/--memory: applied to the whole tree from its first instruction.
     #[serde(default, skip_serializing_if = "crate::limits::Limits::is_none")]
     pub limits: crate::limits::Limits,
+    /// A container image run through its engine (`--image`): argv is then the
+    /// engine's `run` command line, and each run names its own container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<Box<container::Container>>,
 }
 
 /// The value of `key` the target will see: its own setting (the last one wins),
@@ -50,7 +56,25 @@ impl Target {
             env,
             cwd,
             limits: Default::default(),
+            container: None,
         })
+    }
+
+    /// A container of `container`'s image, `env` set inside it, `command`
+    /// (empty: the image's own) as its command.
+    pub fn container(
+        container: container::Container,
+        env: &[(String, String)],
+        command: &[String],
+    ) -> Target {
+        Target {
+            argv: container.base_argv(env, command),
+            program: container.engine.path.clone(),
+            env: Vec::new(),
+            cwd: None,
+            limits: Default::default(),
+            container: Some(Box::new(container)),
+        }
     }
 
     /// The same target under `limits`.
