@@ -193,19 +193,21 @@ fn an_images_known_init_sleep_is_measured_as_slower() {
     let ci = |i: usize| cmp["shift"]["ci"][i].as_f64().unwrap();
     let (lo, hi) = (ci(0), ci(1));
     // The contract both ways: `slower` with an interval that meets the 50 ms (20 ms
-    // either side for the sleeps' overshoot), or no verdict with an interval that
-    // holds it; never faster, never a slower that excludes it.
+    // either side for the sleeps' overshoot), or a weaker verdict — `~` (no
+    // significant difference) or within noise (real, but its interval reaches inside
+    // ±--noise: +69 ms [6, 110] beside a build and the timed modules) — with an
+    // interval that holds it; never faster, never a slower that excludes it.
     match cmp["verdict"].as_str().unwrap() {
         "slower" => assert!(
             lo > 0.0 && lo <= 70.0 && hi >= 30.0,
             "slower, but its CI misses 50 ms: {cmp}"
         ),
-        "same" => {
+        weak @ ("same" | "within_noise") => {
             assert!(
                 lo <= 50.0 && hi >= 50.0,
-                "no verdict, and its CI excludes 50 ms: {cmp}"
+                "{weak}, and its CI excludes 50 ms: {cmp}"
             );
-            eprintln!("no verdict for the 50 ms sleep on a busy machine: {cmp}");
+            eprintln!("{weak} for the 50 ms sleep on a busy machine: {cmp}");
         }
         other => panic!("{other} for a 50 ms longer init: {cmp}\n{}", o.streams()),
     }
