@@ -17,18 +17,7 @@ use coldstart_core::target::{Readiness, Target};
 use std::time::Duration;
 
 fn opts(timeout_ms: u64) -> RunOptions {
-    RunOptions {
-        timeout: Duration::from_millis(timeout_ms),
-        poll_interval: Duration::from_micros(200),
-        requests: 0,
-        request_url: None,
-        grace: Duration::from_secs(2),
-        tail_lines: 10,
-        log_marks: Vec::new(),
-        claims: Vec::new(),
-        exit_policy: Default::default(),
-        show_output: false,
-    }
+    RunOptions::new(Duration::from_millis(timeout_ms))
 }
 
 fn id() -> RunId {

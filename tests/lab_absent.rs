@@ -40,16 +40,11 @@ fn without_a_lab_running_a_target_is_a_clear_error_and_nothing_global_changed() 
     let sigint_before = sigint_disposition();
     let target = Target::new(vec!["true".into()], Vec::new(), None).expect("`true` on PATH");
     let opts = RunOptions {
-        timeout: Duration::from_secs(10),
         poll_interval: Duration::from_millis(1),
-        requests: 0,
-        request_url: None,
         grace: Duration::from_millis(100),
         tail_lines: 5,
-        log_marks: Vec::new(),
-        claims: Vec::new(),
         exit_policy: ExitPolicy::Codes(vec![0]),
-        show_output: false,
+        ..RunOptions::new(Duration::from_secs(10))
     };
     let id = RunId {
         variant: 0,

@@ -116,10 +116,9 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             variants[v].name
         );
     }
-    let opts = opts.marks(&args.marks)?.exit_policy(ExitPolicy::from_flags(
-        args.ignore_failure,
-        args.success_exit_codes.as_deref(),
-    )?);
+    let policy = ExitPolicy::from_flags(args.ignore_failure, args.success_exit_codes.as_deref())?;
+    let opts = opts.marks(&args.marks)?.exit_policy(policy);
+    let opts = opts.read_set(read_set(&args.conditions, &run_specs)?);
     let plan = Plan {
         variants,
         warmup,
@@ -162,6 +161,20 @@ fn container_target(
 }
 
 /// Fixed runs, or with --target-ci runs until the interval is that narrow.
+/// `--read-set`, checked: it is for images that are in the store before each run.
+fn read_set(c: &crate::flags::raw::ConditionArgs, specs: &[Spec]) -> Result<bool> {
+    if !c.read_set {
+        return Ok(false);
+    }
+    if specs.iter().all(|s| s.target.container.is_none()) {
+        bail!("--read-set is for container images: give --image IMG (a process's files are --cache cold's)");
+    }
+    if c.cache == crate::flags::CacheArg::Cold {
+        bail!("--read-set needs the image in the store before each run, and --cache cold removes it: measure the read set in a run without --cache cold");
+    }
+    Ok(true)
+}
+
 fn stop_rule(args: &BenchArgs, runs: usize, variants: &[Variant]) -> Result<StopRule> {
     Ok(match &args.target_ci {
         None => StopRule::Fixed { runs },

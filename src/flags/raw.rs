@@ -929,6 +929,16 @@ pub struct ConditionArgs {
     /// /proc/sys/vm/drop_caches).
     #[arg(long)]
     pub drop_caches: bool,
+    /// Which of an image's files its container read until ready.
+    ///
+    /// For --image variants (podman's overlay store): before each run the image's
+    /// files are evicted from the page cache (no root needed), at ready the ones
+    /// back in it are the run's reads, whole pages with readahead. Each run records
+    /// image_read_mib and image_read_files; the table names the files and the
+    /// largest parts never read, and --export-json lists every file read. The runs
+    /// start with the image's files on disk only.
+    #[arg(long)]
+    pub read_set: bool,
     /// Show the target's output.
     ///
     /// Its (and the hooks') output goes to this terminal instead of being kept for

@@ -211,6 +211,30 @@ fn an_images_known_init_sleep_is_measured_as_slower() {
         }
         other => panic!("{other} for a 50 ms longer init: {cmp}\n{}", o.streams()),
     }
+    // The injected delay is the program's: its phase (the engine's start record →
+    // the monitor's exit record) holds the same contract, and is the phase whose
+    // shift is largest.
+    assert_phases_cover(&doc);
+    let program = &phase(&doc, 1, "program")["vs_baseline"];
+    let pci = |i: usize| program["shift"]["ci"][i].as_f64().unwrap();
+    match program["verdict"].as_str().unwrap() {
+        "slower" => assert!(pci(0) <= 70.0 && pci(1) >= 30.0, "program phase: {program}"),
+        "same" | "within_noise" => assert!(pci(0) <= 50.0 && pci(1) >= 50.0, "program phase: {program}"),
+        other => panic!("{other} for the program phase of a 50 ms longer init: {program}"),
+    }
+    let shifts: Vec<(String, f64)> = doc["variants"][1]["stats"]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["vs_baseline"]["shift"]["estimate"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let largest = shifts.iter().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
+    assert_eq!(largest.0, "program", "the shifts per phase: {shifts:?}");
     assert_eq!(p.left_behind(), Vec::<String>::new(), "containers left");
 }
 
@@ -526,7 +550,11 @@ fn sigkilled_coldstarts_containers_are_reaped_by_the_next_one() {
 #[test]
 fn container_options_are_checked_before_any_run() {
     let _turn = crate::common::beside();
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--read-set", "--", "true"],
+            "--read-set is for container images: give --image IMG",
+        ),
         (
             &["--publish", "8080", "--", "true"],
             "--engine and --publish are for a container: add --image IMAGE",
@@ -554,5 +582,263 @@ fn container_options_are_checked_before_any_run() {
             "{}",
             o.streams()
         );
+        let o = podman()
+            .unwrap()
+            .bench(&["--image", SLEEP_A, "--read-set", "--cache", "cold"])
+            .run();
+        assert!(
+            o.stderr()
+                .contains("--read-set needs the image in the store before each run"),
+            "{}",
+            o.streams()
+        );
     }
+}
+
+/// A phase of a variant in the exported analysis: its summary.
+fn phase<'a>(doc: &'a serde_json::Value, variant: usize, name: &str) -> &'a serde_json::Value {
+    doc["variants"][variant]["stats"]["phases"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == name))
+        .unwrap_or_else(|| {
+            panic!(
+                "no phase {name} in variant {variant}: {}",
+                doc["variants"][variant]["stats"]
+            )
+        })
+}
+
+/// Every variant has phases, and their medians make up its median spawn → ready.
+/// In each run they add up to it exactly; medians of parts need not add up to the
+/// median of the whole (0.92 of it in 3 runs here), but a phase counted twice or
+/// a gap between phases would take them far off.
+fn assert_phases_cover(doc: &serde_json::Value) {
+    for v in doc["variants"].as_array().unwrap() {
+        let cover = v["stats"]["phases_cover"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no phases: {}", v["stats"]));
+        assert!(
+            (0.8..=1.2).contains(&cover),
+            "phases cover {cover}: {}",
+            v["stats"]
+        );
+        eprintln!(
+            "{}: phases cover {:.3} of the median spawn → ready",
+            v["name"], cover
+        );
+    }
+}
+
+const PAD_200: usize = 200 << 20;
+
+/// 200 MiB that no compressor shrinks (xorshift64*), fast enough in a debug build.
+fn incompressible(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+#[test]
+fn a_never_read_200_mib_pad_grows_the_pull_and_not_the_read_set() {
+    // Alone: 200 MiB pulled three times is disk and CPU the timed tests beside it would feel.
+    let _turn = crate::common::alone();
+    let Some(p) = podman() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // Images: the reader (it reads /data/config to its end and exits) with a file it
+    // never reads, and the same plus a 200 MiB pad; one layer each, so neither
+    // image's pull finds the other's layer in the store.
+    let ctx = p.dir.join("build-reader");
+    let padded_ctx = p.dir.join("build-reader-padded");
+    for c in [&ctx, &padded_ctx] {
+        // Only these files: the context is the image's whole content.
+        let _ = std::fs::remove_dir_all(c);
+        std::fs::create_dir_all(c.join("data")).unwrap();
+        let o = Command::new("gcc")
+            .args(["-O2", "-static", "-o"])
+            .arg(c.join("reader"))
+            .arg(repo().join("tests/fixtures/containers/reader.c"))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "gcc reader: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::fs::write(c.join("data/config"), incompressible(96 << 10)).unwrap();
+        std::fs::write(c.join("data/unused"), incompressible(96 << 10)).unwrap();
+    }
+    std::fs::write(padded_ctx.join("pad"), incompressible(PAD_200)).unwrap();
+    let reg = Registry::start(p, dir.path());
+    let slim = format!("127.0.0.1:{}/coldstart-test/reader:slim", reg.port);
+    let padded = format!("127.0.0.1:{}/coldstart-test/reader:padded", reg.port);
+    let file = "FROM scratch\nCOPY . /\nENTRYPOINT [\"/reader\"]\n";
+    for (tag, c) in [(&slim, &ctx), (&padded, &padded_ctx)] {
+        let containerfile = dir.path().join("Containerfile");
+        std::fs::write(&containerfile, file).unwrap();
+        p.ok(
+            "buildah",
+            &[
+                "bud",
+                "-q",
+                "-f",
+                containerfile.to_str().unwrap(),
+                "-t",
+                tag,
+                c.to_str().unwrap(),
+            ],
+        );
+        p.ok("podman", &["push", "-q", "--tls-verify=false", tag]);
+        p.ok("podman", &["rmi", "-f", tag]);
+    }
+    std::fs::remove_file(padded_ctx.join("pad")).unwrap();
+
+    // Pull-cold: every run pulls its image from the registry.
+    let (json, arg) = export(dir.path());
+    assert_eq!(reg.blobs_served(), Vec::<u64>::new(), "pulled before the runs");
+    let o = p
+        .bench(&[
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--cache",
+            "cold",
+            "--export-json",
+            &arg,
+            "--name",
+            "slim",
+            "--image",
+            &slim,
+            "--name",
+            "padded",
+            "--image",
+            &padded,
+        ])
+        .run();
+    assert!(o.success(), "{}", o.streams());
+    eprintln!("{}", o.stdout());
+    let doc = json_file(&json);
+    assert_phases_cover(&doc);
+    // The oracle for the pulls: the registry's access log. The pad's layer (gzip
+    // cannot shrink it) was served once per padded run; every layer blob it served
+    // is what the runs say they pulled (the store's compressed sizes), byte for byte.
+    let big: Vec<u64> = reg
+        .blobs_served()
+        .into_iter()
+        .filter(|b| *b >= PAD_200 as u64)
+        .collect();
+    assert_eq!(big.len(), 3, "pad layers served: {:?}", reg.blobs_served());
+    let pulled: f64 = doc["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            s["metrics"]["pulled_mib"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no pulled_mib: {s}"))
+        })
+        .sum();
+    // Image configurations are blobs too (under 4 KiB here); layers are not that small.
+    let served_layers: u64 = reg.blobs_served().iter().filter(|b| **b > 4096).sum();
+    assert_eq!(
+        served_layers,
+        (pulled * 1024.0 * 1024.0).round() as u64,
+        "served {:?}",
+        reg.blobs_served()
+    );
+    let p50 = |v: usize, name: &str| phase(&doc, v, name)["ms"]["p50"].as_f64().unwrap();
+    let pull = |v: usize| p50(v, "fetch") + p50(v, "unpack");
+    // 200 MiB through gunzip and onto disk: no machine does that in 200 ms, and the
+    // pad is in the pull, not in the container's creation after it.
+    assert!(
+        pull(1) - pull(0) > 200.0,
+        "fetch + unpack: slim {} ms, padded {} ms\n{}",
+        pull(0),
+        pull(1),
+        o.stdout()
+    );
+    assert!(
+        (p50(1, "create") - p50(0, "create")).abs() < (pull(1) - pull(0)) / 4.0,
+        "create slim {} ms, padded {} ms; pull {} vs {}",
+        p50(0, "create"),
+        p50(1, "create"),
+        pull(0),
+        pull(1)
+    );
+
+    // The read set, the images now in the store: the same files read from both, the
+    // entrypoint's file among them, the unread file and the pad never.
+    let o = p
+        .bench(&[
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--read-set",
+            "--export-json",
+            &arg,
+            "--name",
+            "slim",
+            "--image",
+            &slim,
+            "--name",
+            "padded",
+            "--image",
+            &padded,
+        ])
+        .run();
+    assert!(o.success(), "{}", o.streams());
+    eprintln!("{}", o.stdout());
+    assert!(
+        o.stdout().contains("never read: /pad 200.0 MiB"),
+        "{}",
+        o.stdout()
+    );
+    let doc = json_file(&json);
+    assert_phases_cover(&doc);
+    let mut sets = Vec::new();
+    for s in doc["samples"].as_array().unwrap() {
+        let r = &s["read_set"];
+        let files: Vec<(String, u64)> = r["files"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no read set: {s}"))
+            .iter()
+            .map(|f| {
+                (
+                    f["path"].as_str().unwrap().to_string(),
+                    f["read_bytes"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let paths: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+        assert!(
+            paths.contains(&"/data/config"),
+            "the entrypoint's file is not in {paths:?}"
+        );
+        assert!(paths.contains(&"/reader"), "the entrypoint is not in {paths:?}");
+        assert!(
+            !paths.contains(&"/pad") && !paths.contains(&"/data/unused"),
+            "unread files in {paths:?}"
+        );
+        let config = files.iter().find(|f| f.0 == "/data/config").unwrap().1;
+        assert_eq!(config, 96 << 10, "read to its end: {s}");
+        let variant = s["variant"].as_u64().unwrap();
+        let image = r["image_bytes"].as_u64().unwrap();
+        sets.push((variant, files, image));
+    }
+    // Unchanged by the pad: the same files and bytes read; the image grew by exactly it.
+    let of = |v: u64| sets.iter().find(|s| s.0 == v).unwrap();
+    assert_eq!(of(0).1, of(1).1, "read sets differ");
+    assert_eq!(of(1).2 - of(0).2, PAD_200 as u64);
+    for tag in [&slim, &padded] {
+        p.ok("podman", &["rmi", "-f", tag]);
+    }
+    assert_eq!(p.left_behind(), Vec::<String>::new(), "containers left");
 }

@@ -7,6 +7,9 @@ use coldstart_stats::{Comparison, Summary};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+mod phases;
+pub use phases::PhaseSummary;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct VariantAnalysis {
     pub name: String,
@@ -42,6 +45,17 @@ pub struct VariantAnalysis {
     pub metrics: BTreeMap<String, Summary>,
     /// Marks (checkpoints, log marks, lambda's instants): time since spawn, per name, in order of median.
     pub marks: Vec<MarkSummary>,
+    /// A container variant's phases (spawn → ready cut at the engine's marks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseSummary>,
+    /// The phases' medians as a share of the median spawn → ready (1.0 = all of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases_cover: Option<f64>,
+    /// A container variant's reads of its image until ready (`--read-set`): the
+    /// last successful measured run's (each run's is in its sample, and the
+    /// bytes and files per run are `metrics`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_set: Option<crate::sample::ReadSet>,
     /// This variant vs the baseline (None for the baseline itself): the first
     /// variant, or in a sweep the baseline variant at the same parameter values.
     pub vs_baseline: Option<Comparison>,
@@ -224,17 +238,13 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
     };
     let along = sweep.and_then(|s| s.compare_along.as_deref());
     let shards = shards_of(result);
-    // Each variant's mark instants (ms, first per run, successful measured runs).
-    let mark_times: Vec<MarkTimes> = (0..result.variants.len())
-        .map(|i| {
-            let ok: Vec<&crate::sample::Sample> = result
-                .samples
-                .iter()
-                .filter(|s| s.variant == i && !s.warmup && s.ok())
-                .collect();
-            mark_values(&ok)
-        })
-        .collect();
+    // Each variant's mark instants and (a container's) phases, from its
+    // successful measured runs.
+    let mark_times: Vec<MarkTimes> = per_variant(result, |_, ok| mark_values(ok));
+    let phase_times: Vec<phases::PhaseTimes> = per_variant(result, |v, ok| match v.target.container {
+        Some(_) => phases::phase_times(ok, &crate::target::container::phases(v.readiness == "exit")),
+        None => Vec::new(),
+    });
     let variants = result
         .variants
         .iter()
@@ -283,6 +293,13 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
             let first = along.and_then(|a| first_along(&result.variants, i, a));
             let baseline_marks = baseline_of(&result.variants, i).map(|b| &mark_times[b]);
             let marks = mark_summaries(&mark_times[i], baseline_marks, options);
+            let ready_ms = summarize(ready.iter().copied());
+            let (phases, phases_cover) = phases::phase_summaries(
+                &phase_times[i],
+                baseline.map(|b| &phase_times[b]),
+                ready_ms.as_ref().map(|r| r.p50),
+                options,
+            );
             VariantAnalysis {
                 name: v.name.clone(),
                 base: v.base_name().to_string(),
@@ -296,7 +313,7 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
                     .iter()
                     .filter(|s| s.variant == i && s.warmup)
                     .count(),
-                ready_ms: summarize(ready.iter().copied()),
+                ready_ms,
                 first_request_ms: of(&|s| s.requests_ns.first().map(|ns| *ns as f64 / 1e6)),
                 later_requests_ms: summarize(
                     ok.iter()
@@ -320,6 +337,9 @@ pub fn analyze_sweep(result: &ExperimentResult, noise: f64, sweep: Option<&Sweep
                 captures,
                 metrics,
                 marks,
+                phases,
+                phases_cover,
+                read_set: ok.iter().rev().find_map(|s| s.read_set.as_deref().cloned()),
                 vs_baseline,
                 baseline: baseline.map(|b| result.variants[b].name.clone()),
                 vs_first: first.map(|f| compare_ready(result, f, i, shards.as_deref(), options).0),
@@ -425,6 +445,26 @@ fn best_values(
         }
     }
     out
+}
+
+/// `f` of each variant and its successful measured runs.
+fn per_variant<T>(
+    result: &ExperimentResult,
+    f: impl Fn(&crate::experiment::Variant, &[&crate::sample::Sample]) -> T,
+) -> Vec<T> {
+    result
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let ok: Vec<&crate::sample::Sample> = result
+                .samples
+                .iter()
+                .filter(|s| s.variant == i && !s.warmup && s.ok())
+                .collect();
+            f(v, &ok)
+        })
+        .collect()
 }
 
 /// A variant's mark instants: per (name, source), the first occurrence in each run, ms.

@@ -20,6 +20,7 @@ pub mod history;
 pub mod json;
 pub mod markdown;
 pub mod progress;
+mod read_set;
 pub mod sweep;
 pub mod terminal;
 pub mod value;

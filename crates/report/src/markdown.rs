@@ -88,16 +88,41 @@ pub fn render(analysis: &Analysis) -> String {
         } else {
             out.push_str("\nMarks (since spawn):\n\n");
         }
-        let cells: Vec<String> = header.iter().map(|c| escape(c)).collect();
-        out.push_str(&format!("| {} |\n", cells.join(" | ")));
-        let align: Vec<&str> = (0..header.len())
-            .map(|i| if (3..5).contains(&i) { "--:" } else { ":--" })
-            .collect();
-        out.push_str(&format!("|{}|\n", align.join("|")));
-        for r in rows {
-            let cells: Vec<String> = r.iter().map(|c| escape(c)).collect();
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        out.push_str(&table(&header, &rows, 3..5));
+    }
+    if let Some((header, rows)) = super::terminal::phase_cells(analysis) {
+        out.push_str("\nPhases (engine events; each run's add up to its spawn → ready):\n\n");
+        out.push_str(&table(&header, &rows, 2..5));
+        for line in super::terminal::cover_lines(analysis).lines() {
+            out.push_str(&format!("\n- {}", escape(line.trim())));
         }
+        out.push('\n');
+    }
+    let read = super::read_set::lines(analysis);
+    if !read.is_empty() {
+        let title = super::read_set::TITLE;
+        out.push_str(&format!("\n{}{}:\n", title[..1].to_uppercase(), &title[1..]));
+        for line in read {
+            out.push_str(&format!("\n- {}", escape(&line)));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A Markdown table, the columns in `right` right-aligned.
+fn table(header: &[String], rows: &[Vec<String>], right: std::ops::Range<usize>) -> String {
+    let line = |cells: &[String]| {
+        let cells: Vec<String> = cells.iter().map(|c| escape(c)).collect();
+        format!("| {} |\n", cells.join(" | "))
+    };
+    let align: Vec<&str> = (0..header.len())
+        .map(|i| if right.contains(&i) { "--:" } else { ":--" })
+        .collect();
+    let mut out = line(header);
+    out.push_str(&format!("|{}|\n", align.join("|")));
+    for r in rows {
+        out.push_str(&line(r));
     }
     out
 }

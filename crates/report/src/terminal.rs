@@ -20,6 +20,8 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     out += &sweep(analysis);
     out.push_str(&resources(analysis));
     out.push_str(&marks(analysis));
+    out.push_str(&phases(analysis));
+    out.push_str(&read_sets(analysis));
     out += &metrics(analysis);
     if result.stopped != Some(coldstart_core::experiment::StopReason::Completed) {
         out.push_str(&format!("stopped: {}\n", result.stopped_label()));
@@ -232,6 +234,92 @@ fn marks(a: &Analysis) -> String {
         true => format!("marks ({MARKS_ON_SERVICE})\n{t}\n"),
         false => format!("marks\n{t}\n"),
     }
+}
+
+/// A container variant's phases (spawn → ready cut at the engine's marks).
+fn phases(a: &Analysis) -> String {
+    let Some((header, rows)) = phase_cells(a) else {
+        return String::new();
+    };
+    let mut t = table();
+    t.set_header(header);
+    for r in rows {
+        t.add_row(r);
+    }
+    right_align(&mut t, 2..5);
+    super::width::fit_table(&mut t, &[]);
+    format!(
+        "phases (engine events; each run's add up to its spawn → ready)\n{t}\n{}",
+        cover_lines(a)
+    )
+}
+
+/// `--read-set`'s lines, under their title.
+fn read_sets(a: &Analysis) -> String {
+    let lines = super::read_set::lines(a);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("{}\n", super::read_set::TITLE);
+    for l in lines {
+        out.push_str(&format!("  {l}\n"));
+    }
+    out
+}
+
+/// How much of the median spawn → ready the phases' medians make up, per variant.
+pub(super) fn cover_lines(a: &Analysis) -> String {
+    let mut out = String::new();
+    for v in &a.variants {
+        if let Some(c) = v.phases_cover {
+            out.push_str(&format!(
+                "  {}: the phases' medians add up to {:.0}% of the median spawn → ready\n",
+                v.name,
+                c * 100.0
+            ));
+        }
+    }
+    out
+}
+
+/// The phases table's header and rows (terminal and Markdown): variant, phase,
+/// median duration with its CI, its share of the median ready, runs, and
+/// "Δ vs baseline" when any variant has a baseline.
+pub(super) fn phase_cells(a: &Analysis) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    if a.variants.iter().all(|v| v.phases.is_empty()) {
+        return None;
+    }
+    let compared = a
+        .variants
+        .iter()
+        .any(|v| v.phases.iter().any(|p| p.vs_baseline.is_some()));
+    let mut header: Vec<String> = ["variant", "phase", "p50 [95% CI]", "of ready", "runs"]
+        .map(String::from)
+        .to_vec();
+    if compared {
+        header.push("Δ vs baseline".into());
+    }
+    let first = a.variants.first().map_or("", |v| v.name.as_str());
+    let mut rows = Vec::new();
+    for v in &a.variants {
+        let ready = v.ready_ms.as_ref().map(|r| r.p50).filter(|r| *r > 0.0);
+        for p in &v.phases {
+            let mut row = vec![
+                v.name.clone(),
+                p.name.clone(),
+                median_with_ci(&p.ms),
+                ready.map_or_else(String::new, |r| format!("{:.0}%", 100.0 * p.ms.p50 / r)),
+                format!("{}/{}", p.runs, v.ok_runs),
+            ];
+            if compared {
+                row.push(p.vs_baseline.as_ref().map_or_else(String::new, |c| {
+                    format!("vs {}: {}", v.baseline.as_deref().unwrap_or(first), comparison(c))
+                }));
+            }
+            rows.push(row);
+        }
+    }
+    Some((header, rows))
 }
 
 /// The runs were on the Lambda service (`coldstart lambda --aws`): no spawn

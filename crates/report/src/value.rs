@@ -23,7 +23,7 @@ fn push(out: &mut String, value: &Value) {
 }
 
 /// Bytes in binary units, with a precision that suits the size.
-fn bytes(b: u64) -> String {
+pub(crate) fn bytes(b: u64) -> String {
     let b = b as f64;
     if b < 1024.0 {
         format!("{b} B")

@@ -11,25 +11,15 @@
 //! through the engine (a killed coldstart's are reaped by the next one).
 
 use super::launcher::{Ended, Executor, Launched, Output, PlainExecutor, RootExit};
+use super::read_set::ImageFiles;
 use crate::launch::lab::Lab;
 use crate::launch::{procfs, reaping};
-use crate::sample::{Mark, MarkSource, Sample, Usage};
+use crate::sample::{Mark, MarkSource, ReadSet, Sample, Usage};
 use crate::target::container::{self, Container};
 use crate::target::Target;
 use anyhow::{Context, Result};
 use std::os::fd::RawFd;
 use std::sync::Mutex;
-
-/// The engine's records, as marks. Created: the container exists (its image
-/// pulled and unpacked, its configuration written), so spawn → it is the client,
-/// the pull and the creation. Started: podman's `State.StartedAt`, written once
-/// the OCI runtime's start returned (the process released to exec its
-/// entrypoint): created → it is the runtime's create and start, it → ready the
-/// program's init. Detached on this machine it lay within −3.6…+0.2 ms of the
-/// program's own main(); under load its recording may come later
-/// (docs/containers.md).
-pub const CREATED_MARK: &str = "container.created";
-pub const STARTED_MARK: &str = "container.started";
 
 /// This process as a container's owner: `PID:START_TIME` (a reused pid is
 /// another owner).
@@ -61,15 +51,42 @@ pub struct ContainerExecutor<'lab> {
     /// The engine's instants, read before the container is removed and added to
     /// the Sample's marks once the engine has set them ([`Executor::cleaned_up`]).
     marks: Vec<Mark>,
+    /// `--read-set`: the image's files, evicted before the spawn.
+    read_set: bool,
+    image: Option<ImageFiles>,
+    read: Option<ReadSet>,
 }
 
 impl<'lab> ContainerExecutor<'lab> {
-    pub fn new(lab: &'lab Lab, container: Container) -> Self {
+    pub fn new(lab: &'lab Lab, container: Container, read_set: bool) -> Self {
         ContainerExecutor {
             plain: PlainExecutor::new(lab),
             container,
             name: None,
             marks: Vec::new(),
+            read_set,
+            image: None,
+            read: None,
+        }
+    }
+
+    /// Before the spawn (outside the timed window, which starts in the plain
+    /// executor's launch): the image's files out of the page cache.
+    fn evict_image(&mut self) {
+        let listed = self
+            .container
+            .layer_dirs()
+            .and_then(|dirs| ImageFiles::list(&dirs));
+        match listed {
+            Ok(mut image) => {
+                image.evict();
+                self.image = Some(image);
+            }
+            Err(e) => {
+                // Once per process: each run would say the same.
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| crate::out::errln!("coldstart: no read set for this run: {e:#}"));
+            }
         }
     }
 }
@@ -108,6 +125,9 @@ impl Executor for ContainerExecutor<'_> {
             ..target.clone()
         };
         self.name = Some(name);
+        if self.read_set {
+            self.evict_image();
+        }
         self.plain
             .spawn(&client, env, output)
             .with_context(|| format!("cannot start {}", self.container.engine.name()))
@@ -142,6 +162,13 @@ impl Executor for ContainerExecutor<'_> {
         self.plain.tree_usage(pid)
     }
 
+    fn window_ended(&mut self, pid: i32, ready: bool) {
+        self.plain.window_ended(pid, ready);
+        if ready {
+            self.read = self.image.take().map(|i| i.read_set());
+        }
+    }
+
     fn terminate(&mut self, pid: i32) -> bool {
         // The attached client forwards the SIGTERM to the container's process.
         self.plain.terminate(pid)
@@ -153,16 +180,23 @@ impl Executor for ContainerExecutor<'_> {
         let Some(name) = self.name.as_deref().filter(|_| sample.ok()) else {
             return Ok(());
         };
-        let Some(i) = self.container.instants(name)? else {
-            return Ok(());
-        };
         let (offset, _) = coldstart_sys::clock::realtime_offset_ns();
         let t0 = sample.t0_mono_ns as i128;
+        let Some(i) = self.container.instants(name, t0 + offset)? else {
+            return Ok(());
+        };
+        if i.fetched_layers > 0 {
+            // What this run pulled: the registry's bytes, as the store recorded them.
+            sample
+                .metrics
+                .insert("pulled_mib".into(), i.fetched_bytes as f64 / (1024.0 * 1024.0));
+            sample
+                .metrics
+                .insert("pulled_layers".into(), i.fetched_layers as f64);
+        }
         let ready = sample.ready_ns.unwrap_or(u64::MAX) as i128;
-        for (mark, at) in [(CREATED_MARK, Some(i.created)), (STARTED_MARK, i.started)] {
-            let Some(t) = at.map(|at| at - offset - t0) else {
-                continue;
-            };
+        for (mark, at) in i.marks() {
+            let t = at - offset - t0;
             // An instant outside the window is not one of this run's: none is made up.
             if (0..=ready).contains(&t) {
                 self.marks.push(Mark::new(mark, MarkSource::Engine, t as u64));
@@ -174,6 +208,14 @@ impl Executor for ContainerExecutor<'_> {
     fn cleaned_up(&mut self, sample: &mut Sample) {
         sample.marks.append(&mut self.marks);
         sample.marks.sort_by_key(|m| m.t_ns);
+        if let Some(r) = self.read.take().filter(|_| sample.ok()) {
+            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+            sample.metrics.insert("image_read_mib".into(), mib(r.read_bytes));
+            sample
+                .metrics
+                .insert("image_read_files".into(), r.files.len() as f64);
+            sample.read_set = Some(Box::new(r));
+        }
     }
 
     fn kill_all(&mut self, pid: i32) -> bool {

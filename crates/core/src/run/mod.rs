@@ -17,6 +17,7 @@ pub mod conditions;
 mod container;
 pub mod hooks;
 mod launcher;
+mod read_set;
 
 pub use launcher::{
     Ended, Executor, Launched, Output, PlainExecutor, ProfiledExecutor, RootExit, TracedExecutor,
@@ -58,6 +59,9 @@ pub struct RunOptions {
     pub exit_policy: crate::sample::ExitPolicy,
     /// `--show-output`: the target's output goes to our stdout/stderr (no failure tail).
     pub show_output: bool,
+    /// `--read-set`: a container run records which of its image's files it read
+    /// until ready (the image's files evicted from the page cache before each run).
+    pub read_set: bool,
 }
 
 /// The one way to build [`RunOptions`]: [`RunOptions::new`], then what a
@@ -77,7 +81,14 @@ impl RunOptions {
             claims: Vec::new(),
             exit_policy: crate::sample::ExitPolicy::default(),
             show_output: false,
+            read_set: false,
         }
+    }
+
+    /// `--read-set` for container runs.
+    pub fn read_set(mut self, on: bool) -> RunOptions {
+        self.read_set = on;
+        self
     }
 
     /// `--requests N [--request-url URL]`: without a URL the GETs go to the
@@ -197,7 +208,7 @@ pub fn run_once(target: &Target, readiness: &Readiness, opts: &RunOptions, id: R
     if let Some(c) = &target.container {
         container::reap_once(c)?;
         return run(
-            &mut container::ContainerExecutor::new(lab, c.as_ref().clone()),
+            &mut container::ContainerExecutor::new(lab, c.as_ref().clone(), opts.read_set),
             target,
             readiness,
             opts,
@@ -964,16 +975,10 @@ mod tests {
 
     fn opts(timeout_ms: u64) -> RunOptions {
         RunOptions {
-            timeout: Duration::from_millis(timeout_ms),
             poll_interval: Duration::from_millis(1),
-            requests: 0,
-            request_url: None,
             grace: Duration::from_millis(20),
             tail_lines: 5,
-            log_marks: Vec::new(),
-            claims: Vec::new(),
-            exit_policy: crate::sample::ExitPolicy::default(),
-            show_output: false,
+            ..RunOptions::new(Duration::from_millis(timeout_ms))
         }
     }
 

@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 mod failure;
 pub mod mark;
 pub mod phase;
+pub mod read_set;
 pub mod section;
 
 pub use failure::{describe_failure, describe_untimed};
 pub use mark::{Mark, MarkSource};
 pub use phase::Phase;
+pub use read_set::ReadSet;
 pub use section::Section;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -220,6 +222,9 @@ pub struct Sample {
     /// store, which files each run under its shard); None when not sharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<u32>,
+    /// A container run's reads of its image until ready (`--read-set`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_set: Option<Box<ReadSet>>,
 }
 
 /// Where a run is in its experiment.
@@ -254,6 +259,7 @@ impl Sample {
             profile: None,
             output_tail: Vec::new(),
             shard: None,
+            read_set: None,
         }
     }
 

@@ -9,9 +9,15 @@
 //! init. Its output is the container's, so every probe works as for a process.
 
 mod engine;
+mod instants;
 mod reap;
+mod store;
 
 pub use engine::{Engine, EngineKind};
+pub use instants::{
+    phases, Instants, Phase, CREATED_MARK, EXITED_MARK, FETCHED_MARK, INITIALIZED_MARK, PULL_MARK,
+    STARTED_MARK, STORED_MARK,
+};
 pub use reap::{reap_orphans, OWNER_LABEL};
 
 use anyhow::{bail, Context, Result};
@@ -111,27 +117,18 @@ impl Container {
     }
 }
 
-/// A container's own instants as the engine recorded them (its wall clock, Unix ns).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Instants {
-    /// Created: its image pulled and unpacked, its configuration written.
-    pub created: i128,
-    /// Started: recorded once the OCI runtime's start returned, which released the
-    /// process to exec its entrypoint; None for a container that never started.
-    pub started: Option<i128>,
-}
-
 impl Container {
-    /// The engine's record of `name`'s creation and start. Podman only: docker's
-    /// and nerdctl's templates give these as text.
-    pub fn instants(&self, name: &str) -> Result<Option<Instants>> {
+    /// The engine's records of run `name`'s image pull, creation, runtime
+    /// create, start and exit (`since_unix_s`: the run's spawn, in whole
+    /// seconds). Podman only (docker's and nerdctl's templates give these as
+    /// text): the container's state, and its event log where it keeps one.
+    pub fn instants(&self, name: &str, spawn_unix_ns: i128) -> Result<Option<Instants>> {
         if self.engine.kind != EngineKind::Podman {
             return Ok(None);
         }
-        let format = "{{.Created.UnixNano}} {{.State.StartedAt.UnixNano}}";
         let out = self
             .engine
-            .quiet(&["container", "inspect", "--format", format, name])
+            .quiet(&["container", "inspect", "--format", instants::INSPECT_FORMAT, name])
             .output()
             .with_context(|| format!("cannot run {}", self.engine.name()))?;
         if !out.status.success() {
@@ -141,21 +138,115 @@ impl Container {
                 engine::first_line(&out.stderr)
             );
         }
-        Ok(parse_instants(&String::from_utf8_lossy(&out.stdout)))
+        let Some((state, image_id)) = instants::parse_inspect(&String::from_utf8_lossy(&out.stdout)) else {
+            return Ok(None);
+        };
+        // The event log may be off (events_logger = "none") or unreadable: then
+        // the pull's start and the runtime's create are not split out.
+        let since = (spawn_unix_ns / 1_000_000_000 - 1).to_string();
+        let events = self
+            .engine
+            .quiet(&[
+                "events",
+                "--stream=false",
+                "--since",
+                &since,
+                "--format",
+                instants::EVENTS_FORMAT,
+            ])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| instants::parse_events(&String::from_utf8_lossy(&o.stdout), &self.image, name));
+        let mut i = instants::merge(state, events);
+        // This run's pull, from the store's records (an unreadable store: not split out).
+        if let Some(stored) = image_id.and_then(|id| self.stored(&id)) {
+            let (layers, bytes, last) = stored.fetched_since(spawn_unix_ns);
+            if layers > 0 {
+                i.fetched = last;
+                i.stored = Some(stored.image_stored);
+                i.fetched_layers = layers;
+                i.fetched_bytes = bytes;
+            }
+        }
+        Ok(Some(i))
+    }
+
+    /// Image `id`'s records in podman's store (its location asked once per process).
+    fn stored(&self, id: &str) -> Option<store::Stored> {
+        static ROOT: std::sync::OnceLock<Option<(std::path::PathBuf, String)>> = std::sync::OnceLock::new();
+        let (root, driver) = ROOT
+            .get_or_init(|| {
+                let out = self
+                    .engine
+                    .quiet(&[
+                        "info",
+                        "--format",
+                        "{{.Store.GraphRoot}}|{{.Store.GraphDriverName}}",
+                    ])
+                    .output()
+                    .ok()
+                    .filter(|o| o.status.success())?;
+                let text = String::from_utf8_lossy(&out.stdout);
+                let (root, driver) = text
+                    .lines()
+                    .rev()
+                    .find(|l| l.contains('|'))?
+                    .trim()
+                    .split_once('|')?;
+                Some((root.into(), driver.to_string()))
+            })
+            .as_ref()?;
+        store::read(root, driver, id).ok().flatten()
     }
 }
 
-/// `CREATED STARTED` on the output's last line (anything before it, such as an
-/// engine's warning, is not one); Go's zero time (before 1970) is no instant.
-fn parse_instants(text: &str) -> Option<Instants> {
-    let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
-    let mut f = line
-        .split_whitespace()
-        .map(|w| w.parse::<i128>().ok().filter(|t| *t > 0));
-    Some(Instants {
-        created: f.next()??,
-        started: f.next().flatten(),
-    })
+impl Container {
+    /// The image's layer directories in the engine's store, top layer first:
+    /// what `--read-set` evicts and reads back. Podman's overlay store only; an
+    /// error says why not (the image is not in the store yet, another driver).
+    pub fn layer_dirs(&self) -> Result<Vec<std::path::PathBuf>> {
+        if self.engine.kind != EngineKind::Podman {
+            bail!(
+                "--read-set reads podman's image store; {} keeps its layers elsewhere",
+                self.engine.name()
+            );
+        }
+        let format = "{{.GraphDriver.Name}}|{{.GraphDriver.Data.UpperDir}}|{{.GraphDriver.Data.LowerDir}}";
+        let out = self
+            .engine
+            .quiet(&["image", "inspect", "--format", format, &self.image])
+            .output()
+            .with_context(|| format!("cannot run {}", self.engine.name()))?;
+        if !out.status.success() {
+            bail!(
+                "image {} is not in {}'s store before the run ({})",
+                self.image,
+                self.engine.name(),
+                engine::first_line(&out.stderr)
+            );
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let mut f = line.trim().split('|');
+        let driver = f.next().unwrap_or("");
+        if driver != "overlay" {
+            bail!("the store's driver is '{driver}': --read-set reads overlay layers");
+        }
+        let dirs: Vec<std::path::PathBuf> = f
+            .flat_map(|d| d.split(':'))
+            .filter(|d| d.starts_with('/'))
+            .map(std::path::PathBuf::from)
+            .collect();
+        if dirs.is_empty() {
+            bail!(
+                "{} gave no layer directories for {}",
+                self.engine.name(),
+                self.image
+            );
+        }
+        Ok(dirs)
+    }
 }
 
 /// A fresh, unique container name for one run of this process.
@@ -252,26 +343,6 @@ mod tests {
         assert_eq!(argv[4], "--label");
         assert_eq!(argv[5], format!("{OWNER_LABEL}=1:2"));
         assert_eq!(&argv[6..], &base[2..]);
-    }
-
-    #[test]
-    fn instants_are_the_last_line_and_after_1970() {
-        let both = Instants {
-            created: 1765148400123456789,
-            started: Some(1765148400234567890),
-        };
-        assert_eq!(
-            parse_instants("1765148400123456789 1765148400234567890\n"),
-            Some(both)
-        );
-        assert_eq!(
-            parse_instants("WARN[0000] a warning\n1765148400123456789 1765148400234567890"),
-            Some(both)
-        );
-        let never_started = parse_instants("1765148400123456789 -6795364578871345152").unwrap();
-        assert_eq!(never_started.started, None);
-        assert_eq!(parse_instants("-6795364578871345152 1"), None);
-        assert_eq!(parse_instants(""), None);
     }
 
     #[test]
