@@ -47,6 +47,8 @@ fn real_main() -> anyhow::Result<i32> {
         flags::Command::FleetEmit(a) => return cmd::fleet::emit(a),
         // Runs the ecosystem's installer: nothing is measured.
         flags::Command::LambdaSetup(a) => return cmd::lambda::setup(a),
+        // Reads a file: nothing is run.
+        flags::Command::Pods(a) => return cmd::pods::run(a),
         _ => {}
     }
     // Before any thread: it forks the watchdog.
@@ -64,7 +66,8 @@ fn real_main() -> anyhow::Result<i32> {
         flags::Command::Completions(_)
         | flags::Command::Man(_)
         | flags::Command::FleetEmit(_)
-        | flags::Command::LambdaSetup(_) => Ok(0),
+        | flags::Command::LambdaSetup(_)
+        | flags::Command::Pods(_) => Ok(0),
         flags::Command::Tune(a) => cmd::tune::run(a),
         flags::Command::Lambda(a) => cmd::lambda::run(a),
         flags::Command::LambdaServe(a) => cmd::lambda::serve(a),

@@ -13,6 +13,7 @@ pub mod fleet;
 mod fuzz_tests;
 pub mod history;
 pub mod lambda;
+pub mod pods;
 pub mod report;
 pub mod shell;
 pub mod stored;

@@ -169,6 +169,7 @@ pub fn check(raw: RawCommand, split: Split) -> Result<Command, String> {
         RawCommand::History(a) => Command::History(a),
         RawCommand::Show(a) => Command::Show(a),
         RawCommand::Report(a) => Command::Report(a),
+        RawCommand::Pods(a) => Command::Pods(a),
         RawCommand::Completions(a) => Command::Completions(a),
         RawCommand::Man(a) => Command::Man(a),
         RawCommand::Fleet(raw::FleetArgs {

@@ -14,8 +14,8 @@ pub mod variants;
 pub use checked::{BenchArgs, ExplainArgs, FleetEmitArgs, LambdaArgs, LambdaServeArgs, TuneArgs};
 pub use raw::{
     CacheArg, CompareArgs, CompletionsArgs, DemoArgs, ExportArgs, GateArgs, HistoryArgs, HookArgs,
-    LambdaInitCpuArgs, LambdaVariantArgs, LimitArgs, ManArgs, ReportArgs, ShowArgs, StoreArgs, SweepArgs,
-    VariantArgs,
+    LambdaInitCpuArgs, LambdaVariantArgs, LimitArgs, ManArgs, PodsArgs, ReportArgs, ShowArgs, StoreArgs,
+    SweepArgs, VariantArgs,
 };
 pub use variants::{LambdaVariantSpec, VariantSpec};
 
@@ -36,6 +36,7 @@ pub enum Command {
     LambdaSetup(raw::LambdaSetupFlags),
     Tune(Box<TuneArgs>),
     Report(ReportArgs),
+    Pods(PodsArgs),
     Completions(CompletionsArgs),
     Man(ManArgs),
     FleetEmit(FleetEmitArgs),

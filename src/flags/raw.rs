@@ -115,6 +115,13 @@ pub enum RawCommand {
     /// Charts inline, no network: distributions, runs in order, A/B verdicts,
     /// sweeps, explain's waterfall, lambda's lanes, and each target's history.
     Report(ReportArgs),
+    /// A Kubernetes cluster's pod start-ups, from the API's own objects.
+    ///
+    /// Reads `kubectl get pods,events -o json` and prints, per pod, created →
+    /// scheduled → pulled → started → Ready and the kubelet's start-up SLI, with
+    /// p50/p99 over the pods, and the pods whose readiness probe, not their
+    /// program, decided when they were Ready.
+    Pods(PodsArgs),
     /// Shard one experiment across machines run by an existing engine.
     ///
     /// `fleet emit` prints the engine's file (a Kubernetes Indexed Job, a GitHub
@@ -252,6 +259,19 @@ pub struct ReportArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct PodsArgs {
+    /// The output of `kubectl get pods,events -o json` (`-`: stdin).
+    ///
+    /// A List of Pods and Events; `kubectl get pods -o json` works too, without
+    /// the image pulls (they come from the kubelet's Pulled events).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print the figures as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -929,7 +949,7 @@ pub struct ConditionArgs {
     /// /proc/sys/vm/drop_caches).
     #[arg(long)]
     pub drop_caches: bool,
-    /// Which of an image's files its container read until ready.
+    /// Record what each container read.
     ///
     /// For --image variants (podman's overlay store): before each run the image's
     /// files are evicted from the page cache (no root needed), at ready the ones

@@ -453,6 +453,8 @@ fn crates_depend_in_one_direction() {
         ("tune", &["coldstart-core", "coldstart-explain"]),
         ("lambda", &["coldstart-core", "coldstart-sys"]),
         ("fleet", &["coldstart-core"]),
+        // `coldstart pods`: the API's objects read, summarised with the stats crate.
+        ("pods", &["coldstart-stats"]),
         // `lambda --aws`: beside the emulator, not on it (the SDK stays out of coldstart-lambda).
         ("aws", &["coldstart-core"]),
         (
@@ -463,6 +465,7 @@ fn crates_depend_in_one_direction() {
                 "coldstart-tune",
                 "coldstart-lambda",
                 "coldstart-stats",
+                "coldstart-pods",
             ],
         ),
     ];

@@ -86,6 +86,8 @@ fn podman() -> Option<&'static Podman> {
             std::fs::write(ctx.join("Containerfile"), file).unwrap();
             p.ok("buildah", &["bud", "-q", "-f", ctx.join("Containerfile").to_str().unwrap(), "-t", tag, ctx.to_str().unwrap()]);
         }
+        // A rebuilt tag leaves the image it had untagged: the store keeps only these.
+        p.ok("podman", &["image", "prune", "-f"]);
         Some(p)
     })
     .as_ref()

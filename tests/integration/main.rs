@@ -33,6 +33,7 @@ mod lambda_serve;
 mod lambda_setup;
 mod limits;
 mod marks;
+mod pods;
 mod probes;
 mod profile;
 mod robust;

@@ -19,6 +19,7 @@ pub mod headline;
 pub mod history;
 pub mod json;
 pub mod markdown;
+pub mod pods;
 pub mod progress;
 mod read_set;
 pub mod sweep;

@@ -500,14 +500,14 @@ fn trim(x: f64) -> String {
     }
 }
 
-fn table() -> Table {
+pub(crate) fn table() -> Table {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_HORIZONTAL_ONLY)
         .set_content_arrangement(ContentArrangement::Disabled);
     t
 }
 
-fn right_align(t: &mut Table, cols: std::ops::Range<usize>) {
+pub(crate) fn right_align(t: &mut Table, cols: std::ops::Range<usize>) {
     for i in cols {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
