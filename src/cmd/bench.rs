@@ -23,9 +23,10 @@ use std::time::Duration;
 pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(Plan, Plain, Sweep)> {
     let shell = hooks::parse_shell(args.conditions.shell.as_deref(), args.conditions.no_shell)?;
     let from_config = config_variants(args, config, root, &shell)?;
-    // `bench --image IMG` alone: one variant, the image's own command.
+    // `bench --image IMG` (or `--pod FILE`) alone: one variant, the image's own command.
+    let shared = &args.shared.container;
     let image_only =
-        (args.variants.is_empty() && args.shared.container.image.is_some()).then(|| VariantSpec {
+        (args.variants.is_empty() && (shared.image.is_some() || shared.pod.is_some())).then(|| VariantSpec {
             name: None,
             args: VariantArgs::default(),
             argv: Vec::new(),
@@ -77,20 +78,10 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
             .collect::<Result<Vec<_>>>()?;
         // Shared limits are merged in already (sweep::expand), values substituted.
         let limits = spec.args.limits.parse_over(&Default::default())?;
-        let c = &spec.args.container;
-        if c.image.is_none() && (c.engine.is_some() || !c.publish.is_empty()) {
-            bail!("--engine and --publish are for a container: add --image IMAGE");
-        }
-        let target = match &spec.args.container.image {
-            Some(image) => container_target(spec, image, &env, &limits)?,
-            None => Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?.with_limits(limits),
-        };
+        let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
+        let target = variant_target(spec, env, limits, &readiness)?;
         if let Some(h) = hooks.last() {
             check_hooks(h, &shell, &target)?;
-        }
-        let readiness = Readiness::parse(spec.args.ready.as_deref().unwrap_or("exit"))?;
-        if target.container.is_some() && matches!(readiness, Readiness::Listen) {
-            bail!("--ready listen cannot see inside a container: publish its port (--publish) and use --ready tcp:PORT or http://127.0.0.1:PORT/…");
         }
         // `--name`, else the command as written (placeholders included), + the values.
         let name = point.name();
@@ -139,6 +130,58 @@ pub fn plan(args: &BenchArgs, config: Option<&Config>, root: &Path) -> Result<(P
     ))
 }
 
+/// A variant's target: a process, an image's container or a pod, checked
+/// against its readiness.
+fn variant_target(
+    spec: &VariantSpec,
+    env: Vec<(String, String)>,
+    limits: coldstart_core::limits::Limits,
+    readiness: &Readiness,
+) -> Result<Target> {
+    let c = &spec.args.container;
+    if c.image.is_none() && c.pod.is_none() && (c.engine.is_some() || !c.publish.is_empty()) {
+        bail!("--engine and --publish are for a container: add --image IMAGE");
+    }
+    let target = match (&c.image, &c.pod) {
+        (Some(_), Some(_)) => {
+            bail!("--image and --pod in one variant: a pod's images are in its manifest; give one")
+        }
+        (Some(image), None) => container_target(spec, image, &env, &limits)?,
+        (None, Some(manifest)) => pod_target(spec, manifest, &env, &limits, readiness)?,
+        (None, None) => Target::new(spec.argv.clone(), env, spec.args.cwd.clone())?.with_limits(limits),
+    };
+    if target.container.is_some() && matches!(readiness, Readiness::Listen) {
+        bail!("--ready listen cannot see inside a container: publish its port (--publish) and use --ready tcp:PORT or http://127.0.0.1:PORT/…");
+    }
+    Ok(target)
+}
+
+/// A `--pod` variant's target: `podman kube play` of the manifest, ready by a
+/// probe of a port it publishes.
+fn pod_target(
+    spec: &VariantSpec,
+    manifest: &Path,
+    env: &[(String, String)],
+    limits: &coldstart_core::limits::Limits,
+    readiness: &Readiness,
+) -> Result<Target> {
+    let c = &spec.args.container;
+    if !c.publish.is_empty() || !env.is_empty() || !spec.argv.is_empty() || spec.args.cwd.is_some() {
+        bail!("--publish, --env, --cwd and a command do not apply to --pod: the manifest sets ports (hostPort), env and commands");
+    }
+    if !limits.is_none() {
+        bail!("--cpus, --cpuset and --memory do not reach a pod's containers: set resources in the manifest");
+    }
+    if !matches!(readiness, Readiness::Http { .. } | Readiness::Tcp { .. }) {
+        bail!("a pod runs until it is removed and its output is not the client's: give --ready http://127.0.0.1:HOSTPORT/… or tcp:HOSTPORT (a hostPort of the manifest)");
+    }
+    let container = Container::pod(manifest, c.engine.as_deref())?;
+    if container.engine.kind != coldstart_core::target::container::EngineKind::Podman {
+        bail!("--pod plays a Kubernetes manifest with podman (`podman kube play`): --engine podman");
+    }
+    Ok(Target::container(container, env, &[]))
+}
+
 /// An `--image` variant's target: the engine's `run` command line. What a
 /// process variant has and a container cannot take is refused here.
 fn container_target(
@@ -160,7 +203,6 @@ fn container_target(
     Ok(Target::container(container, env, &spec.argv))
 }
 
-/// Fixed runs, or with --target-ci runs until the interval is that narrow.
 /// `--read-set`, checked: it is for images that are in the store before each run.
 fn read_set(c: &crate::flags::raw::ConditionArgs, specs: &[Spec]) -> Result<bool> {
     if !c.read_set {
@@ -175,6 +217,7 @@ fn read_set(c: &crate::flags::raw::ConditionArgs, specs: &[Spec]) -> Result<bool
     Ok(true)
 }
 
+/// Fixed runs, or with --target-ci runs until the interval is that narrow.
 fn stop_rule(args: &BenchArgs, runs: usize, variants: &[Variant]) -> Result<StopRule> {
     Ok(match &args.target_ci {
         None => StopRule::Fixed { runs },

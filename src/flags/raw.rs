@@ -880,6 +880,15 @@ pub struct ContainerArgs {
     /// inside the container.
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
+    /// Play a Pod manifest (see CONTAINERS).
+    ///
+    /// Through `podman kube play`, a fresh pod per run (named and labelled as
+    /// coldstart's, removed after the run), ready by `--ready
+    /// http://127.0.0.1:HOSTPORT/…` or `tcp:HOSTPORT` on a hostPort of the
+    /// manifest. Its readinessProbe and startupProbe say when the kubelet would
+    /// mark it Ready: the table says what the probes cost per start.
+    #[arg(long, value_name = "FILE")]
+    pub pod: Option<PathBuf>,
     /// For --image: podman, docker or nerdctl.
     ///
     /// The container engine; default: the first of them on PATH.
@@ -898,6 +907,7 @@ impl ContainerArgs {
     pub fn over(&self, shared: &ContainerArgs) -> ContainerArgs {
         ContainerArgs {
             image: self.image.clone().or_else(|| shared.image.clone()),
+            pod: self.pod.clone().or_else(|| shared.pod.clone()),
             engine: self.engine.clone().or_else(|| shared.engine.clone()),
             publish: if self.publish.is_empty() {
                 shared.publish.clone()

@@ -163,7 +163,7 @@ pub fn split_bench_args(args: &[String]) -> Result<(Vec<String>, Vec<VariantSpec
     let mut specs = Vec::new();
     let mut i = 0;
     while i < rest.len() {
-        // An image's variant needs no command: its block may end at the next --name.
+        // An image's (or pod's) variant needs no command: its block may end at the next --name.
         let next_name = rest[i + 1..].iter().position(is_name).map(|p| p + i + 1);
         let next_sep = rest[i..].iter().position(|a| a == "--").map(|p| p + i);
         let options_only = match (next_name, next_sep) {
@@ -174,7 +174,11 @@ pub fn split_bench_args(args: &[String]) -> Result<(Vec<String>, Vec<VariantSpec
         };
         if options_only {
             let end = next_name.unwrap_or(rest.len());
-            let image = |a: &String| a == "--image" || a.starts_with("--image=");
+            let image = |a: &String| {
+                ["--image", "--pod"]
+                    .iter()
+                    .any(|f| a == f || a.starts_with(&format!("{f}=")))
+            };
             if !rest[i..end].iter().any(image) {
                 return Err(format!(
                     "variant starting at `{}` has no `--` before its command",
@@ -207,7 +211,7 @@ pub fn split_bench_args(args: &[String]) -> Result<(Vec<String>, Vec<VariantSpec
             .map(|p| p + sep + 1)
             .unwrap_or(rest.len());
         let argv = rest[sep + 1..end].to_vec();
-        if argv.is_empty() && parsed.args.container.image.is_none() {
+        if argv.is_empty() && parsed.args.container.image.is_none() && parsed.args.container.pod.is_none() {
             return Err(format!("variant '{}' has no command after `--`", parsed.name));
         }
         specs.push(VariantSpec {

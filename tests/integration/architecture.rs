@@ -447,6 +447,8 @@ fn crates_depend_in_one_direction() {
                 "coldstart-sys",
                 "coldstart-trace",
                 "coldstart-profile",
+                // A pod variant's probes, by the kubelet's rules.
+                "coldstart-pods",
             ],
         ),
         ("explain", &["coldstart-core"]),

@@ -552,7 +552,11 @@ fn sigkilled_coldstarts_containers_are_reaped_by_the_next_one() {
 #[test]
 fn container_options_are_checked_before_any_run() {
     let _turn = crate::common::beside();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--pod", "pod.yaml", "--image", "x"],
+            "--image and --pod in one variant",
+        ),
         (
             &["--read-set", "--", "true"],
             "--read-set is for container images: give --image IMG",
@@ -842,5 +846,145 @@ fn a_never_read_200_mib_pad_grows_the_pull_and_not_the_read_set() {
     for tag in [&slim, &padded] {
         p.ok("podman", &["rmi", "-f", tag]);
     }
+    assert_eq!(p.left_behind(), Vec::<String>::new(), "containers left");
+}
+
+/// A Pod manifest serving the test server on `port` (a hostPort), with `probes`.
+fn pod_manifest(dir: &Path, name: &str, port: u16, probes: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  containers:\n  - name: web\n    image: {HTTPD}\n    ports:\n    - containerPort: 8080\n      hostPort: {port}\n{probes}"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// coldstart's pods whose coldstart has ended.
+fn pods_left_behind(p: &Podman) -> Vec<String> {
+    let format = format!("{{{{.Name}}}} {{{{index .Labels \"{OWNER_LABEL}\"}}}}");
+    let filter = format!("label={OWNER_LABEL}");
+    p.ok("podman", &["pod", "ps", "--filter", &filter, "--format", &format])
+        .lines()
+        .filter_map(|l| {
+            let (name, owner) = l.split_once(' ')?;
+            let pid = owner.split(':').next()?;
+            (!Path::new(&format!("/proc/{pid}")).exists()).then(|| name.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_pods_slow_readiness_probe_costs_seconds_and_a_startup_probe_does_not() {
+    let _turn = crate::common::alone();
+    let Some(p) = podman() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let slow = pod_manifest(
+        dir.path(),
+        "slow",
+        port,
+        "    readinessProbe:\n      httpGet: {path: /, port: 8080}\n      initialDelaySeconds: 10\n      periodSeconds: 10\n",
+    );
+    let startup = pod_manifest(
+        dir.path(),
+        "startup",
+        port,
+        "    startupProbe:\n      httpGet: {path: /, port: 8080}\n      periodSeconds: 1\n      failureThreshold: 30\n    readinessProbe:\n      httpGet: {path: /, port: 8080}\n      periodSeconds: 10\n",
+    );
+    let (json, arg) = export(dir.path());
+    let url = format!("http://127.0.0.1:{port}/");
+    let (slow_arg, startup_arg) = (slow.to_str().unwrap(), startup.to_str().unwrap());
+    let o = p
+        .bench(&[
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--ready",
+            &url,
+            "--export-json",
+            &arg,
+            "--name",
+            "slow",
+            "--pod",
+            slow_arg,
+            "--name",
+            "startup",
+            "--pod",
+            startup_arg,
+        ])
+        .run();
+    assert!(o.success(), "{}", o.streams());
+    eprintln!("{}", o.stdout());
+    let doc = json_file(&json);
+    // The oracle: the kubelet's rules applied by this test to each run's own ready
+    // time (probes at 0, P, 2P… ignored before the initial delay; a startup probe's
+    // pass lets the readiness probe run at once).
+    for s in doc["samples"].as_array().unwrap() {
+        let ready_s = s["ready_ns"].as_f64().unwrap() / 1e9;
+        let want = match s["variant"].as_u64().unwrap() {
+            0 => 10.0 * (ready_s.max(10.0) / 10.0).ceil(),
+            _ => ready_s.ceil(),
+        };
+        assert_eq!(
+            s["metrics"]["kubelet_ready_ms"].as_f64().unwrap(),
+            want * 1000.0,
+            "{s}"
+        );
+    }
+    let kubelet = |v: usize| {
+        doc["variants"][v]["stats"]["metrics"]["kubelet_ready_ms"]["p50"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        kubelet(1) < kubelet(0),
+        "the startupProbe variant is not faster: {} vs {}",
+        kubelet(1),
+        kubelet(0)
+    );
+    let ready = doc["variants"][0]["stats"]["ready_ms"]["p50"].as_f64().unwrap();
+    let lost = (10_000.0 - ready) / 1000.0;
+    let line = o
+        .stdout()
+        .lines()
+        .find(|l| l.contains("slow: ready at"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        line.contains("would mark it Ready by 10.00 s")
+            && line.contains(&format!("{lost:.2} s lost per start")),
+        "{line}\n{}",
+        o.stdout()
+    );
+    assert!(o.stdout().contains("startup: ready at"), "{}", o.stdout());
+
+    // A killed coldstart's pod is removed by the next coldstart.
+    let mut c = p.bench(&[
+        "--runs", "50", "--warmup", "0", "--ready", &url, "--pod", slow_arg,
+    ]);
+    let mut child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let filter = format!("label={OWNER_LABEL}");
+    while p
+        .ok("podman", &["pod", "ps", "-q", "--filter", &filter])
+        .trim()
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "no pod appeared");
+        assert!(child.try_wait().unwrap().is_none(), "coldstart ended early");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(pods_left_behind(p).len(), 1, "the killed run's pod");
+    let o = p
+        .bench(&["--runs", "1", "--warmup", "0", "--ready", &url, "--pod", slow_arg])
+        .run();
+    assert!(o.success(), "{}", o.streams());
+    assert!(o.stderr().contains("a killed coldstart left"), "{}", o.stderr());
+    assert_eq!(pods_left_behind(p), Vec::<String>::new());
     assert_eq!(p.left_behind(), Vec::<String>::new(), "containers left");
 }

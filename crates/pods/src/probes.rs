@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A probe's timing fields (core/v1 Probe; defaults as the API sets them).
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProbeSpec {
     #[serde(rename = "initialDelaySeconds", default)]
     pub initial_delay_s: u32,

@@ -4,7 +4,7 @@
 use super::format::{comparison, detectable, median_with_ci, ms, tail};
 use coldstart_core::analysis::Analysis;
 use coldstart_core::experiment::ExperimentResult;
-use coldstart_core::run::{MEMORY_PEAK_METRIC, OOM_KILLS_METRIC};
+use coldstart_core::run::{KUBELET_READY_METRIC, MEMORY_PEAK_METRIC, OOM_KILLS_METRIC};
 use coldstart_core::stats::Summary;
 use comfy_table::{presets, Cell, CellAlignment, ContentArrangement, Table};
 
@@ -22,6 +22,7 @@ pub fn render(result: &ExperimentResult, analysis: &Analysis) -> String {
     out.push_str(&marks(analysis));
     out.push_str(&phases(analysis));
     out.push_str(&read_sets(analysis));
+    out.push_str(&probe_advice(result, analysis));
     out += &metrics(analysis);
     if result.stopped != Some(coldstart_core::experiment::StopReason::Completed) {
         out.push_str(&format!("stopped: {}\n", result.stopped_label()));
@@ -251,6 +252,66 @@ fn phases(a: &Analysis) -> String {
     format!(
         "phases (engine events; each run's add up to its spawn → ready)\n{t}\n{}",
         cover_lines(a)
+    )
+}
+
+/// A pod variant's readiness probes: when the kubelet would mark it Ready
+/// (`kubelet_ready_ms`, per run) against when it was, and what a startup probe
+/// every second would make of it.
+fn probe_advice(result: &ExperimentResult, a: &Analysis) -> String {
+    let mut out = String::new();
+    for (v, va) in result.variants.iter().zip(&a.variants) {
+        let Some(pod) = v.target.container.as_ref().and_then(|c| c.pod.as_ref()) else {
+            continue;
+        };
+        let (Some(ready), Some(kubelet)) = (&va.ready_ms, va.metrics.get(KUBELET_READY_METRIC)) else {
+            continue;
+        };
+        let probes: Vec<String> = pod
+            .probes
+            .iter()
+            .filter_map(|p| {
+                let r = p.readiness?;
+                let startup = p.startup.map_or_else(String::new, |s| {
+                    format!(
+                        ", startupProbe initialDelaySeconds {} / periodSeconds {}",
+                        s.initial_delay_s, s.period_s
+                    )
+                });
+                Some(format!(
+                    "{}: readinessProbe initialDelaySeconds {} / periodSeconds {}{startup}",
+                    p.container, r.initial_delay_s, r.period_s
+                ))
+            })
+            .collect();
+        let lost = kubelet.p50 - ready.p50;
+        let per_second = coldstart_pods::ProbeSpec {
+            initial_delay_s: 0,
+            period_s: 1,
+        }
+        .ready_by_ms(None, ready.p50);
+        let advice = if lost >= 1000.0 {
+            format!(
+                ": {} lost per start; a startupProbe with periodSeconds 1 and no readiness delay would mark it by {}",
+                ms(lost),
+                ms(per_second)
+            )
+        } else {
+            ": the probes cost less than a second".to_string()
+        };
+        out.push_str(&format!(
+            "  {}: ready at {} (p50); the kubelet would mark it Ready by {} ({}){advice}\n",
+            va.name,
+            ms(ready.p50),
+            ms(kubelet.p50),
+            probes.join("; ")
+        ));
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!(
+        "probes (when the kubelet would mark the pod Ready, its probes' clock started at the spawn)\n{out}"
     )
 }
 

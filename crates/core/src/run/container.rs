@@ -21,6 +21,10 @@ use anyhow::{Context, Result};
 use std::os::fd::RawFd;
 use std::sync::Mutex;
 
+/// A pod run's metric: when the kubelet would mark it Ready, by its manifest's
+/// readiness (and startup) probes, for the program ready when the probe said so.
+pub const KUBELET_READY_METRIC: &str = "kubelet_ready_ms";
+
 /// This process as a container's owner: `PID:START_TIME` (a reused pid is
 /// another owner).
 fn owner_label() -> String {
@@ -51,6 +55,8 @@ pub struct ContainerExecutor<'lab> {
     /// The engine's instants, read before the container is removed and added to
     /// the Sample's marks once the engine has set them ([`Executor::cleaned_up`]).
     marks: Vec<Mark>,
+    /// A pod's run: its copy of the manifest, kept until the run ends.
+    pod_file: Option<tempfile::NamedTempFile>,
     /// `--read-set`: the image's files, evicted before the spawn.
     read_set: bool,
     image: Option<ImageFiles>,
@@ -64,6 +70,7 @@ impl<'lab> ContainerExecutor<'lab> {
             container,
             name: None,
             marks: Vec::new(),
+            pod_file: None,
             read_set,
             image: None,
             read: None,
@@ -103,7 +110,7 @@ pub(super) fn reap_once(container: &Container) -> Result<()> {
     let removed = container::reap_orphans(&container.engine, |owner| !owner_alive(owner))?;
     if !removed.is_empty() {
         crate::out::errln!(
-            "removed {} container(s) a killed coldstart left: {}",
+            "removed {} container(s) or pod(s) a killed coldstart left: {}",
             removed.len(),
             removed.join(", ")
         );
@@ -120,8 +127,19 @@ impl Executor for ContainerExecutor<'_> {
 
     fn spawn(&mut self, target: &Target, env: &[(String, String)], output: Output) -> Result<Launched> {
         let name = container::run_name();
+        let argv = match &self.container.pod {
+            // A pod's name and owner are in its manifest: a copy of it, for this run.
+            Some(pod) => {
+                let file = pod.for_run(&name, &owner_label())?;
+                let mut argv = target.argv[..target.argv.len().saturating_sub(1)].to_vec();
+                argv.push(file.path().display().to_string());
+                self.pod_file = Some(file);
+                argv
+            }
+            None => self.container.run_argv(&target.argv, &name, &owner_label()),
+        };
         let client = Target {
-            argv: self.container.run_argv(&target.argv, &name, &owner_label()),
+            argv,
             ..target.clone()
         };
         self.name = Some(name);
@@ -155,7 +173,14 @@ impl Executor for ContainerExecutor<'_> {
     }
 
     fn tree_gone(&self, pid: i32) -> bool {
-        self.plain.tree_gone(pid)
+        if self.container.pod.is_none() {
+            return self.plain.tree_gone(pid);
+        }
+        // `kube play` returns once the pod runs: the pod lives on in its
+        // monitors (conmon), reparented to us, the subreaper.
+        !procfs::children_of_self()
+            .into_iter()
+            .any(|p| p != pid && procfs::alive(p))
     }
 
     fn tree_usage(&self, pid: i32) -> Usage {
@@ -208,6 +233,21 @@ impl Executor for ContainerExecutor<'_> {
     fn cleaned_up(&mut self, sample: &mut Sample) {
         sample.marks.append(&mut self.marks);
         sample.marks.sort_by_key(|m| m.t_ns);
+        if let (Some(pod), Some(ready)) = (&self.container.pod, sample.ready_ns.filter(|_| sample.ok())) {
+            // When the kubelet would mark this pod Ready, its probes' clock taken
+            // to start at the spawn (the pod's containers start later: a bound).
+            let ready_ms = ready as f64 / 1e6;
+            let by = pod
+                .probes
+                .iter()
+                .filter_map(|p| Some(p.readiness?.ready_by_ms(p.startup.as_ref(), ready_ms)))
+                .max_by(f64::total_cmp);
+            if let Some(by) = by {
+                sample
+                    .metrics
+                    .insert(KUBELET_READY_METRIC.into(), by.max(ready_ms));
+            }
+        }
         if let Some(r) = self.read.take().filter(|_| sample.ok()) {
             let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
             sample.metrics.insert("image_read_mib".into(), mib(r.read_bytes));
@@ -223,6 +263,7 @@ impl Executor for ContainerExecutor<'_> {
         let Some(name) = self.name.take() else {
             return client_gone;
         };
+        self.pod_file = None;
         match self.container.remove(&name) {
             Ok(()) => client_gone,
             Err(e) => {

@@ -15,6 +15,7 @@
 pub mod cache;
 pub mod conditions;
 mod container;
+pub use container::KUBELET_READY_METRIC;
 pub mod hooks;
 mod launcher;
 mod read_set;

@@ -10,6 +10,7 @@
 
 mod engine;
 mod instants;
+mod pod;
 mod reap;
 mod store;
 
@@ -18,6 +19,7 @@ pub use instants::{
     phases, Instants, Phase, CREATED_MARK, EXITED_MARK, FETCHED_MARK, INITIALIZED_MARK, PULL_MARK,
     STARTED_MARK, STORED_MARK,
 };
+pub use pod::{Pod, Probes};
 pub use reap::{reap_orphans, OWNER_LABEL};
 
 use anyhow::{bail, Context, Result};
@@ -31,6 +33,10 @@ pub struct Container {
     /// `-p` values: `127.0.0.1:HOST:CONTAINER` (loopback only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub publish: Vec<String>,
+    /// `--pod FILE`: a Pod manifest played by the engine instead of one image
+    /// (`image` is then empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<Pod>,
 }
 
 impl Container {
@@ -48,6 +54,19 @@ impl Container {
             engine: Engine::find(engine)?,
             image: image.to_string(),
             publish,
+            pod: None,
+        })
+    }
+
+    /// `--pod FILE`: the manifest read and its probes kept; podman only (it
+    /// plays Kubernetes manifests).
+    pub fn pod(manifest: &std::path::Path, engine: Option<&str>) -> Result<Container> {
+        let engine = Engine::find(engine.or(Some("podman")))?;
+        Ok(Container {
+            engine,
+            image: String::new(),
+            publish: Vec::new(),
+            pod: Some(Pod::load(manifest)?),
         })
     }
 
@@ -55,6 +74,13 @@ impl Container {
     /// [-p …] [-e K=V …] IMAGE [COMMAND…]`. Each run inserts its own name and
     /// labels after `run` ([`Container::run_argv`]).
     pub fn base_argv(&self, env: &[(String, String)], command: &[String]) -> Vec<String> {
+        if let Some(pod) = &self.pod {
+            let play = ["kube", "play"].map(String::from);
+            let mut argv = vec![self.engine.path.display().to_string()];
+            argv.extend(play);
+            argv.push(pod.manifest.display().to_string());
+            return argv;
+        }
         let mut argv = vec![self.engine.path.display().to_string(), "run".to_string()];
         for p in &self.publish {
             argv.extend(["-p".to_string(), p.clone()]);
@@ -83,9 +109,13 @@ impl Container {
         argv
     }
 
-    /// Remove a run's container, whatever state it is in (no stop timeout).
+    /// Remove a run's container (or pod), whatever state it is in (no stop timeout).
     pub fn remove(&self, name: &str) -> Result<()> {
-        let out = self.engine.quiet(&self.engine.rm_args(name)).output();
+        let args = match self.pod {
+            Some(_) => vec!["pod", "rm", "-f", "--time", "0", name],
+            None => self.engine.rm_args(name),
+        };
+        let out = self.engine.quiet(&args).output();
         let out = out.with_context(|| format!("cannot run {}", self.engine.name()))?;
         if out.status.success() || engine::no_such(&out.stderr) {
             return Ok(());
@@ -123,7 +153,7 @@ impl Container {
     /// seconds). Podman only (docker's and nerdctl's templates give these as
     /// text): the container's state, and its event log where it keeps one.
     pub fn instants(&self, name: &str, spawn_unix_ns: i128) -> Result<Option<Instants>> {
-        if self.engine.kind != EngineKind::Podman {
+        if self.engine.kind != EngineKind::Podman || self.pod.is_some() {
             return Ok(None);
         }
         let out = self
@@ -307,6 +337,7 @@ mod tests {
             },
             image: "localhost/app:1".into(),
             publish: vec!["127.0.0.1:18080:8080".into()],
+            pod: None,
         }
     }
 
