@@ -228,6 +228,7 @@ fn boto3_drives_lambda_serve() {
     };
     let marker = testkit::marker("lambda-serve");
     let bootstrap = bootstrap();
+    // A second function, first in the alphabet but second on the command line.
     let mut server = Server::start(&[
         "--name",
         "hello",
@@ -237,6 +238,12 @@ fn boto3_drives_lambda_serve() {
         "256",
         "--env",
         &marker,
+        "--name",
+        "aaa-second",
+        "--runtime",
+        &bootstrap,
+        "--memory",
+        "128",
     ]);
     let out = std::process::Command::new(&python)
         .arg(repo().join("tests/fixtures/boto3/drive_serve.py"))
@@ -339,6 +346,42 @@ fn boto3_drives_lambda_serve() {
     assert_eq!(
         error(&doc, "delete_latest"),
         ("ResourceConflictException".into(), 409)
+    );
+    // The runtime interface emulator's `function`: the command line's first (hello,
+    // now 512 MB), not the alphabet's.
+    assert_eq!(doc["rie_memory"], "512");
+    // ListFunctions and GetAccountSettings, the usual first smoke tests.
+    assert_eq!(doc["listed"], serde_json::json!(["hello", "aaa-second"]));
+    assert!(
+        doc["listed_request_id"].as_str().is_some_and(|r| r.len() == 36),
+        "{doc}"
+    );
+    assert_eq!(doc["account_concurrency"], 1000);
+    // Operations not served: the service's error shape naming the operation.
+    for (key, op) in [
+        ("create_function", "CreateFunction"),
+        ("update_code", "UpdateFunctionCode"),
+        ("list_aliases", "ListAliases"),
+    ] {
+        assert_eq!(
+            error(&doc, key),
+            ("UnsupportedOperationException".into(), 501),
+            "{key}"
+        );
+        let message = doc[key]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("does not serve {op}")),
+            "{key}: {message}"
+        );
+        assert!(
+            doc[key]["request_id"].as_str().is_some_and(|r| !r.is_empty()),
+            "{key}: {doc}"
+        );
+    }
+    // A payload over the service's 6 MB: its error, not a plain-text 413.
+    assert_eq!(
+        error(&doc, "too_large"),
+        ("RequestEntityTooLargeException".into(), 413)
     );
 
     // The $LATEST environment is alive (the check below can see the function)...

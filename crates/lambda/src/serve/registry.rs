@@ -57,6 +57,9 @@ pub struct Registry {
     pub lab: &'static coldstart_core::Lab,
     pub settings: Settings,
     functions: Mutex<BTreeMap<String, Function>>,
+    /// The functions' names in the command line's order (ListFunctions', and
+    /// the runtime interface emulator's `function`).
+    order: Vec<String>,
     /// Layer ARN → directory: each `--layer` directory, and each directory an
     /// update named by its path.
     layers: Mutex<Vec<(String, PathBuf)>>,
@@ -84,6 +87,7 @@ impl Registry {
             lab,
             settings,
             functions: Mutex::new(BTreeMap::new()),
+            order: defs.iter().map(|d| d.name.clone()).collect(),
             layers: Mutex::new(Vec::new()),
             started: AtomicUsize::new(0),
             stopping: Mutex::new(Vec::new()),
@@ -101,6 +105,14 @@ impl Registry {
             lock(&reg.functions).insert(d.name.clone(), f);
         }
         reg
+    }
+
+    /// Every function's $LATEST configuration, in the command line's order.
+    pub fn list(&self) -> Vec<Value> {
+        self.order
+            .iter()
+            .filter_map(|name| self.configuration(name, LATEST).ok())
+            .collect()
     }
 
     pub fn function_arn(&self, name: &str) -> String {
@@ -182,7 +194,7 @@ impl Registry {
         };
         let functions = lock(&self.functions);
         let fname = if fname == "function" && !functions.contains_key("function") {
-            functions.keys().next().cloned().unwrap_or(fname)
+            self.order.first().cloned().unwrap_or(fname)
         } else {
             fname
         };

@@ -20,20 +20,93 @@ type Reg = State<Arc<Registry>>;
 type Params = RawQuery;
 
 fn routes() -> Router<Arc<Registry>> {
+    // A method a path does not take is an operation not served, as a path is.
     Router::new()
-        .route("/2015-03-31/functions/{name}/invocations", post(invoke))
+        .route(
+            "/2015-03-31/functions/{name}/invocations",
+            post(invoke).fallback(not_served),
+        )
         .route(
             "/2015-03-31/functions/{name}/configuration",
-            get(get_configuration).put(update_configuration),
+            get(get_configuration)
+                .put(update_configuration)
+                .fallback(not_served),
         )
         .route(
             "/2015-03-31/functions/{name}/versions",
-            post(publish_version).get(list_versions),
+            post(publish_version).get(list_versions).fallback(not_served),
         )
         .route(
             "/2015-03-31/functions/{name}",
-            get(get_function).delete(delete_function),
+            get(get_function).delete(delete_function).fallback(not_served),
         )
+        .route("/2015-03-31/functions/", get(list_functions).fallback(not_served))
+        .route("/2015-03-31/functions", get(list_functions).fallback(not_served))
+        .route(
+            "/2016-08-19/account-settings/",
+            get(account_settings).fallback(not_served),
+        )
+        .route(
+            "/2016-08-19/account-settings",
+            get(account_settings).fallback(not_served),
+        )
+        .fallback(not_served)
+}
+
+/// ListFunctions: every served function's $LATEST, in the command line's order
+/// (one page: MaxItems and Marker are not needed for a handful).
+async fn list_functions(State(reg): Reg) -> Response {
+    axum::Json(json!({"Functions": reg.list()})).into_response()
+}
+
+/// GetAccountSettings: the service's default quotas (SDKs and the CLI's smoke tests ask).
+async fn account_settings(State(reg): Reg) -> Response {
+    axum::Json(json!({
+        "AccountLimit": {
+            "TotalCodeSize": 80_530_636_800u64,
+            "CodeSizeUnzipped": 262_144_000,
+            "CodeSizeZipped": 52_428_800,
+            "ConcurrentExecutions": 1000,
+            "UnreservedConcurrentExecutions": 1000
+        },
+        "AccountUsage": {"TotalCodeSize": 0, "FunctionCount": reg.list().len()}
+    }))
+    .into_response()
+}
+
+/// Any other operation: the service's error shape, naming it as not served.
+async fn not_served(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    let op = shapes::operation(method.as_str(), uri.path());
+    ApiError {
+        status: StatusCode::NOT_IMPLEMENTED,
+        kind: "UnsupportedOperationException",
+        message: format!(
+            "coldstart lambda serve does not serve {op}: it serves Invoke, GetFunction, GetFunctionConfiguration, UpdateFunctionConfiguration, PublishVersion, ListVersionsByFunction, DeleteFunction (a version), ListFunctions and GetAccountSettings"
+        ),
+    }
+    .into_response()
+}
+
+/// Every response carries a request id, as the service's do; a body over the
+/// limit (axum's plain 413) gets the service's RequestEntityTooLargeException.
+async fn service_headers(mut r: Response) -> Response {
+    if r.status() == StatusCode::PAYLOAD_TOO_LARGE && !r.headers().contains_key("X-Amzn-ErrorType") {
+        r = ApiError {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            kind: "RequestEntityTooLargeException",
+            message: format!(
+                "Request must be smaller than {} bytes for the InvokeFunction operation",
+                crate::runtime_api::MAX_EVENT
+            ),
+        }
+        .into_response();
+    }
+    if !r.headers().contains_key("x-amzn-RequestId") {
+        if let Ok(v) = HeaderValue::from_str(&crate::state::uuid()) {
+            r.headers_mut().insert("x-amzn-RequestId", v);
+        }
+    }
+    r
 }
 
 /// Bind, serve until interrupted, then stop every environment.
@@ -48,6 +121,7 @@ pub async fn serve(reg: Arc<Registry>) -> Result<()> {
     let app = routes()
         // The service's 6 MB synchronous payload, plus room for the framing.
         .layer(DefaultBodyLimit::max(crate::runtime_api::MAX_EVENT + 1024))
+        .layer(axum::middleware::map_response(service_headers))
         .with_state(reg.clone());
     let reaper = tokio::spawn(idle_reaper(reg.clone()));
     axum::serve(listener, app)

@@ -69,6 +69,29 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The Lambda API operation a request is, for the message of one not served.
+pub fn operation(method: &str, path: &str) -> String {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let op = match (method, parts.as_slice()) {
+        ("POST", [_, "functions"]) => "CreateFunction",
+        ("PUT", [_, "functions", _, "code"]) => "UpdateFunctionCode",
+        ("GET", [_, "functions", _, "aliases"]) => "ListAliases",
+        ("POST", [_, "functions", _, "aliases"]) => "CreateAlias",
+        ("GET", [_, "functions", _, "aliases", _]) => "GetAlias",
+        ("GET", [_, "functions", _, "policy"]) => "GetPolicy",
+        ("POST", [_, "functions", _, "policy"]) => "AddPermission",
+        ("GET", [_, "functions", _, "concurrency"]) => "GetFunctionConcurrency",
+        ("PUT", [_, "functions", _, "concurrency"]) => "PutFunctionConcurrency",
+        ("GET", [_, "functions", _, "url"]) => "GetFunctionUrlConfig",
+        ("POST", [_, "functions", _, "invoke-async"]) => "InvokeAsync",
+        ("GET", [_, "layers", ..]) => "ListLayers",
+        ("GET", [_, "event-source-mappings", ..]) => "ListEventSourceMappings",
+        ("GET", [_, "tags", _]) => "ListTags",
+        _ => return format!("this operation ({method} {path})"),
+    };
+    op.to_string()
+}
+
 /// The fields of one function version that FunctionConfiguration shows.
 pub struct Shown<'a> {
     pub def: &'a super::Definition,
@@ -137,6 +160,17 @@ pub fn log_result(log: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_not_served_are_named_as_their_operation() {
+        assert_eq!(operation("POST", "/2015-03-31/functions"), "CreateFunction");
+        assert_eq!(
+            operation("PUT", "/2015-03-31/functions/f/code"),
+            "UpdateFunctionCode"
+        );
+        assert_eq!(operation("GET", "/2015-03-31/functions/f/aliases"), "ListAliases");
+        assert_eq!(operation("PATCH", "/x"), "this operation (PATCH /x)");
+    }
 
     #[test]
     fn the_log_tail_is_the_last_4_kb() {
