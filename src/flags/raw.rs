@@ -81,8 +81,9 @@ pub enum RawCommand {
     /// Serve the Lambda API over the emulator (`coldstart lambda serve`).
     ///
     /// Invoke, GetFunction, GetFunctionConfiguration, UpdateFunctionConfiguration,
-    /// PublishVersion, ListVersionsByFunction and DeleteFunction (a version) on
-    /// 127.0.0.1, for SDKs and the AWS CLI with an endpoint URL. Requests are not
+    /// PublishVersion, ListVersionsByFunction, DeleteFunction (a version),
+    /// ListFunctions and GetAccountSettings on 127.0.0.1, for SDKs and the AWS CLI
+    /// with an endpoint URL. Requests are not
     /// authenticated: a signed request's signature is not verified.
     #[command(
         name = "lambda-serve",
