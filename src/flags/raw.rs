@@ -306,7 +306,7 @@ pub struct ExplainFlags {
     #[arg(short, long, default_value_t = 5)]
     pub runs: usize,
     /// Seconds to become ready.
-    #[arg(
+    #[arg(value_parser = seconds,
         allow_negative_numbers = true,
         short,
         long,
@@ -763,7 +763,7 @@ pub struct BenchFlags {
     /// Seconds to become ready [default: 30].
     ///
     /// A run that is not ready by then fails.
-    #[arg(allow_negative_numbers = true, short, long, value_name = "S")]
+    #[arg(value_parser = seconds, allow_negative_numbers = true, short, long, value_name = "S")]
     pub timeout: Option<f64>,
     /// tcp/http poll interval, µs.
     ///
@@ -784,7 +784,7 @@ pub struct BenchFlags {
     /// Seconds to wait before SIGKILL.
     ///
     /// After SIGTERM, when stopping a target.
-    #[arg(allow_negative_numbers = true, long, default_value_t = 2.0, value_name = "S")]
+    #[arg(value_parser = seconds, allow_negative_numbers = true, long, default_value_t = 2.0, value_name = "S")]
     pub grace: f64,
     /// Count a failed exit as a success.
     ///
@@ -1078,7 +1078,7 @@ pub struct LambdaFlags {
     /// Function timeout, seconds.
     ///
     /// The invoke's, and a suppressed init's; at most 900, as on Lambda.
-    #[arg(
+    #[arg(value_parser = seconds,
         allow_negative_numbers = true,
         short,
         long,
@@ -1094,7 +1094,7 @@ pub struct LambdaFlags {
     /// Init phase limit, seconds.
     ///
     /// Lambda's is 10.
-    #[arg(allow_negative_numbers = true, long, default_value_t = 10.0, value_name = "S")]
+    #[arg(value_parser = seconds, allow_negative_numbers = true, long, default_value_t = 10.0, value_name = "S")]
     pub init_timeout: f64,
     #[command(flatten)]
     pub init_cpu: LambdaInitCpuArgs,
@@ -1184,7 +1184,7 @@ pub struct LambdaFlags {
     /// --tune: time limit, seconds.
     ///
     /// How long the measuring may take (as tune's --budget).
-    #[arg(
+    #[arg(value_parser = seconds,
         allow_negative_numbers = true,
         long,
         default_value_t = 600.0,
@@ -1242,7 +1242,7 @@ pub struct LambdaServeFlags {
     /// Idle seconds before an environment ends.
     ///
     /// Its next invoke is cold again.
-    #[arg(
+    #[arg(value_parser = seconds,
         allow_negative_numbers = true,
         long,
         default_value_t = 300.0,
@@ -1252,7 +1252,7 @@ pub struct LambdaServeFlags {
     /// Function timeout, seconds.
     ///
     /// Every function's, until UpdateFunctionConfiguration sets its Timeout.
-    #[arg(
+    #[arg(value_parser = seconds,
         allow_negative_numbers = true,
         short,
         long,
@@ -1263,7 +1263,7 @@ pub struct LambdaServeFlags {
     /// Init phase limit, seconds.
     ///
     /// Lambda's is 10.
-    #[arg(allow_negative_numbers = true, long, default_value_t = 10.0, value_name = "S")]
+    #[arg(value_parser = seconds, allow_negative_numbers = true, long, default_value_t = 10.0, value_name = "S")]
     pub init_timeout: f64,
     #[command(flatten)]
     pub init_cpu: LambdaInitCpuArgs,
@@ -1504,7 +1504,7 @@ pub struct TuneFlags {
     /// Seconds the measuring may take.
     ///
     /// At most, set-up and check runs excluded: it bounds the runs per variant.
-    #[arg(
+    #[arg(value_parser = seconds,
         allow_negative_numbers = true,
         long,
         default_value_t = 600.0,
@@ -1530,7 +1530,7 @@ pub struct TuneFlags {
     #[arg(short, long, default_value_t = 1)]
     pub warmup: usize,
     /// Seconds to become ready.
-    #[arg(
+    #[arg(value_parser = seconds,
         allow_negative_numbers = true,
         short,
         long,
@@ -1568,4 +1568,33 @@ pub struct TuneFlags {
     // Listed for --help and the man page; the variant grammar takes what follows `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// A time flag's value in seconds: a number of seconds (`90`, `1.5`), or with
+/// units, alone or combined (`500ms`, `90s`, `20m`, `1h`, `1m30s`). A negative
+/// number passes through to the flag's own bounds check, which names it.
+fn seconds(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    if let Ok(v) = t.parse::<f64>() {
+        return Ok(v);
+    }
+    let bad = || {
+        format!("'{text}' is not a time: give seconds (90, 1.5) or a duration (500ms, 90s, 20m, 1h, 1m30s)")
+    };
+    let mut total = 0.0;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let value: f64 = rest[..n].parse().map_err(|_| bad())?;
+        rest = &rest[n..];
+        let (unit, scale) = [("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)]
+            .into_iter()
+            .find(|(u, _)| rest.starts_with(u) && !(*u == "m" && rest.starts_with("ms")))
+            .ok_or_else(bad)?;
+        total += value * scale;
+        rest = &rest[unit.len()..];
+    }
+    Ok(total)
 }

@@ -211,3 +211,23 @@ fn grammar_errors_come_back_as_one_line() {
     let e = usage_error(&["explain", "--name", "a", "./a"]);
     assert!(e.contains("no `--` before its command"), "{e}");
 }
+
+#[test]
+fn times_are_seconds_or_durations_wherever_a_time_is_asked() {
+    let Command::Tune(t) = parsed(&["tune", "--budget", "20m", "--list", "--", "node", "server.js"]) else {
+        panic!("tune")
+    };
+    assert_eq!(t.budget, 1200.0);
+    let Command::Bench(b) = parsed(&["bench", "--timeout", "1m30s", "--grace", "500ms", "--", "true"]) else {
+        panic!("bench")
+    };
+    assert_eq!((b.timeout, b.grace), (Some(90.0), 0.5));
+    let Command::Bench(b) = parsed(&["bench", "--timeout", "2.5", "--", "true"]) else {
+        panic!("bench")
+    };
+    assert_eq!(b.timeout, Some(2.5));
+    let Err(Error::Clap(e)) = parse(argv(&["bench", "--timeout", "soon", "--", "true"])) else {
+        panic!("a bad time was accepted")
+    };
+    assert!(e.to_string().contains("'soon' is not a time"), "{e}");
+}
