@@ -391,6 +391,10 @@ fn best_values(
                     Some((value.clone(), i, coldstart_stats::summarize(&xs)?.p50))
                 })
                 .collect();
+            // One value: nothing to compare it with, so nothing is "best".
+            if points.len() < 2 {
+                continue;
+            }
             let Some(fastest) = points.iter().min_by(|a, b| a.2.total_cmp(&b.2)) else {
                 continue;
             };

@@ -327,3 +327,29 @@ fn the_best_value_of_a_resource_is_the_cheapest_within_the_noise() {
     let a = crate::analysis::analyze_sweep(&r, 0.001, Some(&sweep(None, true)));
     assert_eq!(a.best[0].value, "4");
 }
+
+#[test]
+fn a_resource_with_one_value_per_variant_names_no_best() {
+    // `--name m128 --memory 128 --name m512 --memory 512`: each variant has one
+    // value, so no value was compared with another for it.
+    let full = sweep_result(|_, n| f64::from(n) * 10.0);
+    let keep = [0usize, 5];
+    let variants = keep.iter().map(|&i| full.variants[i].clone()).collect();
+    let samples = full
+        .samples
+        .iter()
+        .filter_map(|s| {
+            let j = keep.iter().position(|&k| k == s.variant)?;
+            let mut s = s.clone();
+            s.variant = j;
+            Some(s)
+        })
+        .collect();
+    let r = ExperimentResult {
+        variants,
+        samples,
+        ..result(Vec::new())
+    };
+    let a = crate::analysis::analyze_sweep(&r, 0.01, Some(&sweep(None, true)));
+    assert!(a.best.is_empty(), "{:?}", a.best);
+}
