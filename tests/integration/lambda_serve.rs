@@ -402,6 +402,51 @@ fn boto3_drives_lambda_serve() {
     assert!(left.is_empty(), "cgroups left after SIGINT: {left:?}");
 }
 
+/// An invoke that outlives the function's timeout: the service's message, with
+/// the timeout in it, and the environment replaced.
+#[test]
+fn a_timed_out_invoke_says_after_how_many_seconds() {
+    let _turn = crate::common::beside();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("block");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let bootstrap = bootstrap();
+    let block = format!("BLOCK_FIFO={}", fifo.display());
+    let mut server = Server::start(&[
+        "--timeout",
+        "1",
+        "--name",
+        "slow",
+        "--runtime",
+        &bootstrap,
+        "--env",
+        &block,
+    ]);
+    let (status, headers, body) = invoke(
+        &server.url,
+        "/2015-03-31/functions/slow/invocations",
+        r#"{"block": true}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        header(&headers, "x-amz-function-error"),
+        Some("Unhandled"),
+        "{headers:?}"
+    );
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    let message = doc["errorMessage"].as_str().unwrap_or_default();
+    let id = header(&headers, "x-amzn-requestid").unwrap_or_default();
+    assert!(
+        message.ends_with(&format!("{id} Task timed out after 1.00 seconds")),
+        "{message}"
+    );
+    assert_eq!(server.interrupt(), Some(130));
+}
+
 /// Invoke over plain HTTP: (status, headers, body).
 fn invoke(url: &str, path: &str, body: &str) -> (u16, Vec<(String, String)>, String) {
     let r = ureq::post(&format!("{url}{path}"))

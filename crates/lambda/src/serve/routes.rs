@@ -349,7 +349,7 @@ async fn invoke_inner(
         let stop = tokio::spawn(async move { live.kept.stop().await });
         reg.stopping.lock().unwrap_or_else(|p| p.into_inner()).push(stop);
     }
-    Ok(invoked(&v, reply, tail))
+    Ok(invoked(&v, reply, tail, target.def.timeout))
 }
 
 /// A new environment for the target's version: Ok(Ok) ready, Ok(Err) init failed.
@@ -383,13 +383,19 @@ async fn start(
 
 /// The Invoke response: the function's document, its version, its error kind,
 /// and its log's last 4 KB when asked for.
-fn invoked(version: &str, reply: Reply, tail: bool) -> Response {
+fn invoked(version: &str, reply: Reply, tail: bool, timeout: Duration) -> Response {
     let body = match (&reply.body, &reply.failure) {
         (Some(b), _) => b.clone(),
         (None, Some(f)) => {
             let kind = f.error_type.clone().unwrap_or_else(|| f.status.clone());
             let message = if f.status == "timeout" {
-                format!("RequestId: {} Error: Task timed out", reply.request_id)
+                // The service's words: "<time> <request id> Task timed out after 3.00 seconds".
+                format!(
+                    "{} {} Task timed out after {:.2} seconds",
+                    crate::telemetry::iso8601_now(),
+                    reply.request_id,
+                    timeout.as_secs_f64()
+                )
             } else {
                 format!("RequestId: {} Error: {kind}", reply.request_id)
             };
