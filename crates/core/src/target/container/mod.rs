@@ -316,6 +316,14 @@ pub fn hint_for(output: &[String]) -> Option<String> {
                 .to_string(),
         );
     }
+    if text.contains("Trying to pull")
+        && (text.contains("pinging container registry") || text.contains("connection refused"))
+    {
+        return Some(
+            "the image is not in the engine's store and its registry did not answer: build or pull it first (`podman images` lists the store; CONTAINERS_STORAGE_CONF chooses another store)"
+                .to_string(),
+        );
+    }
     if text.contains("crun") && text.contains("cgroup") {
         return Some(
             "crun refuses this host's cgroup layout: use runc ([engine] runtime = \"runc\" in containers.conf)"
@@ -381,6 +389,12 @@ mod tests {
         let rlimit = ["Error: runc: error setting rlimit type 7: operation not permitted".to_string()];
         assert!(hint_for(&rlimit).unwrap().contains("default_ulimits"));
         assert!(hint_for(&["hello".to_string()]).is_none());
+        // As podman 4.3 said it for an image in no store and no registry.
+        let absent = [
+            "Trying to pull localhost/app:1...".to_string(),
+            "Error: initializing source docker://localhost/app:1: pinging container registry localhost: Get \"https://localhost/v2/\": dial tcp 127.0.0.1:443: connect: connection refused".to_string(),
+        ];
+        assert!(hint_for(&absent).unwrap().contains("not in the engine's store"));
     }
 
     #[test]
