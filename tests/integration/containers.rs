@@ -711,26 +711,16 @@ fn a_never_read_200_mib_pad_grows_the_pull_and_not_the_read_set() {
     // Pull-cold: every run pulls its image from the registry.
     let (json, arg) = export(dir.path());
     assert_eq!(reg.blobs_served(), Vec::<u64>::new(), "pulled before the runs");
-    let o = p
-        .bench(&[
-            "--runs",
-            "3",
-            "--warmup",
-            "0",
-            "--cache",
-            "cold",
-            "--export-json",
-            &arg,
-            "--name",
-            "slim",
-            "--image",
-            &slim,
-            "--name",
-            "padded",
-            "--image",
-            &padded,
-        ])
-        .run();
+    // slim and padded, interleaved, 3 runs each, exported, with `how` (pull-cold, or read sets).
+    let both = |how: &[&str]| {
+        let mut args = vec!["--runs", "3", "--warmup", "0", "--export-json", &arg];
+        args.extend_from_slice(how);
+        args.extend([
+            "--name", "slim", "--image", &slim, "--name", "padded", "--image", &padded,
+        ]);
+        p.bench(&args).run()
+    };
+    let o = both(&["--cache", "cold"]);
     assert!(o.success(), "{}", o.streams());
     eprintln!("{}", o.stdout());
     let doc = json_file(&json);
@@ -784,25 +774,7 @@ fn a_never_read_200_mib_pad_grows_the_pull_and_not_the_read_set() {
 
     // The read set, the images now in the store: the same files read from both, the
     // entrypoint's file among them, the unread file and the pad never.
-    let o = p
-        .bench(&[
-            "--runs",
-            "3",
-            "--warmup",
-            "0",
-            "--read-set",
-            "--export-json",
-            &arg,
-            "--name",
-            "slim",
-            "--image",
-            &slim,
-            "--name",
-            "padded",
-            "--image",
-            &padded,
-        ])
-        .run();
+    let o = both(&["--read-set"]);
     assert!(o.success(), "{}", o.streams());
     eprintln!("{}", o.stdout());
     assert!(

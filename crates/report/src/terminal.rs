@@ -224,17 +224,23 @@ fn marks(a: &Analysis) -> String {
     let Some((header, rows)) = mark_cells(a) else {
         return String::new();
     };
+    let t = cells_table(header, rows, 3..5);
+    match on_service(a) {
+        true => format!("marks ({MARKS_ON_SERVICE})\n{t}\n"),
+        false => format!("marks\n{t}\n"),
+    }
+}
+
+/// A table of text cells, the columns in `right` right-aligned, fitted to the width.
+fn cells_table(header: Vec<String>, rows: Vec<Vec<String>>, right: std::ops::Range<usize>) -> Table {
     let mut t = table();
     t.set_header(header);
     for r in rows {
         t.add_row(r);
     }
-    right_align(&mut t, 3..5);
+    right_align(&mut t, right);
     super::width::fit_table(&mut t, &[]);
-    match on_service(a) {
-        true => format!("marks ({MARKS_ON_SERVICE})\n{t}\n"),
-        false => format!("marks\n{t}\n"),
-    }
+    t
 }
 
 /// A container variant's phases (spawn → ready cut at the engine's marks).
@@ -242,13 +248,7 @@ fn phases(a: &Analysis) -> String {
     let Some((header, rows)) = phase_cells(a) else {
         return String::new();
     };
-    let mut t = table();
-    t.set_header(header);
-    for r in rows {
-        t.add_row(r);
-    }
-    right_align(&mut t, 2..5);
-    super::width::fit_table(&mut t, &[]);
+    let t = cells_table(header, rows, 2..5);
     format!(
         "phases (engine events; each run's add up to its spawn → ready)\n{t}\n{}",
         cover_lines(a)
