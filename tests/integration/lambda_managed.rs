@@ -1016,12 +1016,16 @@ args = ["-Dhello.sleep=400"]
             .map(|(_, ms)| *ms)
             .unwrap_or_else(|| panic!("no {name} in {throttled:?}"))
     };
+    // How much throttling the sleep saves is itself measured under whatever load
+    // the machine has (CI9: medians 216 vs 107 ms beside three other loads, while
+    // the shift was +440 ms): the true shift lies between 400 ms less that saving
+    // and the 400 ms, and the interval must meet that range.
     let expected = 400.0 - (of("baseline") - of("tune:slow-init")).max(0.0);
     let ci = &slow["shift_ci_ms"];
     let (lo, hi) = (ci[0].as_f64().expect("lo"), ci[1].as_f64().expect("hi"));
-    eprintln!("slow-init: expected {expected:.1} ms, shift CI [{lo:.1}, {hi:.1}] ms");
+    eprintln!("slow-init: expected {expected:.1}..400 ms, shift CI [{lo:.1}, {hi:.1}] ms");
     assert!(
-        lo <= expected + 60.0 && hi >= expected - 40.0,
+        lo <= 400.0 + 60.0 && hi >= expected - 40.0,
         "the injected 400 ms ({expected:.1} ms after throttling): shift CI [{lo}, {hi}] ms: {slow}\n{throttled:?}"
     );
 }
