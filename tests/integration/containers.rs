@@ -224,14 +224,12 @@ fn an_images_known_init_sleep_is_measured_as_slower() {
     assert_phases_cover(&doc);
     let program = &phase(&doc, 1, "program")["vs_baseline"];
     let pci = |i: usize| program["shift"]["ci"][i].as_f64().unwrap();
-    match program["verdict"].as_str().unwrap() {
-        "slower" => assert!(pci(0) <= 70.0 && pci(1) >= 30.0, "program phase: {program}"),
-        "same" | "within_noise" => assert!(
-            (pci(0) <= 50.0 && pci(1) >= 50.0) || busy,
-            "program phase: {program}"
-        ),
-        other => panic!("{other} for the program phase of a 50 ms longer init: {program}"),
-    }
+    // Its shift interval must meet the 50 ms whatever the verdict (never faster):
+    // under load a's program phase is often 0 (its exit recorded before its start),
+    // and a ratio of zeros has no interval, so the verdict can be "none" while the
+    // shift is +49 ms [46, 50].
+    assert_ne!(program["verdict"], "faster", "program phase: {program}");
+    assert!(pci(0) <= 70.0 && pci(1) >= 30.0, "program phase: {program}");
     let shifts: Vec<(String, f64)> = doc["variants"][1]["stats"]["phases"]
         .as_array()
         .unwrap()
