@@ -136,9 +136,16 @@ impl Podman {
 
     /// The containers of coldstart's that exist now: (name, owner pid).
     fn ours(&self) -> Vec<(String, i32)> {
-        let format = format!("{{{{.Names}}}} {{{{index .Labels \"{OWNER_LABEL}\"}}}}");
+        self.labelled(&["ps", "-a"], ".Names")
+    }
+
+    /// What `list` shows of coldstart's (containers or pods): (name, owner pid).
+    fn labelled(&self, list: &[&str], name: &str) -> Vec<(String, i32)> {
+        let format = format!("{{{{{name}}}}} {{{{index .Labels \"{OWNER_LABEL}\"}}}}");
         let filter = format!("label={OWNER_LABEL}");
-        self.ok("podman", &["ps", "-a", "--filter", &filter, "--format", &format])
+        let mut args = list.to_vec();
+        args.extend(["--filter", &filter, "--format", &format]);
+        self.ok("podman", &args)
             .lines()
             .filter_map(|l| {
                 let (name, owner) = l.split_once(' ')?;
@@ -861,15 +868,10 @@ fn pod_manifest(dir: &Path, name: &str, port: u16, probes: &str) -> PathBuf {
 
 /// coldstart's pods whose coldstart has ended.
 fn pods_left_behind(p: &Podman) -> Vec<String> {
-    let format = format!("{{{{.Name}}}} {{{{index .Labels \"{OWNER_LABEL}\"}}}}");
-    let filter = format!("label={OWNER_LABEL}");
-    p.ok("podman", &["pod", "ps", "--filter", &filter, "--format", &format])
-        .lines()
-        .filter_map(|l| {
-            let (name, owner) = l.split_once(' ')?;
-            let pid = owner.split(':').next()?;
-            (!Path::new(&format!("/proc/{pid}")).exists()).then(|| name.to_string())
-        })
+    p.labelled(&["pod", "ps"], ".Name")
+        .into_iter()
+        .filter(|(_, owner)| !Path::new(&format!("/proc/{owner}")).exists())
+        .map(|(name, _)| name)
         .collect()
 }
 

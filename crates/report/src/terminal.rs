@@ -373,9 +373,7 @@ pub(super) fn phase_cells(a: &Analysis) -> Option<(Vec<String>, Vec<Vec<String>>
                 format!("{}/{}", p.runs, v.ok_runs),
             ];
             if compared {
-                row.push(p.vs_baseline.as_ref().map_or_else(String::new, |c| {
-                    format!("vs {}: {}", v.baseline.as_deref().unwrap_or(first), comparison(c))
-                }));
+                row.push(vs_cell(v, p.vs_baseline.as_ref(), first));
             }
             rows.push(row);
         }
@@ -427,14 +425,24 @@ pub(super) fn mark_cells(a: &Analysis) -> Option<(Vec<String>, Vec<Vec<String>>)
                 format!("{}/{}", m.runs, v.ok_runs),
             ];
             if compared {
-                row.push(m.vs_baseline.as_ref().map_or_else(String::new, |c| {
-                    format!("vs {}: {}", v.baseline.as_deref().unwrap_or(first), comparison(c))
-                }));
+                row.push(vs_cell(v, m.vs_baseline.as_ref(), first));
             }
             rows.push(row);
         }
     }
     Some((header, rows))
+}
+
+/// A mark's or phase's "Δ vs baseline" cell: against the variant's baseline
+/// (else the first variant), empty without a comparison.
+fn vs_cell(
+    v: &coldstart_core::analysis::VariantAnalysis,
+    c: Option<&coldstart_stats::Comparison>,
+    first: &str,
+) -> String {
+    c.map_or_else(String::new, |c| {
+        format!("vs {}: {}", v.baseline.as_deref().unwrap_or(first), comparison(c))
+    })
 }
 
 /// What the table's times are: a Lambda init's is its Init Duration.
